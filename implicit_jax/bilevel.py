@@ -1,0 +1,382 @@
+"""The implicit (IFT) outer gradient of the bi-level problem: the paper's math in one place.
+
+Shankar & Piratla, Eq. 2-4 and Algorithm 1::
+
+    theta*(phi) = argmin_theta  L_aux(theta, phi)         inner problem, approximated by T optax steps
+    min_phi     L_prim(theta*(phi), phi)                 outer problem
+
+    dL_prim/dphi = d_phi L_prim  -  [d_phi d_theta L_aux]^T  H^{-1}  d_theta L_prim,   H = d_theta d_theta L_aux
+
+H^{-1} is never formed. ``u = H^{-1} d_theta L_prim`` comes from an inverse-HVP solver (Neumann series, CG, a
+dense solve for small problems) built on Hessian-vector products, and ``[d_phi d_theta L_aux]^T u`` is one VJP.
+
+Every loss here has the signature ``f(theta, phi, batch) -> scalar``: ``theta`` (inner variable) and ``phi``
+(outer variable) are arbitrary pytrees (Flax parameter dicts), ``batch`` is data and is not differentiated.
+Passing the data as an argument, never through a closure, is what keeps ``jax.custom_vjp`` sound.
+
+Public pieces:
+  * ``Solver``: validated inverse-HVP solver settings (``neumann``, ``cg``, ``dense``, ``identity``, ``none``).
+  * ``hvp``, ``fd_hvp``, ``mixed_vjp``: the second-order products.
+  * ``solve_inverse_hvp``: ``u ~= (H + damping I)^{-1} v`` with diagnostics.
+  * ``inner_loop``: T optimiser steps on L_aux inside ``lax.scan`` (plain autodiff: the unrolled reference).
+  * ``ImplicitSolve``: ``inner_loop`` wrapped in ``jax.custom_vjp`` so that
+    ``jax.grad(lambda phi: L_prim(solve(phi, ...)[0], phi, batch))`` is explicit + implicit term; its
+    ``value_and_grad`` also returns diagnostics (solver residual, explicit and implicit term norms).
+  * ``hypergradient``: the same gradient at a given stationary point theta*, without running an inner loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax.flatten_util import ravel_pytree
+
+PyTree = Any
+Loss = Callable[[PyTree, PyTree, PyTree], jax.Array]  # f(theta, phi, batch) -> scalar
+
+SOLVERS = ('neumann', 'cg', 'dense', 'identity', 'none')
+HVP_MODES = ('exact', 'fd')
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Settings
+
+
+@dataclasses.dataclass(frozen=True)
+class Solver:
+  """Inverse-HVP solver settings. Validated on construction; errors name the offending field.
+
+  Attributes:
+    name: ``neumann`` (K-term Neumann series ``alpha * sum_k (I - alpha H)^k v``), ``cg`` (conjugate gradient on
+      ``H + damping I``), ``dense`` (materialise H and solve: small models and tests only), ``identity``
+      (``H^{-1} ~= alpha I``, the K = 0 Neumann truncation) or ``none`` (drop the implicit term: the biased
+      gradient the paper attributes to InfNet+, kept as an ablation).
+    iterations: Neumann terms K (each costs one HVP) or CG's maximum number of iterations.
+    alpha: Neumann step. Convergence needs ``0 < alpha < 2 / lambda_max(H)``. With ``power_iters > 0`` it is an
+      upper bound, lowered to ``1 / lambda_max`` estimated on the fly.
+    power_iters: power iterations (HVPs) that estimate ``lambda_max(H)`` for the Neumann step; 0 disables.
+    tol: CG stops when ``||(H + damping I) u - v|| <= tol * ||v||``.
+    damping: ``delta`` in ``H + delta I``: makes CG and dense solves well posed on non-convex inner problems.
+    hvp: ``exact`` (forward-over-reverse, ``jax.jvp`` of ``jax.grad``) or ``fd`` (the paper's central finite
+      difference of gradients; approximate, kept for comparison).
+    fd_eps: length of the finite-difference HVP's perturbation ``h v`` (``h = fd_eps / ||v||``).
+    track_residual: report ``||(H + damping I) u - v|| / ||v||`` (costs one HVP except for CG and dense).
+  """
+
+  name: str = 'cg'
+  iterations: int = 10
+  alpha: float = 0.01
+  power_iters: int = 0
+  tol: float = 1e-6
+  damping: float = 0.0
+  hvp: str = 'exact'
+  fd_eps: float = 1e-3
+  track_residual: bool = True
+
+  def __post_init__(self):
+    if self.name not in SOLVERS:
+      raise ValueError(f'solver.name: unknown inverse-HVP solver {self.name!r}; choose one of {SOLVERS}')
+    if self.hvp not in HVP_MODES:
+      raise ValueError(f'solver.hvp: unknown HVP mode {self.hvp!r}; choose one of {HVP_MODES}')
+    for field in ('iterations', 'power_iters'):
+      value = getattr(self, field)
+      if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f'solver.{field} must be a non-negative integer, got {value!r}')
+    if self.name == 'cg' and self.iterations < 1:
+      raise ValueError(f'solver.iterations must be >= 1 for cg, got {self.iterations}')
+    for field, positive in (('alpha', True), ('fd_eps', True), ('tol', False), ('damping', False)):
+      value = getattr(self, field)
+      if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        raise ValueError(f'solver.{field} must be a number, got {value!r}')
+      if value < 0 or (positive and value == 0):
+        raise ValueError(f'solver.{field} must be {"> 0" if positive else ">= 0"}, got {value}')
+
+  @classmethod
+  def from_config(cls, config: Mapping[str, Any]) -> 'Solver':
+    """Builds from an ``ml_collections.ConfigDict`` (or dict); unknown keys are an error naming the key."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(config.keys()) - known)
+    if unknown:
+      raise ValueError(f'solver: unknown field(s) {unknown}; valid fields are {sorted(known)}')
+    return cls(**dict(config.items()))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Pytree arithmetic (kept local: four one-liners read better than a dependency on optax's private helpers)
+
+
+def _vdot(a: PyTree, b: PyTree) -> jax.Array:
+  return sum(jnp.vdot(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+def _axpy(alpha, x: PyTree, y: PyTree) -> PyTree:
+  """alpha * x + y."""
+  return jax.tree.map(lambda xi, yi: alpha * xi + yi, x, y)
+
+
+def _scale(alpha, x: PyTree) -> PyTree:
+  return jax.tree.map(lambda xi: alpha * xi, x)
+
+
+def _norm(x: PyTree) -> jax.Array:
+  return jnp.sqrt(_vdot(x, x))
+
+
+def check_tangent(theta: PyTree, v: PyTree, what: str = 'v') -> None:
+  """Raises a ValueError naming ``what`` when ``v`` is not a tangent of ``theta`` (structure, shapes)."""
+  t_def, v_def = jax.tree.structure(theta), jax.tree.structure(v)
+  if t_def != v_def:
+    raise ValueError(f'{what}: pytree structure {v_def} does not match theta {t_def}')
+  for path_leaf, vl in zip(jax.tree_util.tree_leaves_with_path(theta), jax.tree.leaves(v)):
+    path, tl = path_leaf
+    if jnp.shape(tl) != jnp.shape(vl):
+      raise ValueError(f'{what}{jax.tree_util.keystr(path)}: shape {jnp.shape(vl)} does not match theta '
+                       f'shape {jnp.shape(tl)}')
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Second-order products
+
+
+def hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree) -> PyTree:
+  """``d_theta d_theta f(theta, phi, batch) v`` by forward-over-reverse: exact, about 2-3 gradients of cost."""
+  check_tangent(theta, v)
+  grad_theta = lambda t: jax.grad(f)(t, phi, batch)
+  return jax.jvp(grad_theta, (theta,), (v,))[1]
+
+
+def fd_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree, eps: float = 1e-3) -> PyTree:
+  """The paper's HVP: central difference of gradients along v, ``(g(theta + h v) - g(theta - h v)) / 2h``.
+
+  ``h = eps / ||v||`` so the perturbation has length eps whatever the scale of v. Error is O(h^2) times the
+  third derivative, and float32 round-off grows like ``1 / h``: prefer ``hvp``.
+  """
+  check_tangent(theta, v)
+  vnorm = _norm(v)
+  h = eps / jnp.maximum(vnorm, jnp.finfo(vnorm.dtype).tiny)
+  g = lambda t: jax.grad(f)(t, phi, batch)
+  plus, minus = g(_axpy(h, v, theta)), g(_axpy(-h, v, theta))
+  return jax.tree.map(lambda a, b: (a - b) / (2 * h), plus, minus)
+
+
+def mixed_vjp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, u: PyTree) -> PyTree:
+  """``[d_phi d_theta f]^T u``: the phi-gradient of ``<d_theta f(theta, phi), u>``, one VJP of the gradient."""
+  check_tangent(theta, u, 'u')
+  _, pullback = jax.vjp(lambda p: jax.grad(f)(theta, p, batch), phi)
+  return pullback(u)[0]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Inverse-HVP solvers
+
+
+def _neumann(matvec, v, iterations, alpha):
+  # p_k = (I - alpha H)^k v;  u = alpha * sum_{k=0..K} p_k  (K HVPs, K + 1 terms).
+  def body(_, carry):
+    p, acc = carry
+    p = _axpy(-alpha, matvec(p), p)
+    return p, jax.tree.map(jnp.add, acc, p)
+
+  _, acc = jax.lax.fori_loop(0, iterations, body, (v, v))
+  return _scale(alpha, acc)
+
+
+def _cg(matvec, v, maxiter, tol):
+  """Conjugate gradient from u = 0; stops on tolerance, max iterations or non-positive curvature."""
+  zero = jax.tree.map(jnp.zeros_like, v)
+  rs0 = _vdot(v, v)
+  threshold = (tol ** 2) * rs0
+
+  def cond(state):
+    k, _, _, _, rs, broken = state
+    return (k < maxiter) & (rs > threshold) & ~broken
+
+  def body(state):
+    k, x, r, p, rs, _ = state
+    ap = matvec(p)
+    pap = _vdot(p, ap)
+    broken = ~(pap > 0)  # H + damping I is not positive definite along p: stop with the current iterate
+    step = jnp.where(broken, 0.0, rs / jnp.where(broken, 1.0, pap))
+    x = _axpy(step, p, x)
+    r = _axpy(-step, ap, r)
+    rs_new = _vdot(r, r)
+    p = _axpy(rs_new / jnp.where(rs > 0, rs, 1.0), p, r)
+    return k + 1, x, r, p, jnp.where(broken, rs, rs_new), broken
+
+  k, x, _, _, rs, _ = jax.lax.while_loop(cond, body, (0, zero, v, v, rs0, jnp.array(False)))
+  return x, k, jnp.sqrt(rs / jnp.where(rs0 > 0, rs0, 1.0))
+
+
+def _dense(matvec, v):
+  flat_v, unravel = ravel_pytree(v)
+  # Columns H e_i by vmapped HVPs: forward-over-reverse, the same product the iterative solvers use.
+  basis = jnp.eye(flat_v.size, dtype=flat_v.dtype)
+  h = jax.vmap(lambda e: ravel_pytree(matvec(unravel(e)))[0])(basis).T
+  u = jnp.linalg.solve(h, flat_v)
+  residual = jnp.linalg.norm(h @ u - flat_v) / jnp.maximum(jnp.linalg.norm(flat_v), jnp.finfo(flat_v.dtype).tiny)
+  return unravel(u), residual
+
+
+def power_iteration(matvec, v: PyTree, iterations: int) -> jax.Array:
+  """Largest |eigenvalue| of the operator, estimated by ``iterations`` matvecs started from v."""
+  def body(_, carry):
+    x, _ = carry
+    x = _scale(1.0 / jnp.maximum(_norm(x), 1e-30), x)
+    hx = matvec(x)
+    return hx, _norm(hx)
+
+  _, lam = jax.lax.fori_loop(0, iterations, body, (v, jnp.zeros((), _norm(v).dtype)))
+  return lam
+
+
+def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree,
+                      solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
+  """``u ~= (H + damping I)^{-1} v`` with ``H = d_theta d_theta f(theta, phi, batch)``.
+
+  Returns u and diagnostics (same keys for every solver, so they can be logged uniformly): ``residual``
+  (``||(H + damping I) u - v|| / ||v||``, NaN when not tracked), ``alpha`` (Neumann step used, NaN for other
+  solvers) and ``iterations`` (HVPs spent in the solve, excluding the residual check).
+  """
+  check_tangent(theta, v)
+  if solver.hvp == 'exact':
+    product = lambda x: hvp(f, theta, phi, batch, x)
+  else:
+    product = lambda x: fd_hvp(f, theta, phi, batch, x, solver.fd_eps)
+  matvec = (lambda x: _axpy(solver.damping, x, product(x))) if solver.damping else product
+
+  dtype = _norm(v).dtype
+  nan = jnp.full((), jnp.nan, dtype)
+  residual, alpha, iterations = None, nan, jnp.zeros((), dtype)
+  if solver.name in ('neumann', 'identity'):
+    alpha = jnp.asarray(solver.alpha, dtype)
+    if solver.power_iters:
+      lam = power_iteration(matvec, v, solver.power_iters)
+      alpha = jnp.minimum(alpha, 1.0 / jnp.maximum(lam, 1e-12))
+    k = solver.iterations if solver.name == 'neumann' else 0
+    u = _neumann(matvec, v, k, alpha)
+    iterations = jnp.asarray(k + solver.power_iters, dtype)
+  elif solver.name == 'cg':
+    u, k, residual = _cg(matvec, v, solver.iterations, solver.tol)
+    iterations = k.astype(dtype)
+  elif solver.name == 'dense':
+    u, residual = _dense(matvec, v)
+    iterations = jnp.asarray(ravel_pytree(v)[0].size, dtype)
+  else:  # 'none': the implicit term is dropped.
+    u = jax.tree.map(jnp.zeros_like, v)
+    residual = jnp.ones((), dtype)
+
+  if residual is None:
+    if solver.track_residual:
+      r = _axpy(-1.0, v, matvec(u))
+      residual = _norm(r) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
+    else:
+      residual = nan
+  return u, {'residual': residual.astype(dtype), 'alpha': alpha, 'iterations': iterations}
+
+
+def implicit_vjp(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, g_theta: PyTree,
+                 solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
+  """The implicit term ``-[d_phi d_theta L_aux]^T H^{-1} g_theta`` (a phi-shaped pytree) and diagnostics."""
+  u, info = solve_inverse_hvp(l_aux, theta, phi, batch, g_theta, solver)
+  return _scale(-1.0, mixed_vjp(l_aux, theta, phi, batch, u)), info
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The inner problem
+
+
+def inner_loop(l_aux: Loss, optimizer: optax.GradientTransformation, num_steps: int, phi: PyTree,
+               theta0: PyTree, opt_state0: PyTree, batch: PyTree):
+  """``num_steps`` optimiser steps on ``L_aux(., phi, batch)`` from the warm start ``(theta0, opt_state0)``.
+
+  Plain JAX: differentiating through it is unrolled differentiation (memory grows with ``num_steps``).
+  Returns ``(theta_T, opt_state_T, losses)`` with ``losses[t] = L_aux(theta_t)`` before step t.
+  """
+  def step(carry, _):
+    theta, state = carry
+    loss, grad = jax.value_and_grad(l_aux)(theta, phi, batch)
+    updates, state = optimizer.update(grad, state, theta)
+    return (optax.apply_updates(theta, updates), state), loss
+
+  (theta, state), losses = jax.lax.scan(step, (theta0, opt_state0), None, length=num_steps)
+  return theta, state, losses
+
+
+def hypergradient(l_prim: Loss, l_aux: Loss, theta_star: PyTree, phi: PyTree, batch: PyTree,
+                  solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
+  """Total derivative of ``L_prim(theta*(phi), phi)`` at a given stationary point ``theta*`` of L_aux."""
+  g_theta, g_phi = jax.grad(l_prim, argnums=(0, 1))(theta_star, phi, batch)
+  implicit, info = implicit_vjp(l_aux, theta_star, phi, batch, g_theta, solver)
+  return jax.tree.map(jnp.add, g_phi, implicit), _diagnostics(g_phi, implicit, info)
+
+
+def _diagnostics(explicit, implicit, info):
+  return dict(info, explicit_norm=_norm(explicit), implicit_norm=_norm(implicit))
+
+
+class ImplicitSolve:
+  """The inner solve as a function of phi whose VJP is the implicit one (``jax.custom_vjp``).
+
+  ``solve(phi, theta0, opt_state0, batch) -> (theta_T, opt_state_T, losses)`` runs ``inner_loop``. Its VJP
+  treats theta_T as the stationary point theta*(phi) of L_aux: the cotangent ``g`` of theta_T becomes
+  ``-[d_phi d_theta L_aux]^T H^{-1} g`` for phi, and zero for the warm start and the batch (a stationary point
+  does not depend on where the search started). ``opt_state_T`` and ``losses`` carry no gradient.
+
+  Forward-mode differentiation cannot pass through a ``custom_vjp``; HVPs are taken on L_aux directly.
+  """
+
+  def __init__(self, l_aux: Loss, optimizer: optax.GradientTransformation, num_steps: int, solver: Solver):
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
+      raise ValueError(f'num_steps (T_inner) must be a non-negative integer, got {num_steps!r}')
+    if not isinstance(solver, Solver):
+      raise TypeError(f'solver must be a bilevel.Solver, got {type(solver).__name__}')
+    self.l_aux, self.optimizer, self.num_steps, self.solver = l_aux, optimizer, num_steps, solver
+
+    # `probe` is a zero input whose cotangent carries the implicit term and the solver diagnostics out of the
+    # backward pass: jax.grad w.r.t. it returns them at no extra cost (see value_and_grad).
+    @jax.custom_vjp
+    def solve(phi, theta0, opt_state0, batch, probe):
+      del probe
+      return inner_loop(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch)
+
+    def fwd(phi, theta0, opt_state0, batch, probe):
+      out = solve(phi, theta0, opt_state0, batch, probe)
+      return out, (out[0], phi, batch)
+
+    def bwd(residuals, cotangents):
+      theta, phi, batch = residuals
+      g_theta = cotangents[0]
+      implicit, info = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)
+      probe_bar = dict(info, implicit=implicit)
+      return implicit, None, None, None, probe_bar
+
+    solve.defvjp(fwd, bwd)
+    self._solve = solve
+
+  def _probe(self, phi):
+    dtype = jnp.result_type(*jax.tree.leaves(phi))
+    z = jnp.zeros((), dtype)
+    return {'residual': z, 'alpha': z, 'iterations': z, 'implicit': jax.tree.map(jnp.zeros_like, phi)}
+
+  def __call__(self, phi, theta0, opt_state0, batch):
+    return self._solve(phi, theta0, opt_state0, batch, self._probe(phi))
+
+  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
+    """``(L_prim, (theta_T, opt_state_T, inner_losses)), dL_prim/dphi, diagnostics`` in one pass.
+
+    diagnostics: ``residual``, ``alpha``, ``iterations`` of the solver, ``explicit_norm`` (``||d_phi L_prim||``)
+    and ``implicit_norm`` (norm of the implicit term).
+    """
+    def outer(phi, probe):
+      theta, state, losses = self._solve(phi, theta0, opt_state0, batch, probe)
+      return l_prim(theta, phi, batch), (theta, state, losses)
+
+    (loss, aux), (grad, probe_bar) = jax.value_and_grad(outer, argnums=(0, 1), has_aux=True)(
+        phi, self._probe(phi))
+    implicit = probe_bar.pop('implicit')
+    explicit = jax.tree.map(jnp.subtract, grad, implicit)
+    return (loss, aux), grad, _diagnostics(explicit, implicit, probe_bar)

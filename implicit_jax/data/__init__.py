@@ -1,0 +1,1 @@
+"""Data readers: benchmark datasets in their original file formats, returned as numpy arrays."""

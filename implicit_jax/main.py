@@ -1,0 +1,32 @@
+r"""Command line: ``python -m implicit_jax.main --config=configs/default.py --workdir=DIR``.
+
+Flags only; the work is ``train.train_and_evaluate``. Configs are locked, so a misspelt override
+(``--config.optimzer.learning_rate=...``) is an error. Bad settings and bad data end with one message naming
+the field, file or step, not a traceback.
+"""
+
+import sys
+
+from absl import app, flags
+from ml_collections import config_flags
+
+from implicit_jax import train
+
+FLAGS = flags.FLAGS
+config_flags.DEFINE_config_file('config', None, 'Path to a config file with get_config().', lock_config=True)
+flags.DEFINE_string('workdir', None, 'Directory for metrics and checkpoints.')
+flags.mark_flags_as_required(['config', 'workdir'])
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  try:
+    train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
+  except (ValueError, FileNotFoundError, FloatingPointError) as e:
+    print(f'error: {e}', file=sys.stderr)
+    sys.exit(1)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,44 @@
+"""Training methods, one module each, behind one small interface (``Method``); ``build`` picks by name.
+
+A method is three pure functions: ``init(rng) -> State``, ``train_step(state, batch, rng) -> (state, metrics)``
+(jitted once by the training loop; ``metrics`` is a dict of scalars kept on device) and
+``predict(params, x) -> y_relaxed`` in [0, 1]^L.
+"""
+
+from typing import Any, Callable, NamedTuple
+
+import flax
+import jax
+import optax
+
+OPTIMIZERS = {'adam': optax.adam, 'sgd': optax.sgd, 'adamw': optax.adamw}
+
+
+@flax.struct.dataclass
+class State:
+  step: jax.Array
+  params: dict            # named parameter sets, e.g. {'theta': inference net, 'phi': energy}
+  opt_state: dict         # one optimiser state per trained set
+
+
+class Method(NamedTuple):
+  init: Callable[[jax.Array], State]
+  train_step: Callable[[State, dict, jax.Array], tuple[State, dict]]
+  predict: Callable[[dict, jax.Array], jax.Array]
+
+
+def make_optimizer(cfg, field: str) -> optax.GradientTransformation:
+  """``cfg`` has ``name`` and ``learning_rate``; errors name ``field`` (the config path)."""
+  if cfg.name not in OPTIMIZERS:
+    raise ValueError(f'{field}.name: unknown optimizer {cfg.name!r}; choose one of {sorted(OPTIMIZERS)}')
+  if not cfg.learning_rate > 0:
+    raise ValueError(f'{field}.learning_rate must be > 0, got {cfg.learning_rate}')
+  return OPTIMIZERS[cfg.name](cfg.learning_rate)
+
+
+def build(task: Any, config: Any) -> Method:
+  from implicit_jax.methods import feedforward, implicit  # pylint: disable=import-outside-toplevel
+  registry = {'implicit': implicit.build, 'feedforward': feedforward.build}
+  if config.method not in registry:
+    raise ValueError(f'config.method: unknown method {config.method!r}; choose one of {sorted(registry)}')
+  return registry[config.method](task, config)

@@ -1,0 +1,32 @@
+"""The feed-forward baseline: the inference network trained by MBCE alone (no energy)."""
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from implicit_jax import losses
+from implicit_jax.methods import Method, State, make_optimizer
+from implicit_jax.networks import MLPInferenceNet
+
+
+def build(task, config) -> Method:
+  m = config.model
+  net = MLPInferenceNet(task.num_labels, tuple(m.inference_hidden), m.activation)
+  opt = make_optimizer(config.optimizer, 'optimizer')
+
+  def init(rng):
+    theta = net.init(rng, jnp.zeros((1, task.num_features), jnp.float32))
+    return State(step=jnp.zeros((), jnp.int32), params={'theta': theta}, opt_state={'theta': opt.init(theta)})
+
+  def train_step(state, batch, rng):
+    del rng
+    loss_fn = lambda theta: losses.bce(net.apply(theta, batch['x']), batch['y'])
+    loss, grad = jax.value_and_grad(loss_fn)(state.params['theta'])
+    updates, opt_state = opt.update(grad, state.opt_state['theta'], state.params['theta'])
+    theta = optax.apply_updates(state.params['theta'], updates)
+    return State(step=state.step + 1, params={'theta': theta}, opt_state={'theta': opt_state}), {'loss': loss}
+
+  def predict(params, x):
+    return jax.nn.sigmoid(net.apply(params['theta'], x))
+
+  return Method(init, train_step, predict)

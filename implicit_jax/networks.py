@@ -1,0 +1,44 @@
+"""Flax inference and feature networks."""
+
+from typing import Callable, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    'relu': nn.relu, 'softplus': nn.softplus, 'tanh': jnp.tanh, 'gelu': nn.gelu,
+}
+
+
+def activation(name: str) -> Callable[[jax.Array], jax.Array]:
+  if name not in ACTIVATIONS:
+    raise ValueError(f'model.activation: unknown activation {name!r}; choose one of {sorted(ACTIVATIONS)}')
+  return ACTIVATIONS[name]
+
+
+class MLP(nn.Module):
+  """Dense layers ``hidden`` with ``act`` between them, then a linear layer of width ``out``."""
+
+  hidden: Sequence[int]
+  out: int
+  act: str = 'relu'
+
+  @nn.compact
+  def __call__(self, x: jax.Array) -> jax.Array:
+    act = activation(self.act)
+    for width in self.hidden:
+      x = act(nn.Dense(width)(x))
+    return nn.Dense(self.out)(x)
+
+
+class MLPInferenceNet(nn.Module):
+  """``A_theta(x)``: an MLP giving one logit per label; the relaxed output is ``sigmoid(logits)``."""
+
+  num_labels: int
+  hidden: Sequence[int] = (150, 150)
+  act: str = 'relu'
+
+  @nn.compact
+  def __call__(self, x: jax.Array) -> jax.Array:
+    return MLP(self.hidden, self.num_labels, self.act)(x)
