@@ -20,6 +20,8 @@ def get_config():
   c.model.global_hidden = 4
   c.implicit.inner_steps = 2
   c.solver.iterations = 3
+  c.optimizer.learning_rate = 1e-2       # few steps: a larger rate than the default's
+  c.implicit.inner_optimizer.learning_rate = 1e-2
   c.batch_size = 16
   c.num_epochs = 2
   c.log_every = 4

@@ -238,8 +238,8 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
   """``u ~= (H + damping I)^{-1} v`` with ``H = d_theta d_theta f(theta, phi, batch)``.
 
   Returns u and diagnostics (same keys for every solver, so they can be logged uniformly): ``residual``
-  (``||(H + damping I) u - v|| / ||v||``, NaN when not tracked), ``alpha`` (Neumann step used, NaN for other
-  solvers) and ``iterations`` (HVPs spent in the solve, excluding the residual check).
+  (``||(H + damping I) u - v|| / ||v||``, NaN when not tracked), ``alpha`` (Neumann/identity step used, 0 for
+  other solvers) and ``iterations`` (HVPs spent in the solve, excluding the residual check).
   """
   check_tangent(theta, v)
   if solver.hvp == 'exact':
@@ -250,7 +250,7 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
 
   dtype = _norm(v).dtype
   nan = jnp.full((), jnp.nan, dtype)
-  residual, alpha, iterations = None, nan, jnp.zeros((), dtype)
+  residual, alpha, iterations = None, jnp.zeros((), dtype), jnp.zeros((), dtype)
   if solver.name in ('neumann', 'identity'):
     alpha = jnp.asarray(solver.alpha, dtype)
     if solver.power_iters:

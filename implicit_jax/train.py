@@ -109,7 +109,7 @@ def _log(pending, step, total_steps, epoch, config, t_start, t_log):
   means = {k: float(v) for k, v in jax.device_get(jax.tree.map(lambda *xs: jnp.mean(jnp.stack(xs)),
                                                                  *pending)).items()}
   for name, value in means.items():
-    if not np.isfinite(value) and name not in ('alpha', 'residual'):
+    if not np.isfinite(value) and name != 'residual':  # residual is NaN when not tracked
       raise FloatingPointError(f'non-finite {name} ({value}) in the {len(pending)} steps up to step {step}')
   now = time.perf_counter()
   rate = len(pending) * config.batch_size / max(now - t_log, 1e-9)

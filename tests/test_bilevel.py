@@ -1,0 +1,327 @@
+"""The implicit-gradient core, checked against independent routes in float64.
+
+* ridge regression with the outer variable in the regulariser: closed-form theta*(phi) and hypergradient;
+* a small SPEN-like problem (MLP inference net, local + global energy, L_aux = BCE + lambda E) solved to
+  stationarity by Newton's method: jaxopt's ``custom_root``, central finite differences of the outer loss,
+  and unrolled differentiation through a long inner loop;
+* HVPs and mixed partials against dense second derivatives.
+"""
+
+import functools
+import warnings
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from implicit_jax import bilevel, losses
+from implicit_jax.energies import MLCEnergy
+from implicit_jax.networks import MLPInferenceNet
+from tests.conftest import float64
+
+
+def flat64(tree):
+  return np.concatenate([np.ravel(np.asarray(leaf, np.float64)) for leaf in jax.tree.leaves(tree)])
+
+
+def rel_err(a, b):
+  a, b = flat64(a), flat64(b)
+  return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def dense_hessian(f, theta, phi, batch):
+  """The materialised d_theta d_theta f, the reference the matrix-free products are checked against."""
+  flat, unravel = ravel_pytree(theta)
+  return jax.hessian(lambda t: f(unravel(t), phi, batch))(flat)
+
+
+# ------------------------------------------------------------------------------------------------ ridge
+
+def ridge_problem():
+  k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+  x = jax.random.normal(k1, (30, 6))
+  y = x @ jnp.arange(1.0, 7.0) + jax.random.normal(k2, (30,))
+  xv = jax.random.normal(k3, (12, 6))
+  yv = xv @ jnp.ones(6)
+  batch = {'x': x, 'y': y, 'xv': xv, 'yv': yv}
+
+  def l_aux(w, phi, b):  # ridge, one regularisation strength per coordinate: lambda = exp(phi)
+    return 0.5 * jnp.sum((b['x'] @ w['w'] - b['y']) ** 2) + 0.5 * jnp.sum(jnp.exp(phi['log_lam']) * w['w'] ** 2)
+
+  def l_prim(w, phi, b):  # validation error
+    del phi
+    return 0.5 * jnp.sum((b['xv'] @ w['w'] - b['yv']) ** 2)
+
+  def theta_star(phi):
+    a = x.T @ x + jnp.diag(jnp.exp(phi['log_lam']))
+    return {'w': jnp.linalg.solve(a, x.T @ y)}
+
+  phi = {'log_lam': jnp.linspace(-1.0, 2.0, 6)}
+  exact = jax.grad(lambda p: l_prim(theta_star(p), p, batch))(phi)  # autodiff through the closed form
+  return l_aux, l_prim, theta_star, phi, batch, exact
+
+
+@pytest.mark.parametrize('solver,tol', [
+    (bilevel.Solver('dense'), 1e-6),
+    (bilevel.Solver('cg', iterations=50, tol=1e-12), 1e-6),
+    (bilevel.Solver('neumann', iterations=3000, alpha=1.0, power_iters=30), 1e-4),
+])
+def test_ridge_hypergradient_matches_closed_form(x64, solver, tol):
+  l_aux, l_prim, theta_star, phi, batch, exact = ridge_problem()
+  grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star(phi), phi, batch, solver)
+  assert rel_err(grad, exact) < tol
+  assert info['residual'] < tol
+  assert info['implicit_norm'] > 0 and info['explicit_norm'] == 0  # phi enters L_prim only through theta*
+
+
+def test_ridge_custom_vjp_inner_loop_matches_closed_form(x64):
+  """jax.grad through ImplicitSolve (inner loop run to convergence from zero) gives the closed form."""
+  l_aux, l_prim, _, phi, batch, exact = ridge_problem()
+  opt = optax.sgd(2e-3)
+  inner = bilevel.ImplicitSolve(l_aux, opt, 5000, bilevel.Solver('cg', iterations=50, tol=1e-12))
+  theta0 = {'w': jnp.zeros(6)}
+  outer = lambda p: l_prim(inner(p, theta0, opt.init(theta0), batch)[0], p, batch)
+  assert rel_err(jax.jit(jax.grad(outer))(phi), exact) < 1e-6
+
+
+def test_neumann_without_safe_step_diverges_and_says_so(x64):
+  """alpha above 2 / lambda_max: the residual reports the divergence instead of hiding it."""
+  l_aux, l_prim, theta_star, phi, batch, _ = ridge_problem()
+  _, info = bilevel.hypergradient(l_prim, l_aux, theta_star(phi), phi, batch,
+                                  bilevel.Solver('neumann', iterations=50, alpha=1.0))
+  assert info['residual'] > 1e3
+
+
+# ------------------------------------------------------------------------------------------- SPEN-like
+
+LAMBDA, WEIGHT_DECAY = 0.5, 0.1
+
+
+@functools.lru_cache(maxsize=None)
+def spen_problem():
+  """Tiny MLC problem; returns losses, phi, batch and a stationary point theta* found by Newton's method."""
+  with float64():
+    kx, ky, kt, kp = jax.random.split(jax.random.PRNGKey(1), 4)
+    batch = {'x': jax.random.normal(kx, (8, 4)), 'y': (jax.random.uniform(ky, (8, 3)) < 0.4).astype(jnp.float64)}
+    net = MLPInferenceNet(3, hidden=(5,), act='tanh')
+    energy = MLCEnergy(3, feature_hidden=(4,), feature_dim=4, global_hidden=3)
+    to64 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), tree)  # Flax inits float32
+    theta0 = to64(net.init(kt, batch['x']))
+    phi = to64(energy.init(kp, batch['x'], batch['y']))
+
+    def l_aux(theta, phi, b):  # Eq. 6 plus weight decay, so that a strict local minimum exists
+      logits = net.apply(theta, b['x'])
+      e = jnp.mean(energy.apply(phi, b['x'], jax.nn.sigmoid(logits)))
+      decay = 0.5 * WEIGHT_DECAY * sum(jnp.sum(w ** 2) for w in jax.tree.leaves(theta))
+      return losses.bce(logits, b['y']) + LAMBDA * e + decay
+
+    def l_prim(theta, phi, b):  # SSVM margin with the inference net's relaxed output as negative
+      y_bar = jax.nn.sigmoid(net.apply(theta, b['x']))
+      return losses.ssvm_margin(energy.apply(phi, b['x'], y_bar), energy.apply(phi, b['x'], b['y']),
+                                losses.l1_cost(y_bar, b['y']))
+
+    @jax.jit
+    def newton(theta, phi):
+      flat, unravel = ravel_pytree(theta)
+      f = lambda t: l_aux(unravel(t), phi, batch)
+      step = lambda _, t: t - jnp.linalg.solve(jax.hessian(f)(t), jax.grad(f)(t))
+      return unravel(jax.lax.fori_loop(0, 30, step, flat))
+
+    opt = optax.adam(1e-2)
+    theta, _, _ = jax.jit(bilevel.inner_loop, static_argnums=(0, 1, 2))(l_aux, opt, 3000, phi, theta0,
+                                                                         opt.init(theta0), batch)
+    theta_star = newton(theta, phi)
+    return l_aux, l_prim, phi, batch, theta_star, newton
+
+
+def test_spen_problem_is_solved_to_stationarity(x64):
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  grad_norm = jnp.linalg.norm(ravel_pytree(jax.grad(l_aux)(theta_star, phi, batch))[0])
+  assert grad_norm < 1e-10
+  eigs = jnp.linalg.eigvalsh(dense_hessian(l_aux, theta_star, phi, batch))
+  assert eigs.min() > 0  # a strict local minimum: the implicit function theorem applies
+  # The SSVM hinge is active and away from its kink for every example, so L_prim is smooth here.
+  net_y = jax.grad(l_prim, argnums=0)(theta_star, phi, batch)
+  assert jnp.linalg.norm(ravel_pytree(net_y)[0]) > 0
+
+
+@pytest.fixture
+def spen_implicit_grad(x64):
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense'))
+  assert info['residual'] < 1e-10 and info['implicit_norm'] > 1e-3
+  return grad
+
+
+def test_spen_matches_jaxopt_custom_root(spen_implicit_grad):
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', DeprecationWarning)
+    import jaxopt  # pylint: disable=import-outside-toplevel
+  l_aux, l_prim, phi, batch, theta_star, newton = spen_problem()
+  optimality = lambda theta, phi: jax.grad(l_aux)(theta, phi, batch)
+  solve = functools.partial(jaxopt.linear_solve.solve_cg, tol=1e-14, maxiter=1000)
+
+  @jaxopt.implicit_diff.custom_root(optimality, solve=solve)
+  def inner_solver(init_theta, phi):
+    return newton(init_theta, phi)
+
+  reference = jax.grad(lambda p: l_prim(inner_solver(theta_star, p), p, batch))(phi)
+  assert rel_err(spen_implicit_grad, reference) < 1e-6
+
+
+def test_spen_matches_central_finite_differences(spen_implicit_grad):
+  l_aux, l_prim, phi, batch, theta_star, newton = spen_problem()
+  del l_aux
+  outer = lambda p: l_prim(newton(theta_star, p), p, batch)  # re-solve to stationarity for each phi
+  flat_phi, unravel = ravel_pytree(phi)
+  flat_grad = ravel_pytree(spen_implicit_grad)[0]
+  eps = 1e-5
+  for k in range(3):  # directional derivatives along random directions
+    d = jax.random.normal(jax.random.PRNGKey(10 + k), flat_phi.shape)
+    d = d / jnp.linalg.norm(d)
+    fd = (outer(unravel(flat_phi + eps * d)) - outer(unravel(flat_phi - eps * d))) / (2 * eps)
+    np.testing.assert_allclose(float(flat_grad @ d), float(fd), rtol=1e-6, atol=1e-9)
+
+
+def test_spen_matches_unrolled_differentiation(spen_implicit_grad):
+  """Autodiff through 4000 SGD steps started at theta* converges to the implicit gradient."""
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  lam_max = jnp.linalg.eigvalsh(dense_hessian(l_aux, theta_star, phi, batch)).max()
+  opt = optax.sgd(float(1.0 / lam_max))
+
+  @jax.jit
+  def unrolled(p):
+    theta, _, _ = bilevel.inner_loop(l_aux, opt, 4000, p, theta_star, opt.init(theta_star), batch)
+    return l_prim(theta, p, batch)
+
+  assert rel_err(jax.grad(unrolled)(phi), spen_implicit_grad) < 1e-5
+
+
+def test_spen_custom_vjp_agrees_with_hypergradient_for_every_solver(spen_implicit_grad):
+  """The custom_vjp route (what training uses) and its diagnostics agree with the direct formula."""
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  opt = optax.sgd(1e-3)
+  for solver, tol in ((bilevel.Solver('dense'), 1e-8), (bilevel.Solver('cg', iterations=200, tol=1e-13), 1e-7),
+                      (bilevel.Solver('neumann', iterations=20000, alpha=1.0, power_iters=50), 1e-4)):
+    inner = bilevel.ImplicitSolve(l_aux, opt, 1, solver)  # one step from theta*: stays at theta*
+    (loss, _), grad, diag = jax.jit(lambda p: inner.value_and_grad(
+        l_prim, p, theta_star, opt.init(theta_star), batch))(phi)
+    assert rel_err(grad, spen_implicit_grad) < tol, solver.name
+    explicit = jax.grad(l_prim, argnums=1)(theta_star, phi, batch)
+    np.testing.assert_allclose(diag['explicit_norm'], jnp.linalg.norm(ravel_pytree(explicit)[0]), rtol=1e-6)
+    assert diag['residual'] < tol
+    np.testing.assert_allclose(loss, l_prim(theta_star, phi, batch), rtol=1e-6)
+
+
+def test_none_solver_drops_exactly_the_implicit_term(x64):
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('none'))
+  explicit = jax.grad(l_prim, argnums=1)(theta_star, phi, batch)
+  assert rel_err(grad, explicit) == 0 and info['implicit_norm'] == 0
+
+
+# ---------------------------------------------------------------------------------------- products
+
+def test_hvp_and_mixed_vjp_match_dense_second_derivatives(x64):
+  l_aux, _, phi, batch, theta_star, _ = spen_problem()
+  theta = jax.tree.map(lambda t: t + 0.3, theta_star)  # a generic point, not only the minimum
+  flat, unravel = ravel_pytree(theta)
+  flat_phi, unravel_phi = ravel_pytree(phi)
+  hess = dense_hessian(l_aux, theta, phi, batch)
+  cross = jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta, unravel_phi(p), batch))[0])(flat_phi)
+  v = jax.random.normal(jax.random.PRNGKey(3), flat.shape)
+  np.testing.assert_allclose(ravel_pytree(bilevel.hvp(l_aux, theta, phi, batch, unravel(v)))[0], hess @ v,
+                             rtol=1e-10, atol=1e-12)
+  np.testing.assert_allclose(ravel_pytree(bilevel.mixed_vjp(l_aux, theta, phi, batch, unravel(v)))[0],
+                             cross.T @ v, rtol=1e-10, atol=1e-12)
+  fd = ravel_pytree(bilevel.fd_hvp(l_aux, theta, phi, batch, unravel(v), eps=1e-4))[0]
+  assert rel_err(fd, hess @ v) < 1e-6  # O(eps^2) truncation error in float64
+
+
+def test_fd_hvp_solver_option_close_to_exact(x64):
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  exact, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('cg', iterations=100,
+                                                                                          tol=1e-12))
+  fd, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
+                                bilevel.Solver('cg', iterations=100, tol=1e-12, hvp='fd', fd_eps=1e-5))
+  assert rel_err(fd, exact) < 1e-5
+
+
+def test_identity_is_the_zero_term_neumann_series(x64):
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  a, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('identity', alpha=0.3))
+  b, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
+                               bilevel.Solver('neumann', iterations=0, alpha=0.3))
+  assert rel_err(a, b) == 0
+
+
+def test_damping_solves_the_shifted_system(x64):
+  l_aux, _, phi, batch, theta_star, _ = spen_problem()
+  flat, unravel = ravel_pytree(theta_star)
+  hess = dense_hessian(l_aux, theta_star, phi, batch)
+  v = jax.random.normal(jax.random.PRNGKey(4), flat.shape)
+  expected = jnp.linalg.solve(hess + 0.5 * jnp.eye(flat.size), v)
+  for name in ('dense', 'cg'):
+    u, info = bilevel.solve_inverse_hvp(l_aux, theta_star, phi, batch, unravel(v),
+                                        bilevel.Solver(name, iterations=200, tol=1e-13, damping=0.5))
+    np.testing.assert_allclose(ravel_pytree(u)[0], expected, rtol=1e-8, atol=1e-10)
+    assert info['residual'] < 1e-10
+
+
+def test_cg_stops_on_negative_curvature_instead_of_returning_nan(x64):
+  f = lambda t, p, b: 0.5 * t['a'] @ (jnp.diag(jnp.array([1.0, -2.0, 3.0])) @ t['a'])
+  theta = {'a': jnp.ones(3)}
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, {'a': jnp.ones(3)}, bilevel.Solver('cg', iterations=10))
+  assert jnp.all(jnp.isfinite(u['a'])) and info['residual'] > 1e-3
+
+
+def test_float32_on_flax_params_agrees_with_float64():
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  with float64():
+    ref, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense'))
+  cast = lambda t: jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), t)
+  grad, info = jax.jit(lambda t, p, b: bilevel.hypergradient(l_prim, l_aux, t, p, b, bilevel.Solver('cg', iterations=60)))(
+      cast(theta_star), cast(phi), cast(batch))
+  chex.assert_trees_all_equal_dtypes(grad, cast(phi))
+  assert rel_err(grad, ref) < 1e-3 and info['residual'] < 1e-3
+
+
+# ------------------------------------------------------------------------------------------ errors
+
+@pytest.mark.parametrize('kwargs,field', [
+    ({'name': 'newton'}, 'solver.name'),
+    ({'iterations': -1}, 'solver.iterations'),
+    ({'alpha': -0.1}, 'solver.alpha'),
+    ({'alpha': 0.0}, 'solver.alpha'),
+    ({'damping': -1.0}, 'solver.damping'),
+    ({'power_iters': 1.5}, 'solver.power_iters'),
+    ({'hvp': 'approx'}, 'solver.hvp'),
+    ({'name': 'cg', 'iterations': 0}, 'solver.iterations'),
+])
+def test_bad_solver_settings_name_the_field(kwargs, field):
+  with pytest.raises(ValueError, match=field.replace('.', r'\.')):
+    bilevel.Solver(**kwargs)
+
+
+def test_unknown_solver_field_is_named():
+  with pytest.raises(ValueError, match=r"unknown field\(s\) \['iters'\]"):
+    bilevel.Solver.from_config({'name': 'cg', 'iters': 3})
+
+
+def test_tangent_shape_mismatch_names_the_leaf():
+  f = lambda t, p, b: jnp.sum(t['dense']['kernel'] ** 2)
+  theta = {'dense': {'kernel': jnp.ones((3, 2))}}
+  with pytest.raises(ValueError, match=r"v\['dense'\]\['kernel'\]: shape \(2, 3\) does not match theta shape"):
+    bilevel.hvp(f, theta, {}, None, {'dense': {'kernel': jnp.ones((2, 3))}})
+  with pytest.raises(ValueError, match='pytree structure'):
+    bilevel.hvp(f, theta, {}, None, {'kernel': jnp.ones((3, 2))})
+
+
+def test_bad_inner_steps():
+  with pytest.raises(ValueError, match='num_steps'):
+    bilevel.ImplicitSolve(lambda t, p, b: 0.0, optax.sgd(0.1), -1, bilevel.Solver())

@@ -1,0 +1,105 @@
+"""End to end: the real train_and_evaluate on the tiny config, the front door, and compile-once steps."""
+
+import json
+import os
+import subprocess
+import sys
+
+import chex
+import jax
+import numpy as np
+import pytest
+
+from configs import tiny
+from implicit_jax import methods, tasks, train
+from tests.conftest import ROOT
+
+
+@pytest.mark.parametrize('method', ['implicit', 'feedforward'])
+def test_tiny_train_and_evaluate(tmp_path, method):
+  config = tiny.get_config()
+  config.method = method
+  result = train.train_and_evaluate(config, str(tmp_path))
+  for key in ('test_f1', 'test_f1_tuned', 'dev_f1'):
+    assert 0.0 <= result[key] <= 1.0
+  assert result['steps'] == config.num_epochs * (config.data.num_train // config.batch_size)
+  with open(tmp_path / 'metrics.json') as f:
+    assert json.load(f)['test_f1'] == result['test_f1']
+
+
+def test_implicit_training_learns_the_synthetic_structure(tmp_path):
+  """More epochs on the tiny problem: test F1 well above the all-negative and chance levels (1/3 per group)."""
+  config = tiny.get_config()
+  config.num_epochs = 15
+  assert train.train_and_evaluate(config, str(tmp_path))['test_f1'] > 0.6
+
+
+@pytest.mark.parametrize('method', ['implicit', 'feedforward'])
+def test_step_compiles_once(method):
+  config = tiny.get_config()
+  config.method = method
+  task = tasks.get_task(config)
+  m = methods.build(task, config)
+  step = jax.jit(chex.assert_max_traces(m.train_step, n=1), donate_argnums=0)
+  state = m.init(jax.random.key(0))
+  x, y = task.splits['train']
+  for i in range(3):
+    batch = {'x': x[i * 16:(i + 1) * 16], 'y': y[i * 16:(i + 1) * 16]}
+    state, metrics = step(state, batch, jax.random.key(i))
+    chex.assert_tree_all_finite(metrics)
+  assert int(state.step) == 3
+  with pytest.raises(AssertionError):  # the guard can fail: a new batch shape forces a second trace
+    step(state, {'x': x[:8], 'y': y[:8]}, jax.random.key(0))
+
+
+def run_main(tmp_path, *overrides):
+  cmd = [sys.executable, '-m', 'implicit_jax.main', '--config=configs/tiny.py', f'--workdir={tmp_path}',
+         *overrides]
+  env = dict(os.environ, JAX_PLATFORMS='cpu')
+  return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_main_runs_and_prints_test_f1(tmp_path):
+  proc = run_main(tmp_path, '--config.num_epochs=1')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert 'test example-F1' in proc.stdout
+
+
+@pytest.mark.parametrize('override,message', [
+    ('--config.method=spenn', "config.method: unknown method 'spenn'; choose one of ['feedforward', 'implicit']"),
+    ('--config.solver.name=newton', "solver.name: unknown inverse-HVP solver 'newton'"),
+    ('--config.solver.iterations=-2', 'solver.iterations must be a non-negative integer, got -2'),
+    ('--config.solver.alpha=-0.5', 'solver.alpha must be > 0, got -0.5'),
+    ('--config.optimizer.name=adagradd', "optimizer.name: unknown optimizer 'adagradd'"),
+    ('--config.batch_size=0', 'config.batch_size must be a positive integer, got 0'),
+])
+def test_main_bad_config_values_end_in_one_clear_line(tmp_path, override, message):
+  proc = run_main(tmp_path, override)
+  assert proc.returncode == 1
+  assert message in proc.stderr
+  assert 'Traceback' not in proc.stderr
+
+
+def test_main_misspelt_override_is_an_error(tmp_path):
+  proc = run_main(tmp_path, '--config.optimzer.learning_rate=0.1')
+  assert proc.returncode != 0
+  assert 'optimzer' in proc.stderr
+
+
+def test_nan_loss_stops_with_the_step(tmp_path):
+  config = tiny.get_config()
+  config.optimizer.learning_rate = 1e30
+  config.implicit.inner_optimizer.learning_rate = 1e30
+  config.implicit.inner_optimizer.name = 'sgd'
+  with pytest.raises(FloatingPointError, match=r'non-finite \w+ .* up to step \d+'):
+    train.train_and_evaluate(config, str(tmp_path))
+
+
+def test_readme_test_command_is_what_ci_runs():
+  readme = (ROOT / 'README.md').read_text()
+  ci = (ROOT / '.ci' / 'run').read_text()
+  assert 'README.md' in ci and 'test-command' in ci  # CI extracts the command from the README
+  marker = readme.index('<!-- test-command -->')
+  command = readme[marker:].split('```')[1].strip().splitlines()[-1]
+  assert command.startswith('.venv/bin/python -m pytest')
+  assert np.char.count(readme, '<!-- test-command -->') == 1
