@@ -36,10 +36,19 @@ def get_config():
   c.implicit = ml_collections.ConfigDict()
   c.implicit.inner_steps = 5              # T_inner: optimiser steps on L_aux per outer step (warm started)
   c.implicit.aux_lambda = 1.0             # lambda in L_aux = MBCE + lambda * E (Eq. 6)
-  c.implicit.primary_loss = 'ssvm'        # L_prim: 'ssvm' (margin, L1 cost) or 'perceptron'
+  c.implicit.primary_loss = 'ssvm'        # L_prim: 'ssvm', 'cd', 'nce', 'dvn' or 'perceptron' (losses.py)
+  c.implicit.cost = 'l1'                  # Delta(y_bar, y) of ssvm and cd: 'l1', 'hamming' or 'f1' (1 - soft F1)
+  c.implicit.cost_scale = 1.0             # multiplies Delta
   c.implicit.inner_optimizer = ml_collections.ConfigDict()
   c.implicit.inner_optimizer.name = 'adam'          # 'adam', 'sgd' or 'adamw'
   c.implicit.inner_optimizer.learning_rate = 1e-3
+
+  c.negatives = ml_collections.ConfigDict()  # negatives y_bar drawn from A_theta(x) (negatives.py)
+  c.negatives.num_samples = 0             # sampled negatives per example (K)
+  c.negatives.include_mean = True         # also use the relaxed prediction A_theta(x) itself
+  c.negatives.sampler = 'concrete'        # 'concrete' (relaxed Bernoulli), 'straight_through' or 'gaussian'
+  c.negatives.temperature = 0.5           # concrete temperature
+  c.negatives.scale = 0.1                 # gaussian noise scale
 
   c.solver = ml_collections.ConfigDict()  # inverse-HVP solver (implicit_jax.bilevel.Solver documents each)
   c.solver.name = 'cg'                    # 'neumann', 'cg', 'dense', 'identity' or 'none'

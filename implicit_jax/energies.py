@@ -19,7 +19,10 @@ from implicit_jax.networks import MLP, activation
 
 
 class MLCEnergy(nn.Module):
-  """SPEN multi-label energy. ``__call__(x [B, D], y [B, L]) -> energies [B]``."""
+  """SPEN multi-label energy. ``__call__(x [B, D], y [..., B, L]) -> energies [..., B]``.
+
+  Leading axes of y (e.g. K negatives) share one evaluation of the feature network b(x).
+  """
 
   num_labels: int
   feature_hidden: Sequence[int] = (150,)

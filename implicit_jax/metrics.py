@@ -16,3 +16,24 @@ def example_f1(pred: np.ndarray, gold: np.ndarray) -> float:
   denom = np.sum(pred, axis=-1) + np.sum(gold, axis=-1)
   f1 = np.where(denom == 0, 1.0, 2.0 * tp / np.maximum(denom, 1))
   return float(np.mean(f1))
+
+
+def micro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
+  """F1 of all (example, label) decisions pooled; 1 if there is no positive in either."""
+  pred, gold = np.asarray(pred, bool), np.asarray(gold, bool)
+  tp, denom = np.sum(pred & gold), np.sum(pred) + np.sum(gold)
+  return float(1.0 if denom == 0 else 2.0 * tp / denom)
+
+
+def macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
+  """Mean over labels of per-label F1; a label absent from both gold and prediction scores 1."""
+  pred, gold = np.asarray(pred, bool), np.asarray(gold, bool)
+  tp = np.sum(pred & gold, axis=0)
+  denom = np.sum(pred, axis=0) + np.sum(gold, axis=0)
+  return float(np.mean(np.where(denom == 0, 1.0, 2.0 * tp / np.maximum(denom, 1))))
+
+
+def all_f1(probs: np.ndarray, gold: np.ndarray, threshold: float) -> dict:
+  """Example, micro and macro F1 of ``probs >= threshold``."""
+  pred, gold = probs >= threshold, gold > 0.5
+  return {'example_f1': example_f1(pred, gold), 'micro_f1': micro_f1(pred, gold), 'macro_f1': macro_f1(pred, gold)}

@@ -1,35 +1,76 @@
 """The paper's method (Shankar & Piratla, Algorithm 1): inference net trained on L_aux, energy on the implicit
 gradient of L_prim.
 
-    L_aux(theta, phi)  = MBCE(y, A_theta(x)) + lambda * E_phi(x, A_theta(x))                (Eq. 6)
-    L_prim(theta, phi) = primary energy loss with negative y_bar = A_theta(x)                (SSVM, perceptron)
+    L_aux(theta, phi)  = MBCE(y, A_theta(x)) + lambda * E_phi(x, A_theta(x))                      (Eq. 6)
+    L_prim(theta, phi) = energy loss on the gold y and negatives y_bar_k drawn from A_theta(x)
+                         (ssvm, perceptron, cd, nce, dvn: ``losses.py``; samplers: ``negatives.py``)
 
 Each outer step: ``inner_steps`` optimiser steps on theta from the previous theta (warm start, optimiser state
 carried too), then one step on phi with ``dL_prim/dphi`` from ``bilevel.ImplicitSolve``; all in one jitted call.
+The sampling noise of the negatives is drawn first and passed as data, so L_prim is a deterministic,
+differentiable function of (theta, phi) within the step.
 """
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from implicit_jax import bilevel, losses
+from implicit_jax import bilevel, losses, negatives
 from implicit_jax.energies import MLCEnergy
 from implicit_jax.methods import Method, State, make_optimizer
 from implicit_jax.networks import MLPInferenceNet
 
-PRIMARY_LOSSES = ('ssvm', 'perceptron')
 
-
-def build(task, config) -> Method:
-  cfg = config.implicit
-  if cfg.primary_loss not in PRIMARY_LOSSES:
-    raise ValueError(f'implicit.primary_loss: unknown loss {cfg.primary_loss!r}; choose one of {PRIMARY_LOSSES}')
-  if isinstance(cfg.inner_steps, bool) or not isinstance(cfg.inner_steps, int) or cfg.inner_steps < 1:
-    raise ValueError(f'implicit.inner_steps must be a positive integer, got {cfg.inner_steps!r}')
+def make_energy_and_net(task, config):
   m = config.model
   infnet = MLPInferenceNet(task.num_labels, tuple(m.inference_hidden), m.activation)
   energy = MLCEnergy(task.num_labels, tuple(m.energy_feature_hidden), m.energy_feature_dim, m.global_hidden,
                      m.energy_activation)
+  return energy, infnet
+
+
+def make_primary_loss(energy, infnet, config):
+  """``L_prim(theta, phi, batch)`` for ``config.implicit.primary_loss``; batch holds x, y and the noise."""
+  cfg, neg = config.implicit, config.negatives
+  name = cfg.primary_loss
+  if name not in losses.PRIMARY_LOSSES:
+    raise ValueError(f'implicit.primary_loss: unknown loss {name!r}; choose one of {losses.PRIMARY_LOSSES}')
+  if cfg.cost not in losses.COSTS:
+    raise ValueError(f'implicit.cost: unknown cost {cfg.cost!r}; choose one of {sorted(losses.COSTS)}')
+  if neg.sampler not in negatives.SAMPLERS:
+    raise ValueError(f'negatives.sampler: unknown sampler {neg.sampler!r}; choose one of {negatives.SAMPLERS}')
+  if neg.num_samples < 0 or (neg.num_samples == 0 and not neg.include_mean):
+    raise ValueError('negatives: need num_samples > 0 or include_mean=True (no negative to contrast with)')
+  cost_fn = losses.COSTS[cfg.cost]
+
+  def l_prim(theta, phi, batch):
+    x, y = batch['x'], batch['y']
+    logits = infnet.apply(theta, x)
+    y_neg = negatives.negatives(logits, batch['noise'], neg.sampler, neg.temperature, neg.scale,
+                                neg.include_mean)                           # [K, B, L]
+    e_neg, e_gold = energy.apply(phi, x, y_neg), energy.apply(phi, x, y)    # [K, B], [B]
+    if name == 'ssvm':
+      return losses.ssvm_margin(e_neg, e_gold, cfg.cost_scale * cost_fn(y_neg, y))
+    if name == 'cd':
+      return losses.contrastive_divergence(e_neg, e_gold, cfg.cost_scale * cost_fn(y_neg, y))
+    if name == 'perceptron':
+      return losses.perceptron(e_neg, e_gold)
+    if name == 'dvn':
+      return losses.dvn_regression(e_neg, losses.soft_f1(y_neg, y))
+    # nce: P_N is the inference net's current distribution, a fixed noise model at this step (SEAL Eq. 9).
+    fixed = jax.lax.stop_gradient(logits)
+    return losses.nce_ranking(e_neg, e_gold, losses.bernoulli_log_prob(fixed, y_neg),
+                              losses.bernoulli_log_prob(fixed, y))
+
+  return l_prim
+
+
+def build(task, config) -> Method:
+  cfg, neg = config.implicit, config.negatives
+  if isinstance(cfg.inner_steps, bool) or not isinstance(cfg.inner_steps, int) or cfg.inner_steps < 1:
+    raise ValueError(f'implicit.inner_steps must be a positive integer, got {cfg.inner_steps!r}')
+  energy, infnet = make_energy_and_net(task, config)
+  l_prim = make_primary_loss(energy, infnet, config)
   inner_opt = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer')
   outer_opt = make_optimizer(config.optimizer, 'optimizer')
   solver = bilevel.Solver.from_config(config.solver)
@@ -38,14 +79,6 @@ def build(task, config) -> Method:
   def l_aux(theta, phi, batch):
     logits = infnet.apply(theta, batch['x'])
     return losses.bce(logits, batch['y']) + lam * jnp.mean(energy.apply(phi, batch['x'], jax.nn.sigmoid(logits)))
-
-  def l_prim(theta, phi, batch):
-    x, y = batch['x'], batch['y']
-    y_bar = jax.nn.sigmoid(infnet.apply(theta, x))  # differentiable negative: carries d L_prim / d theta
-    e_neg, e_gold = energy.apply(phi, x, y_bar), energy.apply(phi, x, y)
-    if cfg.primary_loss == 'ssvm':
-      return losses.ssvm_margin(e_neg, e_gold, losses.l1_cost(y_bar, y))
-    return losses.perceptron(e_neg, e_gold)
 
   inner = bilevel.ImplicitSolve(l_aux, inner_opt, cfg.inner_steps, solver)
 
@@ -58,8 +91,8 @@ def build(task, config) -> Method:
                  opt_state={'theta': inner_opt.init(theta), 'phi': outer_opt.init(phi)})
 
   def train_step(state, batch, rng):
-    del rng  # the SSVM and perceptron losses draw no samples
     p, s = state.params, state.opt_state
+    batch = dict(batch, noise=negatives.draw_noise(rng, neg.sampler, neg.num_samples, batch['y'].shape))
     (loss, (theta, theta_state, aux_losses)), grad, diag = inner.value_and_grad(
         l_prim, p['phi'], p['theta'], s['theta'], batch)
     updates, phi_state = outer_opt.update(grad, s['phi'], p['phi'])

@@ -1,0 +1,97 @@
+"""Losses, scores, samplers and metrics on cases worked by hand; every primary loss feeds the implicit term."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import tiny
+from implicit_jax import losses, methods, metrics, negatives, tasks
+
+A = np.testing.assert_allclose
+
+
+def test_soft_f1_and_costs_by_hand():
+  y_bar, y = jnp.array([1.0, 0.5, 0.0]), jnp.array([1.0, 1.0, 0.0])
+  A(losses.soft_f1(y_bar, y), 2 * 1.5 / 3.5, rtol=1e-6)          # min sums to 1.5, max to 2
+  A(losses.soft_f1(jnp.zeros(3), jnp.zeros(3)), 1.0)              # both empty: exactly right
+  A(losses.soft_f1(jnp.array([1.0, 0, 1]), jnp.array([1.0, 1, 0])), 0.5)  # binary: F1 = 2*1/(2+2)
+  A(losses.l1_cost(jnp.array([0.2, 0.5]), jnp.array([0.0, 1.0])), 0.7, rtol=1e-6)
+  A(losses.hamming_cost(jnp.array([0.2, 0.5]), jnp.array([0.0, 1.0])), 0.35, rtol=1e-6)
+  A(losses.f1_cost(y_bar, y), 1 - 3 / 3.5, rtol=1e-6)
+
+
+def test_ssvm_takes_the_most_violating_negative():
+  e_neg, e_gold = jnp.array([[1.0], [3.0]]), jnp.array([2.0])
+  A(losses.ssvm_margin(e_neg, e_gold, jnp.array([[0.5], [0.2]])), 1.5)   # [0.5-1+2]+ = 1.5, [0.2-3+2]+ = 0
+  A(losses.ssvm_margin(jnp.array([5.0]), jnp.array([2.0]), jnp.array([1.0])), 0.0)  # margin met: no loss
+  A(losses.perceptron(jnp.array([[1.0]]), e_gold), 1.0)                   # gold energy above the negative's
+
+
+def test_contrastive_divergence_by_hand():
+  e_gold, e_neg, cost = jnp.array([1.0]), jnp.array([[2.0]]), jnp.array([[0.5]])
+  A(losses.contrastive_divergence(e_neg, e_gold, cost), 1 + np.log(np.exp(-1) + np.exp(0.5 - 2)), rtol=1e-6)
+  # One negative: the SSVM margin with its hinge softened to a softplus.
+  A(losses.contrastive_divergence(e_neg, e_gold, cost), np.log1p(np.exp(0.5 - 2 + 1)), rtol=1e-6)
+  # Lowering the gold energy lowers the loss: the sign is that of a loss to minimise.
+  assert losses.contrastive_divergence(e_neg, e_gold - 1, cost) < losses.contrastive_divergence(e_neg, e_gold, cost)
+
+
+def test_nce_ranking_by_hand():
+  # s_gold = -0 - (-2) = 2, s_neg = -1 - (-1) = 0: loss = logsumexp(2, 0) - 2.
+  value = losses.nce_ranking(jnp.array([[1.0]]), jnp.array([0.0]), jnp.array([[-1.0]]), jnp.array([-2.0]))
+  A(value, np.log1p(np.exp(-2.0)), rtol=1e-6)
+
+
+def test_dvn_regression_by_hand():
+  A(losses.dvn_regression(jnp.array([[0.0]]), jnp.array([[1.0]])), np.log(2), rtol=1e-6)
+  # Energy -3 means predicted score sigmoid(3); against target 0.25 the loss is the cross-entropy.
+  p = 1 / (1 + np.exp(-3.0))
+  A(losses.dvn_regression(jnp.array([[-3.0]]), jnp.array([[0.25]])), -(0.25 * np.log(p) + 0.75 * np.log(1 - p)),
+    rtol=1e-5)
+
+
+def test_samplers_are_differentiable_and_in_range():
+  logits = jnp.array([[0.3, -1.0, 2.0]])
+  for sampler in negatives.SAMPLERS:
+    noise = negatives.draw_noise(jax.random.key(0), sampler, 4, logits.shape)
+    f = lambda l: negatives.negatives(l, noise, sampler, 0.5, 0.1, True)
+    y = f(logits)
+    assert y.shape == (5, 1, 3) and jnp.all((y >= 0) & (y <= 1))
+    A(y[0], jax.nn.sigmoid(logits))                                 # the mean prediction comes first
+    assert jnp.abs(jax.grad(lambda l: jnp.sum(f(l)[1:]))(logits)).sum() > 0, sampler
+  hard = negatives.negatives(logits, negatives.draw_noise(jax.random.key(1), 'straight_through', 8, logits.shape),
+                             'straight_through', 1.0, 0.0, False)
+  assert set(np.unique(np.asarray(hard)).tolist()) <= {0.0, 1.0}  # forward pass is a real Bernoulli sample
+
+
+def test_unknown_sampler_named():
+  with pytest.raises(ValueError, match="negatives.sampler: unknown sampler 'bernoulli'"):
+    negatives.draw_noise(jax.random.key(0), 'bernoulli', 1, (1, 2))
+
+
+def test_metrics_by_hand():
+  gold = np.array([[1, 1, 0], [0, 0, 0], [0, 1, 0]])
+  pred = np.array([[1, 0, 0], [0, 0, 0], [1, 1, 0]])
+  # rows: 2*1/(1+2) = 2/3; empty gold and empty prediction = 1; 2*1/(2+1) = 2/3.
+  A(metrics.example_f1(pred, gold), (2 / 3 + 1 + 2 / 3) / 3)
+  A(metrics.micro_f1(pred, gold), 2 * 2 / (3 + 3))
+  # labels: 0 -> 2*1/(2+1); 1 -> 2*1/(1+2); 2 -> absent from both = 1.
+  A(metrics.macro_f1(pred, gold), (2 / 3 + 2 / 3 + 1) / 3)
+  with pytest.raises(ValueError, match='does not match gold shape'):
+    metrics.example_f1(pred[:, :2], gold)
+
+
+@pytest.mark.parametrize('loss', losses.PRIMARY_LOSSES)
+def test_every_primary_loss_gives_a_nonzero_implicit_term(loss):
+  config = tiny.get_config()
+  config.implicit.primary_loss = loss
+  config.negatives.num_samples = 3
+  task = tasks.get_task(config)
+  method = methods.build(task, config)
+  state = method.init(jax.random.key(0))
+  x, y = task.splits['train']
+  _, m = jax.jit(method.train_step)(state, {'x': x[:16], 'y': y[:16]}, jax.random.key(1))
+  assert np.isfinite(float(m['loss_prim']))
+  assert float(m['implicit_norm']) > 1e-6, loss
+  assert float(m['explicit_norm']) > 1e-6, loss
