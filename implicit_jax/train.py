@@ -90,16 +90,20 @@ def train_and_evaluate(config, workdir: str) -> dict:
   _, dev_probs = evaluate(predict_fn, best['params'], *task.splits['dev'])
   threshold, dev_f1_tuned = tune_threshold(dev_probs, task.splits['dev'][1])
   test_f1, test_probs = evaluate(predict_fn, best['params'], *task.splits['test'])
-  test_f1_tuned = metrics.example_f1(test_probs >= threshold, task.splits['test'][1] > 0.5)
+  test_gold = task.splits['test'][1]
   result = {
       'task': task.name, 'method': config.method, 'seed': config.seed, 'task_info': task.info,
       'best_epoch': best['epoch'], 'dev_f1': best['dev_f1'], 'dev_f1_tuned': dev_f1_tuned,
-      'threshold': threshold, 'test_f1': test_f1, 'test_f1_tuned': test_f1_tuned,
+      'threshold': threshold, 'test_f1': test_f1,
+      'test_f1_tuned': metrics.example_f1(test_probs >= threshold, test_gold > 0.5),
+      'test_at_0.5': metrics.all_f1(test_probs, test_gold, 0.5),
+      'test_at_tuned': metrics.all_f1(test_probs, test_gold, threshold),
       'train_seconds': time.perf_counter() - t_start, 'steps': total_steps, 'history': history,
+      'config': config.to_dict(),
   }
   with open(os.path.join(workdir, 'metrics.json'), 'w') as f:
     json.dump(result, f, indent=2)
-  print(f'test example-F1: {test_f1:.4f} at threshold 0.5, {test_f1_tuned:.4f} at dev-tuned threshold '
+  print(f'test example-F1: {test_f1:.4f} at threshold 0.5, {result["test_f1_tuned"]:.4f} at dev-tuned threshold '
         f'{threshold:.2f} (best dev epoch {best["epoch"]})', flush=True)
   return result
 

@@ -27,8 +27,8 @@ class Task:
 
 
 def get_task(config) -> Task:
-  from implicit_jax.tasks import synthetic  # pylint: disable=import-outside-toplevel
-  registry = {'synthetic': synthetic.make_task}
+  from implicit_jax.tasks import mlc, synthetic  # pylint: disable=import-outside-toplevel
+  registry = {'synthetic': synthetic.make_task, 'mlc': mlc.make_task}
   if config.task not in registry:
     raise ValueError(f'config.task: unknown task {config.task!r}; choose one of {sorted(registry)}')
   return registry[config.task](config)

@@ -1,0 +1,271 @@
+"""Tests for the multi-label data layer: splits, the embedded bibtex copy, ``load_mlc`` and the 'mlc' task.
+
+Fixtures in tests/fixtures/mlc are 5-row cuts of the real files (see test_arff.py).  Tests that read
+/work/shared/data skip when it is absent; reading every dataset under both protocols is marked slow.
+"""
+
+import time
+
+import ml_collections
+import numpy as np
+import pytest
+
+from implicit_jax import tasks
+from implicit_jax.data import mlc_datasets
+from implicit_jax.data.arff import read_mulan
+from implicit_jax.data.mlc_datasets import DATA_DIR_ENV, load_embedded_bibtex, load_mlc
+from implicit_jax.data.splits import dev_split, fold_sizes, stratified_split
+from implicit_jax.tasks import mlc
+from tests.test_arff import FIXTURES, shared_data
+
+FRACTIONS = (0.6, 0.2, 0.2)
+
+
+def bibtex_like_labels(n=1500, num_labels=60, seed=0):
+  """0/1 labels with Zipf-like frequencies (a few common labels, many rare ones) and some empty rows."""
+  rng = np.random.default_rng(seed)
+  freq = 0.3 / np.arange(1, num_labels + 1) ** 0.8
+  y = rng.random((n, num_labels)) < freq
+  y[rng.random(n) < 0.05] = False
+  return y.astype(np.int8)
+
+
+def proportion_error(y, folds, fractions=FRACTIONS):
+  """Mean over labels and folds of |share of the label's rows in the fold - the fold's fraction|."""
+  totals = y.sum(axis=0)
+  seen = totals > 0
+  return np.mean([np.abs(y[idx].sum(axis=0)[seen] / totals[seen] - r).mean()
+                  for idx, r in zip(folds, fractions)])
+
+
+def assert_partition(folds, n):
+  np.testing.assert_array_equal(np.sort(np.concatenate(folds)), np.arange(n))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Splits
+
+
+def test_dev_split_partition_size_and_determinism():
+  train, dev = dev_split(1000, 0.1, seed=3)
+  assert_partition((train, dev), 1000)
+  assert len(dev) == 100 and np.all(np.diff(train) > 0)
+  again = dev_split(1000, 0.1, seed=3)
+  np.testing.assert_array_equal(dev, again[1])
+  assert not np.array_equal(dev, dev_split(1000, 0.1, seed=4)[1])
+  assert len(dev_split(5, 0.1, seed=0)[1]) == 1  # a tiny file still gets a dev row
+  with pytest.raises(ValueError, match='dev_fraction'):
+    dev_split(10, 1.0, seed=0)
+
+
+def test_fold_sizes_are_within_one_of_the_request():
+  for n in (0, 1, 3, 7, 100, 7395, 16105):
+    sizes = fold_sizes(n, FRACTIONS)
+    assert sizes.sum() == n and np.all(np.abs(sizes - n * np.asarray(FRACTIONS)) < 1)
+  assert fold_sizes(7395, FRACTIONS).tolist() == [4437, 1479, 1479]
+  with pytest.raises(ValueError, match='sum to 1'):
+    fold_sizes(10, (0.5, 0.4))
+
+
+def test_stratified_split_partition_sizes_and_determinism():
+  y = bibtex_like_labels()
+  folds = stratified_split(y, FRACTIONS, seed=0)
+  assert_partition(folds, len(y))
+  assert [len(f) for f in folds] == fold_sizes(len(y), FRACTIONS).tolist()
+  for a, b in zip(folds, stratified_split(y, FRACTIONS, seed=0)):
+    np.testing.assert_array_equal(a, b)
+  assert not np.array_equal(folds[0], stratified_split(y, FRACTIONS, seed=1)[0])
+
+
+def test_stratified_split_beats_random_on_label_proportions():
+  y = bibtex_like_labels()
+  sizes = np.cumsum(fold_sizes(len(y), FRACTIONS))[:-1]
+  for seed in range(3):
+    stratified = proportion_error(y, stratified_split(y, FRACTIONS, seed=seed))
+    permutations = (np.random.default_rng(100 * seed + k).permutation(len(y)) for k in range(5))
+    random = np.mean([proportion_error(y, np.split(p, sizes)) for p in permutations])
+    assert stratified < 0.5 * random, (seed, stratified, random)
+
+
+def test_stratified_split_edge_cases():
+  # Rows without labels only, no label columns, tiny n, other fold counts: sizes still exact.
+  for y, fractions in ((np.zeros((10, 3)), FRACTIONS), (np.zeros((10, 0)), FRACTIONS),
+                       (np.eye(3), FRACTIONS), (bibtex_like_labels(200, 10), (0.5, 0.5)),
+                       (bibtex_like_labels(200, 10), (0.2,) * 5)):
+    folds = stratified_split(y, fractions, seed=0)
+    assert_partition(folds, len(y))
+    assert [len(f) for f in folds] == fold_sizes(len(y), fractions).tolist()
+  # A label held by exactly as many rows as there are folds lands once in each fold.
+  y = np.zeros((30, 2), dtype=np.int8)
+  y[[4, 11, 25], 0] = 1
+  folds = stratified_split(y, (1 / 3,) * 3, seed=0)
+  assert [int(y[f, 0].sum()) for f in folds] == [1, 1, 1]
+
+
+def test_stratified_split_is_fast_at_delicious_scale():
+  y = bibtex_like_labels(16105, 983, seed=1)
+  start = time.perf_counter()
+  stratified_split(y, FRACTIONS, seed=0)
+  assert time.perf_counter() - start < 5
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Embedded bibtex
+
+
+def test_embedded_bibtex_loads_without_a_data_dir(monkeypatch):
+  monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+  data = load_embedded_bibtex()
+  assert {s: d.x.shape for s, d in data.items()} == {'train': (4880, 1836), 'test': (2515, 1836)}
+  assert data['train'].y.shape == (4880, 159) and len(data['test'].label_names) == 159
+  splits, info = load_mlc('bibtex', '')
+  assert info['files'] == ['embedded'] and info['sizes'] == {'train': 4392, 'dev': 488, 'test': 2515}
+  assert all(x.dtype == np.float32 and y.dtype == np.float32 for x, y in splits.values())
+
+
+def test_embedded_bibtex_equals_the_mulan_files():
+  root = shared_data() / 'mulan' / 'bibtex'
+  embedded = load_embedded_bibtex()
+  for split in ('train', 'test'):
+    real = read_mulan(root / f'bibtex-{split}.arff', root / 'bibtex.xml')
+    np.testing.assert_array_equal(embedded[split].x, real.x)
+    np.testing.assert_array_equal(embedded[split].y, real.y)
+    assert embedded[split].feature_names == real.feature_names
+    assert embedded[split].label_names == real.label_names
+
+
+def test_embedded_and_file_bibtex_give_the_same_splits():
+  data_dir = str(shared_data())
+  for protocol in ('official', 'resplit'):
+    embedded, info_e = load_mlc('bibtex', '', protocol, split_seed=2)
+    files, info_f = load_mlc('bibtex', data_dir, protocol, split_seed=2)
+    assert info_e['train_sha1'] == info_f['train_sha1'] and info_e['sizes'] == info_f['sizes']
+    for split in embedded:
+      np.testing.assert_array_equal(embedded[split][0], files[split][0])
+      np.testing.assert_array_equal(embedded[split][1], files[split][1])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# load_mlc on the fixtures (custom)
+
+
+def test_custom_mulan_train_and_test_relative_to_data_dir():
+  splits, info = load_mlc('custom', str(FIXTURES), 'official', 0.1, 0, train_file='bibtex_cut.arff',
+                          test_file='bibtex_cut.arff', xml_file='bibtex_cut.xml')
+  assert info['sizes'] == {'train': 4, 'dev': 1, 'test': 5}
+  assert (info['num_features'], info['num_labels']) == (16, 10)
+  assert info['files'][0] == str(FIXTURES / 'bibtex_cut.arff') and len(info['train_sha1']) == 12
+  expected = read_mulan(FIXTURES / 'bibtex_cut.arff', FIXTURES / 'bibtex_cut.xml')
+  np.testing.assert_array_equal(splits['test'][0], expected.x)
+  np.testing.assert_array_equal(splits['test'][1], expected.y)
+  assert all(x.dtype == np.float32 and y.dtype == np.float32 for x, y in splits.values())
+
+
+def test_custom_without_test_file_is_split_stratified_and_recorded():
+  splits, info = load_mlc('custom', '', train_file=str(FIXTURES / 'genbase_cut.arff'),
+                          xml_file=str(FIXTURES / 'genbase_cut.xml'))
+  assert info['sizes'] == {'train': 3, 'dev': 1, 'test': 1} and 'no official split' in info['split_note']
+  assert splits['train'][0].shape[1] == 10 and splits['train'][1].shape[1] == 6  # protein id dropped
+
+
+def test_custom_meka_header_and_resplit_is_seeded():
+  kwargs = dict(train_file=str(FIXTURES / 'cal500_cut.arff'), test_file=str(FIXTURES / 'cal500_cut.arff'))
+  a, info_a = load_mlc('custom', '', 'resplit', split_seed=1, **kwargs)
+  b, info_b = load_mlc('custom', '', 'resplit', split_seed=1, **kwargs)
+  assert info_a == info_b and info_a['sizes'] == {'train': 6, 'dev': 2, 'test': 2}
+  assert a['train'][1].shape[1] == 5 and info_a['protocol'] == 'resplit'
+  np.testing.assert_array_equal(a['dev'][0], b['dev'][0])
+
+
+def test_custom_clus_is_imputed_and_standardised_with_train_statistics():
+  splits, info = load_mlc('custom', str(FIXTURES), 'official', 0.2, 0, train_file='spo_cut.arff',
+                          test_file='spo_cut.arff', file_format='clus')
+  x_train, x_test = splits['train'][0], splits['test'][0]
+  assert not np.isnan(x_train).any() and not np.isnan(x_test).any()
+  assert 'train statistics' in info['preprocessing']
+  np.testing.assert_allclose(x_train.mean(axis=0), 0, atol=1e-5)  # imputed entries sit at the train mean
+
+
+def test_mlc_task_from_config():
+  config = ml_collections.ConfigDict({'task': 'mlc', 'data': mlc.default_data_config()})
+  config.data.name = 'custom'
+  config.data.data_dir = str(FIXTURES)
+  config.data.train_file = 'bibtex_cut.arff'
+  config.data.test_file = 'bibtex_cut.arff'
+  config.data.xml_file = 'bibtex_cut.xml'
+  task = tasks.get_task(config)
+  assert (task.num_features, task.num_labels) == (16, 10) and set(task.splits) == {'train', 'dev', 'test'}
+  assert task.info['dataset'] == 'custom'
+
+
+def test_default_data_config_fields():
+  d = mlc.default_data_config()
+  assert d.to_dict() == {'name': 'bibtex', 'data_dir': '', 'protocol': 'official', 'dev_fraction': 0.1,
+                         'split_seed': 0, 'train_file': '', 'test_file': '', 'xml_file': '', 'num_labels': 0,
+                         'format': 'mulan'}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Errors
+
+
+def test_unknown_dataset_and_protocol_are_named():
+  with pytest.raises(ValueError, match=r"data\.name: unknown dataset 'bibtexx'.*'bibtex'.*'custom'"):
+    load_mlc('bibtexx')
+  with pytest.raises(ValueError, match=r"data\.protocol: unknown protocol 'seal'; choose one of "
+                                       r"\['official', 'resplit'\]"):
+    load_mlc('bibtex', protocol='seal')
+  with pytest.raises(ValueError, match=r'data\.dev_fraction'):
+    load_mlc('bibtex', dev_fraction=0.0)
+
+
+def test_missing_data_dir_says_what_to_set(monkeypatch):
+  monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+  with pytest.raises(ValueError) as e:
+    load_mlc('delicious', '')
+  message = str(e.value)
+  assert 'data.data_dir' in message and DATA_DIR_ENV in message and 'delicious' in message
+  assert 'mulan/delicious/delicious-train.arff' in message
+
+
+def test_env_data_dir_is_used_and_missing_files_are_named(monkeypatch, tmp_path):
+  monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+  with pytest.raises(FileNotFoundError, match=r'genbase-train\.arff.*data\.data_dir'):
+    load_mlc('genbase', '')
+
+
+def test_custom_errors_name_the_field():
+  with pytest.raises(ValueError, match=r'data\.train_file'):
+    load_mlc('custom', '')
+  with pytest.raises(ValueError, match=r"data\.format: unknown format 'csv'"):
+    load_mlc('custom', '', train_file='x.arff', file_format='csv')
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Real data
+
+
+def test_real_cal500_and_spo_fun_protocols():
+  data_dir = str(shared_data())
+  splits, info = load_mlc('cal500', data_dir, 'official', split_seed=0)
+  assert info['sizes'] == {'train': 301, 'dev': 101, 'test': 100} and 'no official split' in info['split_note']
+  np.testing.assert_allclose(splits['train'][0].mean(axis=0), 0, atol=1e-4)
+  splits, info = load_mlc('spo_fun', data_dir, 'official')
+  assert info['sizes'] == {'train': 1600, 'dev': 837, 'test': 1266}
+  assert 'train+valid' in info['preprocessing'] and splits['train'][1].shape[1] == 499
+  pooled = np.concatenate([splits['train'][0], splits['dev'][0]])
+  np.testing.assert_allclose(pooled.mean(axis=0), 0, atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', sorted(mlc_datasets.DATASETS))
+@pytest.mark.parametrize('protocol', ['official', 'resplit'])
+def test_real_datasets_load_under_both_protocols(name, protocol):
+  start = time.perf_counter()
+  splits, info = load_mlc(name, str(shared_data()), protocol, split_seed=0)
+  assert time.perf_counter() - start < 20
+  sizes = info['sizes']
+  if protocol == 'resplit':
+    assert sorted(sizes.values()) == sorted(fold_sizes(sum(sizes.values()), FRACTIONS).tolist())
+  for x, y in splits.values():
+    assert x.dtype == np.float32 and y.dtype == np.float32 and np.isfinite(x).all()
