@@ -18,27 +18,34 @@ def activation(name: str) -> Callable[[jax.Array], jax.Array]:
 
 
 class MLP(nn.Module):
-  """Dense layers ``hidden`` with ``act`` between them, then a linear layer of width ``out``."""
+  """Dense layers ``hidden`` with ``act`` (and dropout when training) between them, then a linear layer."""
 
   hidden: Sequence[int]
   out: int
   act: str = 'relu'
+  dropout: float = 0.0
 
   @nn.compact
-  def __call__(self, x: jax.Array) -> jax.Array:
+  def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
     act = activation(self.act)
     for width in self.hidden:
       x = act(nn.Dense(width)(x))
+      if self.dropout:
+        x = nn.Dropout(self.dropout, deterministic=not train)(x)
     return nn.Dense(self.out)(x)
 
 
 class MLPInferenceNet(nn.Module):
-  """``A_theta(x)``: an MLP giving one logit per label; the relaxed output is ``sigmoid(logits)``."""
+  """``A_theta(x)``: an MLP giving one logit per label; the relaxed output is ``sigmoid(logits)``.
+
+  With ``dropout > 0``, ``train=True`` needs a ``'dropout'`` rng.
+  """
 
   num_labels: int
   hidden: Sequence[int] = (150, 150)
   act: str = 'relu'
+  dropout: float = 0.0
 
   @nn.compact
-  def __call__(self, x: jax.Array) -> jax.Array:
-    return MLP(self.hidden, self.num_labels, self.act)(x)
+  def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
+    return MLP(self.hidden, self.num_labels, self.act, self.dropout)(x, train)

@@ -34,10 +34,13 @@ def test_implicit_training_learns_the_synthetic_structure(tmp_path):
   assert train.train_and_evaluate(config, str(tmp_path))['test_f1'] > 0.6
 
 
-@pytest.mark.parametrize('method', ['implicit', 'feedforward'])
-def test_step_compiles_once(method):
+@pytest.mark.parametrize('method,dropout', [('implicit', 0.0), ('feedforward', 0.0), ('implicit', 0.5),
+                                            ('feedforward', 0.5)])
+def test_step_compiles_once(method, dropout):
+  chex.clear_trace_counter()  # counts are per code location, shared across the parametrised cases
   config = tiny.get_config()
   config.method = method
+  config.model.dropout = dropout
   task = tasks.get_task(config)
   m = methods.build(task, config)
   step = jax.jit(chex.assert_max_traces(m.train_step, n=1), donate_argnums=0)

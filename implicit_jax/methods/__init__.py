@@ -36,6 +36,15 @@ def make_optimizer(cfg, field: str) -> optax.GradientTransformation:
   return OPTIMIZERS[cfg.name](cfg.learning_rate)
 
 
+def inference_net(task: Any, config: Any):
+  """``A_theta``: the MLP inference network every method shares, sized by ``config.model``."""
+  from implicit_jax.networks import MLPInferenceNet  # pylint: disable=import-outside-toplevel
+  m = config.model
+  if not 0.0 <= m.dropout < 1.0:
+    raise ValueError(f'model.dropout must be in [0, 1), got {m.dropout}')
+  return MLPInferenceNet(task.num_labels, tuple(m.inference_hidden), m.activation, m.dropout)
+
+
 def build(task: Any, config: Any) -> Method:
   from implicit_jax.methods import feedforward, implicit  # pylint: disable=import-outside-toplevel
   registry = {'implicit': implicit.build, 'feedforward': feedforward.build}

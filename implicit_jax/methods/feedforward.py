@@ -5,13 +5,11 @@ import jax.numpy as jnp
 import optax
 
 from implicit_jax import losses
-from implicit_jax.methods import Method, State, make_optimizer
-from implicit_jax.networks import MLPInferenceNet
+from implicit_jax.methods import Method, State, inference_net, make_optimizer
 
 
 def build(task, config) -> Method:
-  m = config.model
-  net = MLPInferenceNet(task.num_labels, tuple(m.inference_hidden), m.activation)
+  net = inference_net(task, config)
   opt = make_optimizer(config.optimizer, 'optimizer')
 
   def init(rng):
@@ -19,8 +17,8 @@ def build(task, config) -> Method:
     return State(step=jnp.zeros((), jnp.int32), params={'theta': theta}, opt_state={'theta': opt.init(theta)})
 
   def train_step(state, batch, rng):
-    del rng
-    loss_fn = lambda theta: losses.bce(net.apply(theta, batch['x']), batch['y'])
+    logits = lambda theta: net.apply(theta, batch['x'], train=True, rngs={'dropout': rng})
+    loss_fn = lambda theta: losses.bce(logits(theta), batch['y'])
     loss, grad = jax.value_and_grad(loss_fn)(state.params['theta'])
     updates, opt_state = opt.update(grad, state.opt_state['theta'], state.params['theta'])
     theta = optax.apply_updates(state.params['theta'], updates)

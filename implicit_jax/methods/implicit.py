@@ -17,20 +17,25 @@ import optax
 
 from implicit_jax import bilevel, losses, negatives
 from implicit_jax.energies import MLCEnergy
-from implicit_jax.methods import Method, State, make_optimizer
-from implicit_jax.networks import MLPInferenceNet
+from implicit_jax.methods import Method, State, inference_net, make_optimizer
 
 
 def make_energy_and_net(task, config):
   m = config.model
-  infnet = MLPInferenceNet(task.num_labels, tuple(m.inference_hidden), m.activation)
+  infnet = inference_net(task, config)
   energy = MLCEnergy(task.num_labels, tuple(m.energy_feature_hidden), m.energy_feature_dim, m.global_hidden,
                      m.energy_activation)
   return energy, infnet
 
 
+def train_logits(infnet, theta, batch):
+  # One dropout mask per outer step, shared by the inner steps, the Hessian and L_prim: within a step both
+  # losses are deterministic functions of (theta, phi), as the implicit function theorem needs.
+  return infnet.apply(theta, batch['x'], train=True, rngs={'dropout': batch['dropout']})
+
+
 def make_primary_loss(energy, infnet, config):
-  """``L_prim(theta, phi, batch)`` for ``config.implicit.primary_loss``; batch holds x, y and the noise."""
+  """``L_prim(theta, phi, batch)`` for ``config.implicit.primary_loss``; batch holds x, y, noise, dropout rng."""
   cfg, neg = config.implicit, config.negatives
   name = cfg.primary_loss
   if name not in losses.PRIMARY_LOSSES:
@@ -45,7 +50,7 @@ def make_primary_loss(energy, infnet, config):
 
   def l_prim(theta, phi, batch):
     x, y = batch['x'], batch['y']
-    logits = infnet.apply(theta, x)
+    logits = train_logits(infnet, theta, batch)
     y_neg = negatives.negatives(logits, batch['noise'], neg.sampler, neg.temperature, neg.scale,
                                 neg.include_mean)                           # [K, B, L]
     e_neg, e_gold = energy.apply(phi, x, y_neg), energy.apply(phi, x, y)    # [K, B], [B]
@@ -77,7 +82,7 @@ def build(task, config) -> Method:
   lam = cfg.aux_lambda
 
   def l_aux(theta, phi, batch):
-    logits = infnet.apply(theta, batch['x'])
+    logits = train_logits(infnet, theta, batch)
     return losses.bce(logits, batch['y']) + lam * jnp.mean(energy.apply(phi, batch['x'], jax.nn.sigmoid(logits)))
 
   inner = bilevel.ImplicitSolve(l_aux, inner_opt, cfg.inner_steps, solver)
@@ -92,7 +97,9 @@ def build(task, config) -> Method:
 
   def train_step(state, batch, rng):
     p, s = state.params, state.opt_state
-    batch = dict(batch, noise=negatives.draw_noise(rng, neg.sampler, neg.num_samples, batch['y'].shape))
+    noise_rng, dropout_rng = jax.random.split(rng)
+    noise = negatives.draw_noise(noise_rng, neg.sampler, neg.num_samples, batch['y'].shape)
+    batch = dict(batch, noise=noise, dropout=jax.random.key_data(dropout_rng))
     (loss, (theta, theta_state, aux_losses)), grad, diag = inner.value_and_grad(
         l_prim, p['phi'], p['theta'], s['theta'], batch)
     updates, phi_state = outer_opt.update(grad, s['phi'], p['phi'])

@@ -1,0 +1,16 @@
+r"""CAL500 (no official split: seeded stratified 60/20/20; needs the data directory): implicit CD.
+
+Run: python -m implicit_jax.main --config=configs/cal500.py --workdir=/tmp/implicit_jax/cal500 \
+       --config.data.data_dir=PATH/TO/data
+Reached: see docs/mlc_results.md (scripts/reproduce_mlc.py).
+"""
+
+from configs import bibtex
+
+
+def get_config():
+  c = bibtex.get_config()
+  c.data.name = 'cal500'
+  c.batch_size = 16
+  c.num_epochs = 40
+  return c

@@ -1,0 +1,15 @@
+r"""FunCat spo_FUN (Clus HMC; train/valid/test files; needs the data directory): implicit CD on 499 nodes.
+
+Run: python -m implicit_jax.main --config=configs/spo_fun.py --workdir=/tmp/implicit_jax/spo_fun \
+       --config.data.data_dir=PATH/TO/data     (a folder holding funcat/spo_FUN.*.arff)
+Reached: see docs/mlc_results.md (scripts/reproduce_mlc.py).
+"""
+
+from configs import bibtex
+
+
+def get_config():
+  c = bibtex.get_config()
+  c.data.name = 'spo_fun'
+  c.num_epochs = 20
+  return c
