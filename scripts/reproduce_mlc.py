@@ -129,6 +129,7 @@ def build_table(args):
                    f'{", ".join(f"{d:+.2f}" for d in dtu)})')
   (ROOT / 'docs' / 'mlc_results.md').write_text('\n'.join(lines) + '\n')
   update_config_docstrings(groups)
+  update_readme(lines)
   print('\n'.join(lines))
 
 
@@ -149,6 +150,17 @@ def update_config_docstrings(groups):
       text = [f'Reached: {"; ".join(parts)}; official split, docs/mlc_results.md.' if line.startswith('Reached:')
               else line for line in text]
       path.write_text('\n'.join(text) + '\n')
+
+
+def update_readme(lines):
+  """Copies the main table into README.md between its results markers."""
+  readme = ROOT / 'README.md'
+  text = readme.read_text()
+  start, end = '<!-- results:mlc -->', '<!-- /results:mlc -->'
+  table = [line for line in lines if line.startswith('|')]
+  block = '\n'.join([start, '', lines[2], '', *table, '', 'Details and the implicit-vs-MBCE paired differences: '
+                     '[docs/mlc_results.md](docs/mlc_results.md).', end])
+  readme.write_text(text[:text.index(start)] + block + text[text.index(end) + len(end):])
 
 
 def system_of(result):
