@@ -63,9 +63,11 @@ def train_and_evaluate(config, workdir: str) -> dict:
 
   rng = jax.random.key(config.seed)
   state = method.init(jax.random.fold_in(rng, 0))
-  step_fn = jax.jit(method.train_step, donate_argnums=0)
-  predict_fn = jax.jit(method.predict)
   step_rng = jax.random.fold_in(rng, 1)
+  # Per-step randomness is fold_in(step_rng, step), computed inside the compiled step: no host work per step.
+  step_fn = jax.jit(lambda s, b: method.train_step(s, b, jax.random.fold_in(step_rng, s.step)),
+                    donate_argnums=0)
+  predict_fn = jax.jit(method.predict)
 
   best = {'dev_f1': -1.0}
   history = []
@@ -74,10 +76,10 @@ def train_and_evaluate(config, workdir: str) -> dict:
   for epoch in range(config.num_epochs):
     data_rng = np.random.default_rng([config.seed, epoch])  # the order of epoch e depends on (seed, e) alone
     for batch in _batches(x_train, y_train, config.batch_size, data_rng):
-      state, step_metrics = step_fn(state, batch, jax.random.fold_in(step_rng, state.step))
+      state, step_metrics = step_fn(state, batch)
       pending.append(step_metrics)
       if len(pending) == config.log_every:
-        t_log = _log(pending, int(state.step), total_steps, epoch, config, t_start, t_log)
+        t_log = _log(pending, int(state.step), total_steps, epoch, config, t_log)
         pending = []
     dev_f1, _ = evaluate(predict_fn, state.params, *task.splits['dev'])
     history.append({'step': int(state.step), 'epoch': epoch + 1, 'dev_f1': dev_f1})
@@ -85,7 +87,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
     if dev_f1 > best['dev_f1']:
       best = {'dev_f1': dev_f1, 'epoch': epoch + 1, 'params': jax.device_get(state.params)}
   if pending:
-    _log(pending, int(state.step), total_steps, config.num_epochs - 1, config, t_start, t_log)
+    _log(pending, int(state.step), total_steps, config.num_epochs - 1, config, t_log)
 
   _, dev_probs = evaluate(predict_fn, best['params'], *task.splits['dev'])
   threshold, dev_f1_tuned = tune_threshold(dev_probs, task.splits['dev'][1])
@@ -108,7 +110,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   return result
 
 
-def _log(pending, step, total_steps, epoch, config, t_start, t_log):
+def _log(pending, step, total_steps, epoch, config, t_log):
   """Reads the pending device metrics (the only host sync), checks them, prints one progress line."""
   means = {k: float(v) for k, v in jax.device_get(jax.tree.map(lambda *xs: jnp.mean(jnp.stack(xs)),
                                                                  *pending)).items()}

@@ -87,12 +87,14 @@ def build_table(args):
   for r in runs:
     key = (r['task'], r['task_info']['protocol'], system_of(r))
     groups.setdefault(key, []).append(r)
+  commands = '; '.join(f'`{c}`' for c in sorted({r['command'] for r in runs}))
   lines = [
       '# Multi-label classification: implicit method and MBCE baseline',
       '',
-      f'Produced by `python scripts/reproduce_mlc.py {" ".join(sys.argv[1:])}` on {datetime.date.today()} '
-      f'({platform.machine()} CPU, {os.cpu_count()} cores, JAX CPU backend); one JSON per run in '
-      '`docs/mlc/runs/` holds its full config, split record and command.',
+      f'Table rebuilt by `python scripts/reproduce_mlc.py --table_only` on {datetime.date.today()} from the runs '
+      f'made by: {commands} '
+      f'({platform.machine()} CPU, {os.cpu_count()} cores, JAX CPU backend). One JSON per run in '
+      '`docs/mlc/runs/` holds its full config, split record, command and date.',
       '',
       'Example F1 x 100 on the test split, mean ± standard deviation over seeds (seed k also seeds the dev '
       'split). "@0.5": fixed threshold 0.5 (DVN/SEAL protocol); "tuned": threshold chosen on dev (SPEN/InfNet '
