@@ -29,6 +29,7 @@ def main():
   rows = []
   l_aux, l_prim, theta_star, phi, batch, exact = ridge_problem()
   for solver in (bilevel.Solver('dense'), bilevel.Solver('cg', iterations=50, tol=1e-12),
+                 bilevel.Solver('normal_cg', iterations=50, tol=1e-14),
                  bilevel.Solver('neumann', iterations=3000, alpha=1.0, power_iters=30)):
     grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star(phi), phi, batch, solver)
     rows.append(('ridge, closed form', solver.name, rel_err(grad, exact), float(info['residual'])))
@@ -57,6 +58,7 @@ def main():
                                                                     opt.init(theta_star), batch)[0], p, batch)))
   rows.append(('SPEN-like, unrolled through 4000 SGD steps', 'dense', rel_err(ours, unrolled(phi)), float('nan')))
   for s in (bilevel.Solver('cg', iterations=200, tol=1e-13),
+            bilevel.Solver('normal_cg', iterations=400, tol=1e-15),
             bilevel.Solver('neumann', iterations=20000, alpha=1.0, power_iters=50),
             bilevel.Solver('cg', iterations=100, tol=1e-12, hvp='fd', fd_eps=1e-5)):
     g, i = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, s)

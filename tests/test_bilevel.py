@@ -69,6 +69,7 @@ def ridge_problem():
 @pytest.mark.parametrize('solver,tol', [
     (bilevel.Solver('dense'), 1e-6),
     (bilevel.Solver('cg', iterations=50, tol=1e-12), 1e-6),
+    (bilevel.Solver('normal_cg', iterations=50, tol=1e-14), 1e-6),
     (bilevel.Solver('neumann', iterations=3000, alpha=1.0, power_iters=30), 1e-4),
 ])
 def test_ridge_hypergradient_matches_closed_form(x64, solver, tol):
@@ -207,6 +208,7 @@ def test_spen_custom_vjp_agrees_with_hypergradient_for_every_solver(spen_implici
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   opt = optax.sgd(1e-3)
   for solver, tol in ((bilevel.Solver('dense'), 1e-8), (bilevel.Solver('cg', iterations=200, tol=1e-13), 1e-7),
+                      (bilevel.Solver('normal_cg', iterations=400, tol=1e-15), 1e-6),
                       (bilevel.Solver('neumann', iterations=20000, alpha=1.0, power_iters=50), 1e-4)):
     inner = bilevel.ImplicitSolve(l_aux, opt, 1, solver)  # one step from theta*: stays at theta*
     (loss, _), grad, diag = jax.jit(lambda p: inner.value_and_grad(
@@ -278,6 +280,24 @@ def test_cg_stops_on_negative_curvature_instead_of_returning_nan(x64):
   theta = {'a': jnp.ones(3)}
   u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, {'a': jnp.ones(3)}, bilevel.Solver('cg', iterations=10))
   assert jnp.all(jnp.isfinite(u['a'])) and info['residual'] > 1e-3
+
+
+def test_normal_cg_on_indefinite_hessians(x64):
+  """CG on H^2: exact in as many steps as H^2 has distinct eigenvalues, and never worse than u = 0."""
+  diag = jnp.array([1.0, -2.0, 3.0])
+  f = lambda t, p, b: 0.5 * t['a'] @ (diag * t['a'])
+  theta, v = {'a': jnp.ones(3)}, {'a': jnp.array([1.0, 1.0, 1.0])}
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, v, bilevel.Solver('normal_cg', iterations=3, tol=0.0))
+  A = np.testing.assert_allclose
+  A(u['a'], 1.0 / diag, rtol=1e-10)
+  assert info['residual'] < 1e-10 and info['iterations'] == 7  # 2 HVPs per iteration plus H v
+  q, _ = jnp.linalg.qr(jax.random.normal(jax.random.PRNGKey(5), (20, 20)))
+  h = q @ jnp.diag(jnp.linspace(-3.0, 5.0, 20)) @ q.T  # symmetric, indefinite
+  g = lambda t, p, b: 0.5 * t['a'] @ (h @ t['a'])
+  for k in (1, 2, 5):
+    _, info = bilevel.solve_inverse_hvp(g, {'a': jnp.zeros(20)}, {}, None, {'a': jnp.ones(20)},
+                                        bilevel.Solver('normal_cg', iterations=k, tol=0.0))
+    assert info['residual'] <= 1.0
 
 
 def test_float32_on_flax_params_agrees_with_float64():
