@@ -72,6 +72,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   best = {'dev_f1': -1.0}
   history = []
   pending = []  # device metrics since the last log line
+  train_log = {}  # step -> mean training metrics (losses, solver residual, term norms) over the logged window
   t_start = t_log = time.perf_counter()
   for epoch in range(config.num_epochs):
     data_rng = np.random.default_rng([config.seed, epoch])  # the order of epoch e depends on (seed, e) alone
@@ -79,7 +80,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       state, step_metrics = step_fn(state, batch)
       pending.append(step_metrics)
       if len(pending) == config.log_every:
-        t_log = _log(pending, int(state.step), total_steps, epoch, config, t_log)
+        t_log, train_log[int(state.step)] = _log(pending, int(state.step), total_steps, epoch, config, t_log)
         pending = []
     dev_f1, _ = evaluate(predict_fn, state.params, *task.splits['dev'])
     history.append({'step': int(state.step), 'epoch': epoch + 1, 'dev_f1': dev_f1})
@@ -87,7 +88,8 @@ def train_and_evaluate(config, workdir: str) -> dict:
     if dev_f1 > best['dev_f1']:
       best = {'dev_f1': dev_f1, 'epoch': epoch + 1, 'params': jax.device_get(state.params)}
   if pending:
-    _log(pending, int(state.step), total_steps, config.num_epochs - 1, config, t_log)
+    _, train_log[int(state.step)] = _log(pending, int(state.step), total_steps, config.num_epochs - 1, config,
+                                         t_log)
 
   _, dev_probs = evaluate(predict_fn, best['params'], *task.splits['dev'])
   threshold, dev_f1_tuned = tune_threshold(dev_probs, task.splits['dev'][1])
@@ -101,6 +103,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       'test_at_0.5': metrics.all_f1(test_probs, test_gold, 0.5),
       'test_at_tuned': metrics.all_f1(test_probs, test_gold, threshold),
       'train_seconds': time.perf_counter() - t_start, 'steps': total_steps, 'history': history,
+      'train_log': train_log,
       'config': config.to_dict(),
   }
   with open(os.path.join(workdir, 'metrics.json'), 'w') as f:
@@ -123,4 +126,4 @@ def _log(pending, step, total_steps, epoch, config, t_log):
   shown = '  '.join(f'{k} {v:.4g}' for k, v in sorted(means.items()))
   print(f'step {step}/{total_steps}  epoch {epoch + 1}/{config.num_epochs}  {shown}  '
         f'{rate:.0f} ex/s  ETA {eta:.0f}s', flush=True)
-  return now
+  return now, means

@@ -68,7 +68,7 @@ def run_one(dataset, system, seed, args):
     config.num_epochs *= 2
   print(f'== {dataset} {system} seed {seed}', flush=True)
   result = train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{dataset}-{system}-{seed}')
-  result['command'] = ' '.join(sys.argv)
+  result['command'] = 'python ' + ' '.join(sys.argv)
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
   out.parent.mkdir(parents=True, exist_ok=True)
   tmp = out.with_suffix('.tmp')
@@ -103,8 +103,8 @@ def build_table(args):
       'its own train/valid/test). The paper used a stratified 60/20/20 re-split that is not available, so its '
       'numbers are a reference, not a like-for-like comparison.',
       '',
-      '| dataset | split | system | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper | gap (tuned - paper) | s/run |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      '| dataset | split | system | solver | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper | gap (tuned - paper) | s/run |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|',
   ]
   order = list(SYSTEMS)
   for (task, protocol, system), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1],
@@ -112,7 +112,7 @@ def build_table(args):
     paper = PAPER.get(task, {}).get(system)
     tuned = np.mean([r['test_f1_tuned'] for r in rs]) * 100
     lines.append(
-        f'| {task} | {protocol} | {system} | {len(rs)} | {fmt([r["test_f1"] for r in rs])} | '
+        f'| {task} | {protocol} | {system} | {solver_of(rs)} | {len(rs)} | {fmt([r["test_f1"] for r in rs])} | '
         f'{fmt([r["test_f1_tuned"] for r in rs])} | {fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | '
         f'{fmt([r["test_at_0.5"]["macro_f1"] for r in rs])} | {paper if paper else "–"} | '
         f'{f"{tuned - paper:+.2f}" if paper else "–"} | {np.mean([r["train_seconds"] for r in rs]):.0f} |')
@@ -163,6 +163,11 @@ def update_readme(lines):
   block = '\n'.join([start, '', lines[2], '', *table, '', 'Details and the implicit-vs-MBCE paired differences: '
                      '[docs/mlc_results.md](docs/mlc_results.md).', end])
   readme.write_text(text[:text.index(start)] + block + text[text.index(end) + len(end):])
+
+
+def solver_of(runs):
+  names = sorted({r['config']['solver']['name'] for r in runs if r['config']['method'] != 'feedforward'})
+  return ', '.join(names) if names else '–'
 
 
 def system_of(result):
