@@ -51,18 +51,18 @@ class Solver:
   """Inverse-HVP solver settings. Validated on construction; errors name the offending field.
 
   Attributes:
-    name: ``neumann`` (K-term Neumann series ``alpha * sum_k (I - alpha H)^k v``), ``cg`` (conjugate gradient on
-      ``H + damping I``; needs it positive definite), ``normal_cg`` (CG on the normal equations
-      ``(H^2 + damping I) u = H v``: two HVPs per iteration, but the residual never exceeds ``||v||`` when H is
-      indefinite, as the inner Hessian of a neural network usually is), ``dense`` (materialise H and solve: small models and tests only), ``identity``
-      (``H^{-1} ~= alpha I``, the K = 0 Neumann truncation) or ``none`` (drop the implicit term: the biased
-      gradient the paper attributes to InfNet+, kept as an ablation).
+    name: ``normal_cg`` (CG on the normal equations ``(H^2 + damping I) u = H v``: two HVPs per iteration, but
+      the residual never exceeds ``||v||`` when H is indefinite, as the inner Hessian of a neural network
+      usually is), ``cg`` (conjugate gradient on ``H + damping I``; needs it positive definite), ``neumann``
+      (K-term Neumann series ``alpha * sum_k (I - alpha H)^k v``), ``dense`` (materialise H and solve: small
+      models and tests only), ``identity`` (``H^{-1} ~= alpha I``, the K = 0 Neumann truncation) or ``none``
+      (drop the implicit term: the biased gradient the paper attributes to InfNet+, kept as an ablation).
     iterations: Neumann terms K (each costs one HVP) or CG's maximum number of iterations.
     alpha: Neumann step. Convergence needs ``0 < alpha < 2 / lambda_max(H)``. With ``power_iters > 0`` it is an
       upper bound, lowered to ``1 / lambda_max`` estimated on the fly.
     power_iters: power iterations (HVPs) that estimate ``lambda_max(H)`` for the Neumann step; 0 disables.
-    tol: CG stops when ``||(H + damping I) u - v|| <= tol * ||v||``.
-    damping: ``delta`` in ``H + delta I``: makes CG and dense solves well posed on non-convex inner problems.
+    tol: CG stops when the residual of the system it solves falls below ``tol`` times that of u = 0.
+    damping: ``delta`` in ``H + delta I`` (``H^2 + delta I`` for ``normal_cg``): regularises the solve.
     hvp: ``exact`` (forward-over-reverse, ``jax.jvp`` of ``jax.grad``) or ``fd`` (the paper's central finite
       difference of gradients; approximate, kept for comparison).
     fd_eps: length of the finite-difference HVP's perturbation ``h v`` (``h = fd_eps / ||v||``).
@@ -70,7 +70,7 @@ class Solver:
       costs one HVP except for ``cg`` and ``dense``, which track it anyway.
   """
 
-  name: str = 'cg'
+  name: str = 'normal_cg'
   iterations: int = 10
   alpha: float = 0.01
   power_iters: int = 0
