@@ -55,7 +55,7 @@ def bce(logits: jax.Array, y: jax.Array) -> jax.Array:
 
 
 def bernoulli_log_prob(logits: jax.Array, y: jax.Array) -> jax.Array:
-  """``log prod_j p_j^y_j (1 - p_j)^(1 - y_j)`` with ``p = sigmoid(logits)``, for relaxed y too. ``[..., L] -> [...]``."""
+  """``log prod_j p_j^y_j (1 - p_j)^(1 - y_j)``, ``p = sigmoid(logits)``, relaxed y too; ``[..., L] -> [...]``."""
   return -jnp.sum(optax.sigmoid_binary_cross_entropy(logits, y), axis=-1)
 
 # ----------------------------------------------------------------------------------------- primary losses
