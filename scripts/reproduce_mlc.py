@@ -81,7 +81,7 @@ def fmt(values):
   return f'{values.mean():.2f} ± {values.std():.2f}' if len(values) > 1 else f'{values.mean():.2f}'
 
 
-def build_table(args):
+def build_table():
   runs = [json.loads(p.read_text()) for p in sorted((ROOT / 'docs' / 'mlc' / 'runs').glob('*.json'))]
   groups = {}
   for r in runs:
@@ -194,7 +194,7 @@ def main():
           t = time.perf_counter()
           run_one(dataset, system, seed, args)
           print(f'   {time.perf_counter() - t:.0f}s', flush=True)
-  build_table(args)
+  build_table()
 
 
 if __name__ == '__main__':
