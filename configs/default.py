@@ -65,7 +65,10 @@ def get_config():
   c.optimizer.name = 'adam'
   c.optimizer.learning_rate = 1e-3
 
-  c.batch_size = 32
+  c.batch_size = 32              # global batch, split over the devices of the ('data',) mesh
+  c.num_devices = 0              # devices in the data-parallel mesh; 0 = all (every host's, when multi-host)
   c.num_epochs = 10
   c.log_every = 100              # steps between progress lines (the only host synchronisation)
+  c.checkpoint_every = 1000      # steps between checkpoints in the workdir (also one at every epoch end); 0 = epoch
+                                 # ends only. Rerunning with the same workdir resumes from the latest checkpoint
   return c

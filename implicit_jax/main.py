@@ -7,7 +7,7 @@ the field, file or step, not a traceback.
 
 import sys
 
-from absl import app, flags
+from absl import app, flags, logging
 from ml_collections import config_flags
 
 from implicit_jax import train
@@ -21,6 +21,7 @@ flags.mark_flags_as_required(['config', 'workdir'])
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  logging.set_verbosity(logging.WARNING)  # Orbax logs every save and restore at INFO
   try:
     train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
   except (ValueError, FileNotFoundError, FloatingPointError) as e:

@@ -25,6 +25,7 @@ class Method(NamedTuple):
   init: Callable[[jax.Array], State]
   train_step: Callable[[State, dict, jax.Array], tuple[State, dict]]
   predict: Callable[[dict, jax.Array], jax.Array]
+  modules: dict = {}      # the Flax modules behind params, by role ('infnet', 'energy'): for analysis tools
 
 
 def make_optimizer(cfg, field: str) -> optax.GradientTransformation:

@@ -27,4 +27,4 @@ def build(task, config) -> Method:
   def predict(params, x):
     return jax.nn.sigmoid(net.apply(params['theta'], x))
 
-  return Method(init, train_step, predict)
+  return Method(init, train_step, predict, {'infnet': net})

@@ -111,4 +111,4 @@ def build(task, config) -> Method:
   def predict(params, x):
     return jax.nn.sigmoid(infnet.apply(params['theta'], x))
 
-  return Method(init, train_step, predict)
+  return Method(init, train_step, predict, {'infnet': infnet, 'energy': energy})
