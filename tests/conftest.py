@@ -1,7 +1,6 @@
 """Shared test settings."""
 
 import contextlib
-import os
 import sys
 from pathlib import Path
 

@@ -202,7 +202,7 @@ def test_default_data_config_fields():
   d = mlc.default_data_config()
   assert d.to_dict() == {'name': 'bibtex', 'data_dir': '', 'protocol': 'official', 'dev_fraction': 0.1,
                          'split_seed': 0, 'train_file': '', 'test_file': '', 'xml_file': '', 'num_labels': 0,
-                         'format': 'mulan'}
+                         'format': 'mulan', 'source': 'raw', 'tfds_dir': ''}
 
 
 # ---------------------------------------------------------------------------------------------------------------

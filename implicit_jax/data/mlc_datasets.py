@@ -27,6 +27,10 @@ Preprocessing, always fitted on training rows only:
 environment variable, or fails with a message saying what to set.  ``info`` pins the run's data: dataset,
 protocol, sizes, seed, files (with the data directory) or ``'embedded'``, and ``train_sha1``, a short hash
 of the train row numbers (numbered in the pooled order above for ``resplit``, else within the train file).
+
+Sources (``source``): ``'raw'`` reads the files above with ``implicit_jax.data.arff``; ``'tfds'`` reads the same
+official splits from the TFDS builders of ``tfds_builders`` (prepared under ``tfds_dir``, from ``data_dir`` as
+their manual dir, or downloaded).  Both feed the same splitting and scaling, so they give identical arrays.
 """
 
 from __future__ import annotations
@@ -41,10 +45,11 @@ import numpy as np
 from implicit_jax.data import splits as splitlib
 from implicit_jax.data.arff import MultiLabelData, impute_and_standardise, read_clus_hmc, read_mulan
 
-__all__ = ['DATASETS', 'DATA_DIR_ENV', 'PROTOCOLS', 'Dataset', 'load_embedded_bibtex', 'load_mlc']
+__all__ = ['DATASETS', 'DATA_DIR_ENV', 'PROTOCOLS', 'SOURCES', 'Dataset', 'load_embedded_bibtex', 'load_mlc']
 
 DATA_DIR_ENV = 'IMPLICIT_JAX_DATA_DIR'
 PROTOCOLS = ('official', 'resplit')
+SOURCES = ('raw', 'tfds')  # where the official splits' arrays come from (see the module docstring)
 FORMATS = ('mulan', 'clus')
 RESPLIT_FRACTIONS = (0.6, 0.2, 0.2)
 EMBEDDED_BIBTEX = Path(__file__).resolve().parent / 'embedded' / 'bibtex.npz'
@@ -205,12 +210,14 @@ def _scale(rows: dict, dataset: Dataset, fit_x: np.ndarray | None) -> tuple[dict
 
 def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_fraction: float = 0.1,
              split_seed: int = 0, *, train_file: str = '', test_file: str = '', xml_file: str = '',
-             num_labels: int = 0, file_format: str = 'mulan') -> tuple[dict, dict]:
+             num_labels: int = 0, file_format: str = 'mulan', source: str = 'raw',
+             tfds_dir: str = '') -> tuple[dict, dict]:
   """Loads a dataset as ``({'train'|'dev'|'test': (x float32 [N, D], y float32 [N, L])}, info)``.
 
   See the module docstring for the datasets, protocols, preprocessing and ``info``.  ``custom`` paths may be
   absolute or relative to ``data_dir`` (to the working directory when ``data_dir`` is empty).  Errors name
-  the config field at fault (``data.name``, ``data.protocol``, ``data.data_dir``, ...).
+  the config field at fault (``data.name``, ``data.protocol``, ``data.data_dir``, ...).  ``source='tfds'`` reads
+  the official splits from the TFDS builders prepared under ``tfds_dir`` ('' = TFDS's default) instead.
   """
   if name != 'custom' and name not in DATASETS:
     raise ValueError(f'data.name: unknown dataset {name!r}; choose one of {sorted(DATASETS) + ["custom"]}')
@@ -218,7 +225,12 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
     raise ValueError(f'data.protocol: unknown protocol {protocol!r}; choose one of {list(PROTOCOLS)}')
   if not 0.0 < dev_fraction < 1.0:
     raise ValueError(f'data.dev_fraction: must be in (0, 1), got {dev_fraction}')
-  parts, files, dataset = _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format)
+  if source not in SOURCES:
+    raise ValueError(f'data.source: unknown source {source!r}; choose one of {list(SOURCES)}')
+  if source == 'tfds':
+    parts, files, dataset = _load_tfds_parts(name, data_dir, tfds_dir)
+  else:
+    parts, files, dataset = _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format)
   if protocol == 'official':
     rows, train_idx, note, fit_x = _official(parts, dev_fraction, split_seed)
   else:
@@ -231,7 +243,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
       'dataset': name, 'protocol': protocol, 'split_seed': int(split_seed), 'dev_fraction': float(dev_fraction),
       'sizes': {s: int(x.shape[0]) for s, (x, _) in splits.items()},
       'num_features': len(first.feature_names), 'num_labels': len(first.label_names),
-      'files': files, 'train_sha1': _sha1(train_idx), 'split_note': note, 'preprocessing': scaling,
+      'source': source, 'files': files, 'train_sha1': _sha1(train_idx), 'split_note': note, 'preprocessing': scaling,
   }
   return splits, info
 
@@ -247,3 +259,14 @@ def _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, fil
     dataset, root = DATASETS[name], _resolve_data_dir(name, data_dir)
   parts, files = _read_files(name, dataset, root)
   return parts, files, dataset
+
+
+def _load_tfds_parts(name, data_dir, tfds_dir):
+  """As ``_load_parts``, from the TFDS builders; files for ``info`` are the prepared splits."""
+  if name == 'custom':
+    raise ValueError("data.source: 'tfds' has builders for the known datasets only; use data.source='raw' for "
+                     "data.name='custom'")
+  from implicit_jax.data import tfds_builders  # pylint: disable=import-outside-toplevel  # TFDS only when asked for
+  manual_dir = data_dir or os.environ.get(DATA_DIR_ENV, '')
+  parts = tfds_builders.load_tfds_parts(name, tfds_dir, manual_dir=manual_dir or None)
+  return parts, [p.source for p in parts.values()], DATASETS[name]

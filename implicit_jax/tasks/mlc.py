@@ -22,6 +22,8 @@ def default_data_config() -> ml_collections.ConfigDict:
   d.xml_file = ''          # custom only, MULAN: XML label list; '' = MEKA -C header or num_labels
   d.num_labels = 0         # custom only, MULAN without XML or -C: the last num_labels attributes are labels
   d.format = 'mulan'       # custom only: 'mulan' (MULAN/MEKA ARFF) or 'clus' (Clus hierarchical ARFF)
+  d.source = 'raw'         # 'raw' (the ARFF readers) or 'tfds' (data/tfds_builders.py; data_dir = their manual dir)
+  d.tfds_dir = ''          # tfds only: where prepared TFDS data lives; '' = $TFDS_DATA_DIR or ~/tensorflow_datasets
   return d
 
 
@@ -29,5 +31,6 @@ def make_task(config) -> Task:
   d = config.data
   splits, info = mlc_datasets.load_mlc(
       d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, train_file=d.train_file,
-      test_file=d.test_file, xml_file=d.xml_file, num_labels=d.num_labels, file_format=d.format)
+      test_file=d.test_file, xml_file=d.xml_file, num_labels=d.num_labels, file_format=d.format,
+      source=d.source, tfds_dir=d.tfds_dir)
   return Task(d.name, splits, info['num_features'], info['num_labels'], info=info)
