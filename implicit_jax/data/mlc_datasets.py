@@ -270,3 +270,38 @@ def _load_tfds_parts(name, data_dir, tfds_dir):
   manual_dir = data_dir or os.environ.get(DATA_DIR_ENV, '')
   parts = tfds_builders.load_tfds_parts(name, tfds_dir, manual_dir=manual_dir or None)
   return parts, [p.source for p in parts.values()], DATASETS[name]
+
+
+def read_for_prediction(path: str, name: str, data_dir: str = '', protocol: str = 'official',
+                        dev_fraction: float = 0.1, split_seed: int = 0, *, num_labels: int, train_file: str = '',
+                        test_file: str = '', xml_file: str = '', file_format: str = 'mulan') -> MultiLabelData:
+  """A new file of dataset ``name``'s format, its features transformed exactly as the run's training features.
+
+  Labels are read as in training (XML when the data directory has it, else the last ``num_labels``
+  attributes); a file with unknown labels may hold zeros there. Standardised datasets (cal500, FunCat) are
+  scaled with statistics refitted on the run's own training rows, which the settings here reproduce.
+  """
+  if name != 'custom' and name not in DATASETS:
+    raise ValueError(f'data.name: unknown dataset {name!r}; choose one of {sorted(DATASETS) + ["custom"]}')
+  dataset = (_custom(train_file, test_file, xml_file, num_labels, file_format) if name == 'custom'
+             else DATASETS[name])
+  source = Path(path)
+  if not source.is_file():
+    raise FileNotFoundError(f'{path}: no such file')
+  if dataset.format == 'clus':
+    data = read_clus_hmc(source)
+  else:
+    root = Path(data_dir or os.environ.get(DATA_DIR_ENV, '') or '.')
+    xml = root / dataset.xml if dataset.xml and (root / dataset.xml).is_file() else None
+    data = read_mulan(source, xml, None if xml else num_labels)
+  if len(data.label_names) != num_labels:
+    raise ValueError(f'{path}: {len(data.label_names)} labels, the run was trained on {num_labels}')
+  if dataset.format != 'clus' and not dataset.standardise:
+    return data
+  parts, _, _ = _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format)
+  if protocol == 'official':
+    rows, _, _, fit_x = _official(parts, dev_fraction, split_seed)
+  else:
+    rows, _, _, fit_x = _stratified(parts, split_seed, '')
+  fit = rows['train'][0] if fit_x is None else fit_x
+  return dataclasses.replace(data, x=impute_and_standardise(fit, data.x)[1])

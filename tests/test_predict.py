@@ -1,0 +1,68 @@
+"""The predict CLI: a bibtex model's predictions for a MULAN file of bibtex test rows."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from configs import bibtex
+from implicit_jax import checkpoints, train
+from implicit_jax.data.arff import read_mulan
+from implicit_jax.data.mlc_datasets import load_embedded_bibtex
+from tests.conftest import ROOT
+
+
+
+@pytest.fixture(scope='module')
+def arff(tmp_path_factory):
+  """The first 6 rows of the embedded bibtex test split, written as a sparse MULAN ARFF."""
+  test = load_embedded_bibtex()['test']
+  names = [*test.feature_names, *test.label_names]
+  rows = np.concatenate([test.x[:6], test.y[:6]], axis=1)
+  body = ['{' + ','.join(f'{j} 1' for j in np.flatnonzero(r)) + '}' for r in rows]
+  path = tmp_path_factory.mktemp('input') / 'bibtex_rows.arff'
+  path.write_text('@relation bibtex_rows\n' + ''.join(f"@attribute '{n}' {{0,1}}\n" for n in names) +
+                  '@data\n' + '\n'.join(body) + '\n')
+  return path
+
+
+@pytest.fixture(scope='module')
+def workdir(tmp_path_factory):
+  config = bibtex.get_config()  # the embedded bibtex; the MBCE baseline for one epoch keeps this test short
+  config.method, config.num_epochs = 'feedforward', 1
+  path = tmp_path_factory.mktemp('bibtex')
+  train.train_and_evaluate(config, str(path))
+  return path
+
+
+def _predict(*args):
+  return subprocess.run([sys.executable, '-m', 'implicit_jax.predict', *args], cwd=ROOT, capture_output=True,
+                        text=True, timeout=300, env=dict(os.environ, JAX_PLATFORMS='cpu'))
+
+
+def test_predict_writes_label_names_of_the_saved_model(workdir, arff, tmp_path):
+  out = tmp_path / 'pred.txt'
+  proc = _predict(f'--workdir={workdir}', f'--input={arff}', f'--output={out}', '--threshold=0.2')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  data = read_mulan(arff, num_labels=159)
+  assert data.x.shape == (6, 1836)
+  expected = checkpoints.load_trained(str(workdir)).predict(data.x.astype(np.float32)) >= 0.2
+  lines = out.read_text().split('\n')[:-1]
+  assert len(lines) == data.num_examples
+  for line, row in zip(lines, expected):
+    assert (line.split(',') if line else []) == [data.label_names[j] for j in np.flatnonzero(row)]
+  assert expected.any()  # the check above compared some names, not only empty lines
+
+
+def test_predict_errors_name_the_input(workdir, arff, tmp_path):
+  bad = tmp_path / 'bad.npy'
+  np.save(bad, np.zeros((2, 7), np.float32))
+  proc = _predict(f'--workdir={workdir}', f'--input={bad}')
+  assert proc.returncode == 1 and f'error: {bad}: predict: features have shape (2, 7)' in proc.stderr
+  proc = _predict(f'--workdir={workdir}', f'--input={tmp_path / "missing.arff"}')
+  assert proc.returncode == 1 and 'missing.arff: no such file' in proc.stderr
+  proc = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=high')
+  assert proc.returncode == 1 and '--threshold: expected "tuned" or a number' in proc.stderr
+  assert 'Traceback' not in proc.stderr
