@@ -75,6 +75,10 @@ def test_main_runs_and_prints_test_f1(tmp_path):
     ('--config.solver.alpha=-0.5', 'solver.alpha must be > 0, got -0.5'),
     ('--config.optimizer.name=adagradd', "optimizer.name: unknown optimizer 'adagradd'"),
     ('--config.batch_size=0', 'config.batch_size must be a positive integer, got 0'),
+    ('--config.implicit.primary_loss=hinge', "implicit.primary_loss: unknown loss 'hinge'; choose one of ('ssvm', "),
+    ('--config.negatives.sampler=gumbel', "negatives.sampler: unknown sampler 'gumbel'; choose one of ("),
+    ('--config.task=pos', "config.task: unknown task 'pos'; choose one of ['mlc', 'synthetic']"),
+    ('--config.checkpoint_every=-1', 'config.checkpoint_every must be a non-negative integer, got -1'),
 ])
 def test_main_bad_config_values_end_in_one_clear_line(tmp_path, override, message):
   proc = run_main(tmp_path, override)
@@ -106,3 +110,16 @@ def test_readme_test_command_is_what_ci_runs():
   command = readme[marker:].split('```')[1].strip().splitlines()[-1]
   assert command.startswith('.venv/bin/python -m pytest')
   assert np.char.count(readme, '<!-- test-command -->') == 1
+
+
+def test_main_malformed_data_file_names_file_and_line(tmp_path):
+  bad = tmp_path / 'bad.arff'
+  bad.write_text('@relation r\n@attribute a numeric\n@attribute l1 {0,1}\n@attribute l2 {0,1}\n@data\n'
+                 '1.0,0,1\n2.0,1\n')
+  cmd = [sys.executable, '-m', 'implicit_jax.main', '--config=configs/bibtex.py', f'--workdir={tmp_path / "w"}',
+         '--config.data.name=custom', f'--config.data.train_file={bad}', '--config.data.num_labels=2']
+  proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                        env=dict(os.environ, JAX_PLATFORMS='cpu'))
+  assert proc.returncode == 1
+  assert f'error: {bad}:7:' in proc.stderr, proc.stderr[-1000:]
+  assert 'Traceback' not in proc.stderr
