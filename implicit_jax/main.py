@@ -15,6 +15,8 @@ from implicit_jax import train
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file('config', None, 'Path to a config file with get_config().', lock_config=True)
 flags.DEFINE_string('workdir', None, 'Directory for metrics and checkpoints.')
+flags.DEFINE_bool('distributed', False, 'Call jax.distributed.initialize() first (one process per host; the '
+                  'coordinator comes from the cluster environment or JAX_COORDINATOR_ADDRESS etc.).')
 flags.mark_flags_as_required(['config', 'workdir'])
 
 
@@ -22,6 +24,9 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   logging.set_verbosity(logging.WARNING)  # Orbax logs every save and restore at INFO
+  if FLAGS.distributed:
+    import jax  # pylint: disable=import-outside-toplevel
+    jax.distributed.initialize()
   try:
     train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
   except (ValueError, FileNotFoundError, FloatingPointError) as e:
