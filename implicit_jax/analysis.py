@@ -206,6 +206,12 @@ def plot_training_curves(metrics: dict, path: str, title: str | None = None) -> 
   history = metrics.get('history') or []
   train_log = {int(step): values for step, values in (metrics.get('train_log') or {}).items()}
   names = sorted({name for values in train_log.values() for name in values})
+
+  def constant(name):  # e.g. the Neumann step alpha under a CG solver: a flat line says nothing
+    values = [v[name] for v in train_log.values() if v.get(name) is not None and np.isfinite(v[name])]
+    return len(values) > 1 and np.ptp(values) <= 1e-6 * max(1.0, np.max(np.abs(values)))
+
+  names = [n for n in names if not constant(n)]
   panels = (1 if history else 0) + len(names)
   if not panels:
     raise ValueError('plot_training_curves: metrics hold neither a history nor a train_log')

@@ -101,6 +101,8 @@ def main():
       'cooccurrence': 'correlation = phi coefficient of the 0/1 label columns (figure); npmi; frequency = P(i, j)',
       'diagonal': 'excluded from the correlations (each symmetric pair counted once) and blanked in the figure',
       'correlations': results,
+      'run_config': run.config.to_dict(),
+      'run_test': {k: run.metrics[k] for k in ('test_f1', 'test_f1_tuned', 'best_epoch')} if run.metrics else None,
       'run_test_f1': (run.metrics or {}).get('test_f1'), 'run_test_f1_tuned': (run.metrics or {}).get('test_f1_tuned'),
   }
   out.parent.mkdir(parents=True, exist_ok=True)
@@ -112,6 +114,10 @@ def main():
            f'{x.shape[0]} examples, {y.shape[1]} labels). Off-diagonal correlation between the mean score Hessian '
            '-d^2E/dy_i dy_j (lower energy = better, so positive = the labels reinforce each other) and the label '
            'co-occurrence; diagonals removed, each label pair counted once.', '',
+           *(['The run: ' + (f'test example-F1 {run.metrics["test_f1"]:.4f} at 0.5, {run.metrics["test_f1_tuned"]:.4f} '
+                             f'at the dev-tuned threshold, best dev epoch {run.metrics["best_epoch"]}; its config is '
+                             f'`run_config` in the JSON beside this file.' if run.metrics else 'unfinished (no metrics.json).'),
+              '']),
            *correlations_table(results), '', f'Figure (Hessian at {args.at}, phi-coefficient co-occurrence, labels by '
            f'decreasing frequency): `{out.name}`.']
   stem.with_suffix('.md').write_text('\n'.join(lines) + '\n')
