@@ -2,7 +2,7 @@ r"""genbase (MULAN split; needs the data directory): implicit CD.
 
 Run: python -m implicit_jax.main --config=configs/genbase.py --workdir=/tmp/implicit_jax/genbase \
        --config.data.data_dir=PATH/TO/data
-Reached: implicit-cd test example-F1 98.25 @0.5, 98.09 tuned (1 seeds); mbce test example-F1 99.13 @0.5, 99.23 tuned (1 seeds); official split, docs/mlc_results.md.
+Reached: implicit-cd test example-F1 98.25 @0.5, 98.09 tuned (1 seed); mbce test example-F1 99.13 @0.5, 99.23 tuned (1 seed); official split, docs/mlc_results.md.
 """
 
 from configs import bibtex

@@ -146,7 +146,7 @@ def update_config_docstrings(groups):
       rs = groups.get((task, 'official', system))
       if rs:
         parts.append(f'{system} test example-F1 {fmt([r["test_f1"] for r in rs])} @0.5, '
-                     f'{fmt([r["test_f1_tuned"] for r in rs])} tuned ({len(rs)} seeds)')
+                     f'{fmt([r["test_f1_tuned"] for r in rs])} tuned ({len(rs)} seed{"s" if len(rs) > 1 else ""})')
     if parts:
       text = path.read_text().splitlines()
       text = [f'Reached: {"; ".join(parts)}; official split, docs/mlc_results.md.' if line.startswith('Reached:')
