@@ -161,12 +161,7 @@ def load_trained(workdir: str, config_overrides: dict | None = None) -> Run:
   """Loads a run's config, task, method and best-on-dev parameters (``config_overrides``: e.g. a data_dir)."""
   from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
   config = load_config(workdir)
-  for dotted, value in (config_overrides or {}).items():
-    node = config
-    *path, last = dotted.split('.')
-    for key in path:
-      node = node[key]
-    node[last] = value
+  config.update_from_flattened_dict(config_overrides or {})
   task = tasks.get_task(config)
   method = methods.build(task, config)
   abstract = jax.eval_shape(method.init, jax.random.key(0)).params

@@ -39,12 +39,13 @@ PAPER = {
 }
 
 
-def set_field(config, dotted, value):
-  node = config
-  *path, last = dotted.split('.')
-  for key in path:
-    node = node[key]
-  node[last] = value
+def save_run(result, out: Path) -> None:
+  """Adds the command and date to a run's result and writes it atomically (a killed run leaves no half file)."""
+  from implicit_jax import checkpoints  # pylint: disable=import-outside-toplevel
+  result['command'] = 'python ' + ' '.join(sys.argv)
+  result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
+  out.parent.mkdir(parents=True, exist_ok=True)
+  checkpoints.write_json(str(out), result)
 
 
 def run_one(dataset, system, seed, args):
@@ -58,8 +59,7 @@ def run_one(dataset, system, seed, args):
   config.data.protocol = args.protocol
   if dataset != 'bibtex' or args.protocol != 'official':
     config.data.data_dir = args.data_dir
-  for key, value in SYSTEMS[system].items():
-    set_field(config, key, value)
+  config.update_from_flattened_dict(SYSTEMS[system])
   if args.epochs:
     config.num_epochs = args.epochs
   if system == 'mbce':
@@ -67,13 +67,7 @@ def run_one(dataset, system, seed, args):
     # converge too (best-on-dev selection picks the epoch either way).
     config.num_epochs *= 2
   print(f'== {dataset} {system} seed {seed}', flush=True)
-  result = train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{dataset}-{system}-{seed}')
-  result['command'] = 'python ' + ' '.join(sys.argv)
-  result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
-  out.parent.mkdir(parents=True, exist_ok=True)
-  tmp = out.with_suffix('.tmp')
-  tmp.write_text(json.dumps(result, indent=1))
-  os.replace(tmp, out)  # atomic: a killed run leaves no half-written result
+  save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{dataset}-{system}-{seed}'), out)
 
 
 def fmt(values):

@@ -21,7 +21,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from scripts.reproduce_mlc import set_field  # pylint: disable=wrong-import-position
+from scripts.reproduce_mlc import save_run  # pylint: disable=wrong-import-position
 
 # sweep name -> (dataset config, {variant: overrides on top of it}); 'base' is the config as committed.
 SWEEPS = {
@@ -52,16 +52,9 @@ def run_one(sweep, variant, seed, args):
   config.seed = config.data.split_seed = seed
   if dataset != 'bibtex':
     config.data.data_dir = args.data_dir
-  for key, value in variants[variant].items():
-    set_field(config, key, value)
+  config.update_from_flattened_dict(variants[variant])
   print(f'== {sweep} {variant} seed {seed}', flush=True)
-  result = train.train_and_evaluate(config, f'/tmp/sweep/{sweep}-{variant}-{seed}')
-  result['command'] = 'python ' + ' '.join(sys.argv)
-  result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
-  out.parent.mkdir(parents=True, exist_ok=True)
-  tmp = out.with_suffix('.tmp')
-  tmp.write_text(json.dumps(result, indent=1))
-  os.replace(tmp, out)
+  save_run(train.train_and_evaluate(config, f'/tmp/sweep/{sweep}-{variant}-{seed}'), out)
 
 
 def build_table(sweep):
