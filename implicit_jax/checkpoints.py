@@ -36,17 +36,19 @@ def _manager(path: str, keep: int) -> ocp.CheckpointManager:
       max_to_keep=keep, enable_async_checkpointing=False, create=True))
 
 
-def _flatten(d: dict, prefix: str = '') -> dict:
+def flatten(d: dict, prefix: str = '') -> dict:
+  """``{'a': {'b': 1}} -> {'a.b': 1}``: the dotted names configs are overridden and compared by."""
   out = {}
   for k, v in d.items():
     if isinstance(v, dict):
-      out.update(_flatten(v, f'{prefix}{k}.'))
+      out.update(flatten(v, f'{prefix}{k}.'))
     else:
       out[f'{prefix}{k}'] = v
   return out
 
 
-def _jsonable(config) -> dict:
+def config_json(config) -> dict:
+  """The config as plain JSON types (tuples become lists): what config.json holds and runs are compared on."""
   return json.loads(json.dumps(config.to_dict() if hasattr(config, 'to_dict') else config))
 
 
@@ -64,13 +66,13 @@ def check_or_write_config(workdir: str, config) -> bool:
   Returns True when the workdir already held this run. Raises ValueError naming the fields that differ.
   """
   path = os.path.join(workdir, 'config.json')
-  current = _jsonable(config)
+  current = config_json(config)
   if not os.path.exists(path):
     write_json(path, current)
     return False
   with open(path) as f:
     stored = json.load(f)
-  a, b = _flatten(stored), _flatten(current)
+  a, b = flatten(stored), flatten(current)
   diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and k not in MUTABLE_FIELDS)
   if diff:
     shown = ', '.join(f'{k} (stored {a.get(k)!r}, now {b.get(k)!r})' for k in diff[:5])

@@ -115,7 +115,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   start_step = int(state.step)
   writer = writers.MetricWriter(workdir, resume_step=start_step if restored is not None else None)
   if restored is None:
-    writer.write_hparams(checkpoints._flatten(checkpoints._jsonable(config)))  # pylint: disable=protected-access
+    writer.write_hparams(checkpoints.flatten(checkpoints.config_json(config)))
 
   step_rng = jax.random.fold_in(rng, 1)
   # Data parallel: the batch is split over the ('data',) mesh, the state replicated; XLA inserts the all-reduce
@@ -197,7 +197,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       'test_at_0.5': at_half, 'test_at_tuned': at_tuned,
       'train_seconds': loop['train_seconds'], 'steps': total_steps, 'history': loop['history'],
       'train_log': loop['train_log'],
-      'config': checkpoints._jsonable(config),  # pylint: disable=protected-access
+      'config': checkpoints.config_json(config),
   }
   checkpoints.write_json(os.path.join(workdir, 'metrics.json'), result)
   print(f'test example-F1: {result["test_f1"]:.4f} at threshold 0.5, {result["test_f1_tuned"]:.4f} at dev-tuned '
