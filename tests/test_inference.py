@@ -1,0 +1,55 @@
+"""Gradient-based inference: reaches the box-constrained minimiser, decreases the energy, stays in [0, 1]^L."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from implicit_jax.energies import MLCEnergy
+from implicit_jax.inference import gradient_based_inference, initial_y
+
+C = jnp.array([[0.3, 1.5, -0.3, 0.8], [0.5, 0.1, 2.0, -1.0]])
+
+
+def quadratic(y):
+  return jnp.sum((y - C) ** 2, axis=-1)
+
+
+@pytest.mark.parametrize('rule,tol', [('projected', 1e-6), ('mirror', 2e-3)])
+def test_reaches_the_minimiser_of_a_separable_quadratic_on_the_box(rule, tol):
+  y, energies = gradient_based_inference(quadratic, initial_y('half', C.shape), 300, 0.2, rule)
+  chex.assert_trees_all_close(y, jnp.clip(C, 0.0, 1.0), atol=tol)
+  assert energies.shape == (301, 2)
+
+
+@pytest.mark.parametrize('rule', ['projected', 'mirror'])
+def test_decreases_a_learned_energy_and_stays_in_the_box(rule):
+  energy = MLCEnergy(num_labels=6, feature_hidden=(8,), feature_dim=8, global_hidden=4)
+  x = jax.random.normal(jax.random.key(0), (5, 3))
+  phi = energy.init(jax.random.key(1), x, jnp.zeros((5, 6)))
+  y0 = jax.random.uniform(jax.random.key(2), (5, 6))
+  y, energies = gradient_based_inference(lambda y: energy.apply(phi, x, y), y0, 50, 0.05, rule)
+  assert np.all((np.asarray(y) >= 0) & (np.asarray(y) <= 1))
+  assert np.all(np.diff(np.asarray(energies), axis=0) <= 1e-5)  # monotone at a small step
+  assert np.all(energies[-1] < energies[0] - 1e-3)  # and it does move
+
+
+def test_early_stop_freezes_an_example_once_its_energy_settles():
+  y0 = initial_y('zeros', C.shape)
+  one_step, _ = gradient_based_inference(quadratic, y0, 1, 0.2)
+  # tol larger than any change: every example stops after its first step.
+  stopped, energies = gradient_based_inference(quadratic, y0, 20, 0.2, tol=1e9)
+  chex.assert_trees_all_close(stopped, one_step)
+  assert np.all(energies[-1] == energies[1])
+
+
+def test_bad_settings_name_the_field():
+  with pytest.raises(ValueError, match=r"gbi.rule: unknown update rule 'adam'; choose one of \('projected', 'mirror'\)"):
+    gradient_based_inference(quadratic, C, 3, 0.1, 'adam')
+  with pytest.raises(ValueError, match=r"gbi.init: unknown initialisation 'random'"):
+    initial_y('random', C.shape)
+  with pytest.raises(ValueError, match=r'gbi.step_size must be > 0, got 0'):
+    gradient_based_inference(quadratic, C, 3, 0)
+  with pytest.raises(ValueError, match=r"gbi.init='given' needs the starting y"):
+    initial_y('given', C.shape)
