@@ -12,7 +12,7 @@ def get_config():
   c = ml_collections.ConfigDict()
   c.seed = 0                     # parameter init, data order and sampling all derive from it
   c.task = 'synthetic'           # task registry name (implicit_jax/tasks)
-  c.method = 'implicit'          # 'implicit' (the paper) or 'feedforward' (MBCE baseline)
+  c.method = 'implicit'          # 'implicit' (the paper), 'feedforward' (MBCE baseline) or 'spen' (energy + GBI)
 
   c.data = ml_collections.ConfigDict()
   c.data.seed = 0                # seed of the synthetic generator (fixed across runs: same problem)
@@ -60,6 +60,13 @@ def get_config():
   c.solver.hvp = 'exact'                  # 'exact' (jvp of grad) or 'fd' (finite difference, the paper's)
   c.solver.fd_eps = 1e-3                  # finite-difference perturbation length
   c.solver.track_residual = True          # report ||(H + damping I) u - v|| / ||v|| each step
+
+  c.gbi = ml_collections.ConfigDict()    # gradient-based inference over y in [0, 1]^L (inference.py): SPEN
+  c.gbi.steps = 20                        # fixed number of steps (one lax.scan)
+  c.gbi.step_size = 0.1                   # eta
+  c.gbi.rule = 'projected'                # 'projected' (clip to the box) or 'mirror' (entropic mirror descent)
+  c.gbi.init = 'half'                     # 'zeros', 'half' or 'given' (a starting y passed by the caller)
+  c.gbi.tol = 0.0                         # an example stops once its energy changes less than this; 0 = never
 
   c.optimizer = ml_collections.ConfigDict()  # outer optimiser (energy phi; the whole net for 'feedforward')
   c.optimizer.name = 'adam'

@@ -45,7 +45,8 @@ def test_early_stop_freezes_an_example_once_its_energy_settles():
 
 
 def test_bad_settings_name_the_field():
-  with pytest.raises(ValueError, match=r"gbi.rule: unknown update rule 'adam'; choose one of \('projected', 'mirror'\)"):
+  with pytest.raises(ValueError,
+                     match=r"gbi.rule: unknown update rule 'adam'; choose one of \('projected', 'mirror'\)"):
     gradient_based_inference(quadratic, C, 3, 0.1, 'adam')
   with pytest.raises(ValueError, match=r"gbi.init: unknown initialisation 'random'"):
     initial_y('random', C.shape)
@@ -53,3 +54,24 @@ def test_bad_settings_name_the_field():
     gradient_based_inference(quadratic, C, 3, 0)
   with pytest.raises(ValueError, match=r"gbi.init='given' needs the starting y"):
     initial_y('given', C.shape)
+
+
+def test_spen_cost_augmented_inference_finds_a_violating_output_and_training_lowers_the_loss():
+  from configs import tiny  # pylint: disable=import-outside-toplevel
+  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
+  config = tiny.get_config()
+  config.method = 'spen'
+  task = tasks.get_task(config)
+  method = methods.build(task, config)
+  state = method.init(jax.random.key(0))
+  x, y = task.splits['train']
+  batch = {'x': x[:16], 'y': y[:16]}
+  step = jax.jit(method.train_step)
+  losses = []
+  for _ in range(30):
+    state, metrics = step(state, batch, jax.random.key(0))
+    losses.append(float(metrics['loss']))
+  assert losses[0] > 0  # at init the cost-augmented output violates the margin
+  assert np.all(np.isfinite(losses)) and np.mean(losses[-5:]) < 0.5 * losses[0]
+  probs = method.predict(state.params, x[:16])
+  assert probs.shape == (16, task.num_labels) and np.all((probs >= 0) & (probs <= 1))
