@@ -12,7 +12,8 @@ def get_config():
   c = ml_collections.ConfigDict()
   c.seed = 0                     # parameter init, data order and sampling all derive from it
   c.task = 'synthetic'           # task registry name (implicit_jax/tasks)
-  c.method = 'implicit'          # 'implicit' (the paper), 'feedforward' (MBCE baseline) or 'spen' (energy + GBI)
+  c.method = 'implicit'          # 'implicit' (the paper), 'feedforward' (MBCE baseline), 'spen' or 'dvn' (energy
+                                 # trained alone, prediction by gradient-based inference, config.gbi)
 
   c.data = ml_collections.ConfigDict()
   c.data.seed = 0                # seed of the synthetic generator (fixed across runs: same problem)
@@ -61,7 +62,7 @@ def get_config():
   c.solver.fd_eps = 1e-3                  # finite-difference perturbation length
   c.solver.track_residual = True          # report ||(H + damping I) u - v|| / ||v|| each step
 
-  c.gbi = ml_collections.ConfigDict()    # gradient-based inference over y in [0, 1]^L (inference.py): SPEN
+  c.gbi = ml_collections.ConfigDict()    # gradient-based inference over y in [0, 1]^L (inference.py): SPEN, DVN
   c.gbi.steps = 20                        # fixed number of steps (one lax.scan)
   c.gbi.step_size = 0.1                   # eta
   c.gbi.rule = 'projected'                # 'projected' (clip to the box) or 'mirror' (entropic mirror descent)

@@ -75,3 +75,29 @@ def test_spen_cost_augmented_inference_finds_a_violating_output_and_training_low
   assert np.all(np.isfinite(losses)) and np.mean(losses[-5:]) < 0.5 * losses[0]
   probs = method.predict(state.params, x[:16])
   assert probs.shape == (16, task.num_labels) and np.all((probs >= 0) & (probs <= 1))
+
+
+def test_dvn_adversarial_samples_raise_the_regression_loss_and_training_lowers_it():
+  from configs import tiny  # pylint: disable=import-outside-toplevel
+  from implicit_jax import losses, methods, tasks  # pylint: disable=import-outside-toplevel
+  config = tiny.get_config()
+  config.method = 'dvn'
+  task = tasks.get_task(config)
+  method = methods.build(task, config)
+  state = method.init(jax.random.key(0))
+  x, y = task.splits['train']
+  x, y = x[:16], y[:16]
+  energy, phi = method.modules['energy'], state.params['phi']
+  per_example = lambda y_bar: losses.dvn_regression(energy.apply(phi, x, y_bar[None]),
+                                                    losses.soft_f1(y_bar, y)[None])
+  y_inf = method.predict(state.params, x)
+  neg = lambda y_bar: -jax.vmap(lambda e, s: losses.dvn_regression(e[None, None], s[None, None]))(
+      energy.apply(phi, x, y_bar), losses.soft_f1(y_bar, y))
+  y_adv, _ = gradient_based_inference(neg, y_inf, config.gbi.steps, config.gbi.step_size)
+  assert per_example(y_adv) > per_example(y_inf)  # the adversary finds outputs the value net gets more wrong
+  step = jax.jit(method.train_step)
+  first = None
+  for _ in range(30):
+    state, metrics = step(state, {'x': x, 'y': y}, jax.random.key(0))
+    first = float(metrics['loss']) if first is None else first
+  assert np.isfinite(float(metrics['loss'])) and float(metrics['loss']) < first

@@ -15,7 +15,7 @@ from implicit_jax import methods, tasks, train
 from tests.conftest import ROOT
 
 
-@pytest.mark.parametrize('method', ['implicit', 'feedforward', 'spen'])
+@pytest.mark.parametrize('method', ['implicit', 'feedforward', 'spen', 'dvn'])
 def test_tiny_train_and_evaluate(tmp_path, method):
   config = tiny.get_config()
   config.method = method
@@ -35,7 +35,7 @@ def test_implicit_training_learns_the_synthetic_structure(tmp_path):
 
 
 @pytest.mark.parametrize('method,dropout', [('implicit', 0.0), ('feedforward', 0.0), ('implicit', 0.5),
-                                            ('feedforward', 0.5), ('spen', 0.0)])
+                                            ('feedforward', 0.5), ('spen', 0.0), ('dvn', 0.0)])
 def test_step_compiles_once(method, dropout):
   chex.clear_trace_counter()  # counts are per code location, shared across the parametrised cases
   config = tiny.get_config()
@@ -70,7 +70,7 @@ def test_main_runs_and_prints_test_f1(tmp_path):
 
 @pytest.mark.parametrize('override,message', [
     ('--config.method=spenn',
-     "config.method: unknown method 'spenn'; choose one of ['feedforward', 'implicit', 'spen']"),
+     "config.method: unknown method 'spenn'; choose one of ['dvn', 'feedforward', 'implicit', 'spen']"),
     ('--config.solver.name=newton', "solver.name: unknown inverse-HVP solver 'newton'"),
     ('--config.solver.iterations=-2', 'solver.iterations must be a non-negative integer, got -2'),
     ('--config.solver.alpha=-0.5', 'solver.alpha must be > 0, got -0.5'),

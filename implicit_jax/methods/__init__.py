@@ -47,8 +47,8 @@ def inference_net(task: Any, config: Any):
 
 
 def build(task: Any, config: Any) -> Method:
-  from implicit_jax.methods import feedforward, implicit, spen  # pylint: disable=import-outside-toplevel
-  registry = {'implicit': implicit.build, 'feedforward': feedforward.build, 'spen': spen.build}
+  from implicit_jax.methods import dvn, feedforward, implicit, spen  # pylint: disable=import-outside-toplevel
+  registry = {'implicit': implicit.build, 'feedforward': feedforward.build, 'spen': spen.build, 'dvn': dvn.build}
   if config.method not in registry:
     raise ValueError(f'config.method: unknown method {config.method!r}; choose one of {sorted(registry)}')
   return registry[config.method](task, config)

@@ -1,0 +1,57 @@
+"""DVN (Gygli, Norouzi & Angelova 2017): the energy regresses the task score of outputs, prediction by GBI.
+
+With our convention (lower energy = better) the value network is ``v(x, y) = sigmoid(-E_phi(x, y))``, fitted by
+cross-entropy to the soft F1 of y against the gold output (``losses.dvn_regression``) on three kinds of y:
+
+* inference outputs: GBI on E from ``gbi.init`` (what the model would predict now);
+* adversarial outputs: from the inference output, ``gbi.steps`` projected *ascent* steps on the regression loss
+  itself, the outputs the value network is currently most wrong about (Gygli et al., section 3.2);
+* the gold output, score 1.
+
+All three are constants for the phi update. Prediction: GBI on E (``spen.gbi_predict``).
+"""
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from implicit_jax import inference, losses
+from implicit_jax.methods import Method, State, make_optimizer
+from implicit_jax.methods.spen import gbi_predict, make_energy
+
+
+def build(task, config) -> Method:
+  energy = make_energy(task, config)
+  opt = make_optimizer(config.optimizer, 'optimizer')
+  gbi = config.gbi
+  predict_y = gbi_predict(energy, gbi)
+
+  def init(rng):
+    x0 = jnp.zeros((1, task.num_features), jnp.float32)
+    phi = energy.init(rng, x0, jnp.zeros((1, task.num_labels), jnp.float32))
+    return State(step=jnp.zeros((), jnp.int32), params={'phi': phi}, opt_state={'phi': opt.init(phi)})
+
+  def train_step(state, batch, rng):
+    del rng
+    x, y = batch['x'], batch['y']
+    phi = state.params['phi']
+    y_inf = predict_y(phi, x) if gbi.init != 'given' else predict_y(phi, x, jnp.full(y.shape, 0.5))
+    # Ascent on the per-example regression loss = descent on its negative, with the same GBI machinery.
+    negative_loss = lambda y_bar: -optax.sigmoid_binary_cross_entropy(-energy.apply(phi, x, y_bar),
+                                                                       losses.soft_f1(y_bar, y))
+    y_adv, _ = inference.gradient_based_inference(negative_loss, y_inf, gbi.steps, gbi.step_size, gbi.rule)
+    samples = jax.lax.stop_gradient(jnp.stack([y_inf, y_adv, y]))           # [3, B, L]
+    targets = losses.soft_f1(samples, y)                                     # gold scores 1
+
+    def loss_fn(phi):
+      return losses.dvn_regression(energy.apply(phi, x, samples), targets)
+
+    loss, grad = jax.value_and_grad(loss_fn)(phi)
+    updates, opt_state = opt.update(grad, state.opt_state['phi'], phi)
+    return (State(step=state.step + 1, params={'phi': optax.apply_updates(phi, updates)},
+                  opt_state={'phi': opt_state}), {'loss': loss})
+
+  def predict(params, x):
+    return predict_y(params['phi'], x)
+
+  return Method(init, train_step, predict, {'energy': energy})
