@@ -33,7 +33,8 @@ MUTABLE_FIELDS = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices')
 def _manager(path: str, keep: int) -> ocp.CheckpointManager:
   # Synchronous saves: a checkpoint is on disk before the loop moves on, which the exact-resume guarantee needs.
   return ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
-      max_to_keep=keep, enable_async_checkpointing=False, create=True))
+      max_to_keep=keep, enable_async_checkpointing=False, create=True,
+      cleanup_tmp_directories=True))  # a save cut short by a kill leaves a temporary directory: remove it
 
 
 def flatten(d: dict, prefix: str = '') -> dict:

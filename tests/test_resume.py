@@ -46,9 +46,11 @@ def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path):
   proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   ckpt_dir = killed / 'checkpoints'
   deadline = time.time() + 240
-  # Kill as soon as the first mid-training checkpoint is committed: the run is then some steps past it.
+  # Kill as soon as the first mid-training checkpoint is committed, i.e. renamed from Orbax's temporary directory
+  # to its step number: the run is then some steps past it.
   while time.time() < deadline and proc.poll() is None:
-    if ckpt_dir.exists() and any((d / 'commit_success.txt').exists() for d in ckpt_dir.iterdir()):
+    if ckpt_dir.exists() and any(d.name.isdigit() and (d / 'commit_success.txt').exists()
+                                 for d in ckpt_dir.iterdir()):
       break
     time.sleep(0.005)
   assert proc.poll() is None, 'the run ended before it could be killed'
