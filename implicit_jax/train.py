@@ -143,7 +143,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
     writer.write_scalars(step, {f'train/{k}': v for k, v in means.items()})
     pending = []
 
-  def save(step):
+  def save():
     loop['train_seconds'] = seconds_before + time.perf_counter() - t_run
     ckpt.save(state, loop)
     writer.flush()
@@ -161,7 +161,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
         if step % config.log_every == 0 or checkpoint_now:
           flush(step, epoch)
         if checkpoint_now and step % steps_per_epoch:
-          save(step)
+          save()
       step = (epoch + 1) * steps_per_epoch
       flush(step, epoch)
       t_eval = time.perf_counter()
@@ -176,7 +176,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       if loop['best'] is None or dev_f1 > loop['best']['dev_f1']:
         ckpt.save_best(step, state.params)
         loop['best'] = {'dev_f1': dev_f1, 'epoch': epoch + 1, 'step': step}
-      save(step)
+      save()
 
     # The best epoch's parameters from disk; its dev predictions again (the same compiled function, so the same
     # numbers); the threshold tuned on them; test predicted once and scored at 0.5 and at that threshold.
