@@ -16,25 +16,15 @@ import jax.numpy as jnp
 import optax
 
 from implicit_jax import inference, losses
-from implicit_jax.methods import Method, State, make_optimizer
-from implicit_jax.methods.spen import gbi_predict, make_energy
+from implicit_jax.methods import Method
+from implicit_jax.methods.spen import energy_method, gbi_predict
 
 
 def build(task, config) -> Method:
-  energy = make_energy(task, config)
-  opt = make_optimizer(config.optimizer, 'optimizer')
   gbi = config.gbi
-  predict_y = gbi_predict(energy, gbi)
 
-  def init(rng):
-    x0 = jnp.zeros((1, task.num_features), jnp.float32)
-    phi = energy.init(rng, x0, jnp.zeros((1, task.num_labels), jnp.float32))
-    return State(step=jnp.zeros((), jnp.int32), params={'phi': phi}, opt_state={'phi': opt.init(phi)})
-
-  def train_step(state, batch, rng):
-    del rng
-    x, y = batch['x'], batch['y']
-    phi = state.params['phi']
+  def make_loss(energy, phi, x, y):
+    predict_y = gbi_predict(energy, gbi)
     y_inf = predict_y(phi, x) if gbi.init != 'given' else predict_y(phi, x, jnp.full(y.shape, 0.5))
     # Ascent on the per-example regression loss = descent on its negative, with the same GBI machinery.
     negative_loss = lambda y_bar: -optax.sigmoid_binary_cross_entropy(-energy.apply(phi, x, y_bar),
@@ -42,16 +32,6 @@ def build(task, config) -> Method:
     y_adv, _ = inference.gradient_based_inference(negative_loss, y_inf, gbi.steps, gbi.step_size, gbi.rule)
     samples = jax.lax.stop_gradient(jnp.stack([y_inf, y_adv, y]))           # [3, B, L]
     targets = losses.soft_f1(samples, y)                                     # gold scores 1
+    return lambda phi: losses.dvn_regression(energy.apply(phi, x, samples), targets)
 
-    def loss_fn(phi):
-      return losses.dvn_regression(energy.apply(phi, x, samples), targets)
-
-    loss, grad = jax.value_and_grad(loss_fn)(phi)
-    updates, opt_state = opt.update(grad, state.opt_state['phi'], phi)
-    return (State(step=state.step + 1, params={'phi': optax.apply_updates(phi, updates)},
-                  opt_state={'phi': opt_state}), {'loss': loss})
-
-  def predict(params, x):
-    return predict_y(params['phi'], x)
-
-  return Method(init, train_step, predict, {'energy': energy})
+  return energy_method(task, config, make_loss)

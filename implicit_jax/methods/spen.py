@@ -33,12 +33,15 @@ def gbi_predict(energy, gbi_config):
   return predict
 
 
-def build(task, config) -> Method:
+def energy_method(task, config, make_loss) -> Method:
+  """A method that trains the energy alone and predicts by GBI (SPEN, DVN).
+
+  ``make_loss(energy, phi, x, y) -> loss(phi)``: given the current parameters it builds its training outputs
+  (constants for the update) and returns the loss whose gradient moves phi.
+  """
   energy = make_energy(task, config)
   opt = make_optimizer(config.optimizer, 'optimizer')
-  cost_fn = losses.COSTS[config.implicit.cost]
-  gbi = config.gbi
-  predict_y = gbi_predict(energy, gbi)
+  predict_y = gbi_predict(energy, config.gbi)
 
   def init(rng):
     x0 = jnp.zeros((1, task.num_features), jnp.float32)
@@ -47,18 +50,8 @@ def build(task, config) -> Method:
 
   def train_step(state, batch, rng):
     del rng
-    x, y = batch['x'], batch['y']
     phi = state.params['phi']
-    scale = config.implicit.cost_scale
-    augmented = lambda y_bar: energy.apply(phi, x, y_bar) - scale * cost_fn(y_bar, y)
-    start = inference.initial_y(gbi.init if gbi.init != 'given' else 'half', y.shape)
-    y_hat, _ = inference.gradient_based_inference(augmented, start, gbi.steps, gbi.step_size, gbi.rule, gbi.tol)
-    y_hat = jax.lax.stop_gradient(y_hat)
-
-    def loss_fn(phi):
-      return losses.ssvm_margin(energy.apply(phi, x, y_hat), energy.apply(phi, x, y), scale * cost_fn(y_hat, y))
-
-    loss, grad = jax.value_and_grad(loss_fn)(phi)
+    loss, grad = jax.value_and_grad(make_loss(energy, phi, batch['x'], batch['y']))(phi)
     updates, opt_state = opt.update(grad, state.opt_state['phi'], phi)
     return (State(step=state.step + 1, params={'phi': optax.apply_updates(phi, updates)},
                   opt_state={'phi': opt_state}), {'loss': loss})
@@ -67,3 +60,18 @@ def build(task, config) -> Method:
     return predict_y(params['phi'], x)
 
   return Method(init, train_step, predict, {'energy': energy})
+
+
+def build(task, config) -> Method:
+  cost_fn = losses.COSTS[config.implicit.cost]
+  gbi, scale = config.gbi, config.implicit.cost_scale
+
+  def make_loss(energy, phi, x, y):
+    augmented = lambda y_bar: energy.apply(phi, x, y_bar) - scale * cost_fn(y_bar, y)
+    start = inference.initial_y(gbi.init if gbi.init != 'given' else 'half', y.shape)
+    y_hat, _ = inference.gradient_based_inference(augmented, start, gbi.steps, gbi.step_size, gbi.rule, gbi.tol)
+    y_hat = jax.lax.stop_gradient(y_hat)
+    return lambda phi: losses.ssvm_margin(energy.apply(phi, x, y_hat), energy.apply(phi, x, y),
+                                          scale * cost_fn(y_hat, y))
+
+  return energy_method(task, config, make_loss)
