@@ -6,6 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from configs import tiny
+from implicit_jax import losses, methods, tasks
 from implicit_jax.energies import MLCEnergy
 from implicit_jax.inference import gradient_based_inference, initial_y
 
@@ -56,37 +58,33 @@ def test_bad_settings_name_the_field():
     initial_y('given', C.shape)
 
 
-def test_spen_cost_augmented_inference_finds_a_violating_output_and_training_lowers_the_loss():
-  from configs import tiny  # pylint: disable=import-outside-toplevel
-  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
+def _tiny_method(name):
+  """``(config, method, initial state, x, y)``: method ``name`` on the tiny config, its first 16 training rows."""
   config = tiny.get_config()
-  config.method = 'spen'
+  config.method = name
   task = tasks.get_task(config)
   method = methods.build(task, config)
-  state = method.init(jax.random.key(0))
   x, y = task.splits['train']
-  batch = {'x': x[:16], 'y': y[:16]}
+  return config, method, method.init(jax.random.key(0)), x[:16], y[:16]
+
+
+def test_spen_cost_augmented_inference_finds_a_violating_output_and_training_lowers_the_loss():
+  config, method, state, x, y = _tiny_method('spen')
+  batch = {'x': x, 'y': y}
   step = jax.jit(method.train_step)
-  losses = []
+  history = []
   for _ in range(30):
     state, metrics = step(state, batch, jax.random.key(0))
-    losses.append(float(metrics['loss']))
-  assert losses[0] > 0  # at init the cost-augmented output violates the margin
-  assert np.all(np.isfinite(losses)) and np.mean(losses[-5:]) < 0.5 * losses[0]
-  probs = method.predict(state.params, x[:16])
-  assert probs.shape == (16, task.num_labels) and np.all((probs >= 0) & (probs <= 1))
+    history.append(float(metrics['loss']))
+  assert history[0] > 0  # at init the cost-augmented output violates the margin
+  assert np.all(np.isfinite(history)) and np.mean(history[-5:]) < 0.5 * history[0]
+  probs = method.predict(state.params, x)
+  assert probs.shape == (16, config.data.num_groups * config.data.group_size)
+  assert np.all((probs >= 0) & (probs <= 1))
 
 
 def test_dvn_adversarial_samples_raise_the_regression_loss_and_training_lowers_it():
-  from configs import tiny  # pylint: disable=import-outside-toplevel
-  from implicit_jax import losses, methods, tasks  # pylint: disable=import-outside-toplevel
-  config = tiny.get_config()
-  config.method = 'dvn'
-  task = tasks.get_task(config)
-  method = methods.build(task, config)
-  state = method.init(jax.random.key(0))
-  x, y = task.splits['train']
-  x, y = x[:16], y[:16]
+  config, method, state, x, y = _tiny_method('dvn')
   energy, phi = method.modules['energy'], state.params['phi']
   per_example = lambda y_bar: losses.dvn_regression(energy.apply(phi, x, y_bar[None]),
                                                     losses.soft_f1(y_bar, y)[None])
