@@ -24,6 +24,8 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))  # `configs` is a top-level folder, importable from the repository root
 
 import jax  # pylint: disable=wrong-import-position
+
+from implicit_jax import xla_options  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
 DOC = ROOT / 'docs' / 'benchmarks.md'
@@ -113,6 +115,27 @@ def machine_line(m: dict[str, Any]) -> str:
           if m['shared'] else '')
   return (f'{m["cpu"]}, {m["cores"]} cores, JAX {m["jax"]} ({m["backend"]} backend, {m["device"]}); '
           f'load average at start (1, 5, 15 min): {load}{note}')
+
+
+def cpu_ticks() -> tuple[int, int] | None:
+  """``(steal, total)`` jiffies of all CPUs from /proc/stat (Linux), None elsewhere.
+
+  Steal is time the hypervisor gave this VM's virtual CPUs to someone else: on a shared cloud machine it lengthens
+  every wall-clock figure while no process here can see it. Differences of two readings give its share.
+  """
+  try:
+    with open('/proc/stat', encoding='ascii') as f:
+      fields = [int(v) for v in f.readline().split()[1:]]
+  except (OSError, ValueError):
+    return None
+  return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_share(before, after) -> float:
+  """Fraction of CPU time stolen by the hypervisor between two ``cpu_ticks()`` readings (NaN if unknown)."""
+  if before is None or after is None or after[1] <= before[1]:
+    return float('nan')
+  return (after[0] - before[0]) / (after[1] - before[1])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -247,7 +270,7 @@ class Problem:
     state = jax.device_put(jax.tree.map(lambda a: a.copy(), self.state), replicated)  # the step donates it
     new_state, _ = step(state, batch)
 
-    @jax.jit
+    @xla_options.jit
     def rebuilt(theta, theta_state, phi, phi_state, batch):
       (_, (theta_t, _, _)), grad, _ = self.implicit_solve().value_and_grad(self.l_prim, phi, theta, theta_state,
                                                                            batch)

@@ -18,7 +18,7 @@ import common  # pylint: disable=wrong-import-position
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
-from implicit_jax import methods, tasks  # pylint: disable=wrong-import-position
+from implicit_jax import methods, tasks, xla_options  # pylint: disable=wrong-import-position
 from implicit_jax.methods import spen  # pylint: disable=wrong-import-position
 
 
@@ -34,8 +34,8 @@ def main():
   method = methods.build(task, config)
   params = method.init(jax.random.key(0)).params
   x = np.asarray(task.splits['test'][0][:args.batch])
-  feed_forward = jax.jit(method.predict)
-  gbi = jax.jit(spen.gbi_predict(method.modules['energy'], config.gbi))
+  feed_forward = xla_options.jit(method.predict)
+  gbi = xla_options.jit(spen.gbi_predict(method.modules['energy'], config.gbi))
   times = common.time_interleaved({'feed-forward A_theta(x)': lambda: feed_forward(params, x),
                                    f'GBI, {args.steps} steps': lambda: gbi(params['phi'], x)}, args.reps)
   rows, rates = [], {}

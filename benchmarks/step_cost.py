@@ -27,7 +27,7 @@ import common  # pylint: disable=wrong-import-position
 import jax  # pylint: disable=wrong-import-position
 import optax  # pylint: disable=wrong-import-position
 
-from implicit_jax import bilevel  # pylint: disable=wrong-import-position
+from implicit_jax import bilevel, xla_options  # pylint: disable=wrong-import-position
 
 
 class Stepper:
@@ -56,10 +56,10 @@ def unit_functions(p: common.Problem):
   step's backward pass runs them; the inner step at the warm start, where the step's inner loop begins."""
   theta, phi, batch, opt = p.theta, p.phi, p.batch, p.inner_opt
   num_steps = p.config.implicit.inner_steps
-  theta_t = jax.jit(lambda th, s, ph, b: bilevel.inner_loop(p.l_aux, opt, num_steps, ph, th, s, b)[0])(
+  theta_t = xla_options.jit(lambda th, s, ph, b: bilevel.inner_loop(p.l_aux, opt, num_steps, ph, th, s, b)[0])(
       theta, p.theta_state, phi, batch)
 
-  @jax.jit
+  @xla_options.jit
   def inner_step(theta, state, phi, batch):
     loss, grad = jax.value_and_grad(p.l_aux)(theta, phi, batch)
     updates, state = opt.update(grad, state, theta)
@@ -68,7 +68,7 @@ def unit_functions(p: common.Problem):
   grad_fn = lambda t, phi, batch: jax.grad(p.l_aux)(t, phi, batch)
   v = jax.grad(p.l_prim)(theta_t, phi, batch)  # the right-hand side the solver gets: d_theta L_prim
 
-  @jax.jit
+  @xla_options.jit
   def linearize(theta, phi, batch):
     # The residuals of the linearisation, which is what the solver's jax.linearize leaves live for its HVPs.
     _, f_jvp = jax.linearize(lambda t: grad_fn(t, phi, batch), theta)
@@ -76,11 +76,11 @@ def unit_functions(p: common.Problem):
 
   _, f_jvp = jax.linearize(lambda t: grad_fn(t, phi, batch), theta_t)
   apply_converted, consts = jax.closure_convert(f_jvp, v)
-  apply = jax.jit(apply_converted)
-  mixed = jax.jit(lambda theta, phi, batch, u: bilevel.mixed_vjp(p.l_aux, theta, phi, batch, u))
-  prim = jax.jit(jax.value_and_grad(p.l_prim, argnums=(0, 1)))
+  apply = xla_options.jit(apply_converted)
+  mixed = xla_options.jit(lambda theta, phi, batch, u: bilevel.mixed_vjp(p.l_aux, theta, phi, batch, u))
+  prim = xla_options.jit(jax.value_and_grad(p.l_prim, argnums=(0, 1)))
   # What a jitted call costs with no work: dispatch and the host round trip every unit time above includes.
-  noop = jax.jit(lambda s: s + 1)
+  noop = xla_options.jit(lambda s: s + 1)
   scalar = jax.numpy.zeros(())
   units = {
       'grad': lambda: inner_step(theta, p.theta_state, phi, batch),
@@ -92,11 +92,12 @@ def unit_functions(p: common.Problem):
   }
   # Sub-pieces of the step, each one jitted call: the whole inner loop, and the solve (linearize + HVPs +
   # residual check) of each solver. Against the units they show what compiling the pieces together saves.
-  loop = jax.jit(lambda th, s, ph, b: bilevel.inner_loop(p.l_aux, opt, num_steps, ph, th, s, b))
+  loop = xla_options.jit(lambda th, s, ph, b: bilevel.inner_loop(p.l_aux, opt, num_steps, ph, th, s, b))
   pieces = {'inner_loop': lambda: loop(theta, p.theta_state, phi, batch)}
   for name in ('normal_cg', 'cg'):
     solver = dataclasses.replace(p.solver, name=name, iterations=5)
-    solve = jax.jit(lambda th, ph, b, v, solver=solver: bilevel.solve_inverse_hvp(p.l_aux, th, ph, b, v, solver))
+    solve = xla_options.jit(
+        lambda th, ph, b, v, solver=solver: bilevel.solve_inverse_hvp(p.l_aux, th, ph, b, v, solver))
     pieces[f'solve_{name}'] = lambda solve=solve: solve(theta_t, phi, batch, v)
   return units, pieces
 
@@ -137,7 +138,7 @@ def run(reps):
   rows_model = []
   for name, p in problems.items():
     iters, lo, hi = contenders[f'step_{name}'].mean_iterations()
-    extra = 1 if p.solver.track_residual and p.solver.name not in ('cg', 'dense') else 0
+    extra = 1 if p.solver.track_residual and p.solver.name not in ('cg', 'normal_cg', 'dense') else 0
     n_hvp = iters + extra
     parts = {'inner': t_inner * med['unit_grad'], 'hvp': n_hvp * med['unit_hvp'],
              'rest': med['unit_lin'] + med['unit_mixed'] + med['unit_prim']}
@@ -160,7 +161,7 @@ def run(reps):
   piece_rows = [['inner_loop', ms(med['piece_inner_loop']), common.spread(times['piece_inner_loop']),
                  ms(t_inner * med['unit_grad']), f'T_inner = {t_inner} inner steps']]
   for k, n in solve_iters.items():
-    extra = 1 if k == 'solve_normal_cg' and base.solver.track_residual else 0
+    extra = 0  # normal_cg accumulates H u inside CG: its residual costs no HVP
     piece_rows.append([k, ms(med[f'piece_{k}']), common.spread(times[f'piece_{k}']),
                        ms(med['unit_lin'] + (n + extra) * med['unit_hvp']),
                        f'linearize + {n} + {extra} HVPs at theta_T'])

@@ -26,7 +26,7 @@ import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 import optax  # pylint: disable=wrong-import-position
 
-from implicit_jax import bilevel  # pylint: disable=wrong-import-position
+from implicit_jax import bilevel, xla_options  # pylint: disable=wrong-import-position
 
 # Adam divides by sqrt(v); at v = 0 (a parameter whose gradient has always been zero, e.g. first-layer rows of
 # bibtex's sparse features absent from the batch) sqrt has an infinite derivative and the unrolled gradient is
@@ -54,7 +54,7 @@ def implicit_fn(p: common.Problem, num_steps: int):
 
 
 def memory(fn, args) -> dict:
-  stats = jax.jit(fn).lower(*args).compile().memory_analysis()
+  stats = xla_options.jit(fn).lower(*args).compile().memory_analysis()
   fields = {k: getattr(stats, k) for k in dir(stats) if k.endswith('_in_bytes')}
   fields['total'] = stats.temp_size_in_bytes + stats.argument_size_in_bytes + stats.output_size_in_bytes
   return fields
@@ -84,7 +84,7 @@ def run(reps, steps):
     if fields_seen is None:
       fields_seen = sorted(mem['implicit'])
       print('memory_analysis() fields:', ', '.join(f for f in fields_seen if f != 'total'), flush=True)
-    jitted = {k: jax.jit(f) for k, f in fns.items()}
+    jitted = {k: xla_options.jit(f) for k, f in fns.items()}
     grads = {k: jax.block_until_ready(f(*args)) for k, f in jitted.items()}
     times = common.time_interleaved({k: functools.partial(f, *args) for k, f in jitted.items()}, reps)
     med = {k: common.median(v) for k, v in times.items()}

@@ -29,7 +29,7 @@ import common  # pylint: disable=wrong-import-position
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
-from implicit_jax import bilevel  # pylint: disable=wrong-import-position
+from implicit_jax import bilevel, xla_options  # pylint: disable=wrong-import-position
 
 with warnings.catch_warnings():
   warnings.simplefilter('ignore', DeprecationWarning)
@@ -39,7 +39,7 @@ with warnings.catch_warnings():
 def ours_fn(p: common.Problem, solver: bilevel.Solver):
   solve = p.implicit_solve(solver)
 
-  @jax.jit
+  @xla_options.jit
   def grad(phi, theta0, state0, batch):
     return jax.grad(lambda phi: p.l_prim(solve(phi, theta0, state0, batch)[0], phi, batch))(phi)
 
@@ -59,7 +59,7 @@ def jaxopt_fn(p: common.Problem, solver: bilevel.Solver, maxiter: int):
 
   root = jaxopt.implicit_diff.custom_root(optimality, solve=solve)(inner)
 
-  @jax.jit
+  @xla_options.jit
   def grad(phi, theta0, state0, batch):
     return jax.grad(lambda phi: p.l_prim(root((theta0, state0), phi, batch), phi, batch))(phi)
 

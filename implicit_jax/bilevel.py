@@ -67,7 +67,7 @@ class Solver:
       difference of gradients; approximate, kept for comparison).
     fd_eps: length of the finite-difference HVP's perturbation ``h v`` (``h = fd_eps / ||v||``).
     track_residual: report ``||(H + damping I) u - v|| / ||v||`` (``||H u - v|| / ||v||`` for ``normal_cg``);
-      costs one HVP except for ``cg`` and ``dense``, which track it anyway.
+      costs one HVP except for ``cg``, ``normal_cg`` and ``dense``, which track it anyway.
   """
 
   name: str = 'normal_cg'
@@ -188,30 +188,39 @@ def _neumann(matvec, v, iterations, alpha):
   return _scale(alpha, acc)
 
 
-def _cg(matvec, v, maxiter, tol):
-  """Conjugate gradient from u = 0; stops on tolerance, max iterations or non-positive curvature."""
+def _cg(matvec, v, maxiter, tol, carried=None):
+  """Conjugate gradient from u = 0; stops on tolerance, max iterations or non-positive curvature.
+
+  With ``carried`` (a pytree of zeros), ``matvec(p)`` returns ``(A p, w(p))`` for a linear map w, and CG also
+  returns ``w(x)``, accumulated with the same steps as x: normal_cg gets ``H u`` for its residual this way from
+  the ``H p`` it computes anyway, instead of one more HVP at the end.
+  """
   zero = jax.tree.map(jnp.zeros_like, v)
   rs0 = _vdot(v, v)
   threshold = (tol ** 2) * rs0
+  apply = matvec if carried is not None else (lambda p: (matvec(p), ()))
 
   def cond(state):
-    k, _, _, _, rs, broken = state
+    k, _, _, _, rs, broken, _ = state
     return (k < maxiter) & (rs > threshold) & ~broken
 
   def body(state):
-    k, x, r, p, rs, _ = state
-    ap = matvec(p)
+    k, x, r, p, rs, _, wx = state
+    ap, wp = apply(p)
     pap = _vdot(p, ap)
-    broken = ~(pap > 0)  # H + damping I is not positive definite along p: stop with the current iterate
+    broken = ~(pap > 0)  # the operator is not positive definite along p: stop with the current iterate
     step = jnp.where(broken, 0.0, rs / jnp.where(broken, 1.0, pap))
     x = _axpy(step, p, x)
+    wx = _axpy(step, wp, wx)
     r = _axpy(-step, ap, r)
     rs_new = _vdot(r, r)
     p = _axpy(rs_new / jnp.where(rs > 0, rs, 1.0), p, r)
-    return k + 1, x, r, p, jnp.where(broken, rs, rs_new), broken
+    return k + 1, x, r, p, jnp.where(broken, rs, rs_new), broken, wx
 
-  k, x, _, _, rs, _ = jax.lax.while_loop(cond, body, (0, zero, v, v, rs0, jnp.array(False)))
-  return x, k, jnp.sqrt(rs / jnp.where(rs0 > 0, rs0, 1.0))
+  init = (0, zero, v, v, rs0, jnp.array(False), () if carried is None else carried)
+  k, x, _, _, rs, _, wx = jax.lax.while_loop(cond, body, init)
+  out = (x, k, jnp.sqrt(rs / jnp.where(rs0 > 0, rs0, 1.0)))
+  return out if carried is None else out + (wx,)
 
 
 def _dense(matvec, v):
@@ -271,9 +280,14 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
     iterations = k.astype(dtype)
   elif solver.name == 'normal_cg':
     # H is symmetric, so H^T H = H^2; damping regularises the normal equations rather than H.
-    normal = lambda x: _axpy(solver.damping, x, product(product(x)))
-    u, k, _ = _cg(normal, product(v), solver.iterations, solver.tol)
+    def normal(x):
+      hx = product(x)
+      return _axpy(solver.damping, x, product(hx)), hx
+
+    u, k, _, hu = _cg(normal, product(v), solver.iterations, solver.tol, jax.tree.map(jnp.zeros_like, v))
     iterations = (2 * k + 1).astype(dtype)
+    if solver.track_residual:  # H u accumulated inside CG: the residual costs no HVP
+      residual = _norm(_axpy(-1.0, v, hu)) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
   elif solver.name == 'dense':
     u, residual = _dense(matvec, v)
     iterations = jnp.asarray(ravel_pytree(v)[0].size, dtype)

@@ -25,6 +25,8 @@ import jax
 import ml_collections
 import orbax.checkpoint as ocp
 
+from implicit_jax import xla_options
+
 # Fields a resumed run may change: how long it runs, what it prints, and the device count (a run may move to
 # another machine; the data-parallel step computes the same function, up to the order of float sums).
 MUTABLE_FIELDS = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices')
@@ -145,7 +147,7 @@ class Run:
     """Relaxed predictions in [0, 1]^L for features ``x`` [N, D]."""
     import numpy as np  # pylint: disable=import-outside-toplevel
     if self._predict is None:
-      self._predict = jax.jit(self.method.predict)
+      self._predict = xla_options.jit(self.method.predict)
     if x.ndim != 2 or x.shape[1] != self.task.num_features:
       raise ValueError(f'predict: features have shape {x.shape}, the model expects [N, {self.task.num_features}]')
     return np.concatenate([np.asarray(self._predict(self.params, x[i:i + batch_size]))

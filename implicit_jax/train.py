@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from implicit_jax import checkpoints, methods, metrics, tasks, writers
+from implicit_jax import checkpoints, methods, metrics, tasks, writers, xla_options
 
 
 def check_config(config) -> None:
@@ -80,7 +80,7 @@ def shard_batch(batch: dict, sharding) -> dict:
 def make_train_step(method, step_rng, replicated, sharded):
   """The compiled outer step: ``(state, batch) -> (state, metrics)``, state donated, randomness
   ``fold_in(step_rng, state.step)`` drawn inside (no host work per step)."""
-  return jax.jit(lambda s, b: method.train_step(s, b, jax.random.fold_in(step_rng, s.step)),
+  return xla_options.jit(lambda s, b: method.train_step(s, b, jax.random.fold_in(step_rng, s.step)),
                  in_shardings=(replicated, sharded), out_shardings=(replicated, replicated), donate_argnums=0)
 
 
@@ -122,7 +122,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   # wherever a loss averages over the batch (inner gradients, HVPs, the mixed VJP), so every device computes the
   # single-device step on its shard and they agree on the result.
   step_fn = make_train_step(method, step_rng, replicated, sharded)
-  predict_fn = jax.jit(method.predict)
+  predict_fn = xla_options.jit(method.predict)
   pending = []  # device metrics since the last log line
   t_run = t_log = time.perf_counter()
   seconds_before = loop['train_seconds']

@@ -62,7 +62,7 @@ def main():
             bilevel.Solver('neumann', iterations=20000, alpha=1.0, power_iters=50),
             bilevel.Solver('cg', iterations=100, tol=1e-12, hvp='fd', fd_eps=1e-5)):
     g, i = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, s)
-    rows.append((f'SPEN-like, vs dense solve', f'{s.name}{" (fd HVP)" if s.hvp == "fd" else ""}', rel_err(g, ours),
+    rows.append(('SPEN-like, vs dense solve', f'{s.name}{" (fd HVP)" if s.hvp == "fd" else ""}', rel_err(g, ours),
                  float(i['residual'])))
 
   hess = dense_hessian(l_aux, theta_star, phi, batch)
