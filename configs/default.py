@@ -12,8 +12,11 @@ def get_config():
   c = ml_collections.ConfigDict()
   c.seed = 0                     # parameter init, data order and sampling all derive from it
   c.task = 'synthetic'           # task registry name (implicit_jax/tasks)
-  c.method = 'implicit'          # 'implicit' (the paper), 'feedforward' (MBCE baseline), 'spen' or 'dvn' (energy
-                                 # trained alone, prediction by gradient-based inference, config.gbi)
+  c.method = 'implicit'          # 'implicit' (the paper), 'feedforward' (MBCE baseline); energies trained alone,
+                                 # prediction by gradient-based inference (config.gbi): 'spen', 'dvn', 'nce_gbi';
+                                 # inference networks trained against an energy (config.infnet): 'infnet',
+                                 # 'infnet_plus'; energy as a loss for a task net (config.seal): 'seal_static',
+                                 # 'seal_dynamic'. implicit_jax/methods has one module per family.
 
   c.data = ml_collections.ConfigDict()
   c.data.seed = 0                # seed of the synthetic generator (fixed across runs: same problem)
@@ -68,6 +71,34 @@ def get_config():
   c.gbi.rule = 'projected'                # 'projected' (clip to the box) or 'mirror' (entropic mirror descent)
   c.gbi.init = 'half'                     # 'zeros', 'half' or 'given' (a starting y passed by the caller)
   c.gbi.tol = 0.0                         # an example stops once its energy changes less than this; 0 = never
+
+  c.infnet = ml_collections.ConfigDict()  # InfNet (Tu & Gimpel 2018) and InfNet+ (Tu, Pang & Gimpel 2020)
+  c.infnet.parameterization = 'separated'  # infnet_plus: cost-augmented net F and test-time net A are 'separated'
+                                           # (two MLPs), 'shared' (one trunk, two heads) or 'stacked' (F(x, y) =
+                                           # affine map of [A(x); y], no gradient into A when F is updated)
+  c.infnet.perceptron_weight = 1.0         # infnet_plus: lambda on the perceptron term of the compound objective
+  c.infnet.ce_weight = 1.0                 # weight of the local cross-entropy term in the inference nets' losses
+  c.infnet.inference_steps = 1             # k: inference-net updates (on the batch) per energy update
+  c.infnet.truncate = False                # keep the hinge [.]_+ in the inference nets' objectives (InfNet 2018
+                                           # did; InfNet+ removes it). The energy's loss is always truncated
+  c.infnet.finetune_epochs = 2             # infnet: the last epochs train A alone (from F) on E(x, A(x)) + CE,
+                                           # the energy frozen (Tu & Gimpel's test-time inference network)
+  c.infnet.inference_optimizer = ml_collections.ConfigDict()  # optimiser of F and A
+  c.infnet.inference_optimizer.name = 'adam'
+  c.infnet.inference_optimizer.learning_rate = 1e-3
+
+  c.seal = ml_collections.ConfigDict()    # SEAL (Lee et al. 2022): an energy (loss-net) as the loss of a task net
+  c.seal.energy_loss = 'nce'              # loss-net loss: 'margin', 'regression' (DVN), 'regression_s' (Gaussian
+                                          # perturbations of the task net's output, negatives.scale, K =
+                                          # negatives.num_samples) or 'nce' (K Bernoulli samples of the task net,
+                                          # -log P_N correction)
+  c.seal.energy_weight = 1.0              # lambda1 in the task-net loss lambda1 * E(x, F(x)) + lambda2 * BCE
+  c.seal.bce_weight = 1.0                 # lambda2
+  c.seal.pretrain_epochs = 10             # seal_static: epochs the loss-net trains first (the task net meanwhile
+                                          # trains on BCE alone: the noise model of 'nce'); then it is frozen
+  c.seal.task_optimizer = ml_collections.ConfigDict()  # optimiser of the task net (the loss-net uses c.optimizer)
+  c.seal.task_optimizer.name = 'adam'
+  c.seal.task_optimizer.learning_rate = 1e-3
 
   c.optimizer = ml_collections.ConfigDict()  # outer optimiser (energy phi; the whole net for 'feedforward')
   c.optimizer.name = 'adam'

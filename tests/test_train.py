@@ -70,7 +70,8 @@ def test_main_runs_and_prints_test_f1(tmp_path):
 
 @pytest.mark.parametrize('override,message', [
     ('--config.method=spenn',
-     "config.method: unknown method 'spenn'; choose one of ['dvn', 'feedforward', 'implicit', 'spen']"),
+     "config.method: unknown method 'spenn'; choose one of ['dvn', 'feedforward', 'implicit', 'infnet', "
+     "'infnet_plus', 'nce_gbi', 'seal_dynamic', 'seal_static', 'spen']"),
     ('--config.solver.name=newton', "solver.name: unknown inverse-HVP solver 'newton'"),
     ('--config.solver.iterations=-2', 'solver.iterations must be a non-negative integer, got -2'),
     ('--config.solver.alpha=-0.5', 'solver.alpha must be > 0, got -0.5'),

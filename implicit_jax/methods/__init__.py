@@ -46,9 +46,23 @@ def inference_net(task: Any, config: Any):
   return MLPInferenceNet(task.num_labels, tuple(m.inference_hidden), m.activation, m.dropout)
 
 
+# config.method -> (module of implicit_jax.methods, its builder); modules load on first use.
+REGISTRY = {
+    'implicit': ('implicit', 'build'),
+    'feedforward': ('feedforward', 'build'),
+    'spen': ('spen', 'build'),
+    'dvn': ('dvn', 'build'),
+    'nce_gbi': ('seal', 'build_nce_gbi'),
+    'infnet': ('infnet', 'build_infnet'),
+    'infnet_plus': ('infnet', 'build_infnet_plus'),
+    'seal_static': ('seal', 'build_static'),
+    'seal_dynamic': ('seal', 'build_dynamic'),
+}
+
+
 def build(task: Any, config: Any) -> Method:
-  from implicit_jax.methods import dvn, feedforward, implicit, spen  # pylint: disable=import-outside-toplevel
-  registry = {'implicit': implicit.build, 'feedforward': feedforward.build, 'spen': spen.build, 'dvn': dvn.build}
-  if config.method not in registry:
-    raise ValueError(f'config.method: unknown method {config.method!r}; choose one of {sorted(registry)}')
-  return registry[config.method](task, config)
+  import importlib  # pylint: disable=import-outside-toplevel
+  if config.method not in REGISTRY:
+    raise ValueError(f'config.method: unknown method {config.method!r}; choose one of {sorted(REGISTRY)}')
+  module, builder = REGISTRY[config.method]
+  return getattr(importlib.import_module(f'implicit_jax.methods.{module}'), builder)(task, config)
