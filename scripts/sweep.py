@@ -39,6 +39,23 @@ SWEEPS = {
         # One inner step per batch at the MBCE rate: the inference net sees each batch as often as MBCE's does.
         'T1': {'implicit.inner_steps': 1},
     }),
+    # The GBI baselines on bibtex (docs/baselines.md): inference settings and the energy's learning rate.
+    'bibtex-spen': ('bibtex', {
+        'base': {'method': 'spen'},
+        'eta1': {'method': 'spen', 'gbi.step_size': 1.0},
+        'mirror-eta1': {'method': 'spen', 'gbi.rule': 'mirror', 'gbi.step_size': 1.0},
+        'steps50-eta0.3': {'method': 'spen', 'gbi.steps': 50, 'gbi.step_size': 0.3},
+        'lr3e-4': {'method': 'spen', 'optimizer.learning_rate': 3e-4},
+        'eta1-lr3e-4': {'method': 'spen', 'gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
+    }),
+    'bibtex-dvn': ('bibtex', {
+        'base': {'method': 'dvn'},
+        'eta1': {'method': 'dvn', 'gbi.step_size': 1.0},
+        'mirror-eta1': {'method': 'dvn', 'gbi.rule': 'mirror', 'gbi.step_size': 1.0},
+        'steps50-eta0.3': {'method': 'dvn', 'gbi.steps': 50, 'gbi.step_size': 0.3},
+        'lr3e-4': {'method': 'dvn', 'optimizer.learning_rate': 3e-4},
+        'eta1-lr3e-4': {'method': 'dvn', 'gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
+    }),
 }
 
 
