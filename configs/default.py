@@ -94,8 +94,9 @@ def get_config():
                                           # -log P_N correction)
   c.seal.energy_weight = 1.0              # lambda1 in the task-net loss lambda1 * E(x, F(x)) + lambda2 * BCE
   c.seal.bce_weight = 1.0                 # lambda2
-  c.seal.pretrain_epochs = 10             # seal_static: epochs the loss-net trains first (the task net meanwhile
-                                          # trains on BCE alone: the noise model of 'nce'); then it is frozen
+  c.seal.pretrain_epochs = 5              # seal_static: epochs the loss-net trains first (the task net meanwhile
+                                          # trains on BCE alone: the noise model of 'nce'); then it is frozen.
+                                          # Must be < num_epochs
   c.seal.task_optimizer = ml_collections.ConfigDict()  # optimiser of the task net (the loss-net uses c.optimizer)
   c.seal.task_optimizer.name = 'adam'
   c.seal.task_optimizer.learning_rate = 1e-3

@@ -18,10 +18,11 @@ def activation(name: str) -> Callable[[jax.Array], jax.Array]:
 
 
 class MLP(nn.Module):
-  """Dense layers ``hidden`` with ``act`` (and dropout when training) between them, then a linear layer."""
+  """Dense layers ``hidden`` with ``act`` (and dropout when training) after each, then a linear layer to ``out``
+  units (``out=None``: no output layer, the hidden features themselves, e.g. a trunk shared by two heads)."""
 
   hidden: Sequence[int]
-  out: int
+  out: int | None
   act: str = 'relu'
   dropout: float = 0.0
 
@@ -32,7 +33,7 @@ class MLP(nn.Module):
       x = act(nn.Dense(width)(x))
       if self.dropout:
         x = nn.Dropout(self.dropout, deterministic=not train)(x)
-    return nn.Dense(self.out)(x)
+    return x if self.out is None else nn.Dense(self.out)(x)
 
 
 class MLPInferenceNet(nn.Module):

@@ -32,21 +32,23 @@ sys.path.insert(0, str(ROOT / 'scripts'))
 import reproduce_mlc  # pylint: disable=wrong-import-position
 
 # system -> config overrides on configs/<dataset>.py. Systems of reproduce_mlc keep its overrides and files.
+# Sampled energy losses draw K = 10 samples of the task net on every dataset (SEAL's K is not stated).
+_K = {'negatives.num_samples': 10}
 BASELINES = {
     'spen': {'method': 'spen'},
     'dvn': {'method': 'dvn'},
-    'nce-gbi': {'method': 'nce_gbi'},
+    'nce-gbi': {'method': 'nce_gbi', **_K},
     'infnet': {'method': 'infnet'},
     'infnet+ separated': {'method': 'infnet_plus', 'infnet.parameterization': 'separated'},
     'infnet+ shared': {'method': 'infnet_plus', 'infnet.parameterization': 'shared'},
     'infnet+ stacked': {'method': 'infnet_plus', 'infnet.parameterization': 'stacked'},
     'seal-static margin': {'method': 'seal_static', 'seal.energy_loss': 'margin'},
     'seal-static regression': {'method': 'seal_static', 'seal.energy_loss': 'regression'},
-    'seal-static nce': {'method': 'seal_static', 'seal.energy_loss': 'nce'},
+    'seal-static nce': {'method': 'seal_static', 'seal.energy_loss': 'nce', **_K},
     'seal-dynamic margin': {'method': 'seal_dynamic', 'seal.energy_loss': 'margin'},
     'seal-dynamic regression': {'method': 'seal_dynamic', 'seal.energy_loss': 'regression'},
-    'seal-dynamic regression-s': {'method': 'seal_dynamic', 'seal.energy_loss': 'regression_s'},
-    'seal-dynamic nce': {'method': 'seal_dynamic', 'seal.energy_loss': 'nce'},
+    'seal-dynamic regression-s': {'method': 'seal_dynamic', 'seal.energy_loss': 'regression_s', **_K},
+    'seal-dynamic nce': {'method': 'seal_dynamic', 'seal.energy_loss': 'nce', **_K},
 }
 SYSTEMS = {**reproduce_mlc.SYSTEMS, **BASELINES}
 ORDER = ['mbce', 'spen', 'dvn', 'nce-gbi', 'infnet', 'infnet+ separated', 'infnet+ shared', 'infnet+ stacked',

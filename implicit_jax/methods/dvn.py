@@ -20,7 +20,14 @@ from implicit_jax.methods import Method
 from implicit_jax.methods.spen import energy_method, gbi_predict
 
 
-def build(task, config) -> Method:
+def value_regression(energy, phi, x, samples, y):
+  """The regression loss on ``samples`` [S, B, L] (constants), each scored by its soft F1 against y (gold: 1)."""
+  return losses.dvn_regression(energy.apply(phi, x, samples), losses.soft_f1(samples, y))
+
+
+def regression_loss(config):
+  """DVN's ``make_loss`` for ``energy_method``: inference, adversarial and gold outputs; SEAL-static's
+  'regression' loss-net trains on it too."""
   gbi = config.gbi
 
   def make_loss(energy, phi, x, y):
@@ -31,7 +38,10 @@ def build(task, config) -> Method:
                                                                        losses.soft_f1(y_bar, y))
     y_adv, _ = inference.gradient_based_inference(negative_loss, y_inf, gbi.steps, gbi.step_size, gbi.rule)
     samples = jax.lax.stop_gradient(jnp.stack([y_inf, y_adv, y]))           # [3, B, L]
-    targets = losses.soft_f1(samples, y)                                     # gold scores 1
-    return lambda phi: losses.dvn_regression(energy.apply(phi, x, samples), targets)
+    return lambda phi: value_regression(energy, phi, x, samples, y)
 
-  return energy_method(task, config, make_loss)
+  return make_loss
+
+
+def build(task, config) -> Method:
+  return energy_method(task, config, regression_loss(config))

@@ -62,7 +62,11 @@ def energy_method(task, config, make_loss) -> Method:
   return Method(init, train_step, predict, {'energy': energy})
 
 
-def build(task, config) -> Method:
+def margin_loss(config):
+  """SPEN's ``make_loss`` for ``energy_method``: the SSVM margin on the cost-augmented GBI output (constant).
+
+  Cost ``implicit.cost`` times ``implicit.cost_scale``; SEAL-static's 'margin' loss-net trains on it too.
+  """
   cost_fn = losses.COSTS[config.implicit.cost]
   gbi, scale = config.gbi, config.implicit.cost_scale
 
@@ -74,4 +78,8 @@ def build(task, config) -> Method:
     return lambda phi: losses.ssvm_margin(energy.apply(phi, x, y_hat), energy.apply(phi, x, y),
                                           scale * cost_fn(y_hat, y))
 
-  return energy_method(task, config, make_loss)
+  return make_loss
+
+
+def build(task, config) -> Method:
+  return energy_method(task, config, margin_loss(config))
