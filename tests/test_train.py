@@ -15,10 +15,28 @@ from implicit_jax import methods, tasks, train
 from tests.conftest import ROOT
 
 
-@pytest.mark.parametrize('method', ['implicit', 'feedforward', 'spen', 'dvn'])
-def test_tiny_train_and_evaluate(tmp_path, method):
+# Each method with what the tiny config (2 epochs, no sampled negatives) must change for it.
+METHODS = {
+    'implicit': {}, 'feedforward': {}, 'spen': {}, 'dvn': {},
+    'nce_gbi': {'negatives.num_samples': 2},
+    'infnet': {'infnet.finetune_epochs': 1},
+    'infnet_plus': {'infnet.parameterization': 'stacked'},
+    'seal_static': {'seal.pretrain_epochs': 1, 'seal.energy_loss': 'nce', 'negatives.num_samples': 2},
+    'seal_dynamic': {'seal.energy_loss': 'regression_s', 'negatives.num_samples': 2},
+}
+
+
+def tiny_config(method):
   config = tiny.get_config()
   config.method = method
+  config.update_from_flattened_dict(METHODS[method])
+  return config
+
+
+@pytest.mark.parametrize('method', list(METHODS))
+def test_tiny_train_and_evaluate(tmp_path, method):
+  """The real loop (donated state, checkpoints, dev selection) for every method."""
+  config = tiny_config(method)
   result = train.train_and_evaluate(config, str(tmp_path))
   for key in ('test_f1', 'test_f1_tuned', 'dev_f1'):
     assert 0.0 <= result[key] <= 1.0
@@ -35,11 +53,11 @@ def test_implicit_training_learns_the_synthetic_structure(tmp_path):
 
 
 @pytest.mark.parametrize('method,dropout', [('implicit', 0.0), ('feedforward', 0.0), ('implicit', 0.5),
-                                            ('feedforward', 0.5), ('spen', 0.0), ('dvn', 0.0)])
+                                            ('feedforward', 0.5)] + [(m, 0.0) for m in METHODS
+                                                                     if m not in ('implicit', 'feedforward')])
 def test_step_compiles_once(method, dropout):
   chex.clear_trace_counter()  # counts are per code location, shared across the parametrised cases
-  config = tiny.get_config()
-  config.method = method
+  config = tiny_config(method)
   config.model.dropout = dropout
   task = tasks.get_task(config)
   m = methods.build(task, config)

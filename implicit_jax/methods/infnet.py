@@ -1,8 +1,9 @@
 """Inference networks trained against an energy: InfNet (Tu & Gimpel 2018) and InfNet+ (Tu, Pang & Gimpel 2020).
 
 Two inference networks give relaxed outputs ``sigmoid(logits)``: the cost-augmented net F (it proposes the
-outputs that most violate the energy's margin) and the test-time net A (``predict``). With ``h_F = Delta(F(x), y) - E(x, F(x)) + E(x, y)``,
-``h_A = E(x, y) - E(x, A(x))`` and ``[.]_T`` the hinge ``[.]_+`` when ``infnet.truncate``, the identity otherwise::
+outputs that most violate the energy's margin) and the test-time net A (``predict``). With
+``h_F = Delta(F(x), y) - E(x, F(x)) + E(x, y)``, ``h_A = E(x, y) - E(x, A(x))`` and ``[.]_T`` the hinge ``[.]_+``
+when ``infnet.truncate``, the identity otherwise::
 
     energy  (minimised):  [h_F]_+  +  lambda [h_A]_+          (losses.ssvm_margin + lambda * losses.perceptron)
     F       (minimised): -[h_F]_T            + ce * BCE(F logits, y)
@@ -176,7 +177,9 @@ def build_infnet(task, config) -> Method:
     x0 = jnp.zeros((1, task.num_features), jnp.float32)
     theta = net.init(k_net, x0)
     phi = energy.init(k_phi, x0, jnp.zeros((1, task.num_labels), jnp.float32))
-    return State(step=jnp.zeros((), jnp.int32), params={'phi': phi, 'F': theta, 'A': theta},
+    # A starts as a copy, not the same arrays: the training step donates its state, and one buffer cannot be
+    # donated twice.
+    return State(step=jnp.zeros((), jnp.int32), params={'phi': phi, 'F': theta, 'A': jax.tree.map(jnp.copy, theta)},
                  opt_state={'phi': energy_opt.init(phi), 'F': inf_opt.init(theta), 'A': inf_opt.init(theta)})
 
   def joint(state, batch, rng):
