@@ -55,11 +55,11 @@ def get_config():
   c.negatives.scale = 0.1                 # gaussian noise scale
 
   c.solver = ml_collections.ConfigDict()  # inverse-HVP solver (implicit_jax.bilevel.Solver documents each)
-  c.solver.name = 'normal_cg'             # 'normal_cg', 'cg', 'neumann', 'dense', 'identity' or 'none'
-  c.solver.iterations = 5                 # Neumann terms K / CG max iterations
+  c.solver.name = 'normal_cg'             # 'normal_cg', 'minres', 'cg', 'neumann', 'dense', 'identity' or 'none'
+  c.solver.iterations = 5                 # Neumann terms K / CG or MINRES max iterations
   c.solver.alpha = 0.03                   # Neumann step (upper bound when power_iters > 0)
   c.solver.power_iters = 0                # HVPs spent estimating lambda_max(H) to set the Neumann step
-  c.solver.tol = 1e-4                     # CG relative residual tolerance
+  c.solver.tol = 1e-4                     # CG / MINRES relative residual tolerance
   c.solver.damping = 1e-2                 # (H + damping I) u = v; normal_cg: (H^2 + damping I) u = H v
   c.solver.hvp = 'exact'                  # 'exact' (jvp of grad) or 'fd' (finite difference, the paper's)
   c.solver.fd_eps = 1e-3                  # finite-difference perturbation length

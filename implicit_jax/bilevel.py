@@ -38,7 +38,7 @@ from jax.flatten_util import ravel_pytree
 PyTree = Any
 Loss = Callable[[PyTree, PyTree, PyTree], jax.Array]  # f(theta, phi, batch) -> scalar
 
-SOLVERS = ('neumann', 'cg', 'normal_cg', 'dense', 'identity', 'none')
+SOLVERS = ('neumann', 'cg', 'normal_cg', 'minres', 'dense', 'identity', 'none')
 HVP_MODES = ('exact', 'fd')
 
 
@@ -53,21 +53,23 @@ class Solver:
   Attributes:
     name: ``normal_cg`` (CG on the normal equations ``(H^2 + damping I) u = H v``: two HVPs per iteration, but
       the residual never exceeds ``||v||`` when H is indefinite, as the inner Hessian of a neural network
-      usually is), ``cg`` (conjugate gradient on ``H + damping I``; needs it positive definite), ``neumann``
+      usually is), ``minres`` (MINRES on ``H + damping I``: one HVP per iteration, symmetric indefinite H
+      allowed, the residual ``||(H + damping I) u - v||`` minimised over the Krylov space and non-increasing),
+      ``cg`` (conjugate gradient on ``H + damping I``; needs it positive definite), ``neumann``
       (K-term Neumann series ``alpha * sum_k (I - alpha H)^k v``), ``dense`` (materialise H and solve: small
       models and tests only), ``identity`` (``H^{-1} ~= alpha I``, the K = 0 Neumann truncation) or ``none``
       (drop the implicit term: the biased gradient the paper attributes to InfNet+, kept as an ablation).
-    iterations: Neumann terms K (each costs one HVP) or CG's maximum number of iterations.
+    iterations: Neumann terms K (each costs one HVP) or the maximum number of CG / MINRES iterations.
     alpha: Neumann step. Convergence needs ``0 < alpha < 2 / lambda_max(H)``. With ``power_iters > 0`` it is an
       upper bound, lowered to ``1 / lambda_max`` estimated on the fly.
     power_iters: power iterations (HVPs) that estimate ``lambda_max(H)`` for the Neumann step; 0 disables.
-    tol: CG stops when the residual of the system it solves falls below ``tol`` times that of u = 0.
+    tol: CG and MINRES stop when the residual of the system they solve falls below ``tol`` times that of u = 0.
     damping: ``delta`` in ``H + delta I`` (``H^2 + delta I`` for ``normal_cg``): regularises the solve.
     hvp: ``exact`` (forward-over-reverse, ``jax.jvp`` of ``jax.grad``) or ``fd`` (the paper's central finite
       difference of gradients; approximate, kept for comparison).
     fd_eps: length of the finite-difference HVP's perturbation ``h v`` (``h = fd_eps / ||v||``).
     track_residual: report ``||(H + damping I) u - v|| / ||v||`` (``||H u - v|| / ||v||`` for ``normal_cg``);
-      costs one HVP except for ``cg``, ``normal_cg`` and ``dense``, which track it anyway.
+      costs one HVP except for ``cg``, ``normal_cg``, ``minres`` and ``dense``, which track it anyway.
   """
 
   name: str = 'normal_cg'
@@ -89,8 +91,8 @@ class Solver:
       value = getattr(self, field)
       if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f'solver.{field} must be a non-negative integer, got {value!r}')
-    if self.name == 'cg' and self.iterations < 1:
-      raise ValueError(f'solver.iterations must be >= 1 for cg, got {self.iterations}')
+    if self.name in ('cg', 'minres') and self.iterations < 1:
+      raise ValueError(f'solver.iterations must be >= 1 for {self.name}, got {self.iterations}')
     for field, positive in (('alpha', True), ('fd_eps', True), ('tol', False), ('damping', False)):
       value = getattr(self, field)
       if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
@@ -223,6 +225,56 @@ def _cg(matvec, v, maxiter, tol, carried=None):
   return out if carried is None else out + (wx,)
 
 
+def _minres(matvec, v, maxiter, tol):
+  """MINRES (Paige & Saunders 1975) from u = 0 for a symmetric, possibly indefinite operator.
+
+  Lanczos builds an orthonormal basis of the Krylov space K_k(A, v) with a three-term recurrence; Givens
+  rotations keep the QR factorisation of its tridiagonal matrix, so that u_k minimises ``||A u - v||`` over
+  K_k(A, v) at one matvec and a few axpys per iteration. The residual norm comes out of the recurrence
+  (``phibar``), non-increasing in k. Same layout as scipy.sparse.linalg.minres without preconditioner.
+  Returns ``(u, iterations, ||A u - v|| / ||v||)``.
+  """
+  zero = jax.tree.map(jnp.zeros_like, v)
+  beta1 = _norm(v)
+  dtype = beta1.dtype
+  tiny = jnp.finfo(dtype).tiny
+  # Below round-off the Lanczos vectors are noise: stop there even with tol = 0.
+  threshold = jnp.maximum(tol, jnp.finfo(dtype).eps) * beta1
+  f = lambda value: jnp.asarray(value, dtype)
+
+  def cond(state):
+    k, beta, phibar = state[0], state[7], state[10]
+    return (k < maxiter) & (phibar > threshold) & (beta > tiny)
+
+  def body(state):
+    k, x, w, w2, r1, r2, y, beta, oldb, dbar, phibar, epsln, cs, sn = state
+    vk = _scale(1.0 / beta, y)                                      # Lanczos vector
+    y = matvec(vk)
+    y = _axpy(-jnp.where(k > 0, beta / jnp.where(oldb > 0, oldb, 1.0), 0.0), r1, y)
+    alfa = _vdot(vk, y)
+    y = _axpy(-alfa / beta, r2, y)
+    r1, r2, oldb = r2, y, beta
+    beta = _norm(y)
+    # Apply the previous rotation to the new column of the tridiagonal matrix, then make the next one.
+    oldeps = epsln
+    delta = cs * dbar + sn * alfa
+    gbar = sn * dbar - cs * alfa
+    epsln = sn * beta
+    dbar = -cs * beta
+    gamma = jnp.maximum(jnp.sqrt(gbar ** 2 + beta ** 2), tiny)
+    cs, sn = gbar / gamma, beta / gamma
+    phi, phibar = cs * phibar, sn * phibar
+    w1, w2 = w2, w
+    w = _scale(1.0 / gamma, _axpy(-delta, w2, _axpy(-oldeps, w1, vk)))
+    x = _axpy(phi, w, x)
+    return k + 1, x, w, w2, r1, r2, y, beta, oldb, dbar, phibar, epsln, cs, sn
+
+  init = (0, zero, zero, zero, v, v, v, beta1, f(0), f(0), beta1, f(0), f(-1), f(0))
+  state = jax.lax.while_loop(cond, body, init)
+  k, x, phibar = state[0], state[1], state[10]
+  return x, k, phibar / jnp.where(beta1 > 0, beta1, 1.0)
+
+
 def _dense(matvec, v):
   flat_v, unravel = ravel_pytree(v)
   # Columns H e_i by vmapped HVPs: forward-over-reverse, the same product the iterative solvers use.
@@ -277,6 +329,9 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
     iterations = jnp.asarray(k + solver.power_iters, dtype)
   elif solver.name == 'cg':
     u, k, residual = _cg(matvec, v, solver.iterations, solver.tol)
+    iterations = k.astype(dtype)
+  elif solver.name == 'minres':
+    u, k, residual = _minres(matvec, v, solver.iterations, solver.tol)
     iterations = k.astype(dtype)
   elif solver.name == 'normal_cg':
     # H is symmetric, so H^T H = H^2; damping regularises the normal equations rather than H.

@@ -70,6 +70,7 @@ def ridge_problem():
     (bilevel.Solver('dense'), 1e-6),
     (bilevel.Solver('cg', iterations=50, tol=1e-12), 1e-6),
     (bilevel.Solver('normal_cg', iterations=50, tol=1e-14), 1e-6),
+    (bilevel.Solver('minres', iterations=50, tol=1e-14), 1e-6),
     (bilevel.Solver('neumann', iterations=3000, alpha=1.0, power_iters=30), 1e-4),
 ])
 def test_ridge_hypergradient_matches_closed_form(x64, solver, tol):
@@ -209,6 +210,7 @@ def test_spen_custom_vjp_agrees_with_hypergradient_for_every_solver(spen_implici
   opt = optax.sgd(1e-3)
   for solver, tol in ((bilevel.Solver('dense'), 1e-8), (bilevel.Solver('cg', iterations=200, tol=1e-13), 1e-7),
                       (bilevel.Solver('normal_cg', iterations=400, tol=1e-15), 1e-6),
+                      (bilevel.Solver('minres', iterations=400, tol=1e-15), 1e-6),
                       (bilevel.Solver('neumann', iterations=20000, alpha=1.0, power_iters=50), 1e-4)):
     inner = bilevel.ImplicitSolve(l_aux, opt, 1, solver)  # one step from theta*: stays at theta*
     (loss, _), grad, diag = jax.jit(lambda p: inner.value_and_grad(
@@ -268,7 +270,7 @@ def test_damping_solves_the_shifted_system(x64):
   hess = dense_hessian(l_aux, theta_star, phi, batch)
   v = jax.random.normal(jax.random.PRNGKey(4), flat.shape)
   expected = jnp.linalg.solve(hess + 0.5 * jnp.eye(flat.size), v)
-  for name in ('dense', 'cg'):
+  for name in ('dense', 'cg', 'minres'):
     u, info = bilevel.solve_inverse_hvp(l_aux, theta_star, phi, batch, unravel(v),
                                         bilevel.Solver(name, iterations=200, tol=1e-13, damping=0.5))
     np.testing.assert_allclose(ravel_pytree(u)[0], expected, rtol=1e-8, atol=1e-10)
@@ -302,6 +304,51 @@ def test_normal_cg_on_indefinite_hessians(x64):
     explicit = jnp.linalg.norm(h @ u['a'] - 1.0) / jnp.sqrt(20.0)
     A(info['residual'], explicit, rtol=1e-8)
     assert explicit > 1e-3  # not converged at k <= 5: the comparison is not 0 == 0
+
+
+def test_minres_minimises_the_residual_over_the_krylov_space(x64):
+  """MINRES on a symmetric indefinite H, checked three independent ways: the least-squares minimiser of
+  ||H u - v|| over span{v, ..., H^(k-1) v} (dense lstsq), scipy's minres, and normal_cg at equal HVPs."""
+  import scipy.sparse.linalg  # pylint: disable=import-outside-toplevel
+  q, _ = jnp.linalg.qr(jax.random.normal(jax.random.PRNGKey(6), (30, 30)))
+  h = np.asarray(q @ jnp.diag(jnp.linspace(-3.0, 5.0, 30)) @ q.T)
+  v = np.asarray(jax.random.normal(jax.random.PRNGKey(7), (30,)))
+  g = lambda t, p, b: 0.5 * t['a'] @ (h @ t['a'])
+  solve = lambda solver: bilevel.solve_inverse_hvp(g, {'a': jnp.zeros(30)}, {}, None, {'a': jnp.asarray(v)}, solver)
+  previous = 1.0
+  for k in (1, 2, 5, 9):
+    u, info = solve(bilevel.Solver('minres', iterations=k, tol=0.0))
+    krylov = np.stack([np.linalg.matrix_power(h, i) @ v for i in range(k)], axis=1)
+    c = np.linalg.lstsq(h @ krylov, v, rcond=None)[0]
+    np.testing.assert_allclose(u['a'], krylov @ c, rtol=1e-7, atol=1e-9)
+    explicit = np.linalg.norm(h @ np.asarray(u['a']) - v) / np.linalg.norm(v)
+    np.testing.assert_allclose(info['residual'], explicit, rtol=1e-8)   # the recurrence's residual is the true one
+    assert 1e-3 < explicit <= previous and info['iterations'] == k       # not converged yet, never worse
+    previous = explicit
+    # normal_cg's 2k + 1 HVPs search span{H v, H^3 v, ...}, inside MINRES's space of the same dimension.
+    _, ncg = solve(bilevel.Solver('normal_cg', iterations=k, tol=0.0))
+    _, mr = solve(bilevel.Solver('minres', iterations=2 * k + 1, tol=0.0))
+    assert mr['residual'] <= ncg['residual'] * (1 + 1e-10)
+  u, info = solve(bilevel.Solver('minres', iterations=60, tol=1e-12))
+  reference, status = scipy.sparse.linalg.minres(h, v, rtol=1e-13, maxiter=200)
+  assert status == 0 and info['residual'] < 1e-10
+  np.testing.assert_allclose(u['a'], reference, rtol=1e-8, atol=1e-10)
+  np.testing.assert_allclose(u['a'], np.linalg.solve(h, v), rtol=1e-8, atol=1e-10)
+
+
+def test_minres_exact_solution_and_zero_right_hand_side(x64):
+  diag = jnp.array([1.0, -2.0, 3.0])
+  f = lambda t, p, b: 0.5 * t['a'] @ (diag * t['a'])
+  theta, v = {'a': jnp.ones(3)}, {'a': jnp.ones(3)}
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, v, bilevel.Solver('minres', iterations=3, tol=0.0))
+  np.testing.assert_allclose(u['a'], 1.0 / diag, rtol=1e-10)  # three distinct eigenvalues: exact at k = 3
+  assert info['residual'] < 1e-12
+  # With tol = 0 it stops once the residual reaches round-off, before maxiter, and the iterate stays finite.
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, v, bilevel.Solver('minres', iterations=50, tol=0.0))
+  np.testing.assert_allclose(u['a'], 1.0 / diag, rtol=1e-10)
+  assert info['iterations'] < 50 and info['residual'] < 1e-12
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, {'a': jnp.zeros(3)}, bilevel.Solver('minres'))
+  assert jnp.all(u['a'] == 0) and info['iterations'] == 0 and jnp.isfinite(info['residual'])
 
 
 def test_float32_on_flax_params_agrees_with_float64():
