@@ -43,6 +43,8 @@ def get_config():
   c.implicit.primary_loss = 'ssvm'        # L_prim: 'ssvm', 'cd', 'nce', 'dvn' or 'perceptron' (losses.py)
   c.implicit.cost = 'l1'                  # Delta(y_bar, y) of ssvm and cd: 'l1', 'hamming' or 'f1' (1 - soft F1)
   c.implicit.cost_scale = 1.0             # multiplies Delta
+  c.implicit.refine_steps = 0             # prediction: 0 = A_theta(x) (the paper's choice); k > 0 = k GBI steps
+                                          # on E_phi from A_theta(x) with gbi.step_size and gbi.rule (Remark 3)
   c.implicit.inner_optimizer = ml_collections.ConfigDict()
   c.implicit.inner_optimizer.name = 'adam'          # 'adam', 'sgd' or 'adamw'
   c.implicit.inner_optimizer.learning_rate = 1e-3

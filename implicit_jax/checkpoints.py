@@ -31,6 +31,23 @@ from implicit_jax import xla_options
 # another machine; the data-parallel step computes the same function, up to the order of float sums).
 MUTABLE_FIELDS = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices')
 
+# Config fields added after runs were recorded, with the value that reproduces what those runs did: a stored
+# config without one is read as having it, so older workdirs still load and resume.
+ADDED_FIELDS = {'implicit.refine_steps': 0}
+
+
+def _with_added_fields(stored: dict) -> dict:
+  flat = flatten(stored)
+  sections = {k.rsplit('.', 1)[0] for k in flat if '.' in k}
+  for key, value in ADDED_FIELDS.items():
+    if key.rsplit('.', 1)[0] in sections and key not in flat:
+      node = stored
+      *parents, leaf = key.split('.')
+      for name in parents:
+        node = node[name]
+      node[leaf] = value
+  return stored
+
 
 def _manager(path: str, keep: int) -> ocp.CheckpointManager:
   # Synchronous saves: a checkpoint is on disk before the loop moves on, which the exact-resume guarantee needs.
@@ -74,7 +91,7 @@ def check_or_write_config(workdir: str, config) -> bool:
     write_json(path, current)
     return False
   with open(path) as f:
-    stored = json.load(f)
+    stored = _with_added_fields(json.load(f))
   a, b = flatten(stored), flatten(current)
   diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and k not in MUTABLE_FIELDS)
   if diff:
@@ -159,7 +176,7 @@ def load_config(workdir: str) -> ml_collections.ConfigDict:
   if not os.path.exists(path):
     raise FileNotFoundError(f'{path} not found: {workdir} is not a training workdir')
   with open(path) as f:
-    return ml_collections.ConfigDict(json.load(f))
+    return ml_collections.ConfigDict(_with_added_fields(json.load(f)))
 
 
 def load_trained(workdir: str, config_overrides: dict | None = None) -> Run:

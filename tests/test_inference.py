@@ -99,3 +99,20 @@ def test_dvn_adversarial_samples_raise_the_regression_loss_and_training_lowers_i
     state, metrics = step(state, {'x': x, 'y': y}, jax.random.key(0))
     first = float(metrics['loss']) if first is None else first
   assert np.isfinite(float(metrics['loss'])) and float(metrics['loss']) < first
+
+
+def test_implicit_refinement_starts_at_the_inference_net_and_lowers_the_energy():
+  """implicit.refine_steps (Remark 3): GBI on E_phi from A_theta(x); 0 steps is A_theta(x) itself."""
+  config, method, state, x, _ = _tiny_method('implicit')
+  task = tasks.get_task(config)
+  a_of_x = jax.nn.sigmoid(method.modules['infnet'].apply(state.params['theta'], x))
+  chex.assert_trees_all_equal(method.predict(state.params, x), a_of_x)
+  config.implicit.refine_steps, config.gbi.rule, config.gbi.step_size = 10, 'projected', 1e-3
+  refined = methods.build(task, config).predict(state.params, x)
+  energy = lambda y: method.modules['energy'].apply(state.params['phi'], x, y)
+  expected, energies = gradient_based_inference(energy, a_of_x, 10, 1e-3, 'projected')
+  chex.assert_trees_all_close(refined, expected)
+  assert np.all(np.asarray(energy(refined)) < np.asarray(energy(a_of_x)))  # it moved, downhill
+  config.implicit.refine_steps = -1
+  with pytest.raises(ValueError, match='implicit.refine_steps must be a non-negative integer, got -1'):
+    methods.build(task, config)

@@ -150,3 +150,17 @@ def test_evaluate_cli_scores_the_saved_model(tmp_path):
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert missing.returncode == 1 and 'is not a training workdir' in missing.stderr
   assert 'Traceback' not in missing.stderr
+
+
+def test_workdir_recorded_before_a_field_was_added_still_resumes(tmp_path):
+  """A config.json without a field listed in checkpoints.ADDED_FIELDS reads as having its old-behaviour value."""
+  config = tiny.get_config()
+  stored = checkpoints.config_json(config)
+  del stored['implicit']['refine_steps']
+  checkpoints.write_json(os.path.join(tmp_path, 'config.json'), stored)
+  assert checkpoints.check_or_write_config(str(tmp_path), config)  # same run: accepted
+  assert checkpoints.load_config(str(tmp_path)).implicit.refine_steps == 0
+  checkpoints.write_json(os.path.join(tmp_path, 'config.json'), stored)
+  config.implicit.refine_steps = 3  # a real change is still refused, and named
+  with pytest.raises(ValueError, match=r'implicit\.refine_steps \(stored 0, now 3\)'):
+    checkpoints.check_or_write_config(str(tmp_path), config)

@@ -5,6 +5,9 @@ gradient of L_prim.
     L_prim(theta, phi) = energy loss on the gold y and negatives y_bar_k drawn from A_theta(x)
                          (ssvm, perceptron, cd, nce, dvn: ``losses.py``; samplers: ``negatives.py``)
 
+Prediction is ``A_theta(x)``; with ``implicit.refine_steps > 0`` it is refined by that many GBI steps on E_phi
+(Remark 3 of the paper, which does not use it).
+
 Each outer step: ``inner_steps`` optimiser steps on theta from the previous theta (warm start, optimiser state
 carried too), then one step on phi with ``dL_prim/dphi`` from ``bilevel.ImplicitSolve``; all in one jitted call.
 The sampling noise of the negatives is drawn first and passed as data, so L_prim is a deterministic,
@@ -17,7 +20,7 @@ import optax
 
 from implicit_jax import bilevel, losses, negatives
 from implicit_jax.energies import MLCEnergy
-from implicit_jax.methods import Method, State, inference_net, make_optimizer
+from implicit_jax.methods import Method, State, inference_net, make_optimizer, spen
 
 
 def make_energy_and_net(task, config):
@@ -111,7 +114,16 @@ def build(task, config) -> Method:
     return State(step=state.step + 1, params={'theta': theta, 'phi': phi},
                  opt_state={'theta': theta_state, 'phi': phi_state}), metrics
 
+  refine_steps = cfg.refine_steps
+  if isinstance(refine_steps, bool) or not isinstance(refine_steps, int) or refine_steps < 0:
+    raise ValueError(f'implicit.refine_steps must be a non-negative integer, got {refine_steps!r}')
+  gbi = config.gbi.copy_and_resolve_references()
+  gbi.init, gbi.steps = 'given', refine_steps
+  refine = spen.gbi_predict(energy, gbi)
+
   def predict(params, x):
-    return jax.nn.sigmoid(infnet.apply(params['theta'], x))
+    y = jax.nn.sigmoid(infnet.apply(params['theta'], x))
+    # Remark 3: A_theta(x) refined by gradient descent on the learned energy.
+    return refine(params['phi'], x, y) if refine_steps else y
 
   return Method(init, train_step, predict, {'infnet': infnet, 'energy': energy})
