@@ -5,10 +5,12 @@ Usage: python benchmarks/epoch.py [--epochs 3] [--reps 20] [--out docs/benchmark
 The bibtex config as committed (implicit, CD, T_inner = 5, 5 negatives, batch 32): one epoch is
 ``len(train) // 32`` steps of the jitted step of ``train.make_train_step``, fed exactly as ``train.py`` feeds it
 (the epoch's permutation, host batching, ``shard_batch``), timed from the first batch to the last step's
-result, after one warm-up step that pays compilation. Variants: the committed solver (``normal_cg``, 5
-iterations: 11 HVPs), ``cg`` (5 iterations: at most 5 HVPs), the paper's own solver (Neumann series, K = 5
-terms: 5 HVPs; Algorithm 1 and supplement section 2) and the MBCE (feed-forward) baseline; their epochs are
-interleaved (A, B, C, D, then D, C, B, A, ...) and the median epoch reported. The share of CPU time the
+result, after one warm-up step that pays compilation. Variants: ``normal_cg`` (5 iterations: 11 HVPs),
+``minres`` (5 iterations: 5 HVPs), ``cg`` (5 iterations: at most 5 HVPs), the paper's own solver (Neumann
+series, K = 5 terms: 5 HVPs and one for the logged residual; Algorithm 1 and supplement section 2; with the
+config's fixed alpha it diverges in training, docs/mlc/runs/bibtex-implicit-cd-neumann-seed0.json, so its
+time is a cost reference only) and the MBCE (feed-forward) baseline; their epochs are interleaved (A, B, C,
+D, E, then E, D, C, B, A, ...) and the median epoch reported. The share of CPU time the
 hypervisor stole during the timed epochs (/proc/stat) is printed with them: it inflates wall time and nothing
 in this process can reduce it. Inference: ``predict`` over the test split in batches
 of 1024 as ``train.evaluate`` does, median of ``--reps``.
@@ -74,10 +76,10 @@ def run(epochs, reps):
   base = common.load_config('bibtex')
   task = tasks.get_task(base)
   configs = {}
-  for name in ('normal_cg', 'cg', 'neumann'):
+  for name in ('normal_cg', 'minres', 'cg', 'neumann'):
     c = common.load_config('bibtex')
     c.solver.name, c.solver.iterations = name, 5
-    configs[f'implicit CD, {name}' + (' K = 5 (paper)' if name == 'neumann' else '')] = c
+    configs[f'implicit CD, {name}' + (' K = 5 (paper; diverges in training)' if name == 'neumann' else '')] = c
   c = common.load_config('bibtex')
   c.method = 'feedforward'
   configs['MBCE'] = c

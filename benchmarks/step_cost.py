@@ -13,7 +13,7 @@ On the bibtex config (batch 32, T_inner = 5, 5 negatives, CD loss), in one proce
   (its ``iterations`` diagnostic) plus the residual check; efficiency = predicted / measured step time. Above
   1 the compiled step is cheaper than its parts called one by one; well below 1 it wastes time somewhere.
 
-Done for the committed solver (``normal_cg``, 5 iterations) and for ``cg`` (5 iterations).
+Done for the committed solver (``normal_cg``, 5 iterations), ``minres`` and ``cg`` (5 iterations each).
 """
 
 import dataclasses
@@ -94,12 +94,15 @@ def unit_functions(p: common.Problem):
   # residual check) of each solver. Against the units they show what compiling the pieces together saves.
   loop = xla_options.jit(lambda th, s, ph, b: bilevel.inner_loop(p.l_aux, opt, num_steps, ph, th, s, b))
   pieces = {'inner_loop': lambda: loop(theta, p.theta_state, phi, batch)}
-  for name in ('normal_cg', 'cg'):
+  for name in SOLVERS:
     solver = dataclasses.replace(p.solver, name=name, iterations=5)
     solve = xla_options.jit(
         lambda th, ph, b, v, solver=solver: bilevel.solve_inverse_hvp(p.l_aux, th, ph, b, v, solver))
     pieces[f'solve_{name}'] = lambda solve=solve: solve(theta_t, phi, batch, v)
   return units, pieces
+
+
+SOLVERS = ('normal_cg', 'minres', 'cg')
 
 
 def solver_config(name):
@@ -112,7 +115,7 @@ def solver_config(name):
 def run(reps):
   m = common.machine()
   print(common.machine_line(m), flush=True)
-  problems = {name: common.Problem(solver_config(name)) for name in ('normal_cg', 'cg')}
+  problems = {name: common.Problem(solver_config(name)) for name in SOLVERS}
   base = problems['normal_cg']
   for name, p in problems.items():
     print(f'rebuilt L_aux/L_prim vs the real step ({name}): max rel diff {p.check_against_step():.2e}', flush=True)
@@ -138,7 +141,7 @@ def run(reps):
   rows_model = []
   for name, p in problems.items():
     iters, lo, hi = contenders[f'step_{name}'].mean_iterations()
-    extra = 1 if p.solver.track_residual and p.solver.name not in ('cg', 'normal_cg', 'dense') else 0
+    extra = 1 if p.solver.track_residual and p.solver.name not in ('cg', 'normal_cg', 'minres', 'dense') else 0
     n_hvp = iters + extra
     parts = {'inner': t_inner * med['unit_grad'], 'hvp': n_hvp * med['unit_hvp'],
              'rest': med['unit_lin'] + med['unit_mixed'] + med['unit_prim']}
@@ -161,7 +164,7 @@ def run(reps):
   piece_rows = [['inner_loop', ms(med['piece_inner_loop']), common.spread(times['piece_inner_loop']),
                  ms(t_inner * med['unit_grad']), f'T_inner = {t_inner} inner steps']]
   for k, n in solve_iters.items():
-    extra = 0  # normal_cg accumulates H u inside CG: its residual costs no HVP
+    extra = 0  # every solver here tracks its residual without an extra HVP
     piece_rows.append([k, ms(med[f'piece_{k}']), common.spread(times[f'piece_{k}']),
                        ms(med['unit_lin'] + (n + extra) * med['unit_hvp']),
                        f'linearize + {n} + {extra} HVPs at theta_T'])

@@ -7,8 +7,10 @@ Both sides return ``dL_prim/dphi`` for one batch and one set of parameters, jitt
 * ours: ``jax.grad`` through ``bilevel.ImplicitSolve`` (T_inner optax steps from the warm start, then the
   configured inverse-HVP solver on the linearised theta-gradient and one mixed VJP);
 * jaxopt: ``custom_root(optimality_fun = grad_theta L_aux)`` around the same T_inner optax steps from the same
-  warm start, ``solve`` = ``jaxopt.linear_solve.solve_cg`` (our ``cg``) or ``solve_normal_cg`` (our
-  ``normal_cg``) with the same maxiter, tol and damping (jaxopt's ``ridge``).
+  warm start, ``solve`` = ``jaxopt.linear_solve.solve_cg`` (our ``cg``), ``solve_normal_cg`` (our
+  ``normal_cg``) with the same maxiter, tol and damping (jaxopt's ``ridge``), or ``solve_gmres`` for our
+  ``minres`` (jaxopt has no MINRES; GMRES with a Krylov space of the same size, ``restart`` = our iterations and
+  one cycle, minimises the same residual over the same space, so the two agree up to round-off).
 
 The gradients are compared first (relative difference ``||ours - jaxopt|| / ||jaxopt||``, and the largest such
 ratio over parameter leaves), then timed interleaved; the ratio is jaxopt time / our time (above 1: we are
@@ -52,8 +54,12 @@ def jaxopt_fn(p: common.Problem, solver: bilevel.Solver, maxiter: int):
   num_steps = p.config.implicit.inner_steps
   optimality = lambda theta, phi, batch: jax.grad(p.l_aux)(theta, phi, batch)
   kwargs = dict(maxiter=maxiter, tol=solver.tol, ridge=solver.damping or None)
-  solve = functools.partial(jaxopt.linear_solve.solve_cg if solver.name == 'cg'
-                            else jaxopt.linear_solve.solve_normal_cg, **kwargs)
+  if solver.name == 'minres':
+    solve = functools.partial(jaxopt.linear_solve.solve_gmres, tol=solver.tol, ridge=solver.damping or None,
+                              restart=maxiter, maxiter=1)
+  else:
+    solve = functools.partial(jaxopt.linear_solve.solve_cg if solver.name == 'cg'
+                              else jaxopt.linear_solve.solve_normal_cg, **kwargs)
 
   def inner(init, phi, batch):  # the warm start (theta0, optimiser state) is init_params: no gradient to it
     theta0, state0 = init
@@ -95,7 +101,7 @@ def run(reps):
   rows, lines = [], []
   for config_name in ('bibtex', 'tiny'):
     task = None
-    for solver_name in ('normal_cg', 'cg'):
+    for solver_name in ('normal_cg', 'minres', 'cg'):
       config = common.load_config(config_name)
       config.solver.name = solver_name
       p = common.Problem(config, task=task)
@@ -103,7 +109,8 @@ def run(reps):
       solver = p.solver
       args = (p.phi, p.theta, p.theta_state, p.batch)
       contenders = {'ours': ours_fn(p, solver), 'jaxopt': jaxopt_fn(p, solver, solver.iterations)}
-      note = {'ours': '', 'jaxopt': f'maxiter {solver.iterations}'}
+      note = {'ours': '', 'jaxopt': (f'gmres, restart {solver.iterations}, 1 cycle' if solver_name == 'minres'
+                                     else f'maxiter {solver.iterations}')}
       if solver_name == 'cg':
         reported, updates = cg_updates(p, solver)
         note['ours'] = f'{reported} iterations ({reported} HVPs), {updates} updates'
