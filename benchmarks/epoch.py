@@ -8,7 +8,7 @@ The bibtex config as committed (implicit, CD, T_inner = 5, 5 negatives, batch 32
 result, after one warm-up step that pays compilation. Variants: ``normal_cg`` (5 iterations: 11 HVPs),
 ``minres`` (5 iterations: 5 HVPs), ``cg`` (5 iterations: at most 5 HVPs), the paper's own solver (Neumann
 series, K = 5 terms: 5 HVPs and one for the logged residual; Algorithm 1 and supplement section 2; with the
-config's fixed alpha it diverges in training, docs/mlc/runs/bibtex-implicit-cd-neumann-seed0.json, so its
+config's fixed alpha it is unstable in training, docs/mlc/runs/bibtex-implicit-cd-neumann-seed0.json, so its
 time is a cost reference only) and the MBCE (feed-forward) baseline; their epochs are interleaved (A, B, C,
 D, E, then E, D, C, B, A, ...) and the median epoch reported. The share of CPU time the
 hypervisor stole during the timed epochs (/proc/stat) is printed with them: it inflates wall time and nothing
@@ -79,7 +79,7 @@ def run(epochs, reps):
   for name in ('normal_cg', 'minres', 'cg', 'neumann'):
     c = common.load_config('bibtex')
     c.solver.name, c.solver.iterations = name, 5
-    configs[f'implicit CD, {name}' + (' K = 5 (paper; diverges in training)' if name == 'neumann' else '')] = c
+    configs[f'implicit CD, {name}' + (' K = 5 (paper; unstable in training)' if name == 'neumann' else '')] = c
   c = common.load_config('bibtex')
   c.method = 'feedforward'
   configs['MBCE'] = c
@@ -134,6 +134,7 @@ wall time on an unshared machine would be lower by about that share.
 {result}
 """
   common.write_section(args.out, 'epoch', body)
+  common.copy_to_readme('epoch', args.out)
 
 
 if __name__ == '__main__':
