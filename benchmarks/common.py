@@ -193,19 +193,17 @@ def write_section(out: str, key: str, body: str) -> None:
   print(f'wrote section {key!r} of {path}')
 
 
-def copy_to_readme(key: str, out: str = str(DOC), readme: Path = ROOT / 'README.md') -> None:
-  """Copies the command line and the table of section ``key`` of ``out`` into README.md's
+def copy_to_readme(key: str, body: str, out: str, readme: Path = ROOT / 'README.md') -> None:
+  """Copies the command line, machine line and table of a section ``body`` into README.md's
   ``<!-- bench:key -->`` block (nothing when README has no such block or ``out`` is '-')."""
   if out == '-' or f'<!-- bench:{key} -->' not in readme.read_text(encoding='utf-8'):
     return
-  text = Path(out).read_text(encoding='utf-8')
-  section = re.search(re.escape(f'<!-- bench:{key} -->') + r'(.*?)' + re.escape(f'<!-- /bench:{key} -->'), text, re.S)
-  lines = section.group(1).strip().splitlines()
+  lines = body.strip().splitlines()
   command = next(line for line in lines if line.startswith('Command:'))
   machine = next(line for line in lines if line.startswith('Machine:'))
   table = [line for line in lines if line.startswith('|')]
-  body = '\n'.join([f'{command} {machine} Details: [docs/benchmarks.md](docs/benchmarks.md).', '', *table])
-  write_section(str(readme), key, body)
+  write_section(str(readme), key, '\n'.join([f'{command} {machine} Details: [docs/benchmarks.md](docs/benchmarks.md).',
+                                             '', *table]))
 
 
 class Problem:

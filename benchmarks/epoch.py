@@ -134,7 +134,7 @@ wall time on an unshared machine would be lower by about that share.
 {result}
 """
   common.write_section(args.out, 'epoch', body)
-  common.copy_to_readme('epoch', args.out)
+  common.copy_to_readme('epoch', body, args.out)
 
 
 if __name__ == '__main__':

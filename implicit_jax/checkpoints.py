@@ -37,15 +37,13 @@ ADDED_FIELDS = {'implicit.refine_steps': 0}
 
 
 def _with_added_fields(stored: dict) -> dict:
-  flat = flatten(stored)
-  sections = {k.rsplit('.', 1)[0] for k in flat if '.' in k}
   for key, value in ADDED_FIELDS.items():
-    if key.rsplit('.', 1)[0] in sections and key not in flat:
-      node = stored
-      *parents, leaf = key.split('.')
-      for name in parents:
-        node = node[name]
-      node[leaf] = value
+    *parents, leaf = key.split('.')
+    node = stored
+    for name in parents:
+      node = node.get(name) if isinstance(node, dict) else None
+    if isinstance(node, dict):  # a config without the field's section (another task's) gets nothing
+      node.setdefault(leaf, value)
   return stored
 
 

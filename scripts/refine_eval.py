@@ -16,7 +16,6 @@ from pathlib import Path
 
 import jax
 import ml_collections
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -29,11 +28,10 @@ GRID = {'rule': ('projected', 'mirror'), 'steps': (5, 20), 'step_size': (0.01, 0
 def scores(run, config):
   predict = xla_options.jit(methods.build(run.task, config).predict)
   (x_dev, y_dev), (x_test, y_test) = run.task.splits['dev'], run.task.splits['test']
-  batched = lambda x: np.concatenate([np.asarray(predict(run.params, x[i:i + 1024])) for i in range(0, len(x), 1024)])
-  p_dev, p_test = batched(x_dev), batched(x_test)
+  dev_half, p_dev = train.evaluate(predict, run.params, x_dev, y_dev)
+  test_half, p_test = train.evaluate(predict, run.params, x_test, y_test)
   threshold, dev_tuned = train.tune_threshold(p_dev, y_dev)
-  return (metrics.example_f1(p_dev >= 0.5, y_dev > 0.5), dev_tuned, threshold,
-          metrics.example_f1(p_test >= 0.5, y_test > 0.5), metrics.example_f1(p_test >= threshold, y_test > 0.5))
+  return dev_half, dev_tuned, threshold, test_half, metrics.example_f1(p_test >= threshold, y_test > 0.5)
 
 
 def main():
@@ -42,7 +40,10 @@ def main():
   parser.add_argument('--data_dir', default=None, help="override the run's data.data_dir")
   parser.add_argument('--out', default=None, help='markdown file (default docs/refine/<dataset>.md; - prints only)')
   args = parser.parse_args()
-  run = checkpoints.load_trained(args.workdir, {'data.data_dir': args.data_dir} if args.data_dir else None)
+  try:
+    run = checkpoints.load_trained(args.workdir, {'data.data_dir': args.data_dir} if args.data_dir else None)
+  except (ValueError, FileNotFoundError) as e:
+    parser.error(f'--workdir: {e}')
   if run.config.method != 'implicit':
     parser.error(f'--workdir: {args.workdir} holds a {run.config.method!r} run; refinement is for method=implicit')
   rows = []
