@@ -10,6 +10,11 @@ dev F1 x 100 @0.5 / tuned): inner rate 3e-4 beat 1e-3 (29.14 / 36.64 vs 28.51 / 
 term on top of it beat that (29.87 / 36.91); lambda 0.1 or 1.0, an F1 cost, inner rate 1e-4, dropout 0.4 and
 one inner step were lower at 0.5, the selection measure. One inner step reached MBCE's dev tuned F1 (37.06 vs
 37.05); no variant beat it: on delicious the energy helps at threshold 0.5, not at the tuned threshold.
+2026-11-23 (GPU, same sweep): one inner step for 40 epochs, with or without the inner rate 1e-3, and two inner
+steps, tie MBCE (80 epochs) on dev tuned F1 and lose the gain at 0.5; with 400-unit inference nets the committed
+settings keep their @0.5 gain over MBCE-h400 (3 seeds, docs/mlc_results.md) but not a tuned one; at that width
+lambda 1 raises mean dev @0.5 further (3 seeds) and lowers dev tuned, a 400-unit energy and inner rate 1e-3 do
+not help. The committed settings stay.
 """
 
 from configs import bibtex

@@ -13,8 +13,7 @@ import argparse
 import datetime
 import importlib
 import json
-import os
-import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -38,6 +37,10 @@ SYSTEMS = {
     # MINRES: the residual of H u = v minimised over the Krylov space at one HVP per iteration (5 HVPs).
     'implicit-cd-minres': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'solver.name': 'minres',
                            'solver.iterations': 5},
+    # SEAL's task-net width (two 400-unit layers), which the bibtex-h400/bibtex-cd/delicious-cd sweeps chose on
+    # dev @0.5 for both MBCE and implicit CD; MBCE again with the same network, so the pair stays like for like.
+    'mbce-h400': {'method': 'feedforward', 'model.inference_hidden': (400, 400)},
+    'implicit-cd-h400': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'model.inference_hidden': (400, 400)},
 }
 # Shown under the table: what a row that is not the committed config is for.
 NOTES = {
@@ -61,13 +64,16 @@ def save_run(result, out: Path) -> None:
   from implicit_jax import checkpoints  # pylint: disable=import-outside-toplevel
   result['command'] = 'python ' + ' '.join(sys.argv)
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
+  import jax  # pylint: disable=import-outside-toplevel
+  result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
   out.parent.mkdir(parents=True, exist_ok=True)
   checkpoints.write_json(str(out), result)
 
 
 def run_one(dataset, system, seed, args):
   from implicit_jax import train  # pylint: disable=import-outside-toplevel
-  out = ROOT / 'docs' / 'mlc' / 'runs' / f'{dataset}-{system}-seed{seed}.json'
+  name = f'{dataset}-{system}' if args.protocol == 'official' else f'{dataset}-{args.protocol}-{system}'
+  out = ROOT / 'docs' / 'mlc' / 'runs' / f'{name}-seed{seed}.json'
   if out.exists():
     return
   config = importlib.import_module(f'configs.{dataset}').get_config()
@@ -79,12 +85,12 @@ def run_one(dataset, system, seed, args):
   config.update_from_flattened_dict(SYSTEMS[system])
   if args.epochs:
     config.num_epochs = args.epochs
-  if system == 'mbce':
+  if system.startswith('mbce'):
     # MBCE updates the network once per batch, the implicit method T_inner times: twice the epochs let it
     # converge too (best-on-dev selection picks the epoch either way).
     config.num_epochs *= 2
   print(f'== {dataset} {system} seed {seed}', flush=True)
-  save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{dataset}-{system}-{seed}'), out)
+  save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)
 
 
 def fmt(values):
@@ -98,54 +104,72 @@ def build_table():
   for r in runs:
     key = (r['task'], r['task_info']['protocol'], system_of(r))
     groups.setdefault(key, []).append(r)
-  commands = '; '.join(f'`{c}`' for c in sorted({r['command'] for r in runs}))
+  commands = '; '.join(f'`{c}`' for c in merged_commands(r['command'] for r in runs))
   lines = [
       '# Multi-label classification: implicit method and MBCE baseline',
       '',
       f'Table rebuilt by `python scripts/reproduce_mlc.py --table_only` on {datetime.date.today()} from the runs '
-      f'made by: {commands} '
-      f'({platform.machine()} CPU, {os.cpu_count()} cores, JAX CPU backend). One JSON per run in '
-      '`docs/mlc/runs/` holds its full config, split record, command and date.',
+      f'made by: {commands}. One JSON per run in `docs/mlc/runs/` holds its full config, split record, '
+      'command, date and device ("device" column: `cpu` is a 2-core x86_64 machine, runs without a recorded '
+      'device were made there; `gpu` is one H100, used for the `resplit` and `-h400` runs of 2026-11-23, with '
+      '`.devdata` a copy of `../shared/data/mulan` sent along to it; s/run is only comparable within one '
+      'device).',
       '',
       'Example F1 x 100 on the test split, mean ± standard deviation over seeds (seed k also seeds the dev '
       'split). "@0.5": fixed threshold 0.5 (DVN/SEAL protocol); "tuned": threshold chosen on dev (SPEN/InfNet '
       'protocol). Best epoch chosen on dev F1 at 0.5; test evaluated once. Split "official": the MULAN '
       'train/test files with a seeded 10% dev hold-out from train (cal500: seeded stratified 60/20/20; spo_fun: '
-      'its own train/valid/test). The paper used a stratified 60/20/20 re-split that is not available, so its '
-      'numbers are a reference, not a like-for-like comparison.',
+      'its own train/valid/test). Split "resplit": all rows pooled and re-split 60/20/20, stratified and seeded '
+      'by the run\'s seed: the paper\'s protocol, though not its exact rows (which were not published). '
+      '"paper": Shankar & Piratla Table 1, which reports F1 at threshold 0.5 (its MBCE, 42.47 / 30.12, sits '
+      'with SEAL\'s CE at 0.5, 42.40 / 29.89, while every tuned-threshold delicious F1 here is above 36), so '
+      'the gap column is F1 @0.5 minus the paper; `-h400` rows are compared with the paper\'s row of the same '
+      'method (its network sizes are not given).',
       '',
-      '| dataset | split | system | solver | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper | gap (tuned - paper) | s/run |',
-      '|---|---|---|---|---|---|---|---|---|---|---|---|',
+      '| dataset | split | system | solver | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper | gap (@0.5 - paper) | device | s/run |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ]
   order = list(SYSTEMS)
   for (task, protocol, system), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1],
                                                                            order.index(kv[0][2]))):
-    paper = PAPER.get(task, {}).get(system)
-    tuned = np.mean([r['test_f1_tuned'] for r in rs]) * 100
+    paper = PAPER.get(task, {}).get(system.removesuffix('-h400'))
+    at05 = np.mean([r['test_f1'] for r in rs]) * 100
+    device = ', '.join(sorted({r.get('device', 'cpu').split(':')[0] for r in rs}))
     lines.append(
         f'| {task} | {protocol} | {system} | {solver_of(rs)} | {len(rs)} | {fmt([r["test_f1"] for r in rs])} | '
         f'{fmt([r["test_f1_tuned"] for r in rs])} | {fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | '
         f'{fmt([r["test_at_0.5"]["macro_f1"] for r in rs])} | {paper if paper else "–"} | '
-        f'{f"{tuned - paper:+.2f}" if paper else "–"} | {np.mean([r["train_seconds"] for r in rs]):.0f} |')
+        f'{f"{at05 - paper:+.2f}" if paper else "–"} | {device} | {np.mean([r["train_seconds"] for r in rs]):.0f} |')
   shown = {k[2] for k in groups}
   lines += [''] + [f'- `{system}`: {note}.' for system, note in NOTES.items() if system in shown]
   lines += ['', '## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)', '']
   for task in sorted({k[0] for k in groups}):
     for protocol in sorted({k[1] for k in groups if k[0] == task}):
-      a = {r['seed']: r for r in groups.get((task, protocol, 'implicit-cd'), [])}
-      b = {r['seed']: r for r in groups.get((task, protocol, 'mbce'), [])}
-      seeds = sorted(set(a) & set(b))
-      if not seeds:
-        continue
-      d05 = [100 * (a[s]['test_f1'] - b[s]['test_f1']) for s in seeds]
-      dtu = [100 * (a[s]['test_f1_tuned'] - b[s]['test_f1_tuned']) for s in seeds]
-      lines.append(f'- {task} ({protocol}, seeds {seeds}): @0.5 {np.mean(d05):+.2f} (per seed '
-                   f'{", ".join(f"{d:+.2f}" for d in d05)}); tuned {np.mean(dtu):+.2f} (per seed '
-                   f'{", ".join(f"{d:+.2f}" for d in dtu)})')
+      for size in ('', '-h400'):
+        a = {r['seed']: r for r in groups.get((task, protocol, 'implicit-cd' + size), [])}
+        b = {r['seed']: r for r in groups.get((task, protocol, 'mbce' + size), [])}
+        seeds = sorted(set(a) & set(b))
+        if not seeds:
+          continue
+        d05 = [100 * (a[s]['test_f1'] - b[s]['test_f1']) for s in seeds]
+        dtu = [100 * (a[s]['test_f1_tuned'] - b[s]['test_f1_tuned']) for s in seeds]
+        lines.append(f'- {task} ({protocol}{", 400-unit nets" if size else ""}, seeds {seeds}): @0.5 '
+                     f'{np.mean(d05):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in d05)}); tuned '
+                     f'{np.mean(dtu):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in dtu)})')
   (ROOT / 'docs' / 'mlc_results.md').write_text('\n'.join(lines) + '\n')
   update_config_docstrings(groups)
   update_readme(lines)
   print('\n'.join(lines))
+
+
+def merged_commands(commands):
+  """The distinct commands, those that differ only in --seeds shown once with their seeds joined."""
+  seeds = {}
+  for c in commands:
+    m = re.search(r'--seeds=(\S+)', c)
+    key = re.sub(r'--seeds=\S+', '--seeds={}', c) if m else c
+    seeds.setdefault(key, set()).update(m.group(1).split(',') if m else [])
+  return sorted(k.replace('{}', ','.join(sorted(v, key=int))) if v else k for k, v in seeds.items())
 
 
 def update_config_docstrings(groups):
@@ -174,8 +198,11 @@ def update_readme(lines):
   start, end = '<!-- results:mlc -->', '<!-- /results:mlc -->'
   table = [line for line in lines if line.startswith('|')]
   notes = [line for line in lines if line.startswith('- `')]
-  block = '\n'.join([start, '', lines[2], '', *table, '', *notes, '', 'Details and the implicit-vs-MBCE paired differences: '
-                     '[docs/mlc_results.md](docs/mlc_results.md).', end])
+  header = lines[2][:lines[2].index(' from the runs')] + '; the commands that made the runs, the protocols and ' \
+      'the implicit-vs-MBCE paired differences are in [docs/mlc_results.md](docs/mlc_results.md).'
+  paired = lines[lines.index('## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)') + 2:]
+  block = '\n'.join([start, '', header, '', lines[4], '', *table, '', *notes, '',
+                     'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', *paired, end])
   readme.write_text(text[:text.index(start)] + block + text[text.index(end) + len(end):])
 
 
@@ -186,10 +213,12 @@ def solver_of(runs):
 
 def system_of(result):
   c = result['config']
+  size = '-h400' if list(c['model']['inference_hidden']) == [400, 400] else ''
   if c['method'] == 'feedforward':
-    return 'mbce'
+    return 'mbce' + size
   solver = c['solver']['name']
-  return f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in ('neumann', 'minres') else '')
+  return (f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in ('neumann', 'minres') else '')
+          + size)
 
 
 def main():
