@@ -57,7 +57,7 @@ SWEEPS = {
         'mbce-e80': {'method': 'feedforward', 'num_epochs': 80},
         'mbce-h400-e80': {'method': 'feedforward', 'num_epochs': 80, 'model.inference_hidden': (400, 400)},
         # With 400-unit inference nets the gain over MBCE-h400 shrinks (docs/mlc_results.md): a wider energy
-        # (SEAL's 400-unit features), the energy's weight, and the inner rate; 3 seeds, chosen on mean dev.
+        # (SEAL's 400-unit features), the energy's weight, and the inner rate; 3 seeds, compared on mean dev.
         'h400-ef400': {'model.inference_hidden': (400, 400), 'model.energy_feature_hidden': (400,),
                        'model.energy_feature_dim': 400},
         'h400-lam1': {'model.inference_hidden': (400, 400), 'implicit.aux_lambda': 1.0},
@@ -95,7 +95,7 @@ SWEEPS = {
         'mbce-resplit': {'method': 'feedforward', 'num_epochs': 80, 'data.protocol': 'resplit'},
         'mbce-resplit-h400': {'method': 'feedforward', 'num_epochs': 80, 'data.protocol': 'resplit',
                               'model.inference_hidden': (400, 400)},
-        # As in delicious-cd: what might restore the energy's gain at 400 units (3 seeds, chosen on mean dev).
+        # As in delicious-cd: what might restore the energy's gain at 400 units (3 seeds, compared on mean dev).
         'h400-ef400': {'model.inference_hidden': (400, 400), 'model.energy_feature_hidden': (400,),
                        'model.energy_feature_dim': 400},
         'h400-lam0.3': {'model.inference_hidden': (400, 400), 'implicit.aux_lambda': 0.3},
