@@ -240,7 +240,7 @@ def main():
   parser.add_argument('--datasets', default='bibtex,delicious')
   parser.add_argument('--systems', default=','.join(ORDER))
   parser.add_argument('--seeds', default='0,1,2')
-  parser.add_argument('--protocol', default='official')
+  parser.add_argument('--protocol', default='official', choices=reproduce_mlc.PROTOCOLS)
   parser.add_argument('--epochs', type=int, default=0, help='override num_epochs (0: the config\'s)')
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()

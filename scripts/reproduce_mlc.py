@@ -22,6 +22,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from implicit_jax.data.mlc_datasets import PROTOCOLS  # pylint: disable=wrong-import-position
 
 # system name -> config overrides (applied on top of configs/<dataset>.py)
 SYSTEMS = {
@@ -227,7 +228,7 @@ def main():
   parser.add_argument('--datasets', default='bibtex,delicious')
   parser.add_argument('--systems', default=','.join(SYSTEMS))
   parser.add_argument('--seeds', default='0,1,2')
-  parser.add_argument('--protocol', default='official')
+  parser.add_argument('--protocol', default='official', choices=PROTOCOLS)
   parser.add_argument('--epochs', type=int, default=0, help='override num_epochs (0: the config\'s)')
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
