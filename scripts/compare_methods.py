@@ -92,26 +92,20 @@ for _dataset, _rows in reproduce_mlc.PAPER.items():  # MBCE and the implicit los
 TOLERANCE = 1.5  # F1 points: a baseline further than this from its published bibtex number is flagged
 
 
-def run_file(dataset, system, seed) -> Path:
+def run_file(dataset, system, seed, protocol='official') -> Path:
   folder = 'mlc' if system in reproduce_mlc.SYSTEMS else 'baselines'
-  return ROOT / 'docs' / folder / 'runs' / f'{dataset}-{system.replace(" ", "_")}-seed{seed}.json'
+  return ROOT / 'docs' / folder / 'runs' / f'{reproduce_mlc.run_name(dataset, system, protocol)}-seed{seed}.json'
 
 
 def run_one(dataset, system, seed, args):
   if system in reproduce_mlc.SYSTEMS:
     reproduce_mlc.run_one(dataset, system, seed, args)
     return
-  import importlib  # pylint: disable=import-outside-toplevel
   from implicit_jax import train  # pylint: disable=import-outside-toplevel
-  out = run_file(dataset, system, seed)
+  out = run_file(dataset, system, seed, args.protocol)
   if out.exists():
     return
-  config = importlib.import_module(f'configs.{dataset}').get_config()
-  config.seed = seed
-  config.data.split_seed = seed
-  config.data.protocol = args.protocol
-  if dataset != 'bibtex' or args.protocol != 'official':
-    config.data.data_dir = args.data_dir
+  config = reproduce_mlc.base_config(dataset, seed, args.protocol, args.data_dir)
   config.update_from_flattened_dict(BASELINES[system])
   config.update_from_flattened_dict(DEV_CHOSEN.get((dataset, system), {}))
   if args.epochs:
@@ -121,7 +115,7 @@ def run_one(dataset, system, seed, args):
   # baselines still improved in their last epochs).
   config.num_epochs *= 2
   print(f'== {dataset} {system} seed {seed}', flush=True)
-  workdir = f'/tmp/compare_methods/{dataset}-{system.replace(" ", "_")}-{seed}'
+  workdir = f'/tmp/compare_methods/{reproduce_mlc.run_name(dataset, system, args.protocol)}-{seed}'
   reproduce_mlc.save_run(train.train_and_evaluate(config, workdir), out)
 
 
@@ -139,12 +133,10 @@ def over_mbce(groups, dataset, system) -> str:
   """``ours / SEAL``: @0.5 F1 over MBCE (ours: paired on the seeds both have), against SEAL's over its CE."""
   if system == 'mbce':
     return ''
-  ours = {r['seed']: r['test_f1'] for r in groups.get((dataset, system), [])}
-  base = {r['seed']: r['test_f1'] for r in groups.get((dataset, 'mbce'), [])}
-  seeds = sorted(set(ours) & set(base))
+  seeds, gains = reproduce_mlc.paired(groups.get((dataset, system), []), groups.get((dataset, 'mbce'), []), 'test_f1')
   if not seeds:
     return ''
-  text = f'{100 * np.mean([ours[k] - base[k] for k in seeds]):+.2f}'
+  text = f'{100 * np.mean(gains):+.2f}'
   if dataset in SEAL.get(system, {}):
     text += f' / {SEAL[system][dataset] - SEAL["mbce"][dataset]:+.2f}'
   return text

@@ -14,7 +14,6 @@ import itertools
 import sys
 from pathlib import Path
 
-import jax
 import ml_collections
 
 ROOT = Path(__file__).resolve().parents[1]

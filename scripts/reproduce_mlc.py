@@ -71,18 +71,41 @@ def save_run(result, out: Path) -> None:
   checkpoints.write_json(str(out), result)
 
 
+def run_name(dataset, system, protocol) -> str:
+  """A run's file and workdir stem; official-split runs keep the names they had before other protocols."""
+  name = f'{dataset}-{system.replace(" ", "_")}'
+  return name if protocol == 'official' else f'{dataset}-{protocol}-{system.replace(" ", "_")}'
+
+
+def base_config(dataset, seed, protocol, data_dir):
+  """configs/<dataset>.py with the run's seed (which also seeds the dev split) and split protocol."""
+  config = importlib.import_module(f'configs.{dataset}').get_config()
+  config.seed = config.data.split_seed = seed
+  config.data.protocol = protocol
+  if dataset != 'bibtex' or protocol != 'official':  # bibtex's official split ships inside the package
+    config.data.data_dir = data_dir
+  return config
+
+
+def device_of(run) -> str:
+  """'cpu' or 'gpu': runs made before the device was recorded were all made on the 2-core CPU machine."""
+  return run.get('device', 'cpu').split(':')[0]
+
+
+def paired(runs_a, runs_b, field):
+  """``(seeds, [a - b])``: ``field`` of two systems' runs differenced seed by seed, on the seeds both have."""
+  a, b = ({r['seed']: r[field] for r in runs} for runs in (runs_a, runs_b))
+  seeds = sorted(set(a) & set(b))
+  return seeds, [a[k] - b[k] for k in seeds]
+
+
 def run_one(dataset, system, seed, args):
   from implicit_jax import train  # pylint: disable=import-outside-toplevel
-  name = f'{dataset}-{system}' if args.protocol == 'official' else f'{dataset}-{args.protocol}-{system}'
+  name = run_name(dataset, system, args.protocol)
   out = ROOT / 'docs' / 'mlc' / 'runs' / f'{name}-seed{seed}.json'
   if out.exists():
     return
-  config = importlib.import_module(f'configs.{dataset}').get_config()
-  config.seed = seed
-  config.data.split_seed = seed
-  config.data.protocol = args.protocol
-  if dataset != 'bibtex' or args.protocol != 'official':
-    config.data.data_dir = args.data_dir
+  config = base_config(dataset, seed, args.protocol, args.data_dir)
   config.update_from_flattened_dict(SYSTEMS[system])
   if args.epochs:
     config.num_epochs = args.epochs
@@ -135,7 +158,7 @@ def build_table():
                                                                            order.index(kv[0][2]))):
     paper = PAPER.get(task, {}).get(system.removesuffix('-h400'))
     at05 = np.mean([r['test_f1'] for r in rs]) * 100
-    device = ', '.join(sorted({r.get('device', 'cpu').split(':')[0] for r in rs}))
+    device = ', '.join(sorted({device_of(r) for r in rs}))
     lines.append(
         f'| {task} | {protocol} | {system} | {solver_of(rs)} | {len(rs)} | {fmt([r["test_f1"] for r in rs])} | '
         f'{fmt([r["test_f1_tuned"] for r in rs])} | {fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | '
@@ -147,13 +170,11 @@ def build_table():
   for task in sorted({k[0] for k in groups}):
     for protocol in sorted({k[1] for k in groups if k[0] == task}):
       for size in ('', '-h400'):
-        a = {r['seed']: r for r in groups.get((task, protocol, 'implicit-cd' + size), [])}
-        b = {r['seed']: r for r in groups.get((task, protocol, 'mbce' + size), [])}
-        seeds = sorted(set(a) & set(b))
+        cd, mbce = (groups.get((task, protocol, system + size), []) for system in ('implicit-cd', 'mbce'))
+        seeds, d05 = paired(cd, mbce, 'test_f1')
         if not seeds:
           continue
-        d05 = [100 * (a[s]['test_f1'] - b[s]['test_f1']) for s in seeds]
-        dtu = [100 * (a[s]['test_f1_tuned'] - b[s]['test_f1_tuned']) for s in seeds]
+        d05, dtu = 100 * np.array(d05), 100 * np.array(paired(cd, mbce, 'test_f1_tuned')[1])
         lines.append(f'- {task} ({protocol}{", 400-unit nets" if size else ""}, seeds {seeds}): @0.5 '
                      f'{np.mean(d05):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in d05)}); tuned '
                      f'{np.mean(dtu):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in dtu)})')

@@ -11,7 +11,6 @@ are what a choice may use; test is listed only so the record is complete.
 
 import argparse
 import datetime
-import importlib
 import json
 import os
 import sys
@@ -21,7 +20,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from scripts.reproduce_mlc import save_run  # pylint: disable=wrong-import-position
+from scripts.reproduce_mlc import base_config, device_of, save_run  # pylint: disable=wrong-import-position
 
 # sweep name -> (dataset config, {variant: overrides on top of it}); 'base' is the config as committed.
 SWEEPS = {
@@ -144,10 +143,7 @@ def run_one(sweep, variant, seed, args):
   out = ROOT / 'docs' / 'sweeps' / sweep / f'{variant}-seed{seed}.json'
   if out.exists():
     return
-  config = importlib.import_module(f'configs.{dataset}').get_config()
-  config.seed = config.data.split_seed = seed
-  if dataset != 'bibtex' or variants[variant].get('data.protocol', 'official') != 'official':
-    config.data.data_dir = args.data_dir
+  config = base_config(dataset, seed, variants[variant].get('data.protocol', 'official'), args.data_dir)
   config.update_from_flattened_dict(variants[variant])
   print(f'== {sweep} {variant} seed {seed}', flush=True)
   save_run(train.train_and_evaluate(config, f'/tmp/sweep/{sweep}-{variant}-{seed}'), out)
@@ -169,11 +165,9 @@ def build_table(sweep):
     shown = ', '.join(f'{k}={v}' for k, v in overrides.items()) or '(config as committed)'
     for r in runs:
       tuned_max = max((h.get('dev_f1_tuned', np.nan) for h in r['history']), default=np.nan)
-      # Runs without a recorded device were all made on the 2-core CPU machine.
-      device = r.get('device', 'cpu').split(':')[0]
       lines.append(f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r["dev_f1"]:.2f} | '
                    f'{100 * r["dev_f1_tuned"]:.2f} | {100 * tuned_max:.2f} | {100 * r["test_f1"]:.2f} | '
-                   f'{100 * r["test_f1_tuned"]:.2f} | {device} | {r["train_seconds"]:.0f} |')
+                   f'{100 * r["test_f1_tuned"]:.2f} | {device_of(r)} | {r["train_seconds"]:.0f} |')
     if len(runs) > 1:
       mean = {k: 100 * np.mean([r[k] for r in runs]) for k in ('dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned')}
       means.append(f'| {variant} | {len(runs)} | {mean["dev_f1"]:.2f} | {mean["dev_f1_tuned"]:.2f} | '

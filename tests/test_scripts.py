@@ -30,3 +30,17 @@ def test_merged_commands_joins_seeds_only():
       'python s.py --table_only'])
   assert merged == ['python s.py --datasets=bibtex --seeds=0,1,2,10', 'python s.py --datasets=delicious --seeds=0',
                     'python s.py --table_only']
+
+
+def test_paired_uses_only_shared_seeds():
+  a = [{'seed': 0, 'f': 0.5}, {'seed': 1, 'f': 0.25}, {'seed': 2, 'f': 0.75}]
+  b = [{'seed': 2, 'f': 0.5}, {'seed': 0, 'f': 0.25}]
+  assert reproduce_mlc.paired(a, b, 'f') == ([0, 2], [0.25, 0.25])
+  assert reproduce_mlc.paired(a, [], 'f') == ([], [])
+
+
+def test_run_name_keeps_official_names_and_separates_protocols():
+  assert reproduce_mlc.run_name('bibtex', 'implicit-cd', 'official') == 'bibtex-implicit-cd'
+  assert reproduce_mlc.run_name('bibtex', 'implicit-cd', 'resplit') == 'bibtex-resplit-implicit-cd'
+  # compare_methods' baseline names (with spaces) go through the same rule
+  assert reproduce_mlc.run_name('bibtex', 'seal-static nce', 'resplit') == 'bibtex-resplit-seal-static_nce'
