@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
 
 import jax  # pylint: disable=wrong-import-position
 
-from implicit_jax import xla_options  # pylint: disable=wrong-import-position
+from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
 DOC = ROOT / 'docs' / 'benchmarks.md'
@@ -144,14 +144,15 @@ def steal_share(before, after) -> float:
 
 def load_config(name: str):
   """``configs/<name>.py``'s config."""
-  import importlib  # pylint: disable=import-outside-toplevel
-  return importlib.import_module(f'configs.{name}').get_config()
+  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
+  return config_lib.from_file(ROOT / 'configs' / f'{name}.py')
 
 
 def first_batch(task, batch_size: int) -> dict:
-  """The first ``batch_size`` training rows: every contender of a script sees this same batch."""
-  x, y = task.splits['train']
-  return {'x': np.asarray(x[:batch_size]), 'y': np.asarray(y[:batch_size])}
+  """The first ``batch_size`` training rows, as a training batch: every contender of a script sees this batch."""
+  train = task.splits['train']
+  return {**{k: np.asarray(v[:batch_size]) for k, v in train.items()},
+          'y': task.space.gold(np.asarray(train['y'][:batch_size]))}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -207,12 +208,12 @@ def copy_to_readme(key: str, body: str, out: str, readme: Path = ROOT / 'README.
 
 
 class Problem:
-  """One config's method with the pieces of its implicit step rebuilt in the open.
+  """One config's implicit method with the pieces of its step in the open.
 
-  ``methods/implicit.py`` keeps ``L_aux``, ``L_prim`` and the inner optimiser inside ``build``; the unit-cost,
-  jaxopt and unrolled benchmarks need them as functions, so they are rebuilt here from the same module-level
-  helpers, and ``check_against_step`` proves the rebuild equal to the real jitted step (same theta_T, same
-  phi after the outer update) before anything is timed.
+  ``methods/implicit.py`` builds ``L_aux``, ``L_prim`` and the inner optimiser with ``make_losses`` and the step's
+  batch with ``step_batch``; the unit-cost, jaxopt and unrolled benchmarks call the same functions, and
+  ``check_against_step`` proves the pieces equal to the real jitted step (same theta_T, same phi after the outer
+  update) before anything is timed.
 
   Attributes: config, task, method (``methods.build``), l_aux, l_prim, inner_opt, outer_opt, solver,
   step_rng (as ``train.py`` derives it), state (the initial State), batch (the fixed batch with the negatives'
@@ -220,34 +221,24 @@ class Problem:
   """
 
   def __init__(self, config, batch_size: int | None = None, task=None):
-    import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-    from implicit_jax import bilevel, losses, methods, negatives, tasks  # pylint: disable=import-outside-toplevel
+    from implicit_jax import bilevel, methods, tasks  # pylint: disable=import-outside-toplevel
     from implicit_jax.methods import implicit  # pylint: disable=import-outside-toplevel
 
     self.config = config
     self.task = task if task is not None else tasks.get_task(config)
     self.method = methods.build(self.task, config)
-    energy, infnet = implicit.make_energy_and_net(self.task, config)
-    self.l_prim = implicit.make_primary_loss(energy, infnet, config)
-    lam = config.implicit.aux_lambda
-
-    def l_aux(theta, phi, batch):  # methods/implicit.py's L_aux, Eq. 6
-      logits = implicit.train_logits(infnet, theta, batch)
-      return losses.bce(logits, batch['y']) + lam * jnp.mean(energy.apply(phi, batch['x'],
-                                                                          jax.nn.sigmoid(logits)))
-
-    self.l_aux = l_aux
+    losses = implicit.make_losses(self.task, config)
+    self.l_aux, self.l_prim = losses.l_aux, losses.l_prim
     self.inner_opt = methods.make_optimizer(config.implicit.inner_optimizer, 'implicit.inner_optimizer')
     self.outer_opt = methods.make_optimizer(config.optimizer, 'optimizer')
-    self.solver = bilevel.Solver.from_config(config.solver)
+    self.solver = bilevel.Solver.from_config(config.implicit.solver)
     rng = jax.random.key(config.seed)
     self.state = self.method.init(jax.random.fold_in(rng, 0))       # as train.py
     self.step_rng = jax.random.fold_in(rng, 1)
     self.raw_batch = first_batch(self.task, batch_size or config.batch_size)
-    noise_rng, dropout_rng = jax.random.split(jax.random.fold_in(self.step_rng, self.state.step))
-    neg = config.negatives
-    noise = negatives.draw_noise(noise_rng, neg.sampler, neg.num_samples, self.raw_batch['y'].shape)
-    self.batch = dict(jax.device_put(self.raw_batch), noise=noise, dropout=jax.random.key_data(dropout_rng))
+    step_key = jax.random.fold_in(self.step_rng, self.state.step)
+    self.batch = implicit.step_batch(jax.device_put(self.raw_batch), step_key, self.task.space,
+                                     config.implicit.negatives)
 
   @property
   def theta(self):
@@ -270,7 +261,7 @@ class Problem:
     """``(step, batch, replicated)``: ``method.train_step`` jitted exactly as ``train.make_train_step`` does
     (mesh, shardings, donated state), the fixed batch placed as ``train.shard_batch`` does. Built once."""
     if not hasattr(self, '_jitted_step'):
-      from implicit_jax import train  # pylint: disable=import-outside-toplevel
+      from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
       _, replicated, sharded = train.data_parallel(self.config)
       step = train.make_train_step(self.method, self.step_rng, replicated, sharded)
       self._jitted_step = step, train.shard_batch(self.raw_batch, sharded), replicated

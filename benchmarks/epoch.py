@@ -13,7 +13,7 @@ time is a cost reference only) and the MBCE (feed-forward) baseline; their epoch
 D, E, then E, D, C, B, A, ...) and the median epoch reported. The share of CPU time the
 hypervisor stole during the timed epochs (/proc/stat) is printed with them: it inflates wall time and nothing
 in this process can reduce it. Inference: ``predict`` over the test split in batches
-of 1024 as ``train.evaluate`` does, median of ``--reps``.
+of 1024 as ``train.predict_split`` does (the last one padded), median of ``--reps``.
 """
 
 import sys
@@ -27,7 +27,8 @@ import common  # pylint: disable=wrong-import-position
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
-from implicit_jax import methods, tasks, train, xla_options  # pylint: disable=wrong-import-position
+from implicit_jax import methods, tasks  # pylint: disable=wrong-import-position
+from implicit_jax.engine import data, train  # pylint: disable=wrong-import-position
 
 # Shankar & Piratla, Table 5 (bibtex, seconds per training epoch / for inference; a GPU).
 PAPER = {'implicit CD (paper)': (27.7, 1.8), 'SPEN (paper)': (28.2, 3.8), 'DVN (paper)': (32.1, 3.8)}
@@ -43,14 +44,13 @@ class Runner:
     _, replicated, self.sharded = train.data_parallel(config)
     self.state = jax.device_put(self.method.init(jax.random.fold_in(rng, 0)), replicated)
     self.step = train.make_train_step(self.method, jax.random.fold_in(rng, 1), replicated, self.sharded)
-    self.predict = xla_options.jit(self.method.predict)
+    self.predict = train.make_predict(self.method, replicated, self.sharded)
     self.epoch = 0
-    self.x, self.y = task.splits['train']
-    self.steps = len(self.x) // config.batch_size
+    self.steps = len(task.splits['train']['y']) // config.batch_size
 
   def warm_up(self):
     # pylint: disable-next=protected-access
-    batch = next(train._batches(self.x, self.y, self.config.batch_size, np.random.default_rng(0)))
+    batch = next(data.train_batches(self.task, self.config.batch_size, np.random.default_rng(0)))
     self.state, _ = self.step(self.state, train.shard_batch(batch, self.sharded))
     jax.block_until_ready(self.state)
     jax.block_until_ready(self.run_predict())
@@ -58,16 +58,15 @@ class Runner:
   def run_epoch(self):
     rng = np.random.default_rng([self.config.seed, self.epoch])
     c0, t0 = time.process_time(), time.perf_counter()
-    for batch in train._batches(self.x, self.y, self.config.batch_size, rng):  # pylint: disable=protected-access
+    for batch in data.train_batches(self.task, self.config.batch_size, rng):
       self.state, _ = self.step(self.state, train.shard_batch(batch, self.sharded))
     jax.block_until_ready(self.state)
     self.epoch += 1
     return time.perf_counter() - t0, time.process_time() - c0
 
-  def run_predict(self, batch_size=1024):
-    x = self.task.splits['test'][0]
-    return np.concatenate([np.asarray(self.predict(self.state.params, x[i:i + batch_size]))
-                           for i in range(0, len(x), batch_size)])
+  def run_predict(self):
+    return train.predict_split(self.task, self.predict, self.state.params, self.task.splits['test'], self.config,
+                               self.sharded)
 
 
 def run(epochs, reps):
@@ -78,7 +77,7 @@ def run(epochs, reps):
   configs = {}
   for name in ('normal_cg', 'minres', 'cg', 'neumann'):
     c = common.load_config('bibtex')
-    c.solver.name, c.solver.iterations = name, 5
+    c.implicit.solver.name, c.implicit.solver.iterations = name, 5
     configs[f'implicit CD, {name}' + (' K = 5 (paper; unstable in training)' if name == 'neumann' else '')] = c
   c = common.load_config('bibtex')
   c.method = 'feedforward'
@@ -109,7 +108,7 @@ def run(epochs, reps):
   result = common.table(['system', 'train s / epoch (median)', 'epochs (s)', 'process CPU s / epoch', 'ms / step',
                          'test inference s', 'hardware'], rows)
   print(result, flush=True)
-  n_train, n_test = len(task.splits['train'][0]), len(task.splits['test'][0])
+  n_train, n_test = len(task.splits['train']['y']), len(task.splits['test']['y'])
   return m, result, steps, n_train, n_test, steal
 
 

@@ -18,36 +18,36 @@ import common  # pylint: disable=wrong-import-position
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
-from implicit_jax import methods, tasks, xla_options  # pylint: disable=wrong-import-position
-from implicit_jax.methods import spen  # pylint: disable=wrong-import-position
+from implicit_jax import inference, methods, tasks  # pylint: disable=wrong-import-position
+from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 
 
 def main():
   p = common.parser(__doc__)
-  p.add_argument('--steps', type=int, default=20, help='GBI steps (default 20, config.gbi.steps)')
+  p.add_argument('--steps', type=int, default=20, help='GBI steps (default 20, config.spen.gbi.steps)')
   p.add_argument('--batch', type=int, default=1024, help='test rows per call (default 1024)')
   args = p.parse_args()
   m = common.machine()
   config = common.load_config('bibtex')
-  config.gbi.steps = args.steps
+  config.spen.gbi.steps = args.steps
   task = tasks.get_task(config)
   method = methods.build(task, config)
   params = method.init(jax.random.key(0)).params
-  x = np.asarray(task.splits['test'][0][:args.batch])
+  x = {'x': np.asarray(task.splits['test']['x'][:args.batch])}
   feed_forward = xla_options.jit(method.predict)
-  gbi = xla_options.jit(spen.gbi_predict(method.modules['energy'], config.gbi))
+  gbi = xla_options.jit(inference.predictor(task.space, method.modules['energy'], config.spen.gbi))
   times = common.time_interleaved({'feed-forward A_theta(x)': lambda: feed_forward(params, x),
                                    f'GBI, {args.steps} steps': lambda: gbi(params['phi'], x)}, args.reps)
   rows, rates = [], {}
   for name, ts in times.items():
-    rates[name] = len(x) / common.median(ts)
+    rates[name] = len(x['x']) / common.median(ts)
     rows.append([name, common.ms(common.median(ts)), common.spread(ts), f'{rates[name]:,.0f}'])
   ratio = rates['feed-forward A_theta(x)'] / rates[f'GBI, {args.steps} steps']
   body = f"""## Inference throughput: feed-forward vs gradient-based inference
 
 {common.section_header(m)}
-bibtex model, {len(x)} test rows per call, same energy for GBI (projected gradient from 0.5, step
-{config.gbi.step_size}). Median of {args.reps} interleaved calls.
+bibtex model, {len(x['x'])} test rows per call, same energy for GBI (projected gradient from 0.5, step
+{config.spen.gbi.step_size}). Median of {args.reps} interleaved calls.
 
 {common.table(['prediction', 'median (ms)', 'p25-p75 (ms)', 'examples/s'], rows)}
 

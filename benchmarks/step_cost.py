@@ -27,7 +27,8 @@ import common  # pylint: disable=wrong-import-position
 import jax  # pylint: disable=wrong-import-position
 import optax  # pylint: disable=wrong-import-position
 
-from implicit_jax import bilevel, xla_options  # pylint: disable=wrong-import-position
+from implicit_jax import bilevel  # pylint: disable=wrong-import-position
+from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 
 
 class Stepper:
@@ -107,8 +108,8 @@ SOLVERS = ('normal_cg', 'minres', 'cg')
 
 def solver_config(name):
   config = common.load_config('bibtex')
-  config.solver.name = name
-  config.solver.iterations = 5
+  config.implicit.solver.name = name
+  config.implicit.solver.iterations = 5
   return config
 
 

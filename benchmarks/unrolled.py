@@ -26,7 +26,8 @@ import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 import optax  # pylint: disable=wrong-import-position
 
-from implicit_jax import bilevel, xla_options  # pylint: disable=wrong-import-position
+from implicit_jax import bilevel  # pylint: disable=wrong-import-position
+from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 
 # Adam divides by sqrt(v); at v = 0 (a parameter whose gradient has always been zero, e.g. first-layer rows of
 # bibtex's sparse features absent from the batch) sqrt has an infinite derivative and the unrolled gradient is

@@ -33,7 +33,8 @@ import common  # pylint: disable=wrong-import-position
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
-from implicit_jax import bilevel, xla_options  # pylint: disable=wrong-import-position
+from implicit_jax import bilevel  # pylint: disable=wrong-import-position
+from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 
 with warnings.catch_warnings():
   warnings.simplefilter('ignore', DeprecationWarning)
@@ -103,7 +104,7 @@ def run(reps):
     task = None
     for solver_name in ('normal_cg', 'minres', 'cg'):
       config = common.load_config(config_name)
-      config.solver.name = solver_name
+      config.implicit.solver.name = solver_name
       p = common.Problem(config, task=task)
       task = p.task
       solver = p.solver

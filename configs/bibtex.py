@@ -2,18 +2,16 @@ r"""bibtex (MULAN split, embedded in the package): the implicit method with the 
 
 Run:    python -m implicit_jax.main --config=configs/bibtex.py --workdir=/tmp/implicit_jax/bibtex
 Others: --config.method=feedforward (MBCE baseline), --config.implicit.primary_loss=ssvm|dvn|nce,
+        --config.method=spen|dvn|infnet|infnet_plus|seal_dynamic|... (the rivals, each reading its section),
         --config.data.protocol=resplit (stratified 60/20/20 of all rows, the paper's and SEAL's protocol).
 Reached: implicit-cd test example-F1 39.51 ± 0.26 @0.5, 43.80 ± 0.50 tuned (3 seeds); mbce test example-F1 38.49 ± 0.30 @0.5, 41.84 ± 0.14 tuned (3 seeds); official split, docs/mlc_results.md.
 """
 
-from configs import default
-from implicit_jax.tasks.mlc import default_data_config
+from implicit_jax.engine import config as config_lib
 
 
 def get_config():
-  c = default.get_config()
-  c.task = 'mlc'
-  c.data = default_data_config()
+  c = config_lib.base_config(task='mlc', method='implicit')
   c.data.name = 'bibtex'
   c.model.inference_hidden = (150, 150)
   c.model.energy_feature_hidden = (150,)
@@ -24,7 +22,7 @@ def get_config():
   # T_inner = 5 Adam steps per batch on theta: a smaller inner rate than the outer one keeps the inference
   # net from over-fitting each batch (dev F1 1 seed: 0.402 at 3e-4 against 0.358 at 1e-3).
   c.implicit.inner_optimizer.learning_rate = 3e-4
-  c.negatives.num_samples = 5
+  c.implicit.negatives.num_samples = 5
   c.num_epochs = 40
   c.log_every = 500
   return c

@@ -5,11 +5,11 @@ Run: python -m implicit_jax.main --config=configs/cal500.py --workdir=/tmp/impli
 Reached: implicit-cd test example-F1 39.05 @0.5, 46.24 tuned (1 seed); mbce test example-F1 37.72 @0.5, 47.73 tuned (1 seed); official split, docs/mlc_results.md.
 """
 
-from configs import bibtex
+from implicit_jax.engine import config as config_lib
 
 
 def get_config():
-  c = bibtex.get_config()
+  c = config_lib.from_file('bibtex.py', relative_to=__file__)
   c.data.name = 'cal500'
   c.batch_size = 16
   c.num_epochs = 40

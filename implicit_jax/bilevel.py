@@ -199,12 +199,12 @@ def _cg(matvec, v, maxiter, tol, carried=None):
   """
   zero = jax.tree.map(jnp.zeros_like, v)
   rs0 = _vdot(v, v)
-  threshold = (tol ** 2) * rs0
+  stop_at = (tol ** 2) * rs0
   apply = matvec if carried is not None else (lambda p: (matvec(p), ()))
 
   def cond(state):
     k, _, _, _, rs, broken, _ = state
-    return (k < maxiter) & (rs > threshold) & ~broken
+    return (k < maxiter) & (rs > stop_at) & ~broken
 
   def body(state):
     k, x, r, p, rs, _, wx = state
@@ -239,12 +239,12 @@ def _minres(matvec, v, maxiter, tol):
   dtype = beta1.dtype
   tiny = jnp.finfo(dtype).tiny
   # Below round-off the Lanczos vectors are noise: stop there even with tol = 0.
-  threshold = jnp.maximum(tol, jnp.finfo(dtype).eps) * beta1
+  stop_at = jnp.maximum(tol, jnp.finfo(dtype).eps) * beta1
   f = lambda value: jnp.asarray(value, dtype)
 
   def cond(state):
     k, beta, phibar = state[0], state[7], state[10]
-    return (k < maxiter) & (phibar > threshold) & (beta > tiny)
+    return (k < maxiter) & (phibar > stop_at) & (beta > tiny)
 
   def body(state):
     k, x, w, w2, r1, r2, y, beta, oldb, dbar, phibar, epsln, cs, sn = state

@@ -2,9 +2,10 @@ r"""Metrics of a trained run's saved (best-on-dev) model on any split.
 
   python -m implicit_jax.evaluate --workdir=DIR [--split=test|dev|train|all] [--data_dir=PATH] [--json]
 
-Scores the split at threshold 0.5 and at the run's dev-tuned threshold (from ``metrics.json``; tuned on dev
-now when the run has not finished). ``--data_dir`` points a run at its data when it moved. Works on an
-interrupted run too: the best parameters saved so far are used.
+Scores the split with the task's evaluator under the run's calibration (multi-label: F1 at 0.5 and at the
+dev-tuned threshold), read from ``metrics.json``, or chosen on dev now when the run has not finished.
+``--data_dir`` points a run at its data when it moved. Works on a run that is still training: it reads the best
+parameters saved so far and writes nothing.
 """
 
 import json
@@ -12,7 +13,7 @@ import sys
 
 from absl import app, flags, logging
 
-from implicit_jax import checkpoints, metrics, train
+from implicit_jax.engine import checkpoints, config as config_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
@@ -23,20 +24,19 @@ flags.mark_flags_as_required(['workdir'])
 
 
 def evaluate_run(workdir: str, splits=('test',), data_dir: str | None = None) -> dict:
-  """``{split: {'threshold': t, 'at_0.5': {...}, 'at_tuned': {...}}}`` for the saved model."""
+  """``{split: {'num_examples': n, **evaluator.score(...)}}`` for the saved model."""
   overrides = {'data.data_dir': data_dir} if data_dir is not None else None
   run = checkpoints.load_trained(workdir, overrides)
+  evaluator = run.task.evaluator
   if run.metrics is not None:
-    threshold = run.metrics['threshold']
+    calibration = evaluator.calibration_of(run.metrics)
   else:
-    x_dev, y_dev = run.task.splits['dev']
-    threshold, _ = train.tune_threshold(run.predict(x_dev), y_dev)
+    dev = run.task.splits['dev']
+    calibration = evaluator.calibrate(run.predict(dev), dev)
   out = {}
   for split in splits:
-    x, y = run.task.splits[split]
-    probs = run.predict(x)
-    out[split] = {'threshold': threshold, 'num_examples': len(x), 'at_0.5': metrics.all_f1(probs, y, 0.5),
-                  'at_tuned': metrics.all_f1(probs, y, threshold)}
+    arrays = run.task.splits[split]
+    out[split] = {'num_examples': len(arrays['y']), **evaluator.score(run.predict(arrays), arrays, calibration)}
   return out
 
 
@@ -53,12 +53,13 @@ def main(argv):
   if FLAGS.json:
     print(json.dumps(result, indent=2))
     return
-  print(f'{"split":6} {"n":>6} {"threshold":>9} {"example-F1":>10} {"micro-F1":>9} {"macro-F1":>9}')
-  for split, r in result.items():
-    for name, t in (('at_0.5', 0.5), ('at_tuned', r['threshold'])):
-      m = r[name]
-      print(f'{split:6} {r["num_examples"]:6d} {t:9.2f} {m["example_f1"]:10.4f} {m["micro_f1"]:9.4f} '
-            f'{m["macro_f1"]:9.4f}')
+  rows = {split: config_lib.flatten(r) for split, r in result.items()}
+  columns = list(next(iter(rows.values())))
+  widths = [max(len(c), 8) for c in columns]
+  print(f'{"split":6} ' + ' '.join(f'{c:>{w}}' for c, w in zip(columns, widths)))
+  for split, r in rows.items():
+    cells = [f'{r[c]:{w}.4f}' if isinstance(r[c], float) else f'{r[c]!s:>{w}}' for c, w in zip(columns, widths)]
+    print(f'{split:6} ' + ' '.join(cells))
 
 
 if __name__ == '__main__':

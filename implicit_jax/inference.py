@@ -1,67 +1,80 @@
-"""Gradient-based inference (GBI): minimise an energy over relaxed outputs y in [0, 1]^L.
+"""Gradient-based inference (GBI): minimise an energy over the relaxed outputs of an output space.
 
-SPEN and DVN predict this way; the implicit method can use it to refine ``A_theta(x)`` (paper, Remark 3).
-Two update rules, a fixed number of steps inside ``lax.scan`` (one compiled loop, no host round trips):
-
-* ``projected``: ``y <- clip(y - eta * dE/dy, 0, 1)``;
-* ``mirror``: entropic mirror descent on the box, the binary-entropy mirror map per label,
-  ``logit(y) <- logit(y) - eta * dE/dy``: y stays strictly inside (0, 1) and moves multiplicatively near the faces.
+SPEN, DVN and NCE-with-GBI predict this way; the implicit method can use it to refine ``A_theta(x)`` (paper,
+Remark 3). A fixed number of steps inside ``lax.scan`` (one compiled loop, no host round trips); each step
+evaluates the energy once, its value and its gradient from one forward and one backward pass. The update rule
+and the feasible set are the output space's (``OutputSpace.gbi_step``): on the box or on the simplices,
+``projected`` or ``mirror``.
 
 With ``tol > 0`` an example stops moving once its energy changes by less than ``tol`` in a step (its later steps
 are no-ops; the loop length stays fixed so the program compiles once).
 """
 
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 
-RULES = ('projected', 'mirror')
-INITS = ('zeros', 'half', 'given')
-_EDGE = 1e-4  # mirror descent starts this far inside the box: logit(0) is -inf
-
-
-def initial_y(init: str, shape: tuple, given: jax.Array | None = None) -> jax.Array:
-  """The starting point: ``zeros``, ``half`` (0.5 everywhere) or ``given`` (e.g. the inference network's output)."""
-  if init not in INITS:
-    raise ValueError(f'gbi.init: unknown initialisation {init!r}; choose one of {INITS}')
-  if init == 'given':
-    if given is None:
-      raise ValueError("gbi.init='given' needs the starting y (e.g. the inference network's output)")
-    return given
-  return jnp.full(shape, 0.0 if init == 'zeros' else 0.5)
+from implicit_jax.spaces import OutputSpace, check_rule
 
 
-def gradient_based_inference(energy: Callable[[jax.Array], jax.Array], y0: jax.Array, steps: int,
-                             step_size: float, rule: str = 'projected', tol: float = 0.0):
-  """Runs ``steps`` GBI steps on ``energy(y [B, L]) -> [B]`` (lower is better) from ``y0``.
+def default_config() -> ml_collections.ConfigDict:
+  """A method's ``gbi`` section: gradient-based inference over the task's output space."""
+  g = ml_collections.ConfigDict()
+  g.steps = 20                # fixed number of steps (one lax.scan)
+  g.step_size = 0.1           # eta
+  g.rule = 'projected'        # 'projected' (onto the box / the simplices) or 'mirror' (entropic mirror descent)
+  g.init = 'half'             # 'half' (the centre: 0.5 per unit, uniform over classes), 'zeros' (binary only) or
+                              # 'given' (a starting y the method passes, e.g. a noise net's output)
+  g.tol = 0.0                 # an example stops once its energy changes less than this; 0 = never
+  return g
 
-  Returns ``(y [B, L], energies [steps + 1, B])``, the energy before each step and after the last one.
-  Examples are independent: each one's gradient is that of its own energy.
-  """
-  if rule not in RULES:
-    raise ValueError(f'gbi.rule: unknown update rule {rule!r}; choose one of {RULES}')
+
+def check(steps: int, step_size: float, rule: str, field: str = 'gbi') -> None:
+  """Validates GBI settings; errors name ``field`` (the config section)."""
+  check_rule(rule, f'{field}.rule')
   if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-    raise ValueError(f'gbi.steps must be a non-negative integer, got {steps!r}')
+    raise ValueError(f'{field}.steps must be a non-negative integer, got {steps!r}')
   if not step_size > 0:
-    raise ValueError(f'gbi.step_size must be > 0, got {step_size}')
-  value_and_grad = jax.value_and_grad(lambda y: jnp.sum(energy(y)))
-  y0 = jnp.clip(y0, _EDGE, 1.0 - _EDGE) if rule == 'mirror' else jnp.clip(y0, 0.0, 1.0)
+    raise ValueError(f'{field}.step_size must be > 0, got {step_size}')
+
+
+def gradient_based_inference(space: OutputSpace, energy: Callable[[jax.Array], jax.Array], y0: jax.Array,
+                             steps: int, step_size: float, rule: str = 'projected', tol: float = 0.0):
+  """Runs ``steps`` GBI steps on ``energy(y) -> [B]`` (lower is better) from ``y0`` in ``space``.
+
+  Returns ``(y, energies [steps + 1, B])``, the energy before each step and after the last one. Examples are
+  independent: each one's gradient is that of its own energy.
+  """
+  check(steps, step_size, rule)
+  y0 = space.gbi_start(y0, rule)
 
   def step(carry, _):
     y, e_prev, done = carry
-    e = energy(y)
-    _, g = value_and_grad(y)
-    if rule == 'projected':
-      y_new = jnp.clip(y - step_size * g, 0.0, 1.0)
-    else:
-      y_new = jax.nn.sigmoid(jnp.log(y) - jnp.log1p(-y) - step_size * g)
-      y_new = jnp.clip(y_new, _EDGE, 1.0 - _EDGE)  # float32 sigmoid saturates to exactly 0 or 1
+    e, energy_vjp = jax.vjp(energy, y)
+    (grad,) = energy_vjp(jnp.ones_like(e))  # the gradient of sum_b E_b: each example's own, in one pass
+    y_new = space.gbi_step(y, grad, step_size, rule)
     done = done | (jnp.abs(e_prev - e) < tol)
-    y = jnp.where(done[:, None], y, y_new)
+    y = jnp.where(done.reshape(done.shape + (1,) * (y.ndim - 1)), y, y_new)
     return (y, e, done), e
 
   batch = y0.shape[0]
   init = (y0, jnp.full((batch,), jnp.inf, y0.dtype), jnp.zeros((batch,), bool))
   (y, _, _), energies = jax.lax.scan(step, init, None, length=steps)
   return y, jnp.concatenate([energies, energy(y)[None]], axis=0)
+
+
+def predictor(space: OutputSpace, energy_module: Any, gbi, field: str = 'gbi'):
+  """``predict(phi, batch, y0=None) -> y``: GBI on ``energy_module.apply(phi, batch, y)`` from ``gbi.init``
+  (``y0`` when it is 'given'). ``gbi`` has ``steps``, ``step_size``, ``rule``, ``init`` and ``tol``."""
+  check(gbi.steps, gbi.step_size, gbi.rule, field)
+  space.check_init(gbi.init, f'{field}.init')
+
+  def predict(phi, batch, y0=None):
+    start = space.initial(gbi.init, space.shape(batch), y0, f'{field}.init')
+    y, _ = gradient_based_inference(space, lambda y: energy_module.apply(phi, batch, y), start, gbi.steps,
+                                    gbi.step_size, gbi.rule, gbi.tol)
+    return y
+
+  return predict

@@ -1,64 +1,23 @@
-"""Primary (energy) losses, auxiliary losses, task scores and costs.
+"""Primary (energy) losses: what the energy is trained on, in every method.
 
 Sign convention, used everywhere in this package:
-  * energy ``E(x, y)``: lower is better (``energies.py``);
+  * energy ``E(x, y)``: lower is better (every task's energy module);
   * cost ``Delta(y_bar, y) >= 0``: higher is worse, zero at ``y_bar = y``;
-  * task score ``s(y_bar, y)`` in [0, 1]: higher is better (soft F1), ``Delta = 1 - s`` where a cost is needed;
+  * task score ``s(y_bar, y)`` in [0, 1]: higher is better (e.g. a soft F1 or accuracy), ``Delta = 1 - s`` where a
+    cost is needed;
   * every loss returns a value to be *minimised*, averaged over the batch.
 
+Costs, scores, the local cross-entropy and the log-probabilities of outputs depend on the output space and live
+there (``implicit_jax.spaces``); these losses see only energies, costs, scores and log-probabilities.
+
 Shapes: ``e_gold`` is ``[B]``; negatives come stacked, ``e_neg``, ``cost``, ``score``, ``log_pn`` are
-``[K, B]``. Negatives built from ``A_theta(x)`` must keep their gradient to theta (see ``negatives.py``): the
-implicit term multiplies ``d_theta L_prim`` and vanishes with hard, non-differentiable negatives.
+``[K, B]``. Negatives built from ``A_theta(x)`` must keep their gradient to theta (``OutputSpace.negatives``):
+the implicit term multiplies ``d_theta L_prim`` and vanishes with hard, non-differentiable negatives.
 """
 
 import jax
 import jax.numpy as jnp
 import optax
-
-# ---------------------------------------------------------------------------------------- scores and costs
-
-
-def soft_f1(y_bar: jax.Array, y: jax.Array) -> jax.Array:
-  """SEAL's soft F1 on relaxed outputs, ``2 sum min(y_bar, y) / (sum min + sum max)``; 1 when both are empty.
-
-  Equals example F1 on binary inputs (``sum min = TP``, ``sum max = TP + FP + FN``).
-  """
-  lo = jnp.sum(jnp.minimum(y_bar, y), axis=-1)
-  hi = jnp.sum(jnp.maximum(y_bar, y), axis=-1)
-  denom = lo + hi
-  return jnp.where(denom > 0, 2.0 * lo / jnp.where(denom > 0, denom, 1.0), 1.0)
-
-
-def l1_cost(y_bar: jax.Array, y: jax.Array) -> jax.Array:
-  """``Delta(y_bar, y) = sum_j |y_bar_j - y_j|``: the Hamming distance on relaxed outputs."""
-  return jnp.sum(jnp.abs(y_bar - y), axis=-1)
-
-
-def hamming_cost(y_bar: jax.Array, y: jax.Array) -> jax.Array:
-  """Mean per-label L1 distance, in [0, 1]: the Hamming loss on relaxed outputs."""
-  return jnp.mean(jnp.abs(y_bar - y), axis=-1)
-
-
-def f1_cost(y_bar: jax.Array, y: jax.Array) -> jax.Array:
-  """``1 - soft_f1``."""
-  return 1.0 - soft_f1(y_bar, y)
-
-
-COSTS = {'l1': l1_cost, 'hamming': hamming_cost, 'f1': f1_cost}
-
-# --------------------------------------------------------------------------------------- auxiliary losses
-
-
-def bce(logits: jax.Array, y: jax.Array) -> jax.Array:
-  """Multi-label binary cross-entropy (MBCE), summed over labels, averaged over examples."""
-  return jnp.mean(jnp.sum(optax.sigmoid_binary_cross_entropy(logits, y), axis=-1))
-
-
-def bernoulli_log_prob(logits: jax.Array, y: jax.Array) -> jax.Array:
-  """``log prod_j p_j^y_j (1 - p_j)^(1 - y_j)``, ``p = sigmoid(logits)``, relaxed y too; ``[..., L] -> [...]``."""
-  return -jnp.sum(optax.sigmoid_binary_cross_entropy(logits, y), axis=-1)
-
-# ----------------------------------------------------------------------------------------- primary losses
 
 
 def ssvm_margin(e_neg: jax.Array, e_gold: jax.Array, cost: jax.Array) -> jax.Array:

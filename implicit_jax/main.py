@@ -10,7 +10,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from implicit_jax import train
+from implicit_jax.engine import train
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file('config', None, 'Path to a config file with get_config().', lock_config=True)

@@ -1,4 +1,4 @@
-"""Flax inference and feature networks."""
+"""Building blocks shared by the tasks' networks: activations by name and an MLP."""
 
 from typing import Callable, Sequence
 
@@ -34,19 +34,3 @@ class MLP(nn.Module):
       if self.dropout:
         x = nn.Dropout(self.dropout, deterministic=not train)(x)
     return x if self.out is None else nn.Dense(self.out)(x)
-
-
-class MLPInferenceNet(nn.Module):
-  """``A_theta(x)``: an MLP giving one logit per label; the relaxed output is ``sigmoid(logits)``.
-
-  With ``dropout > 0``, ``train=True`` needs a ``'dropout'`` rng.
-  """
-
-  num_labels: int
-  hidden: Sequence[int] = (150, 150)
-  act: str = 'relu'
-  dropout: float = 0.0
-
-  @nn.compact
-  def __call__(self, x: jax.Array, train: bool = False) -> jax.Array:
-    return MLP(self.hidden, self.num_labels, self.act, self.dropout)(x, train)

@@ -1,30 +1,31 @@
-r"""Predictions of a trained run's saved (best-on-dev) model for a dataset file, written as label names.
+r"""Predictions of a trained run's saved (best-on-dev) model for a file, one line per example.
 
   python -m implicit_jax.predict --workdir=DIR --input=FILE [--output=OUT] [--threshold=tuned|FLOAT]
                                  [--data_dir=PATH] [--scores]
 
-``FILE``: an ARFF file in the format the run was trained on (MULAN/MEKA or Clus; the label columns may hold
-anything, they are not used), or a ``.npy`` feature matrix [N, D] already preprocessed like the run's inputs.
-Each output line is one example: its predicted labels, comma-separated (an empty line predicts none);
-``--scores`` writes the relaxed scores instead, one row of L numbers per example. The threshold defaults to
-the run's dev-tuned one.
+``FILE``: a ``.npy`` feature matrix [N, D] already preprocessed like the run's inputs, or a file the run's task
+reads (multi-label: an ARFF file in the run's format, whose label columns may hold anything). Each output line
+is one example's decoded output (multi-label: its predicted label names, comma-separated; an empty line predicts
+none); ``--scores`` writes the relaxed outputs instead, one row of numbers per example. ``--threshold`` is the
+decision threshold of thresholded outputs: 'tuned' (the default) is the run's dev-tuned one.
 """
 
+import os
 import sys
 
 import numpy as np
 from absl import app, flags, logging
 
-from implicit_jax import checkpoints
-from implicit_jax.data import mlc_datasets
+from implicit_jax import tasks
+from implicit_jax.engine import checkpoints
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
-flags.DEFINE_string('input', None, 'ARFF file in the run\'s dataset format, or a .npy feature matrix.')
+flags.DEFINE_string('input', None, 'A .npy feature matrix, or a file in the run\'s dataset format.')
 flags.DEFINE_string('output', None, 'Where to write predictions (default: stdout).')
 flags.DEFINE_string('threshold', 'tuned', '"tuned" (the run\'s dev-tuned threshold) or a number in (0, 1).')
-flags.DEFINE_string('data_dir', None, 'Override config.data.data_dir (XML label names, scaling statistics).')
-flags.DEFINE_bool('scores', False, 'Write relaxed scores instead of label names.')
+flags.DEFINE_string('data_dir', None, 'Override config.data.data_dir (label names, scaling statistics).')
+flags.DEFINE_bool('scores', False, 'Write relaxed outputs instead of decoded ones.')
 flags.mark_flags_as_required(['workdir', 'input'])
 
 
@@ -32,7 +33,7 @@ def _threshold(spec: str, run) -> float:
   if spec == 'tuned':
     if run.metrics is None:
       raise ValueError('--threshold=tuned: the run has not finished (no metrics.json); give a number')
-    return float(run.metrics['threshold'])
+    return float(run.task.evaluator.calibration_of(run.metrics).get('threshold', 0.5))
   try:
     value = float(spec)
   except ValueError:
@@ -43,23 +44,25 @@ def _threshold(spec: str, run) -> float:
 
 
 def predict_file(workdir: str, path: str, threshold: str = 'tuned', data_dir: str | None = None):
-  """``(scores [N, L], predicted [N, L] bool, label names)`` for the examples of ``path``."""
+  """``(relaxed outputs [N, ...], output lines)`` for the examples of ``path``."""
   run = checkpoints.load_trained(workdir, {'data.data_dir': data_dir} if data_dir is not None else None)
   t = _threshold(threshold, run)
-  names = [str(j) for j in range(run.task.num_labels)]
+  family = tasks.family(run.config.task)
   if path.endswith('.npy'):
-    x = np.load(path).astype(np.float32)
+    inputs, context = {'x': np.load(path)}, None
+  elif hasattr(family, 'read_inputs'):
+    inputs, context = family.read_inputs(run, path)
   else:
-    d = run.config.data
-    data = mlc_datasets.read_for_prediction(
-        path, d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, num_labels=run.task.num_labels,
-        train_file=d.train_file, test_file=d.test_file, xml_file=d.xml_file, file_format=d.format)
-    x, names = data.x.astype(np.float32), list(data.label_names)
+    raise ValueError(f'{path}: task {run.config.task!r} reads no input files; give a .npy feature matrix')
   try:
-    scores = run.predict(x)
+    pred = run.predict(inputs)
   except ValueError as e:
     raise ValueError(f'{path}: {e}') from None
-  return scores, scores >= t, names
+  if hasattr(family, 'format_predictions'):
+    lines = family.format_predictions(run, pred, context, t)
+  else:
+    lines = [' '.join(str(v) for v in np.ravel(row)) for row in run.task.space.decode(pred, t)]
+  return pred, lines
 
 
 def main(argv):
@@ -67,14 +70,14 @@ def main(argv):
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   logging.set_verbosity(logging.WARNING)  # Orbax logs every restore at INFO
   try:
-    scores, predicted, names = predict_file(FLAGS.workdir, FLAGS.input, FLAGS.threshold, FLAGS.data_dir)
+    if FLAGS.output and not os.path.isdir(os.path.dirname(os.path.abspath(FLAGS.output))):
+      raise FileNotFoundError(f'--output: the folder of {FLAGS.output} does not exist')
+    pred, lines = predict_file(FLAGS.workdir, FLAGS.input, FLAGS.threshold, FLAGS.data_dir)
   except (ValueError, FileNotFoundError) as e:
     print(f'error: {e}', file=sys.stderr)
     sys.exit(1)
   if FLAGS.scores:
-    lines = [' '.join(f'{s:.6f}' for s in row) for row in scores]
-  else:
-    lines = [','.join(names[j] for j in np.flatnonzero(row)) for row in predicted]
+    lines = [' '.join(f'{s:.6f}' for s in np.ravel(row)) for row in pred]
   text = '\n'.join(lines) + '\n'
   if FLAGS.output:
     with open(FLAGS.output, 'w') as f:

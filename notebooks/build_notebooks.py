@@ -13,21 +13,24 @@ import nbformat
 HERE = Path(__file__).resolve().parent
 
 INSTALL = '''\
-# Colab: install implicit_jax (skipped where it is already importable, e.g. a local checkout or the tests).
-import importlib.util, subprocess, sys
-REPO = 'https://github.com/implicit-jax/implicit_jax'  # your clone or fork
+# The repository's configs/ and the installed package. In a checkout (notebooks/ beside configs/) nothing is
+# fetched; in Colab the repository is cloned and installed. Set REPO to your clone or fork.
+import importlib.util, os, subprocess, sys
+REPO = 'https://github.com/implicit-jax/implicit_jax'
+ROOT = os.path.abspath('..') if os.path.isdir('../configs') else os.path.abspath('implicit_jax')
+if not os.path.isdir(os.path.join(ROOT, 'configs')):
+    subprocess.run(['git', 'clone', '-q', REPO, ROOT], check=True)
 if importlib.util.find_spec('implicit_jax') is None:
-    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', f'implicit_jax[plot] @ git+{REPO}'], check=True)'''
+    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', f'{ROOT}[plot]'], check=True)'''
 
 CONFIG = '''\
 import os, tempfile
-import matplotlib.pyplot as plt
-from configs import bibtex, tiny
-from implicit_jax import analysis, checkpoints, train
+from implicit_jax.engine import checkpoints, config as config_lib, plots, train
+from implicit_jax.tasks.mlc import analysis
 
 # 'bibtex' (a few minutes on a CPU; the data ships inside the package) or 'tiny' (seconds, synthetic data).
 WHICH = os.environ.get('IMPLICIT_JAX_NOTEBOOK_CONFIG', 'bibtex')
-config = {'bibtex': bibtex, 'tiny': tiny}[WHICH].get_config()
+config = config_lib.from_file(os.path.join(ROOT, 'configs', f'{WHICH}.py'))
 workdir = os.path.join(tempfile.gettempdir(), 'implicit_jax_notebooks', WHICH)
 print(WHICH, '->', workdir)'''
 
@@ -42,15 +45,14 @@ QUICKSTART = [
              "print(f\"test example-F1 {result['test_f1']:.4f} at 0.5, {result['test_f1_tuned']:.4f} at the "
              "dev-tuned threshold {result['threshold']:.2f}\")"),
     ('markdown', '## Evaluate the saved (best-on-dev) model'),
-    ('code', 'from implicit_jax import metrics\n'
-             'run = checkpoints.load_trained(workdir)\n'
-             "x_test, y_test = run.task.splits['test']\n"
-             'probs = run.predict(x_test)\n'
-             "scores = metrics.all_f1(probs, y_test, result['threshold'])\n"
+    ('code', 'run = checkpoints.load_trained(workdir)\n'
+             "test = run.task.splits['test']\n"
+             'probs = run.predict(test)\n'
+             "scores = run.task.evaluator.score(probs, test, {'threshold': result['threshold']})\n"
              'print(scores)\n'
-             "assert abs(scores['example_f1'] - result['test_f1_tuned']) < 1e-9"),
+             "assert abs(scores['at_tuned']['example_f1'] - result['test_f1_tuned']) < 1e-9"),
     ('markdown', '## Training curves'),
-    ('code', "analysis.plot_training_curves(result, os.path.join(workdir, 'curves.png'))\n"
+    ('code', "plots.plot_training_curves(result, os.path.join(workdir, 'curves.png'), skip=('dev_threshold',))\n"
              'from IPython.display import Image\n'
              "Image(os.path.join(workdir, 'curves.png'))"),
 ]
@@ -64,7 +66,7 @@ ENERGY = [
     ('code', CONFIG),
     ('code', "result = train.train_and_evaluate(config, workdir)  # resumes or reuses a finished run\n"
              'run = checkpoints.load_trained(workdir)'),
-    ('code', "x, y = run.task.splits['train']\n"
+    ('code', "x, y = run.task.splits['train']['x'], run.task.splits['train']['y']\n"
              "energy = run.modules['energy']\n"
              'score_hessian = -analysis.energy_hessian_y(energy.apply, run.params[\'phi\'], x, y)\n'
              'cooc = analysis.label_cooccurrence(y)\n'

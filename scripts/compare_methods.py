@@ -16,7 +16,6 @@ be stopped and restarted.
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import sys
@@ -33,11 +32,11 @@ import reproduce_mlc  # pylint: disable=wrong-import-position
 
 # system -> config overrides on configs/<dataset>.py. Systems of reproduce_mlc keep its overrides and files.
 # Sampled energy losses draw K = 10 samples of the task net on every dataset (SEAL's K is not stated).
-_K = {'negatives.num_samples': 10}
+_K = {'seal.num_samples': 10}
 BASELINES = {
     'spen': {'method': 'spen'},
     'dvn': {'method': 'dvn'},
-    'nce-gbi': {'method': 'nce_gbi', **_K},
+    'nce-gbi': {'method': 'nce_gbi', 'nce_gbi.num_samples': 10},
     'infnet': {'method': 'infnet'},
     'infnet+ separated': {'method': 'infnet_plus', 'infnet.parameterization': 'separated'},
     'infnet+ shared': {'method': 'infnet_plus', 'infnet.parameterization': 'shared'},
@@ -52,8 +51,8 @@ BASELINES = {
 }
 # Settings chosen on dev by scripts/sweep.py (docs/sweeps/<dataset>-<method>.md), applied after BASELINES.
 DEV_CHOSEN = {
-    ('bibtex', 'spen'): {'gbi.steps': 50, 'gbi.step_size': 0.3},           # dev @0.5 40.11 vs 38.98 as committed
-    ('bibtex', 'dvn'): {'gbi.rule': 'mirror', 'gbi.step_size': 1.0},       # dev @0.5 42.08 vs 40.83
+    ('bibtex', 'spen'): {'spen.gbi.steps': 50, 'spen.gbi.step_size': 0.3},     # dev @0.5 40.11 vs 38.98 committed
+    ('bibtex', 'dvn'): {'dvn.gbi.rule': 'mirror', 'dvn.gbi.step_size': 1.0},   # dev @0.5 42.08 vs 40.83
     # docs/sweeps/bibtex-seal.md (80 epochs): the energy's weight in the task-net loss, lambda1 (lambda2 = 1)
     ('bibtex', 'seal-dynamic nce'): {'seal.energy_weight': 0.3},          # dev @0.5 39.89 vs 39.17
     ('bibtex', 'seal-static nce'): {'seal.energy_weight': 0.1},           # dev @0.5 40.05 vs 33.17
@@ -101,7 +100,7 @@ def run_one(dataset, system, seed, args):
   if system in reproduce_mlc.SYSTEMS:
     reproduce_mlc.run_one(dataset, system, seed, args)
     return
-  from implicit_jax import train  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   out = run_file(dataset, system, seed, args.protocol)
   if out.exists():
     return
@@ -148,7 +147,7 @@ def load_runs():
     for system in SYSTEMS:
       for path in sorted(run_file(dataset, system, 0).parent.glob(
           f'{dataset}-{system.replace(" ", "_")}-seed*.json')):
-        r = json.loads(path.read_text())
+        r = reproduce_mlc.records.load(path)
         if r['task_info']['protocol'] == 'official':
           groups.setdefault((dataset, system), []).append(r)
   return groups
@@ -162,7 +161,8 @@ def build_table():
       '',
       f'Table rebuilt by `python scripts/compare_methods.py --table_only` on {datetime.date.today()} '
       f'({platform.machine()} CPU, {os.cpu_count()} cores, JAX CPU backend) from the runs made by: '
-      + '; '.join(f'`{c}`' for c in commands) + '. One JSON per run (full config, split record, command, date) in '
+      + '; '.join(f'`{c}`' for c in commands) + '. One JSON per run (config, split record, per-epoch dev history, '
+      'final metrics, command, date) in '
       '`docs/baselines/runs/` (MBCE and implicit rows: `docs/mlc/runs/`, made by `scripts/reproduce_mlc.py`, '
       'which this script calls with the same overrides).',
       '',

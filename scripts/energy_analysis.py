@@ -28,7 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from implicit_jax import analysis  # pylint: disable=wrong-import-position
+from implicit_jax.engine import config as config_lib, plots  # pylint: disable=wrong-import-position
+from implicit_jax.tasks.mlc import analysis  # pylint: disable=wrong-import-position
 
 COOCCURRENCE = ('correlation', 'npmi', 'frequency')   # the first is the figure's and the headline number's
 
@@ -40,7 +41,7 @@ def fail(message: str):
 
 def load_run(workdir: str, data_dir: str | None):
   try:
-    from implicit_jax import checkpoints  # pylint: disable=import-outside-toplevel
+    from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
     return checkpoints.load_trained(workdir, {'data.data_dir': data_dir} if data_dir else None)
   except (FileNotFoundError, ValueError, KeyError, ImportError, AttributeError) as e:
     fail(f'cannot load a trained run from {workdir}: {type(e).__name__}: {e}')
@@ -77,7 +78,7 @@ def main():
          f'use a run trained with method \'implicit\'')
   if args.split not in run.task.splits:
     fail(f'--split={args.split!r}: the task has splits {sorted(run.task.splits)}')
-  x, y = (np.asarray(a) for a in run.task.splits[args.split])
+  x, y = (np.asarray(run.task.splits[args.split][k]) for k in ('x', 'y'))
   out = Path(args.out or ROOT / 'docs' / 'energy_analysis' / f'{run.task.name}_hessian_vs_cooccurrence.png')
   stem = out.with_suffix('')
 
@@ -101,13 +102,13 @@ def main():
       'cooccurrence': 'correlation = phi coefficient of the 0/1 label columns (figure); npmi; frequency = P(i, j)',
       'diagonal': 'excluded from the correlations (each symmetric pair counted once) and blanked in the figure',
       'correlations': results,
-      'run_config': run.config.to_dict(),
+      'run_config': config_lib.recorded(run.config),
       'run_test': {k: run.metrics[k] for k in ('test_f1', 'test_f1_tuned', 'best_epoch')} if run.metrics else None,
       'run_test_f1': (run.metrics or {}).get('test_f1'), 'run_test_f1_tuned': (run.metrics or {}).get('test_f1_tuned'),
   }
   out.parent.mkdir(parents=True, exist_ok=True)
   analysis_json = stem.with_suffix('.json')
-  from implicit_jax import checkpoints  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
   checkpoints.write_json(str(analysis_json), record)
   lines = [f'# Learned energy vs label co-occurrence: {run.task.name}, {system}', '',
            f'Produced by `{command}` on {record["date"]} from `{record["workdir"]}` ({args.split} split, '
@@ -135,7 +136,7 @@ def main():
     print(f'wrote {out}, {analysis_json}, {stem.with_suffix(".md")}')
     if run.metrics and (run.metrics.get('history') or run.metrics.get('train_log')):
       curves = f'{stem}_training_curves.png'
-      analysis.plot_training_curves(run.metrics, curves, title=f'{run.task.name}, {system}')
+      plots.plot_training_curves(run.metrics, curves, title=f'{run.task.name}, {system}', skip=('dev_threshold',))
       print(f'wrote {curves}')
     else:
       print('no metrics.json (the run did not finish): training curves skipped')

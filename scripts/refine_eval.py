@@ -3,8 +3,8 @@ r"""Remark 3 of the paper: refine ``A_theta(x)`` by gradient descent on the lear
 Usage: python scripts/refine_eval.py --workdir=DIR [--data_dir=PATH] [--out=docs/refine/NAME.md]
 
 Loads the run's best-on-dev parameters (``checkpoints.load_trained``) and scores prediction with
-``implicit.refine_steps`` in {5, 20} and every ``gbi.rule`` and ``gbi.step_size`` of the grid, beside
-``refine_steps = 0`` (the paper's prediction): dev F1 @0.5, dev F1 at the threshold tuned on dev, and the same on
+``implicit.refine.steps`` in {5, 20} and every ``implicit.refine.rule`` and ``.step_size`` of the grid, beside
+``refine.steps = 0`` (the paper's prediction): dev F1 @0.5, dev F1 at the threshold tuned on dev, and the same on
 test. A choice may use the dev columns only; test is listed so the record is complete. Nothing is trained.
 """
 
@@ -14,23 +14,27 @@ import itertools
 import sys
 from pathlib import Path
 
-import ml_collections
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from implicit_jax import checkpoints, methods, metrics, train, xla_options  # pylint: disable=wrong-import-position
+from implicit_jax import methods  # pylint: disable=wrong-import-position
+from implicit_jax.engine import checkpoints, config as config_lib  # pylint: disable=wrong-import-position
+from implicit_jax.engine import train  # pylint: disable=wrong-import-position
 
 GRID = {'rule': ('projected', 'mirror'), 'steps': (5, 20), 'step_size': (0.01, 0.03, 0.1, 0.3, 1.0)}
 
 
 def scores(run, config):
-  predict = xla_options.jit(methods.build(run.task, config).predict)
-  (x_dev, y_dev), (x_test, y_test) = run.task.splits['dev'], run.task.splits['test']
-  dev_half, p_dev = train.evaluate(predict, run.params, x_dev, y_dev)
-  test_half, p_test = train.evaluate(predict, run.params, x_test, y_test)
-  threshold, dev_tuned = train.tune_threshold(p_dev, y_dev)
-  return dev_half, dev_tuned, threshold, test_half, metrics.example_f1(p_test >= threshold, y_test > 0.5)
+  """``(dev @0.5, dev tuned, threshold, test @0.5, test tuned)`` of the method ``config`` builds, with the run's
+  parameters, predicted as the training loop does (padded batches on the data mesh)."""
+  method = methods.build(run.task, config)
+  _, replicated, sharded = train.data_parallel(config)
+  predict = train.make_predict(method, replicated, sharded)
+  dev, test = run.task.splits['dev'], run.task.splits['test']
+  p_dev, p_test = (train.predict_split(run.task, predict, run.params, s, config, sharded) for s in (dev, test))
+  final = run.task.evaluator.final(p_dev, dev, p_test, test)
+  return (run.task.evaluator.metrics(p_dev, dev)['f1'], final['dev_f1_tuned'], final['threshold'],
+          final['test_f1'], final['test_f1_tuned'])
 
 
 def main():
@@ -47,10 +51,10 @@ def main():
     parser.error(f'--workdir: {args.workdir} holds a {run.config.method!r} run; refinement is for method=implicit')
   rows = []
   for rule, steps, eta in [(None, 0, None)] + list(itertools.product(*GRID.values())):
-    config = ml_collections.ConfigDict(run.config.to_dict())
-    config.implicit.refine_steps = steps
+    config = config_lib.load(config_lib.recorded(run.config))
+    config.implicit.refine.steps = steps
     if steps:
-      config.gbi.rule, config.gbi.step_size = rule, eta
+      config.implicit.refine.rule, config.implicit.refine.step_size = rule, eta
     values = scores(run, config)
     rows.append((rule or '– (A_theta(x))', steps, eta if eta is not None else '–', *values))
     print(*rows[-1], flush=True)
@@ -58,7 +62,7 @@ def main():
   best_tuned = max(range(len(rows)), key=lambda i: rows[i][4])
   lines = [f'# Refining A_theta(x) by GBI on the learned energy: {run.task.name}', '',
            f'Made by `python {" ".join(sys.argv)}` on {datetime.date.today()} from the run in `{args.workdir}` '
-           f'(method implicit, loss {run.config.implicit.primary_loss}, solver {run.config.solver.name}, seed '
+           f'(method implicit, loss {run.config.implicit.primary_loss}, solver {run.config.implicit.solver.name}, seed '
            f'{run.config.seed}; a workdir of `scripts/reproduce_mlc.py` is `/tmp/reproduce_mlc/<dataset>-<system>-<seed>`). Example F1 x 100; "tuned": the threshold chosen on dev for that row. '
            '**Bold**: the best dev @0.5 and the best dev tuned row.', '',
            '| rule | steps | step size | dev @0.5 | dev tuned | threshold | test @0.5 | test tuned |',

@@ -4,15 +4,17 @@ Usage (the run that produced docs/mlc_results.md is recorded at the top of that 
   python scripts/reproduce_mlc.py --data_dir=../shared/data --datasets=bibtex,delicious --seeds=0,1,2
   python scripts/reproduce_mlc.py --data_dir=../shared/data --datasets=genbase,cal500,spo_fun --seeds=0
 
-Each run writes docs/mlc/runs/<dataset>-<system>-seed<k>.json (the full metrics.json of train_and_evaluate);
-an existing file is not run again, so the script can be stopped and restarted. The table is rebuilt from all
-run files at the end (--table_only rebuilds it without training).
+  python scripts/reproduce_mlc.py --datasets=bibtex --systems=implicit-cd,mbce --seeds=0,1,2 --verify
+
+Each run writes docs/mlc/runs/<dataset>-<system>-seed<k>.json (its record: train_and_evaluate's result without the
+per-step log, scripts/records.py); an existing file is not run again, so the script can be stopped and restarted.
+The table is rebuilt from all run files at the end (--table_only rebuilds it without training). --verify reruns
+runs that have a committed record, in a scratch workdir, and compares each with it instead of writing anything:
+the regression test of the science after a change to the code.
 """
 
 import argparse
 import datetime
-import importlib
-import json
 import re
 import sys
 import time
@@ -22,7 +24,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from implicit_jax.data.mlc_datasets import PROTOCOLS  # pylint: disable=wrong-import-position
+sys.path.insert(0, str(ROOT / 'scripts'))
+import records  # pylint: disable=wrong-import-position
+from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+from implicit_jax.tasks.mlc.datasets import PROTOCOLS  # pylint: disable=wrong-import-position
 
 # system name -> config overrides (applied on top of configs/<dataset>.py)
 SYSTEMS = {
@@ -33,11 +38,11 @@ SYSTEMS = {
     'implicit-nce': {'method': 'implicit', 'implicit.primary_loss': 'nce'},
     # The paper's own solver (Algorithm 1, supplement section 2): K = 5 Neumann terms, 5 HVPs (+1 for the
     # logged residual) against normal_cg's 11; the configuration benchmarks/epoch.py times.
-    'implicit-cd-neumann': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'solver.name': 'neumann',
-                            'solver.iterations': 5},
+    'implicit-cd-neumann': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.name': 'neumann',
+                            'implicit.solver.iterations': 5},
     # MINRES: the residual of H u = v minimised over the Krylov space at one HVP per iteration (5 HVPs).
-    'implicit-cd-minres': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'solver.name': 'minres',
-                           'solver.iterations': 5},
+    'implicit-cd-minres': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.name': 'minres',
+                           'implicit.solver.iterations': 5},
     # SEAL's task-net width (two 400-unit layers), which the bibtex-h400/bibtex-cd/delicious-cd sweeps chose on
     # dev @0.5 for both MBCE and implicit CD; MBCE again with the same network, so the pair stays like for like.
     'mbce-h400': {'method': 'feedforward', 'model.inference_hidden': (400, 400)},
@@ -61,14 +66,13 @@ PAPER = {
 
 
 def save_run(result, out: Path) -> None:
-  """Adds the command and date to a run's result and writes it atomically (a killed run leaves no half file)."""
-  from implicit_jax import checkpoints  # pylint: disable=import-outside-toplevel
+  """Adds the command, date and device to a run's result and writes its record atomically (a killed run leaves
+  no half file)."""
+  import jax  # pylint: disable=import-outside-toplevel
   result['command'] = 'python ' + ' '.join(sys.argv)
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
-  import jax  # pylint: disable=import-outside-toplevel
   result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
-  out.parent.mkdir(parents=True, exist_ok=True)
-  checkpoints.write_json(str(out), result)
+  records.write(out, result)
 
 
 def run_name(dataset, system, protocol) -> str:
@@ -79,7 +83,7 @@ def run_name(dataset, system, protocol) -> str:
 
 def base_config(dataset, seed, protocol, data_dir):
   """configs/<dataset>.py with the run's seed (which also seeds the dev split) and split protocol."""
-  config = importlib.import_module(f'configs.{dataset}').get_config()
+  config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py')
   config.seed = config.data.split_seed = seed
   config.data.protocol = protocol
   if dataset != 'bibtex' or protocol != 'official':  # bibtex's official split ships inside the package
@@ -99,12 +103,19 @@ def paired(runs_a, runs_b, field):
   return seeds, [a[k] - b[k] for k in seeds]
 
 
+VERIFIED = ('test_f1', 'test_f1_tuned', 'dev_f1', 'best_epoch', 'threshold')
+
+
 def run_one(dataset, system, seed, args):
-  from implicit_jax import train  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   name = run_name(dataset, system, args.protocol)
   out = ROOT / 'docs' / 'mlc' / 'runs' / f'{name}-seed{seed}.json'
-  if out.exists():
-    return
+  if args.verify:
+    if not out.exists():
+      print(f'== {dataset} {system} seed {seed}: no committed record to verify against', flush=True)
+      return None
+  elif out.exists():
+    return None
   config = base_config(dataset, seed, args.protocol, args.data_dir)
   config.update_from_flattened_dict(SYSTEMS[system])
   if args.epochs:
@@ -114,7 +125,18 @@ def run_one(dataset, system, seed, args):
     # converge too (best-on-dev selection picks the epoch either way).
     config.num_epochs *= 2
   print(f'== {dataset} {system} seed {seed}', flush=True)
-  save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)
+  if not args.verify:
+    save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)
+    return None
+  import shutil  # pylint: disable=import-outside-toplevel
+  workdir = f'/tmp/reproduce_mlc_verify/{name}-{seed}'
+  shutil.rmtree(workdir, ignore_errors=True)
+  result, committed = train.train_and_evaluate(config, workdir), records.load(out)
+  row = {k: (committed[k], result[k]) for k in VERIFIED}
+  print(f'   verify {name} seed {seed}: ' + ', '.join(
+      f'{k} {a:.6g} -> {b:.6g}' + ('' if a == b else f' ({b - a:+.2g})') for k, (a, b) in row.items()), flush=True)
+  return {'name': name, 'seed': seed, 'device_then': device_of(committed), 'values': row,
+          'identical': all(a == b for a, b in row.values())}
 
 
 def fmt(values):
@@ -123,7 +145,7 @@ def fmt(values):
 
 
 def build_table():
-  runs = [json.loads(p.read_text()) for p in sorted((ROOT / 'docs' / 'mlc' / 'runs').glob('*.json'))]
+  runs = [records.load(p) for p in sorted((ROOT / 'docs' / 'mlc' / 'runs').glob('*.json'))]
   groups = {}
   for r in runs:
     key = (r['task'], r['task_info']['protocol'], system_of(r))
@@ -133,8 +155,8 @@ def build_table():
       '# Multi-label classification: implicit method and MBCE baseline',
       '',
       f'Table rebuilt by `python scripts/reproduce_mlc.py --table_only` on {datetime.date.today()} from the runs '
-      f'made by: {commands}. One JSON per run in `docs/mlc/runs/` holds its full config, split record, '
-      'command, date and device ("device" column: `cpu` is a 2-core x86_64 machine, runs without a recorded '
+      f'made by: {commands}. One JSON per run in `docs/mlc/runs/` holds its config, split record, per-epoch dev '
+      'history, final metrics, command, date and device ("device" column: `cpu` is a 2-core x86_64 machine, runs without a recorded '
       'device were made there; `gpu` is one H100, used for the `resplit` and `-h400` runs of 2026-11-23, with '
       '`.devdata` a copy of `../shared/data/mulan` sent along to it; s/run is only comparable within one '
       'device).',
@@ -229,7 +251,7 @@ def update_readme(lines):
 
 
 def solver_of(runs):
-  names = sorted({r['config']['solver']['name'] for r in runs if r['config']['method'] != 'feedforward'})
+  names = sorted({r['config']['implicit']['solver']['name'] for r in runs if r['config']['method'] == 'implicit'})
   return ', '.join(names) if names else '–'
 
 
@@ -238,7 +260,7 @@ def system_of(result):
   size = '-h400' if list(c['model']['inference_hidden']) == [400, 400] else ''
   if c['method'] == 'feedforward':
     return 'mbce' + size
-  solver = c['solver']['name']
+  solver = c['implicit']['solver']['name']
   return (f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in ('neumann', 'minres') else '')
           + size)
 
@@ -252,7 +274,10 @@ def main():
   parser.add_argument('--protocol', default='official', choices=PROTOCOLS)
   parser.add_argument('--epochs', type=int, default=0, help='override num_epochs (0: the config\'s)')
   parser.add_argument('--table_only', action='store_true')
+  parser.add_argument('--verify', action='store_true', help='rerun runs with a committed record and compare '
+                      '(writes nothing; the summary is printed)')
   args = parser.parse_args()
+  verified = []
   if not args.table_only:
     for dataset in args.datasets.split(','):
       for system in args.systems.split(','):  # system-major: the MBCE and CD comparison completes first
@@ -260,8 +285,18 @@ def main():
           if system not in SYSTEMS:
             parser.error(f'--systems: unknown system {system!r}; choose from {list(SYSTEMS)}')
           t = time.perf_counter()
-          run_one(dataset, system, seed, args)
+          verified.append(run_one(dataset, system, seed, args))
           print(f'   {time.perf_counter() - t:.0f}s', flush=True)
+  if args.verify:
+    verified = [v for v in verified if v]
+    for name in sorted({v['name'] for v in verified}):
+      rows = [v for v in verified if v['name'] == name]
+      means = {k: (np.mean([r['values'][k][0] for r in rows]), np.mean([r['values'][k][1] for r in rows]))
+               for k in ('test_f1', 'test_f1_tuned')}
+      print(f'{name}: seeds {[r["seed"] for r in rows]}, identical: {[r["identical"] for r in rows]}; mean test F1 '
+            f'@0.5 {100 * means["test_f1"][0]:.2f} -> {100 * means["test_f1"][1]:.2f}, tuned '
+            f'{100 * means["test_f1_tuned"][0]:.2f} -> {100 * means["test_f1_tuned"][1]:.2f}')
+    return
   build_table()
 
 

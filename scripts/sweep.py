@@ -4,14 +4,13 @@ Usage:
   python scripts/sweep.py --sweep=delicious-cd --data_dir=../shared/data [--only=lam0.1,lr3e-4] [--seeds=0]
   python scripts/sweep.py --sweep=delicious-cd --table_only
 
-Each run writes docs/sweeps/<sweep>/<variant>-seed<k>.json (train_and_evaluate's metrics.json plus command and
-date); an existing file is not run again. docs/sweeps/<sweep>.md is rebuilt from the run files: the dev numbers
+Each run writes docs/sweeps/<sweep>/<variant>-seed<k>.json (its record, scripts/records.py: config, command,
+date, per-epoch dev history and final metrics); an existing file is not run again. docs/sweeps/<sweep>.md is rebuilt from the run files: the dev numbers
 are what a choice may use; test is listed only so the record is complete.
 """
 
 import argparse
 import datetime
-import json
 import os
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from scripts.reproduce_mlc import base_config, device_of, save_run  # pylint: disable=wrong-import-position
+from scripts.reproduce_mlc import base_config, device_of, records, save_run  # pylint: disable=wrong-import-position
 
 # sweep name -> (dataset config, {variant: overrides on top of it}); 'base' is the config as committed.
 SWEEPS = {
@@ -65,11 +64,11 @@ SWEEPS = {
     # The GBI baselines on bibtex (docs/baselines.md): inference settings and the energy's learning rate.
     'bibtex-spen': ('bibtex', {
         'base': {'method': 'spen'},
-        'eta1': {'method': 'spen', 'gbi.step_size': 1.0},
-        'mirror-eta1': {'method': 'spen', 'gbi.rule': 'mirror', 'gbi.step_size': 1.0},
-        'steps50-eta0.3': {'method': 'spen', 'gbi.steps': 50, 'gbi.step_size': 0.3},
+        'eta1': {'method': 'spen', 'spen.gbi.step_size': 1.0},
+        'mirror-eta1': {'method': 'spen', 'spen.gbi.rule': 'mirror', 'spen.gbi.step_size': 1.0},
+        'steps50-eta0.3': {'method': 'spen', 'spen.gbi.steps': 50, 'spen.gbi.step_size': 0.3},
         'lr3e-4': {'method': 'spen', 'optimizer.learning_rate': 3e-4},
-        'eta1-lr3e-4': {'method': 'spen', 'gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
+        'eta1-lr3e-4': {'method': 'spen', 'spen.gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
     }),
     # The shared inference network on bibtex, by MBCE alone: our MBCE @0.5 trails SEAL's CE by ~4 F1.
     'bibtex-mbce': ('bibtex', {
@@ -102,11 +101,11 @@ SWEEPS = {
     }),
     'bibtex-dvn': ('bibtex', {
         'base': {'method': 'dvn'},
-        'eta1': {'method': 'dvn', 'gbi.step_size': 1.0},
-        'mirror-eta1': {'method': 'dvn', 'gbi.rule': 'mirror', 'gbi.step_size': 1.0},
-        'steps50-eta0.3': {'method': 'dvn', 'gbi.steps': 50, 'gbi.step_size': 0.3},
+        'eta1': {'method': 'dvn', 'dvn.gbi.step_size': 1.0},
+        'mirror-eta1': {'method': 'dvn', 'dvn.gbi.rule': 'mirror', 'dvn.gbi.step_size': 1.0},
+        'steps50-eta0.3': {'method': 'dvn', 'dvn.gbi.steps': 50, 'dvn.gbi.step_size': 0.3},
         'lr3e-4': {'method': 'dvn', 'optimizer.learning_rate': 3e-4},
-        'eta1-lr3e-4': {'method': 'dvn', 'gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
+        'eta1-lr3e-4': {'method': 'dvn', 'dvn.gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
     }),
     # SEAL's energy-as-loss on bibtex: the static margin/NCE and dynamic NCE rows trail our MBCE at @0.5 (while
     # SEAL's beat its CE), with tuned F1 in line: the energy term's weight in the task-net loss shifts the outputs.
@@ -114,9 +113,9 @@ SWEEPS = {
     'bibtex-seal': ('bibtex', {
         f'{name}{suffix}': {**base, 'num_epochs': 80, **({'seal.energy_weight': w} if w else {})}
         for name, base in (('dyn-nce', {'method': 'seal_dynamic', 'seal.energy_loss': 'nce',
-                                        'negatives.num_samples': 10}),
+                                        'seal.num_samples': 10}),
                            ('static-nce', {'method': 'seal_static', 'seal.energy_loss': 'nce',
-                                           'negatives.num_samples': 10}),
+                                           'seal.num_samples': 10}),
                            ('static-margin', {'method': 'seal_static', 'seal.energy_loss': 'margin'}))
         for suffix, w in (('', None), ('-w0.3', 0.3), ('-w0.1', 0.1))
     }),
@@ -127,18 +126,18 @@ SWEEPS = {
         f'{name}-h400': {**overrides, 'num_epochs': 80, 'model.inference_hidden': (400, 400),
                          'model.energy_feature_hidden': (400,), 'model.energy_feature_dim': 400}
         for name, overrides in (('mbce', {'method': 'feedforward'}),
-                                ('spen', {'method': 'spen', 'gbi.steps': 50, 'gbi.step_size': 0.3}),
+                                ('spen', {'method': 'spen', 'spen.gbi.steps': 50, 'spen.gbi.step_size': 0.3}),
                                 ('infnet', {'method': 'infnet'}),
                                 ('seal-dynamic-regression', {'method': 'seal_dynamic',
                                                              'seal.energy_loss': 'regression'}),
                                 ('seal-dynamic-nce', {'method': 'seal_dynamic', 'seal.energy_loss': 'nce',
-                                                      'negatives.num_samples': 10, 'seal.energy_weight': 0.3}))
+                                                      'seal.num_samples': 10, 'seal.energy_weight': 0.3}))
     }),
 }
 
 
 def run_one(sweep, variant, seed, args):
-  from implicit_jax import train  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   dataset, variants = SWEEPS[sweep]
   out = ROOT / 'docs' / 'sweeps' / sweep / f'{variant}-seed{seed}.json'
   if out.exists():
@@ -160,8 +159,7 @@ def build_table(sweep):
            'test @0.5 | test tuned | device | s/run |', '|---|---|---|---|---|---|---|---|---|---|---|']
   means = []
   for variant, overrides in variants.items():
-    runs = [json.loads(p.read_text()) for p in
-            sorted((ROOT / 'docs' / 'sweeps' / sweep).glob(f'{variant}-seed*.json'))]
+    runs = [records.load(p) for p in sorted((ROOT / 'docs' / 'sweeps' / sweep).glob(f'{variant}-seed*.json'))]
     shown = ', '.join(f'{k}={v}' for k, v in overrides.items()) or '(config as committed)'
     for r in runs:
       tuned_max = max((h.get('dev_f1_tuned', np.nan) for h in r['history']), default=np.nan)

@@ -8,7 +8,14 @@ import jax
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `configs` is a top-level folder, importable from the repository root
+sys.path.insert(0, str(ROOT))  # `tests` and `scripts` import from the repository root
+
+from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+
+
+def load_config(name: str):
+  """``configs/<name>.py``'s config, loaded by path as ``python -m implicit_jax.main --config=...`` does."""
+  return config_lib.from_file(ROOT / 'configs' / f'{name}.py')
 
 
 @contextlib.contextmanager

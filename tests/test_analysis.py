@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from scipy import special
 
-from implicit_jax import analysis
-from implicit_jax.energies import MLCEnergy
+from implicit_jax.engine import plots
+from implicit_jax.tasks.mlc import analysis
+from implicit_jax.tasks.mlc.models import MLCEnergy
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 
@@ -27,7 +28,7 @@ def small_energy(num_labels=5, num_features=3, num_examples=7, seed=0):
   rng = np.random.default_rng(seed)
   x = rng.normal(size=(num_examples, num_features))
   y = rng.uniform(0.05, 0.95, size=(num_examples, num_labels))
-  phi = jax.tree.map(lambda p: np.asarray(p, np.float64), jax.jit(energy.init)(jax.random.PRNGKey(seed), x, y))
+  phi = jax.tree.map(lambda p: np.asarray(p, np.float64), jax.jit(energy.init)(jax.random.PRNGKey(seed), {'x': x}, y))
   # Scale the interaction weights up so the global term's curvature is far from round-off.
   phi['params']['M']['kernel'] = 2.0 * phi['params']['M']['kernel']
   phi['params']['v']['kernel'] = 3.0 * phi['params']['v']['kernel']
@@ -54,7 +55,7 @@ def finite_difference_hessian(energy, phi, x, y, h=1e-4):
   e = jnp.eye(size) * h
   shifts = {(si, sj): e[:, None, :] * si + e[None, :, :] * sj for si, sj in itertools.product((1, -1), repeat=2)}
   stacked = jnp.stack([shifts[k] for k in ((1, 1), (1, -1), (-1, 1), (-1, -1))])        # [4, L, L, L]
-  energies = jax.jit(energy.apply)(phi, x, y + stacked[..., None, :]).sum(-1)                    # [4, L, L]
+  energies = jax.jit(energy.apply)(phi, {'x': x}, y + stacked[..., None, :]).sum(-1)                    # [4, L, L]
   return np.asarray(energies[0] - energies[1] - energies[2] + energies[3]) / (4 * h * h * n)
 
 
@@ -88,7 +89,8 @@ def test_energy_hessian_works_for_any_energy_and_float32():
   """A quadratic energy 0.5 y^T A y + y^T B x with a known constant Hessian (sym(A)), through the generic path."""
   a = np.array([[2.0, -1.0, 0.5], [0.0, 1.0, 0.0], [1.5, 0.0, -3.0]], np.float32)
   b = np.ones((3, 2), np.float32)
-  energy_apply = lambda p, x, y: 0.5 * jnp.einsum('bi,ij,bj->b', y, p['a'], y) + jnp.einsum('bi,ij,bj->b', y, p['b'], x)
+  energy_apply = lambda p, batch, y: (0.5 * jnp.einsum('bi,ij,bj->b', y, p['a'], y)
+                                     + jnp.einsum('bi,ij,bj->b', y, p['b'], batch['x']))
   x = np.random.default_rng(0).normal(size=(10, 2)).astype(np.float32)
   y = np.random.default_rng(1).uniform(size=(10, 3)).astype(np.float32)
   out = analysis.energy_hessian_y(energy_apply, {'a': a, 'b': b}, x, y, batch_size=4)
@@ -97,7 +99,7 @@ def test_energy_hessian_works_for_any_energy_and_float32():
 
 def test_energy_hessian_rejects_mismatched_shapes():
   with pytest.raises(ValueError, match='same N'):
-    analysis.energy_hessian_y(lambda p, x, y: y.sum(-1), None, np.zeros((3, 2)), np.zeros((4, 2)))
+    analysis.energy_hessian_y(lambda p, batch, y: y.sum(-1), None, np.zeros((3, 2)), np.zeros((4, 2)))
 
 
 # Hand-worked example: 4 examples, 3 labels.
@@ -187,8 +189,8 @@ def test_plots_write_png(tmp_path):
              'train_log': {'5': {'loss_aux': 1.0, 'loss_prim': 2.0, 'residual': 1e-1},
                            10: {'loss_aux': 0.5, 'loss_prim': 1.0, 'residual': 1e-5}}}
   curves = tmp_path / 'curves.png'
-  analysis.plot_training_curves(metrics, str(curves))
+  plots.plot_training_curves(metrics, str(curves))
   data = curves.read_bytes()
   assert data.startswith(PNG_MAGIC) and len(data) > 1000
   with pytest.raises(ValueError, match='neither'):
-    analysis.plot_training_curves({'history': [], 'train_log': {}}, str(tmp_path / 'empty.png'))
+    plots.plot_training_curves({'history': [], 'train_log': {}}, str(tmp_path / 'empty.png'))

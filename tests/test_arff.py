@@ -1,4 +1,4 @@
-"""Tests for implicit_jax.data.arff: MULAN / MEKA / Clus HMC readers.
+"""Tests for implicit_jax.tasks.mlc.arff: MULAN / MEKA / Clus HMC readers.
 
 Fixtures in tests/fixtures/mlc are cut from the real files in /work/shared/data (see the ``%`` comment at
 the top of each); the expected cells below were read off those fixture files by hand.
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from implicit_jax.data.arff import (
+from implicit_jax.tasks.mlc.arff import (
     MultiLabelData,
     hierarchy_ancestors,
     impute_and_standardise,

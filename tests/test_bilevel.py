@@ -19,8 +19,8 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from implicit_jax import bilevel, losses
-from implicit_jax.energies import MLCEnergy
-from implicit_jax.networks import MLPInferenceNet
+from implicit_jax.spaces.binary import Binary
+from implicit_jax.tasks.mlc.models import MLCEnergy, MLPInferenceNet
 from tests.conftest import float64
 
 
@@ -113,19 +113,20 @@ def spen_problem():
     net = MLPInferenceNet(3, hidden=(5,), act='tanh')
     energy = MLCEnergy(3, feature_hidden=(4,), feature_dim=4, global_hidden=3)
     to64 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), tree)  # Flax inits float32
-    theta0 = to64(net.init(kt, batch['x']))
-    phi = to64(energy.init(kp, batch['x'], batch['y']))
+    theta0 = to64(net.init(kt, batch))
+    phi = to64(energy.init(kp, batch, batch['y']))
+    space = Binary((3,))
 
     def l_aux(theta, phi, b):  # Eq. 6 plus weight decay, so that a strict local minimum exists
-      logits = net.apply(theta, b['x'])
-      e = jnp.mean(energy.apply(phi, b['x'], jax.nn.sigmoid(logits)))
+      logits = net.apply(theta, b)
+      e = jnp.mean(energy.apply(phi, b, jax.nn.sigmoid(logits)))
       decay = 0.5 * WEIGHT_DECAY * sum(jnp.sum(w ** 2) for w in jax.tree.leaves(theta))
-      return losses.bce(logits, b['y']) + LAMBDA * e + decay
+      return space.local_loss(logits, b['y']) + LAMBDA * e + decay
 
     def l_prim(theta, phi, b):  # SSVM margin with the inference net's relaxed output as negative
-      y_bar = jax.nn.sigmoid(net.apply(theta, b['x']))
-      return losses.ssvm_margin(energy.apply(phi, b['x'], y_bar), energy.apply(phi, b['x'], b['y']),
-                                losses.l1_cost(y_bar, b['y']))
+      y_bar = jax.nn.sigmoid(net.apply(theta, b))
+      return losses.ssvm_margin(energy.apply(phi, b, y_bar), energy.apply(phi, b, b['y']),
+                                space.cost('l1')(y_bar, b['y']))
 
     @jax.jit
     def newton(theta, phi):

@@ -12,12 +12,12 @@ from tests.conftest import ROOT
 
 SCRIPT = r'''
 import json, jax, numpy as np
-from configs import tiny
-from implicit_jax import methods, tasks, train
+from implicit_jax import methods, tasks
+from implicit_jax.engine import config as config_lib, data, train
 assert jax.device_count() == 4, jax.devices()
 
 def run(num_devices):
-  config = tiny.get_config()
+  config = config_lib.from_file('configs/tiny.py')
   config.num_devices, config.batch_size, config.model.dropout = num_devices, 16, 0.3
   task = tasks.get_task(config)
   method = methods.build(task, config)
@@ -25,18 +25,23 @@ def run(num_devices):
   state = jax.device_put(method.init(jax.random.key(0)), replicated)
   start = jax.device_get(state.params)
   step = train.make_train_step(method, jax.random.key(1), replicated, sharded)
-  x, y = task.splits['train']
+  batches = data.train_batches(task, 16, np.random.default_rng(0))
   for i in range(5):
-    batch = train.shard_batch({'x': x[16 * i:16 * (i + 1)], 'y': y[16 * i:16 * (i + 1)]}, sharded)
+    batch = train.shard_batch(next(batches), sharded)
     assert len(batch['x'].sharding.device_set) == num_devices
     state, metrics = step(state, batch)
-  return start, jax.device_get(state.params), jax.device_get(metrics)
+  # Evaluation on the same mesh: the padded prediction batches are sharded too, with the same outputs.
+  predict = train.make_predict(method, replicated, sharded)
+  preds = train.predict_split(task, predict, state.params, task.splits['dev'], config, sharded)
+  return start, jax.device_get(state.params), jax.device_get(metrics), preds
 
-(start, one, m1), (_, four, m4) = run(1), run(4)
+(start, one, m1, p1), (_, four, m4, p4) = run(1), run(4)
+
 diffs = [float(np.max(np.abs(a - b)) / (np.max(np.abs(a)) + 1e-12))
          for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(four))]
 moved = [float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(start))]
 print(json.dumps({'max_rel_diff': max(diffs), 'min_moved': min(moved),
+                  'predict_diff': float(np.max(np.abs(p1 - p4))), 'predict_shape': list(p4.shape),
                   'finite': bool(all(np.isfinite(v) for v in list(m1.values()) + list(m4.values())))}))
 '''
 
@@ -51,3 +56,4 @@ def test_four_fake_devices_match_one_device_after_five_steps():
   # while the 5 steps moved every leaf (a missing all-reduce would give O(1) differences).
   assert out['max_rel_diff'] < 1e-5, out
   assert out['min_moved'] > 1e-4 and out['finite'], out
+  assert out['predict_shape'] == [64, 6] and out['predict_diff'] < 1e-4, out

@@ -9,9 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import tiny
-from implicit_jax import losses, methods, tasks
+from implicit_jax import methods, tasks
+from implicit_jax.engine import checkpoints, data, train
 from implicit_jax.methods.infnet import InferenceNetPair, make_objectives
+from implicit_jax.spaces.binary import Binary
+from implicit_jax.tasks.mlc.models import MLPInferenceNet
+from tests.conftest import load_config
 
 # A hand-checkable problem: B = 2, L = 2, a linear energy E(x, y) = w . y with w = (1, -2), L1 cost.
 #   gold y:  (1, 0) -> E = 1;   (0, 1) -> E = -2
@@ -20,72 +23,81 @@ from implicit_jax.methods.infnet import InferenceNetPair, make_objectives
 #   h_F = Delta - E(y_F) + E(y) = (2.5, -0.5);   h_A = E(y) - E(y_A) = (0.75, -2.25)
 #   BCE(F) = 2 log 2 per example; BCE(A) = 2 log(4/3), 2 log 4 -> mean log(16/3)
 Y = jnp.array([[1.0, 0.0], [0.0, 1.0]])
-X = jnp.zeros((2, 3))
+X = {'x': jnp.zeros((2, 3)), 'y': Y}  # the batch: inputs and gold outputs
+SPACE = Binary((2,))
 PHI = {'w': jnp.array([1.0, -2.0])}
 F_LOGITS = jnp.zeros((2, 2))
 A_LOGITS = jnp.tile(jnp.log(jnp.array([3.0, 1 / 3])), (2, 1))
 CE, LAM = 0.5, 2.0
 
 
-def linear_energy(phi, x, y):
-  del x
+def linear_energy(phi, batch, y):
+  del batch
   return jnp.sum(phi['w'] * y, axis=-1)
 
 
 def _objectives(truncate, ce=CE, lam=LAM):
-  return make_objectives(linear_energy, losses.l1_cost, 1.0, ce, lam, truncate)
+  return make_objectives(SPACE, linear_energy, SPACE.cost('l1'), 1.0, ce, lam, truncate)
 
 
 def test_energy_loss_is_the_margin_plus_lambda_perceptron_with_the_nets_outputs_held_constant():
   obj = _objectives(truncate=False)  # the energy's hinge is kept whatever infnet.truncate says
   y_f, y_a = jax.nn.sigmoid(F_LOGITS), jax.nn.sigmoid(A_LOGITS)
   # ssvm = mean [h_F]_+ = (2.5 + 0) / 2; perceptron = mean [h_A]_+ = (0.75 + 0) / 2
-  np.testing.assert_allclose(obj.energy(PHI, X, Y, y_f), 1.25, rtol=1e-6)
-  np.testing.assert_allclose(obj.energy(PHI, X, Y, y_f, y_a), 1.25 + LAM * 0.375, rtol=1e-6)
+  np.testing.assert_allclose(obj.energy(PHI, X, y_f), 1.25, rtol=1e-6)
+  np.testing.assert_allclose(obj.energy(PHI, X, y_f, y_a), 1.25 + LAM * 0.375, rtol=1e-6)
   # d/dw: example 1 is active in both terms, (y - y_F) / 2 + LAM (y - y_A) / 2 = (0.25, -0.25) + (0.25, -0.25)
-  grad = jax.grad(obj.energy)(PHI, X, Y, y_f, y_a)
+  grad = jax.grad(obj.energy)(PHI, X, y_f, y_a)
   np.testing.assert_allclose(grad['w'], [0.5, -0.5], rtol=1e-6)
   # No gradient reaches the nets' outputs through the energy's loss.
-  chex.assert_trees_all_equal(jax.grad(obj.energy, argnums=3)(PHI, X, Y, y_f, y_a), jnp.zeros_like(y_f))
+  chex.assert_trees_all_equal(jax.grad(obj.energy, argnums=2)(PHI, X, y_f, y_a), jnp.zeros_like(y_f))
 
 
 @pytest.mark.parametrize('truncate,margin', [(False, (2.5 - 0.5) / 2), (True, (2.5 + 0.0) / 2)])
 def test_cost_augmented_loss_maximises_the_margin_with_or_without_the_hinge(truncate, margin):
-  loss = _objectives(truncate).cost_augmented(PHI, X, Y, F_LOGITS)
+  loss = _objectives(truncate).cost_augmented(PHI, X, F_LOGITS)
   np.testing.assert_allclose(loss, -margin + CE * 2 * np.log(2), rtol=1e-6)
 
 
 @pytest.mark.parametrize('truncate,violation', [(False, (0.75 - 2.25) / 2), (True, (0.75 + 0.0) / 2)])
 def test_test_time_loss_minimises_the_energy_with_or_without_the_hinge(truncate, violation):
   obj = _objectives(truncate)
-  np.testing.assert_allclose(obj.test_time(PHI, X, Y, A_LOGITS), -LAM * violation + CE * np.log(16 / 3),
+  np.testing.assert_allclose(obj.test_time(PHI, X, A_LOGITS), -LAM * violation + CE * np.log(16 / 3),
                              rtol=1e-6)
   # InfNet's fine-tuning loss: weight 1, never truncated.
-  np.testing.assert_allclose(obj.test_time(PHI, X, Y, A_LOGITS, weight=1.0, trunc=False),
+  np.testing.assert_allclose(obj.test_time(PHI, X, A_LOGITS, weight=1.0, trunc=False),
                              -(0.75 - 2.25) / 2 + CE * np.log(16 / 3), rtol=1e-6)
 
 
 def test_truncation_only_matters_where_the_margin_is_negative():
   # Drop example 2 (negative h_F and h_A): with both margins positive the hinge is the identity.
   for fn, logits in ((lambda o: o.cost_augmented, F_LOGITS), (lambda o: o.test_time, A_LOGITS)):
-    on, off = (fn(_objectives(t))(PHI, X[:1], Y[:1], logits[:1]) for t in (True, False))
+    first = {k: v[:1] for k, v in X.items()}
+    on, off = (fn(_objectives(t))(PHI, first, logits[:1]) for t in (True, False))
     np.testing.assert_allclose(on, off, rtol=1e-6)
-    on, off = (fn(_objectives(t))(PHI, X, Y, logits) for t in (True, False))
+    on, off = (fn(_objectives(t))(PHI, X, logits) for t in (True, False))
     assert abs(float(on) - float(off)) > 0.1
 
 
 @functools.cache
 def _grad_reach(parameterization):
   """For each net's loss, the top-level parameter groups its gradient reaches (non-zero)."""
-  nets = InferenceNetPair(num_labels=2, hidden=(4,), parameterization=parameterization)
-  x = jax.random.normal(jax.random.key(0), (2, 3))
-  psi = nets.init(jax.random.key(1), x, Y)
+  net = lambda heads=1: MLPInferenceNet(num_labels=2, hidden=(4,), heads=heads)
+  nets = InferenceNetPair(net(2 if parameterization == 'shared' else 1), parameterization, SPACE.relax, 2,
+                          net() if parameterization == 'separated' else None)
+  batch = {'x': jax.random.normal(jax.random.key(0), (2, 3)), 'y': Y}
+  psi = nets.init(jax.random.key(1), batch, Y)
   obj = _objectives(truncate=False, ce=1.0, lam=1.0)
-  loss_f = lambda psi: obj.cost_augmented(PHI, x, Y, nets.apply(psi, x, Y)[0])
-  loss_a = lambda psi: obj.test_time(PHI, x, Y, nets.apply(psi, x, Y)[1])
+  loss_f = lambda psi: obj.cost_augmented(PHI, batch, nets.apply(psi, batch, Y)[0])
+  loss_a = lambda psi: obj.test_time(PHI, batch, nets.apply(psi, batch, Y)[1])
   grad_f, grad_a = jax.jit(lambda psi: (jax.grad(loss_f)(psi)['params'], jax.grad(loss_a)(psi)['params']))(psi)
-  reach = lambda grad: {k for k, g in grad.items() if any(np.any(np.asarray(v) != 0) for v in jax.tree.leaves(g))}
-  return set(psi['params']), reach(grad_f), reach(grad_a), grad_f
+  # The parameter groups by role: A's net, F's net or head, the shared trunk.
+  role = {'separated': {'net': 'A', 'f_net': 'F'}, 'stacked': {'net': 'A', 'F': 'F'},
+          'shared': {'trunk': 'trunk', 'head_0': 'F', 'head_1': 'A'}}[parameterization]
+  groups = lambda tree: tree['net'] if parameterization == 'shared' else tree
+  reach = lambda grad: {role[k] for k, g in groups(grad).items()
+                        if any(np.any(np.asarray(v) != 0) for v in jax.tree.leaves(g))}
+  return {role[k] for k in groups(psi['params'])}, reach(grad_f), reach(grad_a), grad_f
 
 
 @pytest.mark.parametrize('parameterization,groups,from_f,from_a', [
@@ -101,7 +113,7 @@ def test_each_parameterization_routes_the_gradients_of_the_two_losses(parameteri
 def test_stacked_blocks_the_gradient_of_F_loss_at_A_output():
   _, _, _, grad_f = _grad_reach('stacked')
   # F(x, y) = W_q [A(x); y] + b_q reads A's output, yet not one of A's parameters gets F's gradient ...
-  for leaf in jax.tree.leaves(grad_f['A']):
+  for leaf in jax.tree.leaves(grad_f['net']):
     assert np.all(np.asarray(leaf) == 0)
   # ... while F's affine map, W_q of shape [2L, L], gets it on both halves of its input.
   w_q = np.asarray(grad_f['F']['kernel'])
@@ -110,10 +122,8 @@ def test_stacked_blocks_the_gradient_of_F_loss_at_A_output():
 
 @pytest.fixture(scope='module')
 def tiny_task():
-  config = tiny.get_config()
-  task = tasks.get_task(config)
-  x, y = task.splits['train']
-  return task, {'x': x[:16], 'y': y[:16]}
+  task = tasks.get_task(load_config('tiny'))
+  return task, next(data.train_batches(task, 16, np.random.default_rng(0)))
 
 
 _COMPILED = {}
@@ -122,7 +132,7 @@ _COMPILED = {}
 def _method(task, name, parameterization):
   """``(config, method, init, jitted step)`` on the tiny config, built and compiled once per module."""
   if (name, parameterization) not in _COMPILED:
-    config = tiny.get_config()
+    config = load_config('tiny')
     config.method = name
     config.num_epochs = 10  # 8 steps an epoch: InfNet fine-tunes from step 56, after the 30 steps trained below
     config.infnet.update(parameterization=parameterization, inference_steps=2, finetune_epochs=3)
@@ -150,7 +160,7 @@ def test_trains_on_the_tiny_config(tiny_task, name, parameterization):
     assert set(metrics) >= {'loss', 'loss_F', 'loss_A'}
     assert all(np.isfinite(float(v)) for v in metrics.values())
     history.append(float(metrics['loss']))
-  y = method.predict(state.params, batch['x'])
+  y = method.predict(state.params, batch)
   assert y.shape == batch['y'].shape and np.all((np.asarray(y) >= 0) & (np.asarray(y) <= 1))
   # The energy learns to separate the gold outputs from the nets' outputs, and the nets move too.
   assert history[0] > 0 and np.mean(history[-5:]) < 0.5 * history[0]
@@ -162,10 +172,11 @@ def test_trains_on_the_tiny_config(tiny_task, name, parameterization):
 def test_infnet_finetuning_freezes_the_energy_and_trains_A_from_F(tiny_task):
   task, batch = tiny_task
   config, method, init, step = _method(task, 'infnet', 'separated')
-  steps_per_epoch = len(task.splits['train'][0]) // config.batch_size
+  steps_per_epoch = len(task.splits['train']['y']) // config.batch_size
   switch = steps_per_epoch * (config.num_epochs - config.infnet.finetune_epochs)
   assert switch == 56
   state = init(jax.random.key(0))
+  assert int(state.opt_state['finetune_from']) == switch  # fixed with the run, kept in its state
 
   # The last joint step: the energy and F move, A is F.
   before = state.replace(step=jnp.asarray(switch - 1, jnp.int32))
@@ -180,8 +191,35 @@ def test_infnet_finetuning_freezes_the_energy_and_trains_A_from_F(tiny_task):
   assert _changed(after.params['A'], tuned.params['A'])
   assert int(tuned.step) == switch + 1 and np.isfinite(float(metrics['loss_A']))
   # predict uses A, which now differs from F.
-  assert not np.allclose(method.predict(tuned.params, batch['x']),
-                         jax.nn.sigmoid(method.modules['infnet'].apply(tuned.params['F'], batch['x'])))
+  assert not np.allclose(method.predict(tuned.params, batch),
+                         jax.nn.sigmoid(method.modules['infnet'].apply(tuned.params['F'], batch)))
+
+
+def test_infnet_resumed_with_more_epochs_keeps_its_phases(tmp_path):
+  """A finished run (2 epochs, fine-tuning in the last) extended to 3: the third epoch fine-tunes A further with
+  the energy frozen, instead of moving the phase boundary and overwriting the fine-tuned A with F."""
+  config = load_config('tiny')
+  config.method, config.infnet.finetune_epochs = 'infnet', 1
+  train.train_and_evaluate(config, str(tmp_path))
+
+  def latest():
+    c = checkpoints.load_config(str(tmp_path))
+    method = methods.build(tasks.get_task(c), c)
+    ckpt = checkpoints.Checkpointer(str(tmp_path))
+    try:
+      return ckpt.restore(jax.eval_shape(method.init, jax.random.key(0)))[0]
+    finally:
+      ckpt.close()
+
+  two = latest()
+  config.num_epochs = 3
+  train.train_and_evaluate(config, str(tmp_path))
+  three = latest()
+  assert int(three.step) == 24 and int(three.opt_state['finetune_from']) == 8
+  chex.assert_trees_all_equal(three.params['phi'], two.params['phi'])  # the energy stayed frozen
+  chex.assert_trees_all_equal(three.params['F'], two.params['F'])
+  assert _changed(two.params['A'], three.params['A'])                  # A went on fine-tuning
+  assert _changed(three.params['A'], three.params['F'])
 
 
 @pytest.mark.parametrize('name,overrides,message', [
@@ -195,13 +233,13 @@ def test_infnet_finetuning_freezes_the_energy_and_trains_A_from_F(tiny_task):
     ('infnet_plus', {'infnet.perceptron_weight': -1.0}, r'infnet.perceptron_weight must be >= 0, got -1.0'),
     ('infnet', {'infnet.ce_weight': -0.5}, r'infnet.ce_weight must be >= 0, got -0.5'),
     ('infnet', {'infnet.truncate': 'yes'}, r"infnet.truncate must be True or False, got 'yes'"),
-    ('infnet_plus', {'implicit.cost': 'l2'}, r"implicit.cost: unknown cost 'l2'"),
+    ('infnet_plus', {'infnet.cost': 'l2'}, r"infnet.cost: unknown cost 'l2'"),
     ('infnet_plus', {'infnet.inference_optimizer.name': 'rmsprop'},
      r"infnet.inference_optimizer.name: unknown optimizer 'rmsprop'"),
 ])
 def test_bad_config_names_the_field(tiny_task, name, overrides, message):
   task, _ = tiny_task
-  config = tiny.get_config()  # num_epochs = 2
+  config = load_config('tiny')  # num_epochs = 2
   config.method = name
   config.infnet.finetune_epochs = 1
   for path, value in overrides.items():

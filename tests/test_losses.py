@@ -1,24 +1,17 @@
-"""Losses, scores, samplers and metrics on cases worked by hand; every primary loss feeds the implicit term."""
+"""Primary losses and multi-label metrics on cases worked by hand; every primary loss feeds the implicit term, on
+multi-label and on tagging outputs."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import tiny
-from implicit_jax import losses, methods, metrics, negatives, tasks
+from implicit_jax import losses, methods, tasks
+from implicit_jax.engine import data
+from implicit_jax.tasks.mlc import metrics
+from tests.conftest import load_config
 
 A = np.testing.assert_allclose
-
-
-def test_soft_f1_and_costs_by_hand():
-  y_bar, y = jnp.array([1.0, 0.5, 0.0]), jnp.array([1.0, 1.0, 0.0])
-  A(losses.soft_f1(y_bar, y), 2 * 1.5 / 3.5, rtol=1e-6)          # min sums to 1.5, max to 2
-  A(losses.soft_f1(jnp.zeros(3), jnp.zeros(3)), 1.0)              # both empty: exactly right
-  A(losses.soft_f1(jnp.array([1.0, 0, 1]), jnp.array([1.0, 1, 0])), 0.5)  # binary: F1 = 2*1/(2+2)
-  A(losses.l1_cost(jnp.array([0.2, 0.5]), jnp.array([0.0, 1.0])), 0.7, rtol=1e-6)
-  A(losses.hamming_cost(jnp.array([0.2, 0.5]), jnp.array([0.0, 1.0])), 0.35, rtol=1e-6)
-  A(losses.f1_cost(y_bar, y), 1 - 3 / 3.5, rtol=1e-6)
 
 
 def test_ssvm_takes_the_most_violating_negative():
@@ -51,25 +44,6 @@ def test_dvn_regression_by_hand():
     rtol=1e-5)
 
 
-def test_samplers_are_differentiable_and_in_range():
-  logits = jnp.array([[0.3, -1.0, 2.0]])
-  for sampler in negatives.SAMPLERS:
-    noise = negatives.draw_noise(jax.random.key(0), sampler, 4, logits.shape)
-    f = lambda l: negatives.negatives(l, noise, sampler, 0.5, 0.1, True)
-    y = f(logits)
-    assert y.shape == (5, 1, 3) and jnp.all((y >= 0) & (y <= 1))
-    A(y[0], jax.nn.sigmoid(logits))                                 # the mean prediction comes first
-    assert jnp.abs(jax.grad(lambda l: jnp.sum(f(l)[1:]))(logits)).sum() > 0, sampler
-  hard = negatives.negatives(logits, negatives.draw_noise(jax.random.key(1), 'straight_through', 8, logits.shape),
-                             'straight_through', 1.0, 0.0, False)
-  assert set(np.unique(np.asarray(hard)).tolist()) <= {0.0, 1.0}  # forward pass is a real Bernoulli sample
-
-
-def test_unknown_sampler_named():
-  with pytest.raises(ValueError, match="negatives.sampler: unknown sampler 'bernoulli'"):
-    negatives.draw_noise(jax.random.key(0), 'bernoulli', 1, (1, 2))
-
-
 def test_metrics_by_hand():
   gold = np.array([[1, 1, 0], [0, 0, 0], [0, 1, 0]])
   pred = np.array([[1, 0, 0], [0, 0, 0], [1, 1, 0]])
@@ -82,16 +56,18 @@ def test_metrics_by_hand():
     metrics.example_f1(pred[:, :2], gold)
 
 
+@pytest.mark.parametrize('config_name', ['tiny', 'tiny_tagging'])
 @pytest.mark.parametrize('loss', losses.PRIMARY_LOSSES)
-def test_every_primary_loss_gives_a_nonzero_implicit_term(loss):
-  config = tiny.get_config()
+def test_every_primary_loss_gives_a_nonzero_implicit_term(loss, config_name):
+  config = load_config(config_name)
+  config.method = 'implicit'
   config.implicit.primary_loss = loss
-  config.negatives.num_samples = 3
+  config.implicit.negatives.num_samples = 3
   task = tasks.get_task(config)
   method = methods.build(task, config)
   state = method.init(jax.random.key(0))
-  x, y = task.splits['train']
-  _, m = jax.jit(method.train_step)(state, {'x': x[:16], 'y': y[:16]}, jax.random.key(1))
+  batch = next(data.train_batches(task, 16, np.random.default_rng(0)))
+  _, m = jax.jit(method.train_step)(state, batch, jax.random.key(1))
   assert np.isfinite(float(m['loss_prim']))
   assert float(m['implicit_norm']) > 1e-6, loss
   assert float(m['explicit_norm']) > 1e-6, loss

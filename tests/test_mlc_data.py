@@ -6,16 +6,16 @@ Fixtures in tests/fixtures/mlc are 5-row cuts of the real files (see test_arff.p
 
 import time
 
-import ml_collections
 import numpy as np
 import pytest
 
 from implicit_jax import tasks
-from implicit_jax.data import mlc_datasets
-from implicit_jax.data.arff import read_mulan
-from implicit_jax.data.mlc_datasets import DATA_DIR_ENV, load_embedded_bibtex, load_mlc
-from implicit_jax.data.splits import dev_split, fold_sizes, stratified_split
+from implicit_jax.engine import config as config_lib
+from implicit_jax.tasks.mlc import datasets as mlc_datasets
+from implicit_jax.tasks.mlc.arff import read_mulan
+from implicit_jax.tasks.mlc.datasets import DATA_DIR_ENV, load_embedded_bibtex, load_mlc
 from implicit_jax.tasks import mlc
+from implicit_jax.tasks.mlc.splits import dev_split, fold_sizes, stratified_split
 from tests.test_arff import FIXTURES, shared_data
 
 FRACTIONS = (0.6, 0.2, 0.2)
@@ -187,19 +187,20 @@ def test_custom_clus_is_imputed_and_standardised_with_train_statistics():
 
 
 def test_mlc_task_from_config():
-  config = ml_collections.ConfigDict({'task': 'mlc', 'data': mlc.default_data_config()})
+  config = config_lib.base_config(task='mlc')
   config.data.name = 'custom'
   config.data.data_dir = str(FIXTURES)
   config.data.train_file = 'bibtex_cut.arff'
   config.data.test_file = 'bibtex_cut.arff'
   config.data.xml_file = 'bibtex_cut.xml'
   task = tasks.get_task(config)
-  assert (task.num_features, task.num_labels) == (16, 10) and set(task.splits) == {'train', 'dev', 'test'}
+  assert (task.splits['train']['x'].shape[1], task.space.units) == (16, 10)
+  assert set(task.splits) == {'train', 'dev', 'test'}
   assert task.info['dataset'] == 'custom'
 
 
 def test_default_data_config_fields():
-  d = mlc.default_data_config()
+  d = mlc.data_config()
   assert d.to_dict() == {'name': 'bibtex', 'data_dir': '', 'protocol': 'official', 'dev_fraction': 0.1,
                          'split_seed': 0, 'train_file': '', 'test_file': '', 'xml_file': '', 'num_labels': 0,
                          'format': 'mulan', 'source': 'raw', 'tfds_dir': ''}

@@ -7,11 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-from configs import bibtex
-from implicit_jax import checkpoints, train
-from implicit_jax.data.arff import read_mulan
-from implicit_jax.data.mlc_datasets import load_embedded_bibtex
-from tests.conftest import ROOT
+from implicit_jax.engine import checkpoints, train
+from implicit_jax.tasks.mlc.arff import read_mulan
+from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex
+from tests.conftest import ROOT, load_config
 
 
 
@@ -30,7 +29,7 @@ def arff(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def workdir(tmp_path_factory):
-  config = bibtex.get_config()  # the embedded bibtex; the MBCE baseline for one epoch keeps this test short
+  config = load_config('bibtex')  # the embedded bibtex; the MBCE baseline for one epoch keeps this test short
   config.method, config.num_epochs = 'feedforward', 1
   path = tmp_path_factory.mktemp('bibtex')
   train.train_and_evaluate(config, str(path))
@@ -60,7 +59,8 @@ def test_predict_errors_name_the_input(workdir, arff, tmp_path):
   bad = tmp_path / 'bad.npy'
   np.save(bad, np.zeros((2, 7), np.float32))
   proc = _predict(f'--workdir={workdir}', f'--input={bad}')
-  assert proc.returncode == 1 and f'error: {bad}: predict: features have shape (2, 7)' in proc.stderr
+  assert proc.returncode == 1
+  assert f'error: {bad}: predict: x has shape (2, 7), the model expects [N, 1836]' in proc.stderr
   proc = _predict(f'--workdir={workdir}', f'--input={tmp_path / "missing.arff"}')
   assert proc.returncode == 1 and 'missing.arff: no such file' in proc.stderr
   proc = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=high')

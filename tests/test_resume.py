@@ -13,9 +13,9 @@ import jax
 import numpy as np
 import pytest
 
-from configs import tiny
-from implicit_jax import checkpoints, methods, tasks, train
-from tests.conftest import ROOT
+from implicit_jax import methods, tasks
+from implicit_jax.engine import checkpoints, train
+from tests.conftest import ROOT, load_config
 
 EPOCHS, EVERY = 4, 2  # 8 steps per epoch on the tiny config: 32 steps, a checkpoint every 2
 
@@ -64,7 +64,7 @@ def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path):
   resumed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
   assert resumed.returncode == 0, resumed.stderr[-2000:]
   assert f'resuming from step {int(state.step)}' in resumed.stdout
-  config = tiny.get_config()  # the same run, uninterrupted, in this process
+  config = load_config('tiny')  # the same run, uninterrupted, in this process
   config.num_epochs, config.checkpoint_every = EPOCHS, EVERY
   train.train_and_evaluate(config, str(clean))
 
@@ -79,7 +79,7 @@ def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path):
 
 
 def test_nan_stops_with_step_and_quantity_and_keeps_the_last_checkpoint(tmp_path):
-  config = tiny.get_config()
+  config = load_config('tiny')
   config.log_every = config.checkpoint_every = 1
   config.implicit.inner_optimizer.name = 'sgd'
   config.implicit.inner_optimizer.learning_rate = 1e3  # diverges after a few steps
@@ -100,7 +100,7 @@ def test_nan_stops_with_step_and_quantity_and_keeps_the_last_checkpoint(tmp_path
 
 
 def test_resume_with_a_different_config_is_refused(tmp_path):
-  config = tiny.get_config()
+  config = load_config('tiny')
   config.num_epochs = 1
   train.train_and_evaluate(config, str(tmp_path))
   config.optimizer.learning_rate = 0.5
@@ -113,22 +113,22 @@ def test_resume_with_a_different_config_is_refused(tmp_path):
 
 
 def test_load_trained_restores_the_best_dev_parameters(tmp_path):
-  config = tiny.get_config()
+  config = load_config('tiny')
   result = train.train_and_evaluate(config, str(tmp_path))
   run = checkpoints.load_trained(str(tmp_path))
   assert set(run.modules) == {'infnet', 'energy'} and set(run.params) == {'theta', 'phi'}
-  x, y = run.task.splits['dev']
-  probs = run.predict(x)
-  assert probs.shape == y.shape and np.all((probs >= 0) & (probs <= 1))
-  # The reloaded best parameters reproduce the selected epoch's dev F1.
-  assert train.metrics.example_f1(probs >= 0.5, y > 0.5) == pytest.approx(result['dev_f1'], abs=1e-12)
-  with pytest.raises(ValueError, match=r'predict: features have shape \(3, 2\)'):
+  dev = run.task.splits['dev']
+  probs = run.predict(dev['x'])
+  assert probs.shape == dev['y'].shape and np.all((probs >= 0) & (probs <= 1))
+  # The reloaded best parameters reproduce the selected epoch's dev F1, with the arrays or the split dict.
+  assert run.task.evaluator.metrics(probs, dev)['f1'] == pytest.approx(result['dev_f1'], abs=1e-12)
+  np.testing.assert_array_equal(run.predict(dev), probs)
+  with pytest.raises(ValueError, match=r'predict: x has shape \(3, 2\), the model expects \[N, 8\]'):
     run.predict(np.zeros((3, 2), np.float32))
 
 
 def test_contradictory_config_rejected_before_reading_data(tmp_path):
-  from configs import bibtex  # pylint: disable=import-outside-toplevel
-  config = bibtex.get_config()
+  config = load_config('bibtex')
   config.data.dev_fraction = 0.0
   with pytest.raises(ValueError, match=r'config.data.dev_fraction must be in \(0, 1\): best-epoch selection and '
                                        r'the tuned threshold need a dev split, got 0.0'):
@@ -137,7 +137,7 @@ def test_contradictory_config_rejected_before_reading_data(tmp_path):
 
 
 def test_evaluate_cli_scores_the_saved_model(tmp_path):
-  config = tiny.get_config()
+  config = load_config('tiny')
   result = train.train_and_evaluate(config, str(tmp_path))
   proc = subprocess.run([sys.executable, '-m', 'implicit_jax.evaluate', f'--workdir={tmp_path}', '--split=all',
                          '--json'], cwd=ROOT, capture_output=True, text=True, timeout=300,
@@ -152,15 +152,57 @@ def test_evaluate_cli_scores_the_saved_model(tmp_path):
   assert 'Traceback' not in missing.stderr
 
 
-def test_workdir_recorded_before_a_field_was_added_still_resumes(tmp_path):
-  """A config.json without a field listed in checkpoints.ADDED_FIELDS reads as having its old-behaviour value."""
-  config = tiny.get_config()
-  stored = checkpoints.config_json(config)
-  del stored['implicit']['refine_steps']
-  checkpoints.write_json(os.path.join(tmp_path, 'config.json'), stored)
-  assert checkpoints.check_or_write_config(str(tmp_path), config)  # same run: accepted
-  assert checkpoints.load_config(str(tmp_path)).implicit.refine_steps == 0
-  checkpoints.write_json(os.path.join(tmp_path, 'config.json'), stored)
-  config.implicit.refine_steps = 3  # a real change is still refused, and named
-  with pytest.raises(ValueError, match=r'implicit\.refine_steps \(stored 0, now 3\)'):
+def test_a_field_added_since_a_run_was_recorded_neither_blocks_resume_nor_loading(tmp_path):
+  """No migration table: a config.json without a field reads as having the field's default (which, by the rule of
+  engine/config.py, is what the code did before the field existed); a real change to the field is refused."""
+  config = load_config('tiny')
+  config.num_epochs = 1
+  train.train_and_evaluate(config, str(tmp_path))
+  stored = json.loads((tmp_path / 'config.json').read_text())
+  del stored['implicit']['refine']
+  del stored['eval_batch_size']
+  checkpoints.write_json(str(tmp_path / 'config.json'), stored)
+  config.num_epochs = 2
+  assert train.train_and_evaluate(config, str(tmp_path))['steps'] == 16  # resumed and continued
+  checkpoints.write_json(str(tmp_path / 'config.json'), stored)
+  assert checkpoints.load_trained(str(tmp_path)).config.implicit.refine.steps == 0
+  config.implicit.refine.steps = 3
+  with pytest.raises(ValueError, match=r'implicit\.refine\.steps \(not recorded: the run used its default 0, now 3\)'):
     checkpoints.check_or_write_config(str(tmp_path), config)
+
+
+def test_only_result_changing_fields_of_the_method_in_use_are_compared(tmp_path):
+  """A run records its method's section alone: tuning another method's settings does not touch it."""
+  config = load_config('tiny')
+  config.method, config.num_epochs = 'feedforward', 1
+  train.train_and_evaluate(config, str(tmp_path))
+  stored = json.loads((tmp_path / 'config.json').read_text())
+  assert not {'implicit', 'spen', 'dvn', 'nce_gbi', 'infnet', 'seal'} & set(stored)
+  config.implicit.aux_lambda = 7.0   # another method's section: the feedforward run neither reads nor records it
+  config.log_every, config.eval_batch_size = 1, 32  # what it prints and how it batches predictions
+  assert checkpoints.check_or_write_config(str(tmp_path), config)
+
+
+FIXTURE = ROOT / 'tests' / 'fixtures' / 'workdir_v1'
+
+
+def test_a_workdir_written_before_the_engine_resumes_and_loads(tmp_path):
+  """tests/fixtures/workdir_v1: a finished 1-epoch run of configs/tiny.py (implicit) written by the code before
+  tasks were plug-ins (config format 1, top-level solver/negatives/gbi). It still evaluates as it did then, and
+  extended to 2 epochs it ends exactly as that code's own resumed run did (expected_after_resume.json)."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  workdir = tmp_path / 'run'
+  shutil.copytree(FIXTURE, workdir)
+  assert 'solver' in json.loads((workdir / 'config.json').read_text())  # the old format
+  evaluated = subprocess.run([sys.executable, '-m', 'implicit_jax.evaluate', f'--workdir={workdir}', '--split=all',
+                              '--json'], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                             env=dict(os.environ, JAX_PLATFORMS='cpu'))
+  assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+  expected = json.loads((FIXTURE.parent / 'workdir_v1_evaluate.json').read_text())
+  assert json.loads(evaluated.stdout) == expected
+  config = load_config('tiny')
+  config.num_epochs, config.checkpoint_every = 2, 4
+  result = train.train_and_evaluate(config, str(workdir))
+  old = json.loads((FIXTURE.parent / 'workdir_v1_expected_after_resume.json').read_text())
+  assert {k: result[k] for k in old} == old
+  assert 'solver' in json.loads((workdir / 'config.json').read_text())['implicit']  # rewritten in the new format

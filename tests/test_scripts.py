@@ -9,7 +9,7 @@ from scripts import reproduce_mlc  # pylint: disable=wrong-import-position
 
 def _run(method, hidden, solver='normal_cg', loss='cd'):
   return {'config': {'method': method, 'model': {'inference_hidden': hidden},
-                     'solver': {'name': solver}, 'implicit': {'primary_loss': loss}}}
+                     'implicit': {'primary_loss': loss, 'solver': {'name': solver}}}}
 
 
 def test_system_of_names_width_and_solver():

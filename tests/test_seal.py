@@ -2,15 +2,18 @@
 
 import functools
 import math
+import types
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import tiny
 from implicit_jax import methods, tasks
+from implicit_jax.engine import data
 from implicit_jax.methods import make_optimizer, seal
+from implicit_jax.spaces.binary import Binary
+from tests.conftest import load_config
 
 A = np.testing.assert_allclose
 ENERGY_LOSSES = ('margin', 'regression', 'regression_s', 'nce')
@@ -22,14 +25,15 @@ class LinearEnergy:
   """``E(x, y) = y . phi`` (x unused): energies that can be worked by hand."""
 
   @staticmethod
-  def apply(phi, x, y):
-    del x
+  def apply(phi, batch, y):
+    del batch
     return jnp.sum(y * phi, axis=-1)
 
 
 PHI = jnp.array([1.0, -2.0])
-X = jnp.zeros((1, 3))
 Y = jnp.array([[1.0, 0.0]])
+X = {'x': jnp.zeros((1, 3)), 'y': Y}           # the batch
+TASK = types.SimpleNamespace(space=Binary((2,)), score='f1')  # what the losses read of a task
 
 
 def ce(z, s):
@@ -38,12 +42,12 @@ def ce(z, s):
 
 
 def _config(method='seal_dynamic', energy_loss='nce', **seal_fields):
-  config = tiny.get_config()
+  config = load_config('tiny')
   config.method = method
   config.seal.energy_loss = energy_loss
   config.seal.pretrain_epochs = 1      # tiny: 2 epochs of 128 // 16 = 8 steps
-  config.negatives.num_samples = 2
-  config.seal.energy_weight, config.seal.bce_weight = 2.0, 0.5   # unequal: a swap of lambda1 and lambda2 shows
+  config.seal.num_samples = config.nce_gbi.num_samples = 2
+  config.seal.energy_weight, config.seal.ce_weight = 2.0, 0.5    # unequal: a swap of lambda1 and lambda2 shows
   for k, v in seal_fields.items():
     config.seal[k] = v
   return config
@@ -54,7 +58,7 @@ def _loss(name, **overrides):
   for path, v in overrides.items():
     section, field = path.split('.')
     config[section][field] = v
-  return seal.sample_energy_loss(LinearEnergy, name, config)
+  return seal.sample_energy_loss(TASK, LinearEnergy, name, config.seal)
 
 
 # ------------------------------------------------------------------------------------------- losses by hand
@@ -62,23 +66,23 @@ def _loss(name, **overrides):
 
 def test_margin_loss_by_hand():
   # p = (0.5, 0.5): E(p) = 0.5 - 1 = -0.5, E(y) = 1, l1 cost 0.5 + 0.5 = 1, scaled by 2.
-  loss = _loss('margin', **{'implicit.cost': 'l1', 'implicit.cost_scale': 2.0})
-  A(loss(PHI, X, Y, jnp.zeros((1, 2)), None), 2.0 + 0.5 + 1.0, rtol=1e-6)
+  loss = _loss('margin', **{'seal.cost': 'l1', 'seal.cost_scale': 2.0})
+  A(loss(PHI, X, jnp.zeros((1, 2)), None), 2.0 + 0.5 + 1.0, rtol=1e-6)
 
 
 def test_regression_loss_by_hand():
   # Samples p (E -0.5, soft F1 2 * 0.5 / (0.5 + 1.5) = 0.5) and the gold y (E 1, score 1); target logit is -E.
   loss = _loss('regression')
-  A(loss(PHI, X, Y, jnp.zeros((1, 2)), None), (ce(0.5, 0.5) + ce(-1.0, 1.0)) / 2, rtol=1e-6)
+  A(loss(PHI, X, jnp.zeros((1, 2)), None), (ce(0.5, 0.5) + ce(-1.0, 1.0)) / 2, rtol=1e-6)
 
 
 def test_regression_s_loss_by_hand():
   # scale 0.1: noise (1, -1) gives (0.6, 0.4): E = 0.6 - 0.8 = -0.2, soft F1 2 * 0.6 / (0.6 + 1.4) = 0.6;
   # noise (6, -6) gives (1.1, -0.1), clipped to (1, 0) = y: E 1, score 1. Plus p itself and the gold y.
-  loss = _loss('regression_s', **{'negatives.scale': 0.1})
+  loss = _loss('regression_s', **{'seal.noise_scale': 0.1})
   noise = jnp.array([[[1.0, -1.0]], [[6.0, -6.0]]])
   want = (ce(0.5, 0.5) + ce(0.2, 0.6) + ce(-1.0, 1.0) + ce(-1.0, 1.0)) / 4
-  A(loss(PHI, X, Y, jnp.zeros((1, 2)), noise), want, rtol=1e-6)
+  A(loss(PHI, X, jnp.zeros((1, 2)), noise), want, rtol=1e-6)
 
 
 def test_nce_loss_by_hand():
@@ -88,7 +92,7 @@ def test_nce_loss_by_hand():
   noise = jnp.array([[[0.3, 0.7]], [[0.9, 0.1]]])
   s_gold, s_2 = -1 - math.log(0.375), 2 - math.log(0.125)
   want = math.log(2 * math.exp(s_gold) + math.exp(s_2)) - s_gold
-  A(loss(PHI, X, Y, jnp.array([[math.log(3.0), 0.0]]), noise), want, rtol=1e-6)
+  A(loss(PHI, X, jnp.array([[math.log(3.0), 0.0]]), noise), want, rtol=1e-6)
 
 
 def test_task_net_loss_by_hand():
@@ -96,7 +100,7 @@ def test_task_net_loss_by_hand():
   # Example 2: p = (0.75, 0.25), y = (0, 1): E = 0.75 - 0.5 = 0.25, MBCE = 2 log 4.
   logits = jnp.array([[0.0, 0.0], [math.log(3.0), -math.log(3.0)]])
   y = jnp.array([[1.0, 0.0], [0.0, 1.0]])
-  got = seal.task_net_loss(LinearEnergy, PHI, logits, jnp.zeros((2, 3)), y, 2.0, 0.5)
+  got = seal.task_net_loss(TASK.space, LinearEnergy, PHI, logits, {'x': jnp.zeros((2, 3)), 'y': y}, 2.0, 0.5)
   A(got, 2.0 * (-0.5 + 0.25) / 2 + 0.5 * (2 * math.log(2) + 2 * math.log(4)) / 2, rtol=1e-6)
 
 
@@ -109,9 +113,8 @@ def _compiled(method_name, energy_loss):
   config = _config(method_name, energy_loss)
   task = tasks.get_task(config)
   method = methods.build(task, config)
-  x, y = task.splits['train']
-  batch = {'x': jnp.asarray(x[:16]), 'y': jnp.asarray(y[:16])}
-  return method, _jit(method.init)(jax.random.key(0)), batch, _jit(method.train_step)
+  batch = jax.device_put(next(data.train_batches(task, 16, np.random.default_rng(0))))
+  return method, _jit(method.init)(jax.random.key(0)), batch, _jit(method.train_step), task
 
 
 def _jit(fn, **kwargs):
@@ -125,12 +128,11 @@ def _trees_equal(a, b):
 @pytest.mark.parametrize('name', ENERGY_LOSSES)
 def test_dynamic_energy_loss_treats_the_task_net_outputs_as_constants(name):
   config = _config('seal_dynamic', name)
-  method, state, batch, _ = _compiled('seal_dynamic', name)
+  method, state, batch, _, task = _compiled('seal_dynamic', name)
   energy, net = method.modules['energy'], method.modules['infnet']
-  objective = seal.samples_objective(energy, net, name, config)
+  objective = seal.samples_objective(task, energy, net, name, config.seal)
   theta, phi = state.params['theta'], state.params['phi']
-  loss_of = lambda theta, phi: objective({'theta': theta, 'phi': phi}, batch['x'], batch['y'],
-                                         jax.random.key(3))(phi)
+  loss_of = lambda theta, phi: objective({'theta': theta, 'phi': phi}, batch, jax.random.key(3))(phi)
   g_theta, g_phi = _jit(jax.grad(loss_of, argnums=(0, 1)))(theta, phi)
   assert all(np.all(np.asarray(g) == 0) for g in jax.tree.leaves(g_theta))
   assert any(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(g_phi))  # the loss is live in phi
@@ -139,17 +141,17 @@ def test_dynamic_energy_loss_treats_the_task_net_outputs_as_constants(name):
 def test_dynamic_step_is_an_energy_update_then_a_task_update_that_leaves_the_energy():
   name = 'regression'  # no sampling noise (and no dropout in tiny): the step does not depend on the rng split
   config = _config('seal_dynamic', name)
-  method, state, batch, step = _compiled('seal_dynamic', name)
+  method, state, batch, step, task = _compiled('seal_dynamic', name)
   energy, net = method.modules['energy'], method.modules['infnet']
-  energy_update = _jit(seal.energy_update(seal.samples_objective(energy, net, name, config),
+  energy_update = _jit(seal.energy_update(seal.samples_objective(task, energy, net, name, config.seal),
                                           make_optimizer(config.optimizer, 'optimizer')))
-  task_update = _jit(seal.task_update(energy, net,
+  task_update = _jit(seal.task_update(task.space, energy, net,
                                       make_optimizer(config.seal.task_optimizer, 'seal.task_optimizer')))
   rng = jax.random.key(5)
   after_energy, _ = energy_update(state, batch, rng)
   assert _trees_equal(after_energy.params['theta'], state.params['theta'])
   assert not _trees_equal(after_energy.params['phi'], state.params['phi'])
-  after_task, _ = task_update(after_energy, batch, rng, config.seal.energy_weight, config.seal.bce_weight)
+  after_task, _ = task_update(after_energy, batch, rng, config.seal.energy_weight, config.seal.ce_weight)
   assert _trees_equal(after_task.params['phi'], after_energy.params['phi'])
   assert not _trees_equal(after_task.params['theta'], after_energy.params['theta'])
   full, metrics = step(state, batch, rng)
@@ -159,7 +161,7 @@ def test_dynamic_step_is_an_energy_update_then_a_task_update_that_leaves_the_ene
 
 
 def test_static_energy_trains_during_pretraining_only_and_the_task_net_on_bce_alone_meanwhile():
-  method, state, batch, step = _compiled('seal_static', 'regression_s')   # pretraining = steps 0..7
+  method, state, batch, step, _ = _compiled('seal_static', 'regression_s')   # pretraining = steps 0..7
   rng = jax.random.key(1)
   at = lambda k, s=state: s.replace(step=jnp.asarray(k, jnp.int32))
   last_pretrain, _ = step(at(7), batch, rng)
@@ -183,7 +185,7 @@ CASES = [('nce_gbi', 'nce')] + [(m, e) for m in ('seal_static', 'seal_dynamic') 
 
 @pytest.mark.parametrize('method_name,energy_loss', CASES)
 def test_trains_a_few_steps_without_nan_and_predicts_in_the_box(method_name, energy_loss):
-  method, state, batch, step = _compiled(method_name, energy_loss)
+  method, state, batch, step, _ = _compiled(method_name, energy_loss)
   initial = state
   for i in range(3):
     state, metrics = step(state, batch, jax.random.key(i))
@@ -192,7 +194,7 @@ def test_trains_a_few_steps_without_nan_and_predicts_in_the_box(method_name, ene
   assert int(state.step) == 3
   for role in state.params:  # every parameter set trains (static: pretraining, both move)
     assert not _trees_equal(state.params[role], initial.params[role]), role
-  probs = np.asarray(_jit(method.predict)(state.params, batch['x']))
+  probs = np.asarray(_jit(method.predict)(state.params, {'x': batch['x']}))
   assert probs.shape == batch['y'].shape
   assert np.all(np.isfinite(probs)) and np.all((probs >= 0) & (probs <= 1))
 
@@ -211,18 +213,18 @@ def test_bad_config_values_name_the_field(method_name):
           r"seal.energy_loss: unknown energy loss 'hinge'; choose one of "
           r"\('margin', 'regression', 'regression_s', 'nce'\)")
   _raises(_config(method_name, 'nce', energy_weight=-1.0), r'seal.energy_weight must be a number >= 0, got -1.0')
-  _raises(_config(method_name, 'nce', bce_weight=-0.5), r'seal.bce_weight must be a number >= 0')
-  _raises(_config(method_name, 'nce', energy_weight=0.0, bce_weight=0.0), r'seal.energy_weight and seal.bce_weight')
+  _raises(_config(method_name, 'nce', ce_weight=-0.5), r'seal.ce_weight must be a number >= 0')
+  _raises(_config(method_name, 'nce', energy_weight=0.0, ce_weight=0.0), r'seal.energy_weight and seal.ce_weight')
   for name in ('nce', 'regression_s'):
     config = _config(method_name, name)
-    config.negatives.num_samples = 0
-    _raises(config, rf"negatives.num_samples must be a positive integer for the '{name}' energy loss, got 0")
+    config.seal.num_samples = 0
+    _raises(config, r'seal.num_samples must be a positive integer, got 0')
   config = _config(method_name, 'regression_s')
-  config.negatives.scale = 0.0
-  _raises(config, r'negatives.scale must be > 0')
+  config.seal.noise_scale = 0.0
+  _raises(config, r'seal.noise_scale must be > 0')
   config = _config(method_name, 'margin')
-  config.implicit.cost = 'zero_one'
-  _raises(config, r"implicit.cost: unknown cost 'zero_one'")
+  config.seal.cost = 'zero_one'
+  _raises(config, r"seal.cost: unknown cost 'zero_one'")
 
 
 def test_bad_pretrain_epochs_and_nce_gbi_samples_name_the_field():
@@ -230,5 +232,5 @@ def test_bad_pretrain_epochs_and_nce_gbi_samples_name_the_field():
     _raises(_config('seal_static', 'nce', pretrain_epochs=bad),
             rf'seal.pretrain_epochs must be an integer in \[0, num_epochs=2\), got {bad}')
   config = _config('nce_gbi')
-  config.negatives.num_samples = 0
-  _raises(config, r"negatives.num_samples must be a positive integer for the 'nce' energy loss")
+  config.nce_gbi.num_samples = 0
+  _raises(config, r'nce_gbi.num_samples must be a positive integer, got 0')

@@ -1,4 +1,4 @@
-"""Tests for implicit_jax.data.tfds_builders and the ``data.source='tfds'`` pipeline.
+"""Tests for implicit_jax.tasks.mlc.tfds_builders and the ``data.source='tfds'`` pipeline.
 
 The fast tests build each dataset from a manual dir holding the 5-row fixture cuts (tests/fixtures/mlc) placed
 where the dataset expects its files, with the builders' feature/label sizes patched to the cuts'.  Building the
@@ -17,10 +17,10 @@ import pytest
 import tensorflow_datasets as tfds
 
 from implicit_jax import tasks
-from implicit_jax.data import tfds_builders
-from implicit_jax.data.arff import read_clus_hmc, read_mulan
-from implicit_jax.data.mlc_datasets import DATASETS, PROTOCOLS, load_mlc
-from implicit_jax.tasks import mlc
+from implicit_jax.engine import config as config_lib
+from implicit_jax.tasks.mlc import tfds_builders
+from implicit_jax.tasks.mlc.arff import read_clus_hmc, read_mulan
+from implicit_jax.tasks.mlc.datasets import DATASETS, PROTOCOLS, load_mlc
 from tests.test_arff import FIXTURES, shared_data
 
 NAMES = sorted(tfds_builders.BUILDERS)
@@ -181,7 +181,7 @@ def without_origin(info: dict) -> dict:
 
 
 def mlc_config(**data) -> ml_collections.ConfigDict:
-  config = ml_collections.ConfigDict({'task': 'mlc', 'data': mlc.default_data_config()})
+  config = config_lib.base_config(task='mlc')
   config.data.update(data)
   return config
 
@@ -193,7 +193,8 @@ def test_task_config_reads_tfds(tmp_path, monkeypatch):
   from_tfds = tasks.get_task(mlc_config(name='genbase', data_dir=str(root), source='tfds',
                                         tfds_dir=str(tmp_path / 'tfds')))
   chex.assert_trees_all_equal(from_tfds.splits, raw.splits)
-  assert from_tfds.info['source'] == 'tfds' and (from_tfds.num_features, from_tfds.num_labels) == (10, 6)
+  assert from_tfds.info['source'] == 'tfds'
+  assert (from_tfds.splits['train']['x'].shape[1], from_tfds.space.units) == (10, 6)
 
 
 def test_unknown_source_is_named_with_the_choices():

@@ -10,24 +10,24 @@ import jax
 import numpy as np
 import pytest
 
-from configs import tiny
-from implicit_jax import methods, tasks, train
-from tests.conftest import ROOT
+from implicit_jax import methods, tasks
+from implicit_jax.engine import data, train
+from tests.conftest import ROOT, load_config
 
 
 # Each method with what the tiny config (2 epochs, no sampled negatives) must change for it.
 METHODS = {
     'implicit': {}, 'feedforward': {}, 'spen': {}, 'dvn': {},
-    'nce_gbi': {'negatives.num_samples': 2},
+    'nce_gbi': {'nce_gbi.num_samples': 2},
     'infnet': {'infnet.finetune_epochs': 1},
     'infnet_plus': {'infnet.parameterization': 'stacked'},
-    'seal_static': {'seal.pretrain_epochs': 1, 'seal.energy_loss': 'nce', 'negatives.num_samples': 2},
-    'seal_dynamic': {'seal.energy_loss': 'regression_s', 'negatives.num_samples': 2},
+    'seal_static': {'seal.pretrain_epochs': 1, 'seal.energy_loss': 'nce', 'seal.num_samples': 2},
+    'seal_dynamic': {'seal.energy_loss': 'regression_s', 'seal.num_samples': 2},
 }
 
 
 def tiny_config(method):
-  config = tiny.get_config()
+  config = load_config('tiny')
   config.method = method
   config.update_from_flattened_dict(METHODS[method])
   return config
@@ -47,7 +47,7 @@ def test_tiny_train_and_evaluate(tmp_path, method):
 
 def test_implicit_training_learns_the_synthetic_structure(tmp_path):
   """More epochs on the tiny problem: test F1 well above the all-negative and chance levels (1/3 per group)."""
-  config = tiny.get_config()
+  config = load_config('tiny')
   config.num_epochs = 15
   assert train.train_and_evaluate(config, str(tmp_path))['test_f1'] > 0.6
 
@@ -63,14 +63,14 @@ def test_step_compiles_once(method, dropout):
   m = methods.build(task, config)
   step = jax.jit(chex.assert_max_traces(m.train_step, n=1), donate_argnums=0)
   state = m.init(jax.random.key(0))
-  x, y = task.splits['train']
+  batches = data.train_batches(task, 16, np.random.default_rng(0))
   for i in range(3):
-    batch = {'x': x[i * 16:(i + 1) * 16], 'y': y[i * 16:(i + 1) * 16]}
-    state, metrics = step(state, batch, jax.random.key(i))
+    state, metrics = step(state, next(batches), jax.random.key(i))
     chex.assert_tree_all_finite(metrics)
   assert int(state.step) == 3
+  arrays = task.splits['train']
   with pytest.raises(AssertionError):  # the guard can fail: a new batch shape forces a second trace
-    step(state, {'x': x[:8], 'y': y[:8]}, jax.random.key(0))
+    step(state, {'x': arrays['x'][:8], 'y': arrays['y'][:8]}, jax.random.key(0))
 
 
 def run_main(tmp_path, *overrides):
@@ -90,14 +90,17 @@ def test_main_runs_and_prints_test_f1(tmp_path):
     ('--config.method=spenn',
      "config.method: unknown method 'spenn'; choose one of ['dvn', 'feedforward', 'implicit', 'infnet', "
      "'infnet_plus', 'nce_gbi', 'seal_dynamic', 'seal_static', 'spen']"),
-    ('--config.solver.name=newton', "solver.name: unknown inverse-HVP solver 'newton'"),
-    ('--config.solver.iterations=-2', 'solver.iterations must be a non-negative integer, got -2'),
-    ('--config.solver.alpha=-0.5', 'solver.alpha must be > 0, got -0.5'),
+    ('--config.implicit.solver.iterations=-2', 'solver.iterations must be a non-negative integer, got -2'),
+    ('--config.implicit.solver.alpha=-0.5', 'solver.alpha must be > 0, got -0.5'),
     ('--config.optimizer.name=adagradd', "optimizer.name: unknown optimizer 'adagradd'"),
     ('--config.batch_size=0', 'config.batch_size must be a positive integer, got 0'),
+    ('--config.implicit.solver.name=newton', "solver.name: unknown inverse-HVP solver 'newton'"),
     ('--config.implicit.primary_loss=hinge', "implicit.primary_loss: unknown loss 'hinge'; choose one of ('ssvm', "),
-    ('--config.negatives.sampler=gumbel', "negatives.sampler: unknown sampler 'gumbel'; choose one of ("),
-    ('--config.task=pos', "config.task: unknown task 'pos'; choose one of ['mlc', 'synthetic']"),
+    ('--config.implicit.negatives.sampler=gumbel', "negatives.sampler: unknown sampler 'gumbel'; choose one of ("),
+    ('--config.implicit.cost=iou', "implicit.cost: unknown cost 'iou' for the binary output space; choose one of"),
+    ('--config.task=pos', "config.task: unknown task 'pos'; choose one of ['mlc', 'synthetic', 'tagging']"),
+    ('--config.task=tagging', "config.data does not hold the fields of task 'tagging'"),
+    ('--config.eval_batch_size=0', 'config.eval_batch_size must be a positive integer, got 0'),
     ('--config.checkpoint_every=-1', 'config.checkpoint_every must be a non-negative integer, got -1'),
 ])
 def test_main_bad_config_values_end_in_one_clear_line(tmp_path, override, message):
@@ -114,7 +117,7 @@ def test_main_misspelt_override_is_an_error(tmp_path):
 
 
 def test_nan_loss_stops_with_the_step(tmp_path):
-  config = tiny.get_config()
+  config = load_config('tiny')
   config.optimizer.learning_rate = 1e30
   config.implicit.inner_optimizer.learning_rate = 1e30
   config.implicit.inner_optimizer.name = 'sgd'

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from implicit_jax import xla_options
+from implicit_jax.engine import xla_options
 
 
 def test_cpu_options_are_accepted_and_change_nothing_numerically():

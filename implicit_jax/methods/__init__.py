@@ -1,30 +1,53 @@
-"""Training methods, one module each, behind one small interface (``Method``); ``build`` picks by name.
+"""Training methods, one module per family, behind one small interface (``Method``); ``build`` picks by name.
 
 A method is three pure functions: ``init(rng) -> State``, ``train_step(state, batch, rng) -> (state, metrics)``
-(jitted once by the training loop; ``metrics`` is a dict of scalars kept on device) and
-``predict(params, x) -> y_relaxed`` in [0, 1]^L.
+(jitted once per batch shape by the training loop; ``metrics`` is a dict of scalars kept on device) and
+``predict(params, batch) -> y`` (the relaxed output of ``task.space.shape(batch)``). Methods see a task only
+through ``implicit_jax.tasks.Task``: its networks (``make_inference_net``, ``make_energy``), its output space
+(relaxation, local loss, negatives, costs, GBI) and ``example_batch``; nothing here knows what x or y are.
+
+Each family reads its own config section (``SECTIONS``), defined with its defaults in its module
+(``default_config``), plus the shared ``config.optimizer`` (the outer, energy optimiser).
 """
 
+import importlib
 from typing import Any, Callable, NamedTuple
 
 import flax
 import jax
+import ml_collections
 import optax
 
 OPTIMIZERS = {'adam': optax.adam, 'sgd': optax.sgd, 'adamw': optax.adamw}
+
+# config.method -> (module of implicit_jax.methods, its builder, the config section it reads); modules load on use.
+REGISTRY = {
+    'implicit': ('implicit', 'build', 'implicit'),
+    'feedforward': ('feedforward', 'build', None),
+    'spen': ('spen', 'build', 'spen'),
+    'dvn': ('dvn', 'build', 'dvn'),
+    'nce_gbi': ('seal', 'build_nce_gbi', 'nce_gbi'),
+    'infnet': ('infnet', 'build_infnet', 'infnet'),
+    'infnet_plus': ('infnet', 'build_infnet_plus', 'infnet'),
+    'seal_static': ('seal', 'build_static', 'seal'),
+    'seal_dynamic': ('seal', 'build_dynamic', 'seal'),
+}
+# config section -> the module whose default_config() defines it (its methods' settings, documented there).
+SECTION_MODULES = {'implicit': 'implicit', 'spen': 'spen', 'dvn': 'dvn', 'nce_gbi': 'seal', 'infnet': 'infnet',
+                   'seal': 'seal'}
 
 
 @flax.struct.dataclass
 class State:
   step: jax.Array
   params: dict            # named parameter sets, e.g. {'theta': inference net, 'phi': energy}
-  opt_state: dict         # one optimiser state per trained set
+  opt_state: dict         # one optimiser state per trained set (and any constant a method fixes at init)
 
 
 class Method(NamedTuple):
   init: Callable[[jax.Array], State]
   train_step: Callable[[State, dict, jax.Array], tuple[State, dict]]
-  predict: Callable[[dict, jax.Array], jax.Array]
+  predict: Callable[[dict, dict], jax.Array]
   modules: dict = {}      # the Flax modules behind params, by role ('infnet', 'energy'): for analysis tools
 
 
@@ -37,32 +60,48 @@ def make_optimizer(cfg, field: str) -> optax.GradientTransformation:
   return OPTIMIZERS[cfg.name](cfg.learning_rate)
 
 
-def inference_net(task: Any, config: Any):
-  """``A_theta``: the MLP inference network every method shares, sized by ``config.model``."""
-  from implicit_jax.networks import MLPInferenceNet  # pylint: disable=import-outside-toplevel
-  m = config.model
-  if not 0.0 <= m.dropout < 1.0:
-    raise ValueError(f'model.dropout must be in [0, 1), got {m.dropout}')
-  return MLPInferenceNet(task.num_labels, tuple(m.inference_hidden), m.activation, m.dropout)
+def optimizer_config(learning_rate: float = 1e-3) -> ml_collections.ConfigDict:
+  return ml_collections.ConfigDict({'name': 'adam', 'learning_rate': learning_rate})  # name: 'adam', 'sgd', 'adamw'
 
 
-# config.method -> (module of implicit_jax.methods, its builder); modules load on first use.
-REGISTRY = {
-    'implicit': ('implicit', 'build'),
-    'feedforward': ('feedforward', 'build'),
-    'spen': ('spen', 'build'),
-    'dvn': ('dvn', 'build'),
-    'nce_gbi': ('seal', 'build_nce_gbi'),
-    'infnet': ('infnet', 'build_infnet'),
-    'infnet_plus': ('infnet', 'build_infnet_plus'),
-    'seal_static': ('seal', 'build_static'),
-    'seal_dynamic': ('seal', 'build_dynamic'),
-}
+def positive_int(value, field: str, minimum: int = 1) -> int:
+  """``value`` checked to be an integer >= ``minimum``; the error names ``field``."""
+  if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    kind = 'positive' if minimum == 1 else 'non-negative' if minimum == 0 else f'>= {minimum}'
+    raise ValueError(f'{field} must be a {kind} integer, got {value!r}')
+  return value
+
+
+def init_params(task: Any, rng: jax.Array, nets: dict) -> dict:
+  """Initial parameters of ``nets`` (``{name: module}``, in order) on the task's example batch, one key each
+  (``rng`` itself for a single net). The energy, by convention named ``'phi'``, is also given a zero output."""
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  batch = task.example_batch()
+  y0 = jnp.zeros(task.space.shape(batch), jnp.float32)
+  keys = [rng] if len(nets) == 1 else list(jax.random.split(rng, len(nets)))
+  return {name: module.init(key, batch, y0) if name == 'phi' else module.init(key, batch)
+          for key, (name, module) in zip(keys, nets.items())}
+
+
+def steps_per_epoch(task: Any, config: Any) -> int:
+  """Training steps in an epoch: every batch is full, the remainder of the shuffled split is left for the next."""
+  return len(task.splits['train']['y']) // config.batch_size
+
+
+def section_of(method: str) -> str | None:
+  """The config section ``method`` reads (None: only the shared fields)."""
+  if method not in REGISTRY:
+    raise ValueError(f'config.method: unknown method {method!r}; choose one of {sorted(REGISTRY)}')
+  return REGISTRY[method][2]
+
+
+def default_sections() -> dict:
+  """Every method family's config section with its defaults."""
+  return {section: importlib.import_module(f'implicit_jax.methods.{module}').default_config(section)
+          for section, module in SECTION_MODULES.items()}
 
 
 def build(task: Any, config: Any) -> Method:
-  import importlib  # pylint: disable=import-outside-toplevel
-  if config.method not in REGISTRY:
-    raise ValueError(f'config.method: unknown method {config.method!r}; choose one of {sorted(REGISTRY)}')
-  module, builder = REGISTRY[config.method]
+  section_of(config.method)
+  module, builder, _ = REGISTRY[config.method]
   return getattr(importlib.import_module(f'implicit_jax.methods.{module}'), builder)(task, config)

@@ -1,47 +1,64 @@
 """DVN (Gygli, Norouzi & Angelova 2017): the energy regresses the task score of outputs, prediction by GBI.
 
 With our convention (lower energy = better) the value network is ``v(x, y) = sigmoid(-E_phi(x, y))``, fitted by
-cross-entropy to the soft F1 of y against the gold output (``losses.dvn_regression``) on three kinds of y:
+cross-entropy to the task's score of y against the gold output (``losses.dvn_regression``; ``Task.score``) on
+three kinds of y:
 
-* inference outputs: GBI on E from ``gbi.init`` (what the model would predict now);
-* adversarial outputs: from the inference output, ``gbi.steps`` projected *ascent* steps on the regression loss
-  itself, the outputs the value network is currently most wrong about (Gygli et al., section 3.2);
+* inference outputs: GBI on E from ``dvn.gbi.init`` (what the model would predict now);
+* adversarial outputs: from the inference output, ``dvn.gbi.steps`` projected *ascent* steps on the regression
+  loss itself, the outputs the value network is currently most wrong about (Gygli et al., section 3.2);
 * the gold output, score 1.
 
-All three are constants for the phi update. Prediction: GBI on E (``spen.gbi_predict``).
+All three are constants for the phi update. Prediction: GBI on E (``inference.predictor``).
 """
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import optax
 
 from implicit_jax import inference, losses
 from implicit_jax.methods import Method
-from implicit_jax.methods.spen import energy_method, gbi_predict
+from implicit_jax.methods.spen import energy_method
 
 
-def value_regression(energy, phi, x, samples, y):
-  """The regression loss on ``samples`` [S, B, L] (constants), each scored by its soft F1 against y (gold: 1)."""
-  return losses.dvn_regression(energy.apply(phi, x, samples), losses.soft_f1(samples, y))
+def default_config(section: str = 'dvn') -> ml_collections.ConfigDict:
+  """``config.dvn``."""
+  del section
+  c = ml_collections.ConfigDict()
+  c.gbi = inference.default_config()  # inference and adversarial outputs in training, prediction at test time
+  return c
 
 
-def regression_loss(config):
+def value_regression(energy, phi, batch, samples, score_fn):
+  """The regression loss on ``samples`` [S, *y.shape] (constants), each scored against the gold y."""
+  return losses.dvn_regression(energy.apply(phi, batch, samples),
+                               score_fn(samples, batch['y'], batch.get('mask')))
+
+
+def regression_loss(space, score_fn, gbi, field: str):
   """DVN's ``make_loss`` for ``energy_method``: inference, adversarial and gold outputs; SEAL-static's
   'regression' loss-net trains on it too."""
-  gbi = config.gbi
+  inference.check(gbi.steps, gbi.step_size, gbi.rule, field)
+  space.check_init(gbi.init, f'{field}.init')
 
-  def make_loss(energy, phi, x, y):
-    predict_y = gbi_predict(energy, gbi)
-    y_inf = predict_y(phi, x) if gbi.init != 'given' else predict_y(phi, x, jnp.full(y.shape, 0.5))
+  def make_loss(energy, phi, batch):
+    y, mask = batch['y'], batch.get('mask')
+    start = space.initial(gbi.init, y.shape, jnp.full(y.shape, 0.5) if gbi.init == 'given' else None,
+                          f'{field}.init')
+    energy_of = lambda y_bar: energy.apply(phi, batch, y_bar)
+    y_inf, _ = inference.gradient_based_inference(space, energy_of, start, gbi.steps, gbi.step_size, gbi.rule,
+                                                  gbi.tol)
     # Ascent on the per-example regression loss = descent on its negative, with the same GBI machinery.
-    negative_loss = lambda y_bar: -optax.sigmoid_binary_cross_entropy(-energy.apply(phi, x, y_bar),
-                                                                       losses.soft_f1(y_bar, y))
-    y_adv, _ = inference.gradient_based_inference(negative_loss, y_inf, gbi.steps, gbi.step_size, gbi.rule)
-    samples = jax.lax.stop_gradient(jnp.stack([y_inf, y_adv, y]))           # [3, B, L]
-    return lambda phi: value_regression(energy, phi, x, samples, y)
+    negative_loss = lambda y_bar: -optax.sigmoid_binary_cross_entropy(-energy_of(y_bar), score_fn(y_bar, y, mask))
+    y_adv, _ = inference.gradient_based_inference(space, negative_loss, y_inf, gbi.steps, gbi.step_size, gbi.rule)
+    samples = jax.lax.stop_gradient(jnp.stack([y_inf, y_adv, y]))           # [3, *y.shape]
+    return lambda phi: value_regression(energy, phi, batch, samples, score_fn)
 
   return make_loss
 
 
 def build(task, config) -> Method:
-  return energy_method(task, config, regression_loss(config))
+  gbi = config.dvn.gbi
+  score_fn = task.space.score(task.score, 'the task score')
+  return energy_method(task, config, gbi, regression_loss(task.space, score_fn, gbi, 'dvn.gbi'), 'dvn.gbi')

@@ -1,30 +1,30 @@
-"""The feed-forward baseline: the inference network trained by MBCE alone (no energy)."""
+"""The feed-forward baseline: the inference network trained by its output space's cross-entropy alone, no energy
+(MBCE on multi-label data, token cross-entropy on tags)."""
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from implicit_jax import losses
-from implicit_jax.methods import Method, State, inference_net, make_optimizer
+from implicit_jax.methods import Method, State, init_params, make_optimizer
 
 
 def build(task, config) -> Method:
-  net = inference_net(task, config)
+  net, space = task.make_inference_net(), task.space
   opt = make_optimizer(config.optimizer, 'optimizer')
 
   def init(rng):
-    theta = net.init(rng, jnp.zeros((1, task.num_features), jnp.float32))
+    theta = init_params(task, rng, {'theta': net})['theta']
     return State(step=jnp.zeros((), jnp.int32), params={'theta': theta}, opt_state={'theta': opt.init(theta)})
 
   def train_step(state, batch, rng):
-    logits = lambda theta: net.apply(theta, batch['x'], train=True, rngs={'dropout': rng})
-    loss_fn = lambda theta: losses.bce(logits(theta), batch['y'])
+    logits = lambda theta: net.apply(theta, batch, train=True, rngs={'dropout': rng})
+    loss_fn = lambda theta: space.local_loss(logits(theta), batch['y'], batch.get('mask'))
     loss, grad = jax.value_and_grad(loss_fn)(state.params['theta'])
     updates, opt_state = opt.update(grad, state.opt_state['theta'], state.params['theta'])
     theta = optax.apply_updates(state.params['theta'], updates)
     return State(step=state.step + 1, params={'theta': theta}, opt_state={'theta': opt_state}), {'loss': loss}
 
-  def predict(params, x):
-    return jax.nn.sigmoid(net.apply(params['theta'], x))
+  def predict(params, batch):
+    return space.relax(net.apply(params['theta'], batch))
 
   return Method(init, train_step, predict, {'infnet': net})

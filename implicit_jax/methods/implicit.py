@@ -1,12 +1,14 @@
 """The paper's method (Shankar & Piratla, Algorithm 1): inference net trained on L_aux, energy on the implicit
 gradient of L_prim.
 
-    L_aux(theta, phi)  = MBCE(y, A_theta(x)) + lambda * E_phi(x, A_theta(x))                      (Eq. 6)
+    L_aux(theta, phi)  = CE(y, A_theta(x)) + lambda * E_phi(x, A_theta(x))                        (Eq. 6)
     L_prim(theta, phi) = energy loss on the gold y and negatives y_bar_k drawn from A_theta(x)
-                         (ssvm, perceptron, cd, nce, dvn: ``losses.py``; samplers: ``negatives.py``)
+                         (ssvm, perceptron, cd, nce, dvn: ``losses.py``; samplers: the output space's)
 
-Prediction is ``A_theta(x)``; with ``implicit.refine_steps > 0`` it is refined by that many GBI steps on E_phi
-(Remark 3 of the paper, which does not use it).
+CE is the output space's local loss (binary cross-entropy for Bernoulli units, token cross-entropy for tags),
+A_theta(x) its relaxation of the
+inference net's logits. Prediction is ``A_theta(x)``; with ``implicit.refine.steps > 0`` it is refined by that
+many GBI steps on E_phi (Remark 3 of the paper, which does not use it).
 
 Each outer step: ``inner_steps`` optimiser steps on theta from the previous theta (warm start, optimiser state
 carried too), then one step on phi with ``dL_prim/dphi`` from ``bilevel.ImplicitSolve``; all in one jitted call.
@@ -14,98 +16,143 @@ The sampling noise of the negatives is drawn first and passed as data, so L_prim
 differentiable function of (theta, phi) within the step.
 """
 
+from typing import Callable, NamedTuple
+
 import jax
 import jax.numpy as jnp
+import ml_collections
 import optax
 
-from implicit_jax import bilevel, losses, negatives
-from implicit_jax.energies import MLCEnergy
-from implicit_jax.methods import Method, State, inference_net, make_optimizer, spen
+from implicit_jax import bilevel, inference, losses, spaces
+from implicit_jax.methods import Method, State, init_params, make_optimizer, optimizer_config, positive_int
 
 
-def make_energy_and_net(task, config):
-  m = config.model
-  infnet = inference_net(task, config)
-  energy = MLCEnergy(task.num_labels, tuple(m.energy_feature_hidden), m.energy_feature_dim, m.global_hidden,
-                     m.energy_activation)
-  return energy, infnet
+def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
+  """``config.implicit``."""
+  del section
+  c = ml_collections.ConfigDict()
+  c.inner_steps = 5              # T_inner: optimiser steps on L_aux per outer step (warm started)
+  c.aux_lambda = 1.0             # lambda in L_aux = CE + lambda * E (Eq. 6)
+  c.primary_loss = 'ssvm'        # L_prim: 'ssvm', 'cd', 'nce', 'dvn' or 'perceptron' (losses.py); 'dvn' regresses
+                                 # the task's score (Task.score, one of its output space's scores)
+  c.cost = 'l1'                  # Delta(y_bar, y) of ssvm and cd, a cost of the task's output space (spaces/)
+  c.cost_scale = 1.0             # multiplies Delta
+  c.inner_optimizer = optimizer_config()  # the optimiser of theta in the inner loop
+  c.negatives = ml_collections.ConfigDict()  # negatives y_bar drawn from A_theta(x) (the output space's samplers)
+  c.negatives.num_samples = 0    # sampled negatives per example (K)
+  c.negatives.include_mean = True  # also use the relaxed prediction A_theta(x) itself
+  c.negatives.sampler = 'concrete'  # 'concrete' (relaxed), 'straight_through' (hard forward) or 'gaussian'
+  c.negatives.temperature = 0.5  # concrete temperature
+  c.negatives.scale = 0.1        # gaussian noise scale
+  c.solver = ml_collections.ConfigDict()  # inverse-HVP solver (implicit_jax.bilevel.Solver documents each)
+  c.solver.name = 'normal_cg'    # 'normal_cg', 'minres', 'cg', 'neumann', 'dense', 'identity' or 'none'
+  c.solver.iterations = 5        # Neumann terms K / CG or MINRES max iterations
+  c.solver.alpha = 0.03          # Neumann step (upper bound when power_iters > 0)
+  c.solver.power_iters = 0       # HVPs spent estimating lambda_max(H) to set the Neumann step
+  c.solver.tol = 1e-4            # CG / MINRES relative residual tolerance
+  c.solver.damping = 1e-2        # (H + damping I) u = v; normal_cg: (H^2 + damping I) u = H v
+  c.solver.hvp = 'exact'         # 'exact' (jvp of grad) or 'fd' (finite difference, the paper's)
+  c.solver.fd_eps = 1e-3         # finite-difference perturbation length
+  c.solver.track_residual = True  # report ||(H + damping I) u - v|| / ||v|| each step
+  c.refine = ml_collections.ConfigDict()  # prediction (Remark 3): GBI on E_phi from A_theta(x)
+  c.refine.steps = 0             # 0 = A_theta(x), the paper's choice; k > 0 = k GBI steps
+  c.refine.step_size = 0.1
+  c.refine.rule = 'projected'    # 'projected' or 'mirror'
+  return c
+
+
+class Losses(NamedTuple):
+  """The two losses of the bi-level problem, ``f(theta, phi, batch) -> scalar``, and the networks behind them.
+  ``batch`` carries the inputs, the gold ``y``, the negatives' ``noise`` and a ``dropout`` key (``step_batch``)."""
+
+  l_aux: Callable
+  l_prim: Callable
+  infnet: object
+  energy: object
 
 
 def train_logits(infnet, theta, batch):
   # One dropout mask per outer step, shared by the inner steps, the Hessian and L_prim: within a step both
   # losses are deterministic functions of (theta, phi), as the implicit function theorem needs.
-  return infnet.apply(theta, batch['x'], train=True, rngs={'dropout': batch['dropout']})
+  return infnet.apply(theta, batch, train=True, rngs={'dropout': batch['dropout']})
 
 
-def make_primary_loss(energy, infnet, config):
-  """``L_prim(theta, phi, batch)`` for ``config.implicit.primary_loss``; batch holds x, y, noise, dropout rng."""
-  cfg, neg = config.implicit, config.negatives
+def make_losses(task, config) -> Losses:
+  """``L_aux`` (Eq. 6) and ``L_prim`` for ``config.implicit``, on the task's networks and output space."""
+  cfg, neg, space = config.implicit, config.implicit.negatives, task.space
   name = cfg.primary_loss
   if name not in losses.PRIMARY_LOSSES:
     raise ValueError(f'implicit.primary_loss: unknown loss {name!r}; choose one of {losses.PRIMARY_LOSSES}')
-  if cfg.cost not in losses.COSTS:
-    raise ValueError(f'implicit.cost: unknown cost {cfg.cost!r}; choose one of {sorted(losses.COSTS)}')
-  if neg.sampler not in negatives.SAMPLERS:
-    raise ValueError(f'negatives.sampler: unknown sampler {neg.sampler!r}; choose one of {negatives.SAMPLERS}')
+  cost_fn = space.cost(cfg.cost, 'implicit.cost')
+  score_fn = space.score(task.score, 'the task score') if name == 'dvn' else None
+  spaces.check_sampler(neg.sampler)
   if neg.num_samples < 0 or (neg.num_samples == 0 and not neg.include_mean):
-    raise ValueError('negatives: need num_samples > 0 or include_mean=True (no negative to contrast with)')
-  cost_fn = losses.COSTS[cfg.cost]
-
-  def l_prim(theta, phi, batch):
-    x, y = batch['x'], batch['y']
-    logits = train_logits(infnet, theta, batch)
-    y_neg = negatives.negatives(logits, batch['noise'], neg.sampler, neg.temperature, neg.scale,
-                                neg.include_mean)                           # [K, B, L]
-    e_neg, e_gold = energy.apply(phi, x, y_neg), energy.apply(phi, x, y)    # [K, B], [B]
-    if name == 'ssvm':
-      return losses.ssvm_margin(e_neg, e_gold, cfg.cost_scale * cost_fn(y_neg, y))
-    if name == 'cd':
-      return losses.contrastive_divergence(e_neg, e_gold, cfg.cost_scale * cost_fn(y_neg, y))
-    if name == 'perceptron':
-      return losses.perceptron(e_neg, e_gold)
-    if name == 'dvn':
-      # The gold output is a training sample too (score 1), as in Gygli et al.: without it nothing anchors the
-      # energy of good outputs, and on bibtex the inference net followed the energy into a collapse (F1 0.10).
-      return losses.dvn_regression(jnp.concatenate([e_gold[None], e_neg]),
-                                   jnp.concatenate([jnp.ones_like(e_gold)[None], losses.soft_f1(y_neg, y)]))
-    # nce: P_N is the inference net's current distribution, a fixed noise model at this step (SEAL Eq. 9).
-    fixed = jax.lax.stop_gradient(logits)
-    return losses.nce_ranking(e_neg, e_gold, losses.bernoulli_log_prob(fixed, y_neg),
-                              losses.bernoulli_log_prob(fixed, y))
-
-  return l_prim
-
-
-def build(task, config) -> Method:
-  cfg, neg = config.implicit, config.negatives
-  if isinstance(cfg.inner_steps, bool) or not isinstance(cfg.inner_steps, int) or cfg.inner_steps < 1:
-    raise ValueError(f'implicit.inner_steps must be a positive integer, got {cfg.inner_steps!r}')
-  energy, infnet = make_energy_and_net(task, config)
-  l_prim = make_primary_loss(energy, infnet, config)
-  inner_opt = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer')
-  outer_opt = make_optimizer(config.optimizer, 'optimizer')
-  solver = bilevel.Solver.from_config(config.solver)
+    raise ValueError('implicit.negatives: need num_samples > 0 or include_mean=True (no negative to contrast '
+                     'with)')
+  infnet, energy = task.make_inference_net(), task.make_energy()
   lam = cfg.aux_lambda
 
   def l_aux(theta, phi, batch):
     logits = train_logits(infnet, theta, batch)
-    return losses.bce(logits, batch['y']) + lam * jnp.mean(energy.apply(phi, batch['x'], jax.nn.sigmoid(logits)))
+    mask = batch.get('mask')
+    return (space.local_loss(logits, batch['y'], mask)
+            + lam * jnp.mean(energy.apply(phi, batch, space.relax(logits))))
 
+  def l_prim(theta, phi, batch):
+    y, mask = batch['y'], batch.get('mask')
+    logits = train_logits(infnet, theta, batch)
+    y_neg = space.negatives(logits, batch['noise'], neg.sampler, neg.temperature, neg.scale,
+                            neg.include_mean)                                 # [K, *y.shape]
+    e_neg, e_gold = energy.apply(phi, batch, y_neg), energy.apply(phi, batch, y)  # [K, B], [B]
+    if name == 'ssvm':
+      return losses.ssvm_margin(e_neg, e_gold, cfg.cost_scale * cost_fn(y_neg, y, mask))
+    if name == 'cd':
+      return losses.contrastive_divergence(e_neg, e_gold, cfg.cost_scale * cost_fn(y_neg, y, mask))
+    if name == 'perceptron':
+      return losses.perceptron(e_neg, e_gold)
+    if name == 'dvn':
+      # The gold output is a training sample too (score 1), as in Gygli et al.: without it nothing anchors the
+      # energy of good outputs, and the inference net followed the energy into a collapse (bibtex: test score
+      # 0.10, against 0.40 with it).
+      return losses.dvn_regression(jnp.concatenate([e_gold[None], e_neg]),
+                                   jnp.concatenate([jnp.ones_like(e_gold)[None], score_fn(y_neg, y, mask)]))
+    # nce: P_N is the inference net's current distribution, a fixed noise model at this step (SEAL Eq. 9).
+    fixed = jax.lax.stop_gradient(logits)
+    return losses.nce_ranking(e_neg, e_gold, space.log_prob(fixed, y_neg, mask), space.log_prob(fixed, y, mask))
+
+  return Losses(l_aux, l_prim, infnet, energy)
+
+
+def step_batch(batch: dict, rng: jax.Array, space, negatives_config) -> dict:
+  """The batch as the losses see it at this step: with the negatives' noise and the dropout key drawn from
+  ``rng`` (the step's key)."""
+  noise_rng, dropout_rng = jax.random.split(rng)
+  noise = space.noise(noise_rng, negatives_config.sampler, negatives_config.num_samples, batch['y'].shape)
+  return dict(batch, noise=noise, dropout=jax.random.key_data(dropout_rng))
+
+
+def build(task, config) -> Method:
+  cfg = config.implicit
+  positive_int(cfg.inner_steps, 'implicit.inner_steps')
+  positive_int(cfg.refine.steps, 'implicit.refine.steps', minimum=0)
+  l_aux, l_prim, infnet, energy = make_losses(task, config)
+  inner_opt = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer')
+  outer_opt = make_optimizer(config.optimizer, 'optimizer')
+  try:
+    solver = bilevel.Solver.from_config(cfg.solver)
+  except ValueError as e:
+    raise ValueError(f'implicit.{e}') from None
   inner = bilevel.ImplicitSolve(l_aux, inner_opt, cfg.inner_steps, solver)
+  space = task.space
 
   def init(rng):
-    k_theta, k_phi = jax.random.split(rng)
-    x0 = jnp.zeros((1, task.num_features), jnp.float32)
-    theta = infnet.init(k_theta, x0)
-    phi = energy.init(k_phi, x0, jnp.zeros((1, task.num_labels), jnp.float32))
-    return State(step=jnp.zeros((), jnp.int32), params={'theta': theta, 'phi': phi},
-                 opt_state={'theta': inner_opt.init(theta), 'phi': outer_opt.init(phi)})
+    params = init_params(task, rng, {'theta': infnet, 'phi': energy})
+    return State(step=jnp.zeros((), jnp.int32), params=params,
+                 opt_state={'theta': inner_opt.init(params['theta']), 'phi': outer_opt.init(params['phi'])})
 
   def train_step(state, batch, rng):
     p, s = state.params, state.opt_state
-    noise_rng, dropout_rng = jax.random.split(rng)
-    noise = negatives.draw_noise(noise_rng, neg.sampler, neg.num_samples, batch['y'].shape)
-    batch = dict(batch, noise=noise, dropout=jax.random.key_data(dropout_rng))
+    batch = step_batch(batch, rng, space, cfg.negatives)
     (loss, (theta, theta_state, aux_losses)), grad, diag = inner.value_and_grad(
         l_prim, p['phi'], p['theta'], s['theta'], batch)
     updates, phi_state = outer_opt.update(grad, s['phi'], p['phi'])
@@ -114,16 +161,14 @@ def build(task, config) -> Method:
     return State(step=state.step + 1, params={'theta': theta, 'phi': phi},
                  opt_state={'theta': theta_state, 'phi': phi_state}), metrics
 
-  refine_steps = cfg.refine_steps
-  if isinstance(refine_steps, bool) or not isinstance(refine_steps, int) or refine_steps < 0:
-    raise ValueError(f'implicit.refine_steps must be a non-negative integer, got {refine_steps!r}')
-  gbi = config.gbi.copy_and_resolve_references()
-  gbi.init, gbi.steps = 'given', refine_steps
-  refine = spen.gbi_predict(energy, gbi)
+  refine = None
+  if cfg.refine.steps:
+    gbi = ml_collections.ConfigDict(dict(cfg.refine, init='given', tol=0.0))
+    refine = inference.predictor(space, energy, gbi, 'implicit.refine')
 
-  def predict(params, x):
-    y = jax.nn.sigmoid(infnet.apply(params['theta'], x))
+  def predict(params, batch):
+    y = space.relax(infnet.apply(params['theta'], batch))
     # Remark 3: A_theta(x) refined by gradient descent on the learned energy.
-    return refine(params['phi'], x, y) if refine_steps else y
+    return refine(params['phi'], batch, y) if refine else y
 
   return Method(init, train_step, predict, {'infnet': infnet, 'energy': energy})

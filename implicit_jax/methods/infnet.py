@@ -1,126 +1,138 @@
 """Inference networks trained against an energy: InfNet (Tu & Gimpel 2018) and InfNet+ (Tu, Pang & Gimpel 2020).
 
-Two inference networks give relaxed outputs ``sigmoid(logits)``: the cost-augmented net F (it proposes the
-outputs that most violate the energy's margin) and the test-time net A (``predict``). With
-``h_F = Delta(F(x), y) - E(x, F(x)) + E(x, y)``, ``h_A = E(x, y) - E(x, A(x))`` and ``[.]_T`` the hinge ``[.]_+``
-when ``infnet.truncate``, the identity otherwise::
+Two inference networks give relaxed outputs (the output space's relaxation of their logits): the cost-augmented
+net F (it proposes the outputs that most violate the energy's margin) and the test-time net A (``predict``).
+With ``h_F = Delta(F(x), y) - E(x, F(x)) + E(x, y)``, ``h_A = E(x, y) - E(x, A(x))`` and ``[.]_T`` the hinge
+``[.]_+`` when ``infnet.truncate``, the identity otherwise::
 
     energy  (minimised):  [h_F]_+  +  lambda [h_A]_+          (losses.ssvm_margin + lambda * losses.perceptron)
-    F       (minimised): -[h_F]_T            + ce * BCE(F logits, y)
-    A       (minimised): -lambda [h_A]_T     + ce * BCE(A logits, y)
+    F       (minimised): -[h_F]_T            + ce * CE(F logits, y)
+    A       (minimised): -lambda [h_A]_T     + ce * CE(A logits, y)
 
-F(x) and A(x) are constants for the energy update; E(x, y) is a constant for the nets (it only matters under the
-hinge). Every step: ``k = infnet.inference_steps`` updates of the nets on the batch, then one energy update.
-Metrics: ``loss`` (the energy's), ``loss_F``, ``loss_A`` (the nets', at their last update, before it).
+CE is the output space's local loss. F(x) and A(x) are constants for the energy update; E(x, y) is a constant for
+the nets (it only matters under the hinge). Every step: ``k = infnet.inference_steps`` updates of the nets on the
+batch, then one energy update. Metrics: ``loss`` (the energy's), ``loss_F``, ``loss_A`` (the nets', at their last
+update, before it).
 
 * ``infnet`` (2018): the margin term alone (lambda = 0) trains F and the energy; A is a copy of F until the last
   ``infnet.finetune_epochs`` epochs, where the energy is frozen and A alone minimises ``E(x, A(x)) - E(x, y) +
-  ce * BCE`` (untruncated, lambda = 1): Tu & Gimpel's fine-tuning of the test-time net, from F.
+  ce * CE`` (untruncated, lambda = 1): Tu & Gimpel's fine-tuning of the test-time net, from F. The step where
+  fine-tuning starts is fixed when the run starts and kept in the state: a run resumed with more epochs keeps its
+  phases (fine-tuning goes on), it does not move the boundary and overwrite the fine-tuned A with F.
 * ``infnet_plus`` (2020): the compound objective, all three trained jointly; ``infnet.parameterization`` says
   what F and A share (``InferenceNetPair``).
 """
 
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import ml_collections
 import optax
 
 from implicit_jax import losses
-from implicit_jax.methods import Method, State, inference_net, make_optimizer
-from implicit_jax.methods.spen import make_energy
-from implicit_jax.networks import MLP
+from implicit_jax.methods import (Method, State, init_params, make_optimizer, optimizer_config, positive_int,
+                                  steps_per_epoch)
 
 PARAMETERIZATIONS = ('separated', 'shared', 'stacked')
 
 
-class InferenceNetPair(nn.Module):
-  """F and A of InfNet+ (Tu, Pang & Gimpel 2020, section 3.1). ``__call__(x, y) -> (F logits, A logits)``,
-  ``test_time(x) -> A logits``. The parameters of F alone are under ``'F'``, of A alone under ``'A'``:
+def default_config(section: str = 'infnet') -> ml_collections.ConfigDict:
+  """``config.infnet``, read by 'infnet' and 'infnet_plus'."""
+  del section
+  c = ml_collections.ConfigDict()
+  c.cost = 'l1'                     # Delta of the margin, a cost of the output space
+  c.cost_scale = 1.0                # multiplies Delta
+  c.parameterization = 'separated'  # infnet_plus: cost-augmented net F and test-time net A are 'separated' (two
+                                    # nets), 'shared' (one trunk, two heads) or 'stacked' (F(x, y) = a position-wise
+                                    # affine map of [A(x); y], no gradient into A when F is updated)
+  c.perceptron_weight = 1.0         # infnet_plus: lambda on the perceptron term of the compound objective
+  c.ce_weight = 1.0                 # weight of the local cross-entropy term in the inference nets' losses
+  c.inference_steps = 1             # k: inference-net updates (on the batch) per energy update
+  c.truncate = False                # keep the hinge [.]_+ in the inference nets' objectives (InfNet 2018 did;
+                                    # InfNet+ removes it). The energy's loss is always truncated
+  c.finetune_epochs = 2             # infnet: the last epochs train A alone (from F) on E(x, A(x)) + CE, the
+                                    # energy frozen (Tu & Gimpel's test-time inference network)
+  c.inference_optimizer = optimizer_config()  # optimiser of F and A
+  return c
 
-  * separated: two MLPs;
-  * shared: one hidden trunk (``'trunk'``), two linear heads;
-  * stacked: A an MLP, F(x, y) = W_q [stop_gradient(A(x)); y] + b_q, an affine map on the relaxed output of A and
-    the gold output. The stop_gradient is the paper's "we block the gradient at A when updating F": A learns from
-    its own loss only.
+
+class InferenceNetPair(nn.Module):
+  """F and A of InfNet+ (Tu, Pang & Gimpel 2020, section 3.1). ``__call__(batch, y) -> (F logits, A logits)``,
+  ``test_time(batch) -> A logits``:
+
+  * separated: ``net`` is A, ``f_net`` is F, two inference nets of the task;
+  * shared: ``net`` is the task's inference net with two heads on one trunk, F the first, A the second;
+  * stacked: ``net`` is A; F(x, y) = W_q [stop_gradient(A(x)); y] + b_q, a position-wise affine map of the relaxed
+    output of A and the gold output. The stop_gradient is the paper's "we block the gradient at A when updating
+    F": A learns from its own loss only.
   """
 
-  num_labels: int
-  hidden: Sequence[int] = (150, 150)
-  act: str = 'relu'
-  dropout: float = 0.0
-  parameterization: str = 'separated'
+  net: nn.Module
+  parameterization: str
+  relax: Callable
+  units: int
+  f_net: nn.Module | None = None
 
-  def setup(self):
-    if self.parameterization == 'shared':
-      self.trunk = MLP(self.hidden, None, self.act, self.dropout)  # hidden layers only, two heads on top
-      self.F, self.A = nn.Dense(self.num_labels), nn.Dense(self.num_labels)
-    else:
-      self.A = MLP(self.hidden, self.num_labels, self.act, self.dropout)
-      self.F = (MLP(self.hidden, self.num_labels, self.act, self.dropout)
-                if self.parameterization == 'separated' else nn.Dense(self.num_labels))
+  def test_time(self, batch: dict, train: bool = False) -> jax.Array:
+    out = self.net(batch, train)
+    return out[1] if self.parameterization == 'shared' else out
 
-  def test_time(self, x: jax.Array, train: bool = False) -> jax.Array:
+  @nn.compact
+  def __call__(self, batch: dict, y: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
     if self.parameterization == 'shared':
-      return self.A(self.trunk(x, train))
-    return self.A(x, train)
-
-  def __call__(self, x: jax.Array, y: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
-    if self.parameterization == 'shared':
-      h = self.trunk(x, train)
-      return self.F(h), self.A(h)
-    a = self.A(x, train)
+      return self.net(batch, train)
+    a = self.net(batch, train)
     if self.parameterization == 'separated':
-      return self.F(x, train), a
-    return self.F(jnp.concatenate([jax.lax.stop_gradient(nn.sigmoid(a)), y], axis=-1)), a
+      return self.f_net(batch, train), a
+    return nn.Dense(self.units, name='F')(jnp.concatenate([jax.lax.stop_gradient(self.relax(a)), y], axis=-1)), a
 
 
 class Objectives(NamedTuple):
-  """The three losses of the module docstring for an energy ``energy_apply(phi, x, y) -> [B]``."""
+  """The three losses of the module docstring for an energy ``energy_apply(phi, batch, y) -> [B]``; each reads
+  the gold output and mask from ``batch``."""
 
-  energy: Callable          # (phi, x, y, y_F, y_A=None) -> [h_F]_+ (+ lambda [h_A]_+ when y_A is given)
-  cost_augmented: Callable  # (phi, x, y, F logits) -> -[h_F]_T + ce * BCE
-  test_time: Callable       # (phi, x, y, A logits, weight=lambda, trunc=truncate) -> -weight [h_A]_T + ce * BCE
+  energy: Callable          # (phi, batch, y_F, y_A=None) -> [h_F]_+ (+ lambda [h_A]_+ when y_A is given)
+  cost_augmented: Callable  # (phi, batch, F logits) -> -[h_F]_T + ce * CE
+  test_time: Callable       # (phi, batch, A logits, weight=lambda, trunc=truncate) -> -weight [h_A]_T + ce * CE
 
 
-def make_objectives(energy_apply, cost_fn, cost_scale, ce_weight, perceptron_weight, truncate) -> Objectives:
-  cost = lambda y_bar, y: cost_scale * cost_fn(y_bar, y)
+def make_objectives(space, energy_apply, cost_fn, cost_scale, ce_weight, perceptron_weight, truncate) -> Objectives:
+  cost = lambda y_bar, batch: cost_scale * cost_fn(y_bar, batch['y'], batch.get('mask'))
+  local = lambda logits, batch: space.local_loss(logits, batch['y'], batch.get('mask'))
   hinge = lambda h, trunc: jax.nn.relu(h) if trunc else h
 
-  def energy(phi, x, y, y_f, y_a=None):
+  def energy(phi, batch, y_f, y_a=None):
     y_f = jax.lax.stop_gradient(y_f)
-    e_gold = energy_apply(phi, x, y)
-    loss = losses.ssvm_margin(energy_apply(phi, x, y_f), e_gold, cost(y_f, y))
+    e_gold = energy_apply(phi, batch, batch['y'])
+    loss = losses.ssvm_margin(energy_apply(phi, batch, y_f), e_gold, cost(y_f, batch))
     if y_a is not None:
-      loss += perceptron_weight * losses.perceptron(energy_apply(phi, x, jax.lax.stop_gradient(y_a)), e_gold)
+      loss += perceptron_weight * losses.perceptron(energy_apply(phi, batch, jax.lax.stop_gradient(y_a)), e_gold)
     return loss
 
-  def cost_augmented(phi, x, y, f_logits):
-    y_f = jax.nn.sigmoid(f_logits)
-    h = cost(y_f, y) - energy_apply(phi, x, y_f) + energy_apply(phi, x, y)
-    return -jnp.mean(hinge(h, truncate)) + ce_weight * losses.bce(f_logits, y)
+  def cost_augmented(phi, batch, f_logits):
+    y_f = space.relax(f_logits)
+    h = cost(y_f, batch) - energy_apply(phi, batch, y_f) + energy_apply(phi, batch, batch['y'])
+    return -jnp.mean(hinge(h, truncate)) + ce_weight * local(f_logits, batch)
 
-  def test_time(phi, x, y, a_logits, weight=perceptron_weight, trunc=truncate):
-    h = energy_apply(phi, x, y) - energy_apply(phi, x, jax.nn.sigmoid(a_logits))
-    return -weight * jnp.mean(hinge(h, trunc)) + ce_weight * losses.bce(a_logits, y)
+  def test_time(phi, batch, a_logits, weight=perceptron_weight, trunc=truncate):
+    h = energy_apply(phi, batch, batch['y']) - energy_apply(phi, batch, space.relax(a_logits))
+    return -weight * jnp.mean(hinge(h, trunc)) + ce_weight * local(a_logits, batch)
 
   return Objectives(energy, cost_augmented, test_time)
 
 
 def _check(config, plus: bool):
-  """Validates ``config.infnet`` (and the shared cost); errors name the field."""
+  """Validates ``config.infnet``; errors name the field."""
   cfg = config.infnet
-  if isinstance(cfg.inference_steps, bool) or not isinstance(cfg.inference_steps, int) or cfg.inference_steps < 1:
-    raise ValueError(f'infnet.inference_steps must be a positive integer, got {cfg.inference_steps!r}')
+  positive_int(cfg.inference_steps, 'infnet.inference_steps')
   if not cfg.ce_weight >= 0:
     raise ValueError(f'infnet.ce_weight must be >= 0, got {cfg.ce_weight}')
   if not isinstance(cfg.truncate, bool):
     raise ValueError(f'infnet.truncate must be True or False, got {cfg.truncate!r}')
-  if config.implicit.cost not in losses.COSTS:
-    raise ValueError(f'implicit.cost: unknown cost {config.implicit.cost!r}; choose one of {sorted(losses.COSTS)}')
-  if not config.implicit.cost_scale >= 0:
-    raise ValueError(f'implicit.cost_scale must be >= 0, got {config.implicit.cost_scale}')
+  if not cfg.cost_scale >= 0:
+    raise ValueError(f'infnet.cost_scale must be >= 0, got {cfg.cost_scale}')
   if plus:
     if cfg.parameterization not in PARAMETERIZATIONS:
       raise ValueError(f'infnet.parameterization: unknown parameterization {cfg.parameterization!r}; choose one '
@@ -135,9 +147,9 @@ def _check(config, plus: bool):
                        f'got {n!r}')
 
 
-def _objectives(energy, config, perceptron_weight):
+def _objectives(task, energy, config, perceptron_weight):
   cfg = config.infnet
-  return make_objectives(energy.apply, losses.COSTS[config.implicit.cost], config.implicit.cost_scale,
+  return make_objectives(task.space, energy.apply, task.space.cost(cfg.cost, 'infnet.cost'), cfg.cost_scale,
                          cfg.ce_weight, perceptron_weight, cfg.truncate)
 
 
@@ -153,10 +165,10 @@ def _inner_updates(loss_fn, opt, params, opt_state, rng, k):
   return params, opt_state, jax.tree.map(lambda v: v[-1], (loss, aux))
 
 
-def _energy_update(obj, opt, phi, phi_state, x, y, y_f, y_a=None):
+def _energy_update(obj, opt, phi, phi_state, batch, y_f, y_a=None):
   # Callers pass the nets' outputs without dropout: the negatives are the nets' answers to their inference
   # problems, not a dropout sample of them.
-  loss, grad = jax.value_and_grad(obj.energy)(phi, x, y, y_f, y_a)
+  loss, grad = jax.value_and_grad(obj.energy)(phi, batch, y_f, y_a)
   updates, phi_state = opt.update(grad, phi_state, phi)
   return optax.apply_updates(phi, updates), phi_state, loss
 
@@ -164,60 +176,57 @@ def _energy_update(obj, opt, phi, phi_state, x, y, y_f, y_a=None):
 def build_infnet(task, config) -> Method:
   """InfNet (Tu & Gimpel 2018): params ``{'phi': energy, 'F': cost-augmented net, 'A': test-time net}``."""
   _check(config, plus=False)
-  cfg = config.infnet
-  energy, net = make_energy(task, config), inference_net(task, config)
-  obj = _objectives(energy, config, perceptron_weight=0.0)
+  cfg, space = config.infnet, task.space
+  energy, net = task.make_energy(), task.make_inference_net()
+  obj = _objectives(task, energy, config, perceptron_weight=0.0)
   energy_opt = make_optimizer(config.optimizer, 'optimizer')
   inf_opt = make_optimizer(cfg.inference_optimizer, 'infnet.inference_optimizer')
-  steps_per_epoch = len(task.splits['train'][0]) // config.batch_size
-  finetune_from = steps_per_epoch * (config.num_epochs - cfg.finetune_epochs)  # first step of phase 2
+  finetune_from = steps_per_epoch(task, config) * (config.num_epochs - cfg.finetune_epochs)  # phase 2's first step
 
   def init(rng):
-    k_net, k_phi = jax.random.split(rng)
-    x0 = jnp.zeros((1, task.num_features), jnp.float32)
-    theta = net.init(k_net, x0)
-    phi = energy.init(k_phi, x0, jnp.zeros((1, task.num_labels), jnp.float32))
+    params = init_params(task, rng, {'theta': net, 'phi': energy})
+    theta, phi = params['theta'], params['phi']
     # A starts as a copy, not the same arrays: the training step donates its state, and one buffer cannot be
-    # donated twice.
+    # donated twice. The phase boundary is fixed here, with the run (module docstring).
     return State(step=jnp.zeros((), jnp.int32), params={'phi': phi, 'F': theta, 'A': jax.tree.map(jnp.copy, theta)},
-                 opt_state={'phi': energy_opt.init(phi), 'F': inf_opt.init(theta), 'A': inf_opt.init(theta)})
+                 opt_state={'phi': energy_opt.init(phi), 'F': inf_opt.init(theta), 'A': inf_opt.init(theta),
+                            'finetune_from': jnp.asarray(finetune_from, jnp.int32)})
 
   def joint(state, batch, rng):
     """Phase 1: k updates of F, one of the energy; A follows F (so that phase 2 starts A from F)."""
     p, s = state.params, state.opt_state
-    x, y = batch['x'], batch['y']
 
     def f_loss(theta, key):
-      return obj.cost_augmented(p['phi'], x, y, net.apply(theta, x, train=True, rngs={'dropout': key})), ()
+      return obj.cost_augmented(p['phi'], batch, net.apply(theta, batch, train=True, rngs={'dropout': key})), ()
     f, f_state, (loss_f, _) = _inner_updates(f_loss, inf_opt, p['F'], s['F'], rng, cfg.inference_steps)
-    f_logits = net.apply(f, x)
-    phi, phi_state, loss = _energy_update(obj, energy_opt, p['phi'], s['phi'], x, y, jax.nn.sigmoid(f_logits))
+    f_logits = net.apply(f, batch)
+    phi, phi_state, loss = _energy_update(obj, energy_opt, p['phi'], s['phi'], batch, space.relax(f_logits))
     # A's optimiser state stays at its initial value: phase 2 starts a fresh optimiser on a new objective.
-    params, opt_state = {'phi': phi, 'F': f, 'A': f}, {'phi': phi_state, 'F': f_state, 'A': s['A']}
-    loss_a = obj.test_time(p['phi'], x, y, f_logits, weight=1.0, trunc=False)
+    params, opt_state = {'phi': phi, 'F': f, 'A': f}, dict(s, phi=phi_state, F=f_state)
+    loss_a = obj.test_time(p['phi'], batch, f_logits, weight=1.0, trunc=False)
     return State(step=state.step + 1, params=params, opt_state=opt_state), (loss, loss_f, loss_a)
 
   def finetune(state, batch, rng):
     """Phase 2: the energy and F frozen, A alone on E(x, A(x)) + CE. Energy and F losses reported, not used."""
     p, s = state.params, state.opt_state
-    x, y = batch['x'], batch['y']
 
     def a_loss(theta, key):
-      logits = net.apply(theta, x, train=True, rngs={'dropout': key})
-      return obj.test_time(p['phi'], x, y, logits, weight=1.0, trunc=False), ()
+      logits = net.apply(theta, batch, train=True, rngs={'dropout': key})
+      return obj.test_time(p['phi'], batch, logits, weight=1.0, trunc=False), ()
     a, a_state, (loss_a, _) = _inner_updates(a_loss, inf_opt, p['A'], s['A'], rng, 1)
-    f_logits = net.apply(p['F'], x)
-    loss = obj.energy(p['phi'], x, y, jax.nn.sigmoid(f_logits))
-    loss_f = obj.cost_augmented(p['phi'], x, y, f_logits)
+    f_logits = net.apply(p['F'], batch)
+    loss = obj.energy(p['phi'], batch, space.relax(f_logits))
+    loss_f = obj.cost_augmented(p['phi'], batch, f_logits)
     return (State(step=state.step + 1, params=dict(p, A=a), opt_state=dict(s, A=a_state)),
             (loss, loss_f, loss_a))
 
   def train_step(state, batch, rng):
-    state, (loss, loss_f, loss_a) = jax.lax.cond(state.step >= finetune_from, finetune, joint, state, batch, rng)
+    phase2 = state.step >= state.opt_state['finetune_from']
+    state, (loss, loss_f, loss_a) = jax.lax.cond(phase2, finetune, joint, state, batch, rng)
     return state, {'loss': loss, 'loss_F': loss_f, 'loss_A': loss_a}
 
-  def predict(params, x):
-    return jax.nn.sigmoid(net.apply(params['A'], x))
+  def predict(params, batch):
+    return space.relax(net.apply(params['A'], batch))
 
   return Method(init, train_step, predict, {'energy': energy, 'infnet': net})
 
@@ -225,41 +234,42 @@ def build_infnet(task, config) -> Method:
 def build_infnet_plus(task, config) -> Method:
   """InfNet+ (Tu, Pang & Gimpel 2020): params ``{'phi': energy, 'nets': InferenceNetPair}``."""
   _check(config, plus=True)
-  cfg = config.infnet
-  a_net = inference_net(task, config)  # validates model.* and sizes both nets like every other method's
-  nets = InferenceNetPair(task.num_labels, a_net.hidden, a_net.act, a_net.dropout, cfg.parameterization)
-  energy = make_energy(task, config)
-  obj = _objectives(energy, config, cfg.perceptron_weight)
+  cfg, space = config.infnet, task.space
+  shared = cfg.parameterization == 'shared'
+  nets = InferenceNetPair(task.make_inference_net(heads=2 if shared else 1), cfg.parameterization, space.relax,
+                          space.units, task.make_inference_net() if cfg.parameterization == 'separated' else None)
+  energy = task.make_energy()
+  obj = _objectives(task, energy, config, cfg.perceptron_weight)
   energy_opt = make_optimizer(config.optimizer, 'optimizer')
   inf_opt = make_optimizer(cfg.inference_optimizer, 'infnet.inference_optimizer')
 
   def init(rng):
     k_net, k_phi = jax.random.split(rng)
-    x0, y0 = jnp.zeros((1, task.num_features), jnp.float32), jnp.zeros((1, task.num_labels), jnp.float32)
-    psi, phi = nets.init(k_net, x0, y0), energy.init(k_phi, x0, y0)
+    batch = task.example_batch()
+    y0 = jnp.zeros(space.shape(batch), jnp.float32)
+    psi, phi = nets.init(k_net, batch, y0), init_params(task, k_phi, {'phi': energy})['phi']
     return State(step=jnp.zeros((), jnp.int32), params={'phi': phi, 'nets': psi},
                  opt_state={'phi': energy_opt.init(phi), 'nets': inf_opt.init(psi)})
 
   def train_step(state, batch, rng):
     p, s = state.params, state.opt_state
-    x, y = batch['x'], batch['y']
 
     def nets_loss(psi, key):
       # One loss for both nets: separated nets decouple; a shared trunk gets both gradients; stacked F's loss
       # stops at A's output, so A's parameters see A's loss only.
-      f_logits, a_logits = nets.apply(psi, x, y, train=True, rngs={'dropout': key})
-      loss_f, loss_a = obj.cost_augmented(p['phi'], x, y, f_logits), obj.test_time(p['phi'], x, y, a_logits)
+      f_logits, a_logits = nets.apply(psi, batch, batch['y'], train=True, rngs={'dropout': key})
+      loss_f, loss_a = obj.cost_augmented(p['phi'], batch, f_logits), obj.test_time(p['phi'], batch, a_logits)
       return loss_f + loss_a, (loss_f, loss_a)
     psi, psi_state, (_, (loss_f, loss_a)) = _inner_updates(nets_loss, inf_opt, p['nets'], s['nets'], rng,
                                                            cfg.inference_steps)
-    f_logits, a_logits = nets.apply(psi, x, y)
-    phi, phi_state, loss = _energy_update(obj, energy_opt, p['phi'], s['phi'], x, y, jax.nn.sigmoid(f_logits),
-                                          jax.nn.sigmoid(a_logits))
+    f_logits, a_logits = nets.apply(psi, batch, batch['y'])
+    phi, phi_state, loss = _energy_update(obj, energy_opt, p['phi'], s['phi'], batch, space.relax(f_logits),
+                                          space.relax(a_logits))
     return (State(step=state.step + 1, params={'phi': phi, 'nets': psi},
                   opt_state={'phi': phi_state, 'nets': psi_state}),
             {'loss': loss, 'loss_F': loss_f, 'loss_A': loss_a})
 
-  def predict(params, x):
-    return jax.nn.sigmoid(nets.apply(params['nets'], x, method=InferenceNetPair.test_time))
+  def predict(params, batch):
+    return space.relax(nets.apply(params['nets'], batch, method=InferenceNetPair.test_time))
 
   return Method(init, train_step, predict, {'energy': energy, 'infnet': nets})

@@ -1,34 +1,154 @@
-"""Tasks: arrays for each split plus the sizes the models need. ``get_task(config)`` picks one by name."""
+"""Tasks: what differs between structured-prediction problems, behind the one interface the engine uses.
+
+A task owns its data (splits of arrays), its output space (``implicit_jax.spaces``), its networks (an inference
+net and an energy, as Flax modules) and its evaluator (metrics, the metric that selects the best epoch, and
+calibration chosen on dev). The training loop, the methods, ``bilevel`` and the checkpoints see a task only
+through ``Task`` and ``Evaluator``; a new problem is a new family module here plus a config.
+
+A family module (``FAMILIES``; ``config.task`` names one) provides:
+
+* ``default_config() -> ConfigDict`` with the sections ``data`` and ``model``, every field documented;
+* ``make_task(config) -> Task``;
+* optionally, for the predict command line, ``read_inputs(run, path) -> (inputs, context)`` (the model's inputs
+  from a file) and ``format_predictions(run, pred, context, threshold) -> list[str]`` (one line per example).
+
+Splits are dicts of numpy arrays with a leading example axis: ``y`` holds the gold labels as stored (the output
+space's ``gold`` turns them into the relaxed coordinates training batches carry), every other key is an input the
+networks may read (``x``, ``mask``, ...). Networks take the batch dict and read the keys they need. Variable-length
+examples are padded along axis 1 of the arrays named in ``padded``, with a ``mask`` of the real positions;
+batches are cut to the smallest of ``buckets`` that holds their longest example, so the jitted step compiles
+once per bucket.
+"""
+
+from __future__ import annotations
 
 import dataclasses
+import importlib
+from typing import Any, Callable
 
 import numpy as np
+
+FAMILIES = {
+    'synthetic': 'implicit_jax.tasks.mlc.synthetic',  # multi-label, generated: the default smoke task
+    'mlc': 'implicit_jax.tasks.mlc',                  # multi-label benchmarks (MULAN, FunCat) or your own files
+    'tagging': 'implicit_jax.tasks.tagging',          # sequence labeling (a generated HMM task for now)
+}
+SPLITS = ('train', 'dev', 'test')
+
+
+class Evaluator:
+  """Metrics of relaxed predictions on a split (numpy, host side). Subclasses set ``select`` and implement
+  ``metrics``; tasks with a calibration chosen on dev (MLC's threshold) override ``calibrate`` and the rest.
+
+  ``pred`` is always aligned with the split: one row per example, padded positions as the split pads them.
+  """
+
+  select: str = ''  # the key of metrics() whose dev value picks the best epoch (higher is better)
+
+  def metrics(self, pred: np.ndarray, split: dict) -> dict[str, float]:
+    """The per-epoch dev metrics, a flat dict of floats holding ``select``."""
+    raise NotImplementedError
+
+  def describe(self, metrics: dict) -> str:
+    """The progress line's text for ``metrics``."""
+    return ', '.join(f'{k} {v:.4f}' for k, v in metrics.items())
+
+  def calibrate(self, dev_pred: np.ndarray, dev: dict) -> dict:
+    """Post-hoc settings chosen on dev predictions (none by default)."""
+    return {}
+
+  def score(self, pred: np.ndarray, split: dict, calibration: dict) -> dict:
+    """Every metric of a split under ``calibration``: what ``evaluate`` prints and the final result records."""
+    return self.metrics(pred, split)
+
+  def final(self, dev_pred: np.ndarray, dev: dict, test_pred: np.ndarray, test: dict) -> dict:
+    """What the run's result records: the calibration chosen on dev and the test split's scores under it."""
+    calibration = self.calibrate(dev_pred, dev)
+    return {**calibration, **{f'test_{k}': v for k, v in self.score(test_pred, test, calibration).items()}}
+
+  def calibration_of(self, result: dict) -> dict:
+    """The calibration a finished run chose, read back from its result."""
+    return {}
+
+  def summary(self, result: dict) -> str:
+    """The closing line of a run."""
+    shown = ', '.join(f'{k[5:]} {v:.4f}' for k, v in result.items()
+                      if k.startswith('test_') and isinstance(v, float))
+    return f'test {shown} (best dev epoch {result["best_epoch"]})'
 
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-  """Multi-label data split into ``train``/``dev``/``test``, each an ``(x [N, D] float32, y [N, L] float32)``."""
+  """One problem's data, output space, networks and evaluator.
+
+  Attributes:
+    name: the dataset, e.g. 'bibtex'.
+    splits: ``{'train', 'dev', 'test'}`` -> dict of arrays (module docstring).
+    space: the output space.
+    make_inference_net: ``(heads=1) -> nn.Module`` whose ``apply(params, batch, train=False)`` gives the
+      logits of ``space.shape(batch)`` (a tuple of ``heads`` of them, from one shared trunk, when heads > 1).
+      Dropout, when configured, needs a ``'dropout'`` rng with ``train=True``.
+    make_energy: ``() -> nn.Module`` whose ``apply(params, batch, y)`` gives ``E(x, y)`` for y of shape
+      ``[..., *space.shape(batch)]``: ``[..., B]``, lower is better.
+    evaluator: the task's ``Evaluator``.
+    score: the output space's task score the task is measured by (DVN's regression target), e.g. 'f1'.
+    info: provenance for the run's result (sizes, seeds, files, split protocol).
+    padded: split arrays padded along axis 1 (variable-length outputs; needs ``mask``); () for fixed shapes.
+    buckets: the padded lengths batches are cut to (the split's full length is always the last resort).
+  """
 
   name: str
   splits: dict
-  num_features: int
-  num_labels: int
-  info: dict = dataclasses.field(default_factory=dict)  # provenance (seeds, sizes, files) for the run's output
+  space: Any
+  make_inference_net: Callable
+  make_energy: Callable
+  evaluator: Evaluator
+  score: str = ''
+  info: dict = dataclasses.field(default_factory=dict)
+  padded: tuple[str, ...] = ()
+  buckets: tuple[int, ...] = ()
 
   def __post_init__(self):
-    for split, (x, y) in self.splits.items():
-      if x.ndim != 2 or x.shape[1] != self.num_features:
-        raise ValueError(f'task {self.name}: {split} x has shape {x.shape}, expected [N, {self.num_features}]')
-      if y.shape != (x.shape[0], self.num_labels):
-        raise ValueError(f'task {self.name}: {split} y has shape {y.shape}, expected [{x.shape[0]}, '
-                         f'{self.num_labels}]')
-      if not np.all(np.isfinite(x)):
-        raise ValueError(f'task {self.name}: {split} features contain NaN or Inf')
+    for split in SPLITS:
+      if split not in self.splits:
+        raise ValueError(f'task {self.name}: no {split!r} split')
+      arrays = self.splits[split]
+      if 'y' not in arrays:
+        raise ValueError(f'task {self.name}: the {split} split has no gold outputs "y"')
+      sizes = {k: len(v) for k, v in arrays.items()}
+      if len(set(sizes.values())) != 1:
+        raise ValueError(f'task {self.name}: the {split} split\'s arrays disagree on the number of examples: '
+                         f'{sizes}')
+      for key, value in arrays.items():
+        if np.issubdtype(value.dtype, np.floating) and not np.all(np.isfinite(value)):
+          raise ValueError(f'task {self.name}: {split} {key} contains NaN or Inf')
+    if self.padded:
+      widths = {(s, k): self.splits[s][k].shape[1] for s in SPLITS for k in self.padded}
+      if len(set(widths.values())) != 1 or any('mask' not in self.splits[s] for s in SPLITS):
+        raise ValueError(f'task {self.name}: padded arrays need one common width and a mask, got {widths}')
+
+  def example_batch(self) -> dict:
+    """One all-zero example with the inputs' shapes and dtypes (and the shortest bucket's length): what the
+    networks are initialised on."""
+    arrays = self.splits['train']
+    batch = {k: np.zeros((1,) + v.shape[1:], v.dtype) for k, v in arrays.items()}
+    if self.padded:
+      length = min(self.buckets) if self.buckets else arrays['mask'].shape[1]
+      batch = {k: (v[:, :length] if k in self.padded else v) for k, v in batch.items()}
+      batch['mask'] = np.ones_like(batch['mask'])
+    return batch
+
+  def inputs(self, arrays: dict) -> dict:
+    """The arrays networks read (everything but the gold outputs)."""
+    return {k: v for k, v in arrays.items() if k != 'y'}
+
+
+def family(name: str):
+  """The family module registered as ``name``."""
+  if name not in FAMILIES:
+    raise ValueError(f'config.task: unknown task {name!r}; choose one of {sorted(FAMILIES)}')
+  return importlib.import_module(FAMILIES[name])
 
 
 def get_task(config) -> Task:
-  from implicit_jax.tasks import mlc, synthetic  # pylint: disable=import-outside-toplevel
-  registry = {'synthetic': synthetic.make_task, 'mlc': mlc.make_task}
-  if config.task not in registry:
-    raise ValueError(f'config.task: unknown task {config.task!r}; choose one of {sorted(registry)}')
-  return registry[config.task](config)
+  return family(config.task).make_task(config)

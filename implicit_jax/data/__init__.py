@@ -1,1 +1,0 @@
-"""Data readers: benchmark datasets in their original file formats, returned as numpy arrays."""

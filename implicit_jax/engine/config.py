@@ -1,0 +1,204 @@
+"""Configs: the package's defaults, what a run records, and how a workdir's record is compared and read back.
+
+A config has
+
+* the core fields of ``core_config`` (seed, task, method, optimizer, batch and epoch counts, logging, devices);
+* the task's sections ``data`` and ``model`` (``implicit_jax.tasks.<family>.default_config``);
+* one section per method family (``implicit_jax.methods.SECTIONS``), each read by its own methods only.
+
+``base_config(task, method)`` assembles the defaults, every field documented where it is defined. Config files in
+``configs/`` start from it and override what changes; ``from_file`` loads one by path, from any working
+directory (a config that builds on a sibling passes its own ``__file__``). A run records ``recorded(config)``:
+the core fields, the task's sections and its method's section, nothing it does not read.
+
+Resuming. ``compare`` decides whether a config may continue a recorded run: the fields that change a run's
+results must agree; ``MUTABLE`` ones (how long it runs, what it prints, where it runs) may change; a field the
+record lacks, added to the code since, must hold its default. ``load`` reads a record back into a full config,
+defaults filling what it lacks. Both rest on one rule instead of a migration table: **a new field's default
+reproduces what the code did before the field existed.**
+
+Records written before tasks were plug-ins (top-level ``solver``, ``negatives`` and ``gbi`` sections that every
+method shared) are translated once by ``upgrade``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from pathlib import Path
+
+import ml_collections
+
+# Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
+# machine; the data-parallel step computes the same function, up to the order of float sums).
+MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices', 'eval_batch_size')
+TASK_SECTIONS = ('data', 'model')
+
+
+def core_config() -> ml_collections.ConfigDict:
+  c = ml_collections.ConfigDict()
+  c.seed = 0                  # parameter init, data order and sampling all derive from it
+  c.task = 'synthetic'        # the task family (implicit_jax/tasks: 'synthetic', 'mlc', 'tagging'); its sections
+                              # data and model come with it, so a config file names its task once
+  c.method = 'implicit'       # 'implicit' (the paper), 'feedforward' (cross-entropy baseline); energies trained
+                              # alone, prediction by gradient-based inference: 'spen', 'dvn', 'nce_gbi'; inference
+                              # networks trained against an energy: 'infnet', 'infnet_plus'; energy as a loss for a
+                              # task net: 'seal_static', 'seal_dynamic'. Each reads its section (methods/)
+  c.optimizer = ml_collections.ConfigDict()  # the outer optimiser: energy phi (the whole net for 'feedforward')
+  c.optimizer.name = 'adam'   # 'adam', 'sgd' or 'adamw'
+  c.optimizer.learning_rate = 1e-3
+  c.batch_size = 32           # global batch, split over the devices of the ('data',) mesh
+  c.eval_batch_size = 1024    # prediction batch for dev/test (the last one padded and masked: one compile)
+  c.num_devices = 0           # devices in the data-parallel mesh; 0 = all (every host's, when multi-host)
+  c.num_epochs = 10
+  c.log_every = 100           # steps between progress lines (the only host synchronisation)
+  c.checkpoint_every = 1000   # steps between checkpoints in the workdir (also one at every epoch end); 0 = epoch
+                              # ends only. Rerunning with the same workdir resumes from the latest checkpoint
+  return c
+
+
+def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collections.ConfigDict:
+  """Every default: the core fields, ``task``'s data and model sections, and every method family's section."""
+  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
+  c = core_config()
+  c.task, c.method = task, method
+  for name, section in tasks.family(task).default_config().items():
+    c[name] = section
+  for name, section in methods.default_sections().items():
+    c[name] = section
+  return c
+
+
+def from_file(path, relative_to: str | None = None) -> ml_collections.ConfigDict:
+  """``get_config()`` of a config file. A relative ``path`` is taken from the folder of the file
+  ``relative_to`` when given (configs building on a sibling pass their ``__file__``), else the working directory."""
+  p = Path(path)
+  if relative_to is not None and not p.is_absolute():
+    p = Path(relative_to).resolve().parent / p
+  if not p.is_file():
+    raise FileNotFoundError(f'config file {p} not found')
+  spec = importlib.util.spec_from_file_location(f'implicit_jax_config_{p.stem}', p)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config()
+
+
+# ----------------------------------------------------------------------------------------------- checks
+
+
+def check(config) -> None:
+  """Rejects out-of-range core fields, and task sections that are not the task's, before anything is built."""
+  for field in ('batch_size', 'num_epochs', 'log_every', 'eval_batch_size'):
+    value = config.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+      raise ValueError(f'config.{field} must be a positive integer, got {value!r}')
+  every = config.get('checkpoint_every', 0)
+  if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+    raise ValueError(f'config.checkpoint_every must be a non-negative integer, got {every!r}')
+  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
+  defaults = tasks.family(config.task).default_config()
+  methods.section_of(config.method)  # an unknown method is named here
+  for name in TASK_SECTIONS:
+    want, have = set(flatten(config_json(defaults[name]))), set(flatten(config_json(config.get(name) or {})))
+    if want != have:
+      extra, missing = sorted(have - want), sorted(want - have)
+      raise ValueError(f'config.{name} does not hold the fields of task {config.task!r} (unexpected: {extra}, '
+                       f'missing: {missing}); start the config from a config file of that task')
+
+
+# -------------------------------------------------------------------------------------------- records
+
+
+def flatten(d: dict, prefix: str = '') -> dict:
+  """``{'a': {'b': 1}} -> {'a.b': 1}``: the dotted names configs are overridden and compared by."""
+  out = {}
+  for k, v in d.items():
+    if isinstance(v, dict):
+      out.update(flatten(v, f'{prefix}{k}.'))
+    else:
+      out[f'{prefix}{k}'] = v
+  return out
+
+
+def config_json(config) -> dict:
+  """The config as plain JSON types (tuples become lists)."""
+  return json.loads(json.dumps(config.to_dict() if hasattr(config, 'to_dict') else config))
+
+
+def recorded(config) -> dict:
+  """What a run records and is compared on: core fields, the task's sections, the method's section."""
+  from implicit_jax import methods  # pylint: disable=import-outside-toplevel
+  full = config_json(config)
+  keep = set(core_config().keys()) | set(TASK_SECTIONS)
+  section = methods.section_of(full['method'])
+  if section:
+    keep.add(section)
+  return {k: v for k, v in full.items() if k in keep}
+
+
+def upgrade(stored: dict) -> dict:
+  """A record of the first format (top-level ``solver``/``negatives``/``gbi`` that every method read, the cost in
+  ``implicit``) in the current one: each method's settings moved into its own section, with the values the run
+  used. A current record is returned as it is."""
+  if not any(k in stored for k in ('solver', 'negatives', 'gbi')):
+    return stored
+  from implicit_jax import methods  # pylint: disable=import-outside-toplevel
+  s = copy.deepcopy(stored)
+  solver, negatives, gbi = s.pop('solver', {}), s.pop('negatives', {}), s.pop('gbi', {})
+  implicit, seal = s.get('implicit', {}), s.get('seal', {})
+  cost = {k: implicit[k] for k in ('cost', 'cost_scale') if k in implicit}
+  if 'implicit' in s:
+    refine = {'steps': implicit.pop('refine_steps', 0)}  # runs older than refinement did none
+    refine.update({k: gbi[k] for k in ('step_size', 'rule') if k in gbi})
+    implicit.update(negatives=negatives, solver=solver, refine=refine)
+  s['spen'] = {**cost, 'gbi': gbi}
+  s['dvn'] = {'gbi': gbi}
+  s['nce_gbi'] = {'gbi': gbi, 'num_samples': negatives.get('num_samples', 0)}
+  if 'task_optimizer' in seal:
+    s['nce_gbi']['noise_optimizer'] = copy.deepcopy(seal['task_optimizer'])
+  if 'infnet' in s:
+    s['infnet'].update(cost)
+  if 'seal' in s:
+    seal.update(cost, gbi=gbi, num_samples=negatives.get('num_samples', 0), noise_scale=negatives.get('scale', 0.1))
+    if 'bce_weight' in seal:
+      seal['ce_weight'] = seal.pop('bce_weight')
+  keep = set(core_config().keys()) | set(TASK_SECTIONS) | {methods.section_of(s['method'])}
+  return {k: v for k, v in s.items() if k in keep}
+
+
+_ABSENT = object()
+
+
+def compare(stored: dict, config) -> list[str]:
+  """The differences that forbid ``config`` from continuing the run recorded as ``stored`` (empty: it may)."""
+  old, new = flatten(upgrade(stored)), flatten(recorded(config))
+  defaults = flatten(recorded(base_config(config.task, config.method)))
+  diffs = []
+  for key in sorted(set(old) | set(new)):
+    if key in MUTABLE or key not in new:  # a field the code no longer has cannot be honoured or compared
+      continue
+    if key not in old:
+      if new[key] != defaults.get(key, _ABSENT):
+        diffs.append(f'{key} (not recorded: the run used its default {defaults.get(key)!r}, now {new[key]!r})')
+    elif old[key] != new[key]:
+      diffs.append(f'{key} (stored {old[key]!r}, now {new[key]!r})')
+  return diffs
+
+
+def load(stored: dict) -> ml_collections.ConfigDict:
+  """A recorded config as a full config: the defaults of its task and method, overlaid by what it recorded."""
+  stored = upgrade(stored)
+  config = base_config(stored.get('task', 'synthetic'), stored.get('method', 'implicit'))
+  _overlay(config, stored)
+  return config
+
+
+def _overlay(config: ml_collections.ConfigDict, values: dict) -> None:
+  for key, value in values.items():
+    if key not in config:
+      continue  # a field the code no longer has
+    if isinstance(value, dict):
+      _overlay(config[key], value)
+    else:
+      config[key] = tuple(value) if isinstance(config[key], tuple) and isinstance(value, list) else value

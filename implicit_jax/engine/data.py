@@ -1,0 +1,96 @@
+"""Batches of a task's splits: shuffled training batches and padded prediction batches, each of a few shapes.
+
+Training: the order of epoch e is ``default_rng([seed, e]).permutation(N)``, cut into ``N // batch_size`` full
+batches (the remainder waits for a later epoch's shuffle). For variable-length examples the permutation is cut
+into windows of ``WINDOW`` batches, each window sorted by length and its batches shuffled again, so that a batch
+holds examples of similar lengths; every batch is then cut to the smallest of the task's buckets that holds its
+longest example. The jitted step compiles once per bucket, and the data order depends on (seed, epoch) alone,
+which exact resumption needs.
+
+Prediction: examples in order (by length for padded tasks), ``batch_size`` at a time; the last batch is padded
+with copies of its last example and the copies' outputs dropped, so a split compiles one shape per bucket.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+WINDOW = 20  # batches per length-sorted window (padded tasks)
+
+
+def num_examples(arrays: dict) -> int:
+  return len(arrays['y']) if 'y' in arrays else len(next(iter(arrays.values())))
+
+
+def lengths(task, arrays: dict) -> np.ndarray | None:
+  """Each example's number of real positions (None for fixed-shape tasks)."""
+  return np.sum(arrays['mask'] > 0, axis=1) if task.padded else None
+
+
+def bucket(task, longest: int, width: int) -> int:
+  """The padded length of a batch whose longest example has ``longest`` positions (``width``: the split's)."""
+  return min([b for b in task.buckets if b >= longest] or [width])
+
+
+def _cut(task, arrays: dict, idx: np.ndarray, lens: np.ndarray | None) -> dict:
+  batch = {k: v[idx] for k, v in arrays.items()}
+  if lens is not None:
+    length = bucket(task, int(lens[idx].max()), arrays['mask'].shape[1])
+    batch = {k: (v[:, :length] if k in task.padded else v) for k, v in batch.items()}
+  return batch
+
+
+def train_batches(task, batch_size: int, rng: np.random.Generator) -> Iterator[dict]:
+  """One epoch of training batches; ``y`` in the output space's coordinates (``space.gold``)."""
+  arrays = task.splits['train']
+  n = num_examples(arrays)
+  perm = rng.permutation(n)
+  steps = n // batch_size
+  lens = lengths(task, arrays)
+  if lens is None:
+    order = [perm[i * batch_size:(i + 1) * batch_size] for i in range(steps)]
+  else:
+    order = []
+    used = perm[:steps * batch_size]
+    for start in range(0, len(used), WINDOW * batch_size):
+      window = used[start:start + WINDOW * batch_size]
+      window = window[np.argsort(lens[window], kind='stable')].reshape(-1, batch_size)
+      order.extend(window[rng.permutation(len(window))])
+  for idx in order:
+    batch = _cut(task, arrays, idx, lens)
+    batch['y'] = task.space.gold(batch['y'])
+    yield batch
+
+
+def prediction_batches(task, arrays: dict, batch_size: int) -> Iterator[tuple[dict, np.ndarray]]:
+  """``(inputs, idx)``: ``batch_size`` examples at a time, padded to that size; ``idx`` holds the rows of the
+  real examples (its length is the number of outputs to keep)."""
+  n = num_examples(arrays)
+  lens = lengths(task, arrays)
+  order = np.arange(n) if lens is None else np.argsort(lens, kind='stable')
+  inputs = task.inputs(arrays)
+  for start in range(0, n, batch_size):
+    idx = order[start:start + batch_size]
+    padded = np.concatenate([idx, np.full(batch_size - len(idx), idx[-1])])
+    yield _cut(task, inputs, padded, lens), idx
+
+
+def predict(task, predict_fn, arrays: dict, batch_size: int, place=lambda b: b) -> np.ndarray:
+  """Relaxed predictions for every example of ``arrays``, aligned with it (padded positions as the arrays pad
+  them, zero there). ``predict_fn(batch) -> y``; ``place`` puts a batch on the devices."""
+  n = num_examples(arrays)
+  out = None
+  for batch, idx in prediction_batches(task, arrays, batch_size):
+    pred = np.asarray(predict_fn(place(batch)))[:len(idx)]
+    if out is None:
+      width = arrays['mask'].shape[1] if task.padded else None
+      out = np.zeros((n, width, *pred.shape[2:]) if task.padded else (n, *pred.shape[1:]), pred.dtype)
+    if task.padded:
+      out[idx, :pred.shape[1]] = pred
+    else:
+      out[idx] = pred
+  if out is None:
+    raise ValueError('predict: no examples')
+  return out

@@ -1,0 +1,199 @@
+"""The training loop, task- and method-agnostic: task batches -> jitted method step -> dev evaluation -> test once.
+
+``train_and_evaluate(config, workdir)`` is what ``main.py``, notebooks and tests call. The task supplies the data,
+the networks, the output space and the evaluator (``implicit_jax.tasks``); the method the step
+(``implicit_jax.methods``). Batch shapes come from a handful of buckets (one for fixed-shape tasks), so the step
+compiles once per bucket. Step metrics stay on device and are read only at log time.
+"""
+
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from implicit_jax import methods, tasks
+from implicit_jax.engine import checkpoints, config as config_lib, data, writers, xla_options
+
+
+def data_parallel(config):
+  """``(mesh, replicated, batch-sharded)``: a 1-D ``('data',)`` mesh over ``config.num_devices`` devices
+  (0 = all, across hosts after ``jax.distributed.initialize()``)."""
+  devices = jax.devices()
+  n = config.get('num_devices', 0) or len(devices)
+  if not 0 < n <= len(devices):
+    raise ValueError(f'config.num_devices={n}: {len(devices)} devices available')
+  for field in ('batch_size', 'eval_batch_size'):
+    if config[field] % n:
+      raise ValueError(f'config.{field}={config[field]} must be divisible by the {n} devices of the data mesh')
+  mesh = jax.sharding.Mesh(np.array(devices[:n]), ('data',))
+  return (mesh, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()),
+          jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec('data')))
+
+
+def shard_batch(batch: dict, sharding) -> dict:
+  """Places a global batch on the mesh. Every host builds the same global batch (the data order depends on
+  the seed alone) and contributes its own rows, so a multi-host run sees the batches of a single-host one."""
+  if jax.process_count() == 1:
+    return jax.device_put(batch, sharding)
+  rows = len(batch['y'] if 'y' in batch else next(iter(batch.values()))) // jax.process_count()
+  lo = jax.process_index() * rows
+  return {k: jax.make_array_from_process_local_data(sharding, v[lo:lo + rows], v.shape) for k, v in batch.items()}
+
+
+def make_train_step(method, step_rng, replicated, sharded):
+  """The compiled outer step: ``(state, batch) -> (state, metrics)``, state donated, randomness
+  ``fold_in(step_rng, state.step)`` drawn inside (no host work per step)."""
+  return xla_options.jit(lambda s, b: method.train_step(s, b, jax.random.fold_in(step_rng, s.step)),
+                         in_shardings=(replicated, sharded), out_shardings=(replicated, replicated),
+                         donate_argnums=0)
+
+
+def make_predict(method, replicated, sharded):
+  """The compiled prediction ``(params, batch) -> y`` on the data mesh."""
+  return xla_options.jit(method.predict, in_shardings=(replicated, sharded), out_shardings=sharded)
+
+
+def predict_split(task, predict_fn, params, arrays, config, sharded) -> np.ndarray:
+  """Relaxed predictions for a split, ``config.eval_batch_size`` at a time on the mesh (``data.predict``)."""
+  return data.predict(task, lambda b: predict_fn(params, b), arrays, config.eval_batch_size,
+                      lambda b: shard_batch(b, sharded))
+
+
+def train_and_evaluate(config, workdir: str) -> dict:
+  """Trains ``config.method`` on ``config.task``, selects the best epoch on dev, evaluates test once.
+
+  Resumes from ``workdir`` when it holds a checkpoint of the same run (see ``checkpoints.py``); a resumed run
+  ends with exactly the parameters and metrics of an uninterrupted one. Writes ``workdir/metrics.json`` and
+  returns the same dict. In a multi-host run every process trains and only process 0 writes the workdir's files
+  (config, metrics, TensorBoard); checkpoints are written by all, as Orbax requires.
+  """
+  config_lib.check(config)
+  task = tasks.get_task(config)
+  method = methods.build(task, config)
+  evaluator = task.evaluator
+  n_train = data.num_examples(task.splits['train'])
+  if n_train < config.batch_size:
+    raise ValueError(f'config.batch_size={config.batch_size} exceeds the {n_train} training examples')
+  steps_per_epoch = n_train // config.batch_size
+  total_steps = steps_per_epoch * config.num_epochs
+  _, replicated, sharded = data_parallel(config)
+  primary = jax.process_index() == 0
+
+  os.makedirs(workdir, exist_ok=True)
+  existing = checkpoints.check_or_write_config(workdir, config, write=primary)
+  ckpt = checkpoints.Checkpointer(workdir)
+  rng = jax.random.key(config.seed)
+  state = jax.device_put(method.init(jax.random.fold_in(rng, 0)), replicated)
+  loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
+  restored = ckpt.restore(jax.eval_shape(lambda: state)) if existing else None
+  if restored is not None:
+    state, loop = restored
+    state = jax.device_put(state, replicated)
+    print(f'resuming from step {int(state.step)} ({ckpt.directory})', flush=True)
+  start_step = int(state.step)
+  writer = writers.MetricWriter(workdir, resume_step=start_step if restored is not None else None,
+                                enabled=primary)
+  if restored is None:
+    writer.write_hparams(config_lib.flatten(config_lib.recorded(config)))
+
+  step_rng = jax.random.fold_in(rng, 1)
+  # Data parallel: the batch is split over the ('data',) mesh, the state replicated; XLA inserts the all-reduce
+  # wherever a loss averages over the batch (inner gradients, HVPs, the mixed VJP), so every device computes the
+  # single-device step on its shard and they agree on the result.
+  step_fn = make_train_step(method, step_rng, replicated, sharded)
+  predict_fn = make_predict(method, replicated, sharded)
+  pending = []  # device metrics since the last log line
+  t_run = t_log = time.perf_counter()
+  seconds_before = loop['train_seconds']
+  select = f'dev_{evaluator.select}'
+
+  def flush(step, epoch):
+    """Reads pending metrics (the only host sync), checks them, logs them. Deterministic in ``step``."""
+    nonlocal pending, t_log
+    if not pending:
+      return
+    try:
+      t_log, means = _log(pending, step, total_steps, epoch, config, t_log, loop['history'], select)
+    except FloatingPointError as e:
+      last = ckpt.latest_step()
+      raise FloatingPointError(f'{e}; training stopped, last good checkpoint: '
+                               f'{f"step {last} in {ckpt.directory}" if last is not None else "none saved yet"}'
+                               ) from None
+    loop['train_log'][str(step)] = means
+    writer.write_scalars(step, {f'train/{k}': v for k, v in means.items()})
+    pending = []
+
+  def save():
+    loop['train_seconds'] = seconds_before + time.perf_counter() - t_run
+    ckpt.save(state, loop)
+    writer.flush()
+
+  try:
+    for epoch in range(start_step // steps_per_epoch, config.num_epochs):
+      data_rng = np.random.default_rng([config.seed, epoch])  # the order of epoch e depends on (seed, e) alone
+      for i, batch in enumerate(data.train_batches(task, config.batch_size, data_rng)):
+        step = epoch * steps_per_epoch + i + 1
+        if step <= start_step:
+          continue  # done before the checkpoint this run resumed from
+        state, step_metrics = step_fn(state, shard_batch(batch, sharded))
+        pending.append(step_metrics)
+        checkpoint_now = config.checkpoint_every and step % config.checkpoint_every == 0
+        if step % config.log_every == 0 or checkpoint_now:
+          flush(step, epoch)
+        if checkpoint_now and step % steps_per_epoch:
+          save()
+      step = (epoch + 1) * steps_per_epoch
+      flush(step, epoch)
+      t_eval = time.perf_counter()
+      dev_metrics = evaluator.metrics(predict_split(task, predict_fn, state.params, task.splits['dev'], config,
+                                                    sharded), task.splits['dev'])
+      loop['history'].append({'step': step, 'epoch': epoch + 1, **{f'dev_{k}': v for k, v in dev_metrics.items()}})
+      writer.write_scalars(step, {f'dev/{k}': v for k, v in dev_metrics.items()})
+      print(f'epoch {epoch + 1}/{config.num_epochs}  dev {evaluator.describe(dev_metrics)}  '
+            f'(eval {time.perf_counter() - t_eval:.1f}s)', flush=True)
+      value = dev_metrics[evaluator.select]
+      if loop['best'] is None or value > loop['best'][select]:
+        ckpt.save_best(step, state.params)
+        loop['best'] = {select: value, 'epoch': epoch + 1, 'step': step}
+      save()
+
+    # The best epoch's parameters from disk; its dev predictions again (the same compiled function, so the same
+    # numbers), the calibration chosen on them; test predicted once and scored under it.
+    best = loop['best']
+    best_params = ckpt.restore_best(jax.eval_shape(lambda: state.params), best['step'])
+    dev_pred = predict_split(task, predict_fn, best_params, task.splits['dev'], config, sharded)
+    test_pred = predict_split(task, predict_fn, best_params, task.splits['test'], config, sharded)
+  finally:
+    writer.close()
+    ckpt.close()
+  result = {
+      'task': task.name, 'method': config.method, 'seed': config.seed, 'task_info': task.info,
+      'best_epoch': best['epoch'], select: best[select],
+      **evaluator.final(dev_pred, task.splits['dev'], test_pred, task.splits['test']),
+      'train_seconds': loop['train_seconds'], 'steps': total_steps, 'history': loop['history'],
+      'train_log': loop['train_log'],
+      'config': config_lib.recorded(config),
+  }
+  if primary:
+    checkpoints.write_json(os.path.join(workdir, 'metrics.json'), result)
+  print(evaluator.summary(result), flush=True)
+  return result
+
+
+def _log(pending, step, total_steps, epoch, config, t_log, history, select):
+  """Reads the pending device metrics (the only host sync), checks them, prints one progress line."""
+  means = {k: float(v) for k, v in jax.device_get(jax.tree.map(lambda *xs: jnp.mean(jnp.stack(xs)),
+                                                                 *pending)).items()}
+  for name, value in means.items():
+    if not np.isfinite(value) and name != 'residual':  # residual is NaN when not tracked
+      raise FloatingPointError(f'non-finite {name} ({value}) in the {len(pending)} steps up to step {step}')
+  now = time.perf_counter()
+  rate = len(pending) * config.batch_size / max(now - t_log, 1e-9)
+  eta = (total_steps - step) * config.batch_size / max(rate, 1e-9)
+  shown = '  '.join(f'{k} {v:.4g}' for k, v in sorted(means.items()))
+  dev = f'  {select.replace("_", " ")} {history[-1][select]:.4f}' if history else ''
+  print(f'step {step}/{total_steps}  epoch {epoch + 1}/{config.num_epochs}  {shown}  '
+        f'{rate:.0f} ex/s  ETA {eta:.0f}s{dev}', flush=True)
+  return now, means

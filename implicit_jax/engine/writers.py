@@ -1,0 +1,93 @@
+"""Metric writers: TensorBoard event files and a JSON-lines log in the workdir, hyperparameters written once.
+
+``clu.metric_writers`` is used when it imports; it imports TensorFlow at package load (for its TensorBoard
+writer), which this project does not depend on, so without TensorFlow the same interface (``write_scalars``,
+``write_hparams``, ``flush``, ``close``) is served by TensorBoard's TF-free event-file writer. Either way
+``workdir/metrics.jsonl`` gets one line per write, the file notebooks and plots read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+
+class _TensorBoardWriter:
+  """TensorBoard event files without TensorFlow (what clu's SummaryWriter writes, scalars and hparams)."""
+
+  def __init__(self, logdir: str):
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter  # pylint: disable=import-outside-toplevel
+    self._writer = EventFileWriter(logdir)
+
+  def write_scalars(self, step: int, scalars: dict) -> None:
+    from tensorboard.compat.proto import event_pb2, summary_pb2  # pylint: disable=import-outside-toplevel
+    values = [summary_pb2.Summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()]
+    self._writer.add_event(event_pb2.Event(wall_time=time.time(), step=int(step),
+                                           summary=summary_pb2.Summary(value=values)))
+
+  def write_hparams(self, hparams: dict) -> None:
+    from tensorboard.compat.proto import event_pb2  # pylint: disable=import-outside-toplevel
+    from tensorboard.plugins.hparams import summary_v2  # pylint: disable=import-outside-toplevel
+    self._writer.add_event(event_pb2.Event(wall_time=time.time(), step=0, summary=summary_v2.hparams_pb(hparams)))
+
+  def flush(self) -> None:
+    self._writer.flush()
+
+  def close(self) -> None:
+    self._writer.close()
+
+
+def _tensorboard_writer(logdir: str):
+  try:
+    from clu import metric_writers  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    return _TensorBoardWriter(logdir)
+  return metric_writers.SummaryWriter(logdir)
+
+
+class MetricWriter:
+  """Writes scalars to TensorBoard (``workdir/tensorboard``) and ``workdir/metrics.jsonl``.
+
+  ``resume_step``: a run resumed from a checkpoint at that step drops the JSON lines written after it (they are
+  written again, identically, as the run repeats those steps). ``enabled=False`` (every process but the first of
+  a multi-host run) writes nothing.
+  """
+
+  def __init__(self, workdir: str, resume_step: int | None = None, enabled: bool = True):
+    self.enabled = enabled
+    if not enabled:
+      return
+    self.jsonl = os.path.join(workdir, 'metrics.jsonl')
+    if os.path.exists(self.jsonl):
+      with open(self.jsonl) as f:
+        kept = [line for line in f if resume_step is not None and json.loads(line)['step'] <= resume_step]
+      with open(self.jsonl + '.tmp', 'w') as f:
+        f.writelines(kept)
+      os.replace(self.jsonl + '.tmp', self.jsonl)
+    self._tb = _tensorboard_writer(os.path.join(workdir, 'tensorboard'))
+    self._file = open(self.jsonl, 'a')  # pylint: disable=consider-using-with
+
+  def write_scalars(self, step: int, scalars: dict) -> None:
+    if not self.enabled:
+      return
+    scalars = {k: float(v) for k, v in scalars.items()}
+    self._tb.write_scalars(step, scalars)
+    self._file.write(json.dumps({'step': int(step), **scalars}) + '\n')
+
+  def write_hparams(self, hparams: dict) -> None:
+    """Flattened config; values TensorBoard cannot show (lists) become strings."""
+    if not self.enabled:
+      return
+    flat = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in hparams.items()}
+    self._tb.write_hparams(flat)
+
+  def flush(self) -> None:
+    if self.enabled:
+      self._tb.flush()
+      self._file.flush()
+
+  def close(self) -> None:
+    if self.enabled:
+      self._tb.close()
+      self._file.close()

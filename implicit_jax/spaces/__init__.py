@@ -1,0 +1,154 @@
+"""Output spaces: everything the methods need to know about the relaxed output y, and nothing about a task.
+
+A task's output space says how a relaxed output is made from logits, what the local (cross-entropy) loss and the
+log-probability of an output under the inference network are, how differentiable negatives are sampled, which
+costs and task scores exist, how gradient-based inference (GBI) starts and steps, and how a relaxed output is
+decoded. Methods call only this interface, so the same implicit step, SPEN, InfNet or SEAL code trains a
+multi-label classifier, a tagger or a segmenter.
+
+Conventions shared by every space (``losses.py`` has the sign conventions):
+
+* ``batch['y']`` is the gold output in the space's coordinates (``gold`` maps a split's stored labels to them);
+* relaxed outputs have shape ``shape(batch)``; negatives stack K of them in front, ``[K, *shape]``;
+* ``mask`` (``batch.get('mask')``, or None) marks the real positions of padded outputs; every reduction over
+  an example's output runs over the real positions only, and returns one value per example (leading axes kept);
+* costs ``Delta(y_bar, y) >= 0`` (zero at the gold output) and scores ``s(y_bar, y)`` in [0, 1] (one at it);
+* GBI rules are ``'projected'`` (Euclidean projection onto the feasible set) and ``'mirror'`` (entropic mirror
+  descent), both for any space; ``inits`` lists the starting points a space offers, ``'given'`` among them.
+
+``binary.Binary``: independent Bernoulli units, y in [0, 1]^event_shape (labels, pixels).
+``categorical.Categorical``: one distribution over C classes per position, y in the product of simplices, with a
+padding mask over positions (tags of a sentence).
+"""
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+SAMPLERS = ('concrete', 'straight_through', 'gaussian')
+RULES = ('projected', 'mirror')
+
+
+class OutputSpace:
+  """The interface; ``binary.Binary`` and ``categorical.Categorical`` implement it.
+
+  Subclasses define ``name``, ``units`` (size of y's last axis), ``inits``, ``costs`` and ``scores``
+  (name -> ``fn(y_bar, y, mask) -> [...]``) and the methods below that raise NotImplementedError.
+  """
+
+  name: str = ''
+  units: int = 0
+  inits: tuple[str, ...] = ('given',)
+  costs: dict[str, Callable] = {}
+  scores: dict[str, Callable] = {}
+
+  # -------------------------------------------------------------------------------------------- shapes and data
+
+  def shape(self, batch: dict) -> tuple[int, ...]:
+    """The shape of one relaxed output batch for the inputs ``batch``."""
+    raise NotImplementedError
+
+  def gold(self, y):
+    """The split's stored labels (numpy) in the space's coordinates, as the training batches carry them."""
+    raise NotImplementedError
+
+  # ------------------------------------------------------------------------------------- the inference network
+
+  def relax(self, logits: jax.Array) -> jax.Array:
+    """The relaxed output of an inference network's logits."""
+    raise NotImplementedError
+
+  def local_loss(self, logits: jax.Array, y: jax.Array, mask=None) -> jax.Array:
+    """Cross-entropy of the gold (or any relaxed) y under the logits: summed over an example's output units,
+    averaged over examples (MBCE for Bernoulli units, token CE summed over a sentence for tags)."""
+    return -jnp.mean(self.log_prob(logits, y, mask))
+
+  def log_prob(self, logits: jax.Array, y: jax.Array, mask=None) -> jax.Array:
+    """``log p_logits(y)`` per example (leading axes of y kept); relaxed y allowed."""
+    raise NotImplementedError
+
+  # ------------------------------------------------------------------------------------------------ negatives
+
+  def noise(self, rng: jax.Array, sampler: str, num_samples: int, shape: tuple[int, ...]) -> jax.Array:
+    """Noise for ``num_samples`` negatives of ``shape``: uniform in (0, 1) for the first two samplers, normal
+    for 'gaussian'. Drawn first and passed as data, so that a sample is a differentiable function of logits."""
+    check_sampler(sampler)
+    if sampler == 'gaussian':
+      return jax.random.normal(rng, (num_samples, *shape))
+    return jax.random.uniform(rng, (num_samples, *shape), minval=1e-6, maxval=1.0 - 1e-6)
+
+  def samples(self, logits: jax.Array, noise: jax.Array, sampler: str, temperature: float,
+              scale: float) -> jax.Array:
+    """``[K, *shape]`` reparameterised samples: 'concrete' (relaxed), 'straight_through' (a hard sample forward,
+    the probabilities' gradient backward), 'gaussian' (the relaxed output plus ``scale`` times the noise, put
+    back into the feasible set)."""
+    raise NotImplementedError
+
+  def negatives(self, logits: jax.Array, noise: jax.Array, sampler: str, temperature: float, scale: float,
+                include_mean: bool) -> jax.Array:
+    """``[K (+1), *shape]`` negatives carrying gradient to the logits; with ``include_mean`` the relaxed output
+    itself comes first."""
+    check_sampler(sampler)
+    samples = self.samples(logits, noise, sampler, temperature, scale)
+    return jnp.concatenate([self.relax(logits)[None], samples], axis=0) if include_mean else samples
+
+  # ----------------------------------------------------------------------------------------- costs and scores
+
+  def cost(self, name: str, field: str = 'cost') -> Callable:
+    """``Delta(y_bar, y, mask) -> [...]`` by name; an unknown name is an error naming ``field``."""
+    if name not in self.costs:
+      raise ValueError(f'{field}: unknown cost {name!r} for the {self.name} output space; choose one of '
+                       f'{sorted(self.costs)}')
+    return self.costs[name]
+
+  def score(self, name: str, field: str = 'score') -> Callable:
+    """``s(y_bar, y, mask) -> [...]`` in [0, 1] by name."""
+    if name not in self.scores:
+      raise ValueError(f'{field}: unknown score {name!r} for the {self.name} output space; choose one of '
+                       f'{sorted(self.scores)}')
+    return self.scores[name]
+
+  # ----------------------------------------------------------------------------- gradient-based inference
+
+  def initial(self, init: str, shape: tuple[int, ...], given: jax.Array | None = None,
+              field: str = 'gbi.init') -> jax.Array:
+    """GBI's starting point: one of ``inits``; 'given' returns ``given`` (e.g. an inference network's output)."""
+    self.check_init(init, field)
+    if init == 'given':
+      if given is None:
+        raise ValueError(f"{field}='given' needs the starting y (e.g. the inference network's output)")
+      return given
+    return self._initial(init, shape)
+
+  def check_init(self, init: str, field: str = 'gbi.init') -> None:
+    if init not in self.inits:
+      raise ValueError(f'{field}: unknown initialisation {init!r} for the {self.name} output space; choose one '
+                       f'of {self.inits}')
+
+  def _initial(self, init: str, shape: tuple[int, ...]) -> jax.Array:
+    raise NotImplementedError
+
+  def gbi_start(self, y: jax.Array, rule: str) -> jax.Array:
+    """``y`` moved into the feasible set (strictly inside it for 'mirror', whose map is infinite on the faces)."""
+    raise NotImplementedError
+
+  def gbi_step(self, y: jax.Array, grad: jax.Array, step_size: float, rule: str) -> jax.Array:
+    """One GBI step from ``y`` against the energy's gradient ``grad``."""
+    raise NotImplementedError
+
+  # ------------------------------------------------------------------------------------------------- decoding
+
+  def decode(self, y, threshold: float = 0.5):
+    """A discrete output from a relaxed one (numpy in, numpy out)."""
+    raise NotImplementedError
+
+
+def check_sampler(sampler: str) -> None:
+  if sampler not in SAMPLERS:
+    raise ValueError(f'negatives.sampler: unknown sampler {sampler!r}; choose one of {SAMPLERS}')
+
+
+def check_rule(rule: str, field: str = 'gbi.rule') -> None:
+  if rule not in RULES:
+    raise ValueError(f'{field}: unknown update rule {rule!r}; choose one of {RULES}')

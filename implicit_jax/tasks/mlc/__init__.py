@@ -1,0 +1,113 @@
+"""Multi-label classification: MULAN/FunCat benchmarks (bibtex, delicious, genbase, cal500, spo_fun) or your own
+files, as a task of the engine.
+
+Output space: ``Binary((num_labels,))``, one Bernoulli unit per label. Networks: ``models.MLPInferenceNet`` and
+``models.MLCEnergy`` sized by ``config.model``. Evaluator: ``evaluator.F1Evaluator`` (example F1 at 0.5 selects
+the best epoch; the threshold tuned on dev is the calibration). The data work is ``datasets.load_mlc``; readers
+(``arff``), splits (``splits``), TFDS builders (``tfds_builders``), the embedded bibtex (``embedded/``), metrics
+(``metrics``) and the energy analysis (``analysis``) live beside it.
+"""
+
+import ml_collections
+import numpy as np
+
+from implicit_jax.spaces.binary import Binary
+from implicit_jax.tasks import Task
+from implicit_jax.tasks.mlc import datasets
+from implicit_jax.tasks.mlc.evaluator import F1Evaluator
+from implicit_jax.tasks.mlc.models import MLCEnergy, MLPInferenceNet
+
+
+def model_config() -> ml_collections.ConfigDict:
+  """``config.model``: the inference net A_theta and the energy E_phi (``models.py``)."""
+  m = ml_collections.ConfigDict()
+  m.inference_hidden = (128,)       # A_theta: hidden widths of the MLP inference net
+  m.activation = 'relu'             # A_theta nonlinearity
+  m.dropout = 0.0                   # A_theta dropout after each hidden layer (training only)
+  m.energy_feature_hidden = (128,)  # E_phi: hidden widths of the feature MLP b(x)
+  m.energy_feature_dim = 128        # E_phi: width of b(x)
+  m.global_hidden = 16              # E_phi: rows of M in v^T softplus(M y)
+  m.energy_activation = 'softplus'  # E_phi nonlinearity (smooth: the implicit gradient needs H)
+  return m
+
+
+def data_config() -> ml_collections.ConfigDict:
+  """``config.data`` of the MULAN/FunCat datasets (``datasets.py``)."""
+  d = ml_collections.ConfigDict()
+  d.name = 'bibtex'        # 'bibtex', 'delicious', 'genbase', 'cal500', 'spo_fun' or 'custom' (files below)
+  d.data_dir = ''          # folder with mulan/<name>/..., funcat/...; '' = $IMPLICIT_JAX_DATA_DIR (bibtex: embedded)
+  d.protocol = 'official'  # 'official' (the dataset's train/test) or 'resplit' (pool all, stratified 60/20/20)
+  d.dev_fraction = 0.1     # official protocol: share of train held out as dev (spo_fun uses its valid split)
+  d.split_seed = 0         # seeds the dev hold-out and stratified splits (separate from the model seed)
+  d.train_file = ''        # custom only: training file, absolute or relative to data_dir
+  d.test_file = ''         # custom only: test file; '' = split train stratified 60/20/20
+  d.xml_file = ''          # custom only, MULAN: XML label list; '' = MEKA -C header or num_labels
+  d.num_labels = 0         # custom only, MULAN without XML or -C: the last num_labels attributes are labels
+  d.format = 'mulan'       # custom only: 'mulan' (MULAN/MEKA ARFF) or 'clus' (Clus hierarchical ARFF)
+  d.source = 'raw'         # 'raw' (the ARFF readers) or 'tfds' (tfds_builders.py; data_dir = their manual dir)
+  d.tfds_dir = ''          # tfds only: where prepared TFDS data lives; '' = $TFDS_DATA_DIR or ~/tensorflow_datasets
+  return d
+
+
+def default_config() -> ml_collections.ConfigDict:
+  c = ml_collections.ConfigDict()
+  c.data, c.model = data_config(), model_config()
+  return c
+
+
+def check_config(config) -> None:
+  """Settings that must hold before any data is read."""
+  data = config.data
+  # Model selection and the tuned threshold both need a dev split.
+  if data.protocol == 'official' and not 0 < data.dev_fraction < 1:
+    raise ValueError(f'config.data.dev_fraction must be in (0, 1): best-epoch selection and the tuned threshold '
+                     f'need a dev split, got {data.dev_fraction}')
+
+
+def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict) -> Task:
+  """A multi-label ``Task`` on ``splits`` (``{split: (x [N, D], y [N, L])}``), networks from ``config.model``."""
+  m = config.model
+  if not 0.0 <= m.dropout < 1.0:
+    raise ValueError(f'model.dropout must be in [0, 1), got {m.dropout}')
+
+  def make_inference_net(heads: int = 1):
+    return MLPInferenceNet(num_labels, tuple(m.inference_hidden), m.activation, m.dropout, heads)
+
+  def make_energy():
+    return MLCEnergy(num_labels, tuple(m.energy_feature_hidden), m.energy_feature_dim, m.global_hidden,
+                     m.energy_activation)
+
+  return Task(name, {s: {'x': x, 'y': y} for s, (x, y) in splits.items()}, Binary((num_labels,)),
+              make_inference_net, make_energy, F1Evaluator(), score='f1', info=info)
+
+
+def make_task(config) -> Task:
+  check_config(config)
+  d = config.data
+  splits, info = datasets.load_mlc(
+      d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, train_file=d.train_file,
+      test_file=d.test_file, xml_file=d.xml_file, num_labels=d.num_labels, file_format=d.format,
+      source=d.source, tfds_dir=d.tfds_dir)
+  return mlc_task(d.name, splits, info['num_labels'], config, info)
+
+
+# The predict command line ---------------------------------------------------------------------------------
+
+
+def read_inputs(run, path: str):
+  """An ARFF file in the run's dataset format, features transformed as the run's training features were.
+
+  Returns ``({'x': [N, D]}, label names)``."""
+  d = run.config.data
+  num_labels = run.task.space.units
+  data = datasets.read_for_prediction(
+      path, d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, num_labels=num_labels,
+      train_file=d.train_file, test_file=d.test_file, xml_file=d.xml_file, file_format=d.format)
+  return {'x': data.x.astype(np.float32)}, list(data.label_names)
+
+
+def format_predictions(run, pred: np.ndarray, names, threshold: float) -> list[str]:
+  """One line per example: its predicted label names, comma-separated (an empty line predicts none)."""
+  names = names or [str(j) for j in range(run.task.space.units)]
+  return [','.join(names[j] for j in np.flatnonzero(row)) for row in run.task.space.decode(pred, threshold)]
+

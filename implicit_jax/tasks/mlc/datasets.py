@@ -1,0 +1,308 @@
+"""Known multi-label datasets and ``load_mlc``: train/dev/test arrays under an explicit, recorded protocol.
+
+Datasets (``DATASETS``; paths relative to a data directory laid out like the project's shared data)::
+
+  bibtex     mulan/bibtex/bibtex-{train,test}.arff + bibtex.xml          (also embedded in the package)
+  delicious  mulan/delicious/delicious-{train,test}.arff + delicious.xml
+  genbase    mulan/genbase/genbase-{train,test}.arff + genbase.xml
+  cal500     mulan/cal500/cal500.arff + cal500.xml                      (no official split)
+  spo_fun    funcat/spo_FUN.{train,valid,test}.arff                       (Clus HMC)
+  custom     your own files: ``train_file``, optional ``test_file``, ``xml_file``, ``num_labels``, ``format``
+
+Protocols:
+  * ``official``: the dataset's own train/test; dev is a seeded ``dev_fraction`` hold-out of train, except
+    for spo_fun, whose own valid split is the dev split.  A dataset without a split (cal500, a custom dataset
+    without ``test_file``) gets a seeded stratified 60/20/20 split instead, and ``info['note']`` says so.
+  * ``resplit``: all rows pooled (train, then valid, then test) and split 60/20/20 by iterative stratification
+    (``splits.stratified_split``) with ``split_seed``, as SEAL and the implicit paper do for bibtex.
+
+Preprocessing, always fitted on training rows only:
+  * FunCat (Clus) features: ``impute_and_standardise``.  Under ``official`` it is fitted on train and valid
+    pooled, as C-HMCNN does (valid is the dev split here, so dev rows inform the scaling, never the test ones);
+    under ``resplit`` on the train split alone.
+  * cal500 (numeric audio features on different scales): standardised with the train split's statistics.
+  * bibtex, delicious and genbase: 0/1 features, used as read.  So are custom MULAN files.
+
+``data_dir=''``: bibtex is read from the embedded copy; any other dataset uses the ``IMPLICIT_JAX_DATA_DIR``
+environment variable, or fails with a message saying what to set.  ``info`` pins the run's data: dataset,
+protocol, sizes, seed, files (with the data directory) or ``'embedded'``, and ``train_sha1``, a short hash
+of the train row numbers (numbered in the pooled order above for ``resplit``, else within the train file).
+
+Sources (``source``): ``'raw'`` reads the files above with ``implicit_jax.tasks.mlc.arff``; ``'tfds'`` reads the
+same official splits from the TFDS builders of ``tfds_builders`` (prepared under ``tfds_dir``, from ``data_dir``
+as their manual dir, or downloaded).  Both feed the same splitting and scaling, so they give identical arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+from implicit_jax.tasks.mlc import splits as splitlib
+from implicit_jax.tasks.mlc.arff import MultiLabelData, impute_and_standardise, read_clus_hmc, read_mulan
+
+__all__ = ['DATASETS', 'DATA_DIR_ENV', 'PROTOCOLS', 'SOURCES', 'Dataset', 'load_embedded_bibtex', 'load_mlc']
+
+DATA_DIR_ENV = 'IMPLICIT_JAX_DATA_DIR'
+PROTOCOLS = ('official', 'resplit')
+SOURCES = ('raw', 'tfds')  # where the official splits' arrays come from (see the module docstring)
+FORMATS = ('mulan', 'clus')
+RESPLIT_FRACTIONS = (0.6, 0.2, 0.2)
+EMBEDDED_BIBTEX = Path(__file__).resolve().parent / 'embedded' / 'bibtex.npz'
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+  """Where a dataset's files live under a data directory, and how to read and scale them."""
+
+  format: str  # 'mulan' or 'clus'
+  train: str
+  test: str = ''  # '' = no official split
+  valid: str = ''  # an official dev split (FunCat)
+  xml: str = ''
+  num_labels: int = 0  # labels = last num_labels attributes when there is no XML and no MEKA -C
+  standardise: bool = False  # z-score features with train statistics (Clus data is always imputed+scaled)
+
+
+DATASETS = {
+    'bibtex': Dataset('mulan', 'mulan/bibtex/bibtex-train.arff', 'mulan/bibtex/bibtex-test.arff',
+                      xml='mulan/bibtex/bibtex.xml'),
+    'delicious': Dataset('mulan', 'mulan/delicious/delicious-train.arff', 'mulan/delicious/delicious-test.arff',
+                         xml='mulan/delicious/delicious.xml'),
+    'genbase': Dataset('mulan', 'mulan/genbase/genbase-train.arff', 'mulan/genbase/genbase-test.arff',
+                       xml='mulan/genbase/genbase.xml'),
+    'cal500': Dataset('mulan', 'mulan/cal500/cal500.arff', xml='mulan/cal500/cal500.xml', standardise=True),
+    'spo_fun': Dataset('clus', 'funcat/spo_FUN.train.arff', 'funcat/spo_FUN.test.arff',
+                       valid='funcat/spo_FUN.valid.arff'),
+}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Embedded bibtex
+
+
+def _from_pattern(indices: np.ndarray, indptr: np.ndarray, num_columns: int) -> np.ndarray:
+  """Dense 0/1 int8 matrix from a CSR sparsity pattern (the inverse of ``build_bibtex.csr_pattern``)."""
+  a = np.zeros((len(indptr) - 1, num_columns), dtype=np.int8)
+  a[np.repeat(np.arange(len(indptr) - 1), np.diff(indptr)), indices.astype(np.int64)] = 1
+  return a
+
+
+def load_embedded_bibtex() -> dict[str, MultiLabelData]:
+  """The MULAN bibtex train (4880 rows) and test (2515) splits from the package's ``bibtex.npz``."""
+  with np.load(EMBEDDED_BIBTEX, allow_pickle=False) as z:
+    feature_names, label_names = tuple(z['feature_names'].tolist()), tuple(z['label_names'].tolist())
+    out = {}
+    for split in ('train', 'test'):
+      out[split] = MultiLabelData(
+          x=_from_pattern(z[f'{split}_x_indices'], z[f'{split}_x_indptr'], len(feature_names)),
+          y=_from_pattern(z[f'{split}_y_indices'], z[f'{split}_y_indptr'], len(label_names)),
+          feature_names=feature_names, label_names=label_names, source=f'{EMBEDDED_BIBTEX}:{split}')
+  return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Reading files
+
+
+def _resolve_data_dir(name: str, data_dir: str) -> Path:
+  data_dir = data_dir or os.environ.get(DATA_DIR_ENV, '')
+  if not data_dir:
+    raise ValueError(
+        f"data.data_dir is empty and ${DATA_DIR_ENV} is not set, but dataset {name!r} needs its files (only "
+        f"bibtex is embedded): set data.data_dir (e.g. --config.data.data_dir=/path/to/data) or "
+        f"${DATA_DIR_ENV} to a folder holding {DATASETS[name].train}")
+  return Path(data_dir)
+
+
+def _custom(train_file, test_file, xml_file, num_labels, file_format) -> Dataset:
+  if not train_file:
+    raise ValueError("data.train_file: required when data.name is 'custom'")
+  if file_format not in FORMATS:
+    raise ValueError(f'data.format: unknown format {file_format!r}; choose one of {list(FORMATS)}')
+  return Dataset(file_format, train_file, test_file, xml=xml_file, num_labels=num_labels)
+
+
+def _path(root: Path | None, relative: str, name: str) -> Path:
+  path = Path(relative) if root is None else root / relative
+  if not path.is_file():
+    where = 'as given' if root is None else f'under data.data_dir {str(root)!r}'
+    raise FileNotFoundError(f'{path}: no such file (dataset {name!r} expects {relative!r} {where})')
+  return path
+
+
+def _read_files(name: str, dataset: Dataset, root: Path | None) -> tuple[dict, list[str]]:
+  """Every file of the dataset as ``{'train'|'valid'|'test': MultiLabelData}``, and their paths for ``info``."""
+  paths = {s: _path(root, f, name) for s, f in (('train', dataset.train), ('valid', dataset.valid),
+                                                ('test', dataset.test)) if f}
+  if dataset.xml:
+    xml = _path(root, dataset.xml, name)
+    dataset = dataclasses.replace(dataset, xml=str(xml))
+  parts = {s: _read(dataset, p) for s, p in paths.items()}
+  first = parts['train']
+  for part in parts.values():
+    if (part.feature_names, part.label_names) != (first.feature_names, first.label_names):
+      raise ValueError(f'{part.source}: features or labels differ from those of {first.source}')
+  files = [str(p) for p in paths.values()] + ([dataset.xml] if dataset.xml else [])
+  return parts, files
+
+
+def _read(dataset: Dataset, path: Path) -> MultiLabelData:
+  if dataset.format == 'clus':
+    return read_clus_hmc(path)
+  return read_mulan(path, dataset.xml or None, dataset.num_labels or None)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Splitting and scaling
+
+
+def _sha1(indices: np.ndarray) -> str:
+  return hashlib.sha1(np.asarray(indices, dtype=np.int64).tobytes()).hexdigest()[:12]
+
+
+def _pool(parts: dict) -> tuple[np.ndarray, np.ndarray]:
+  order = [s for s in ('train', 'valid', 'test') if s in parts]
+  return (np.concatenate([parts[s].x for s in order]), np.concatenate([parts[s].y for s in order]))
+
+
+def _official(parts, dev_fraction, split_seed):
+  """``(rows {split: (x, y)}, train row numbers, note, features to fit the scaling on or None = train)``."""
+  if 'test' not in parts:
+    return _stratified(parts, split_seed, 'no official split: stratified 60/20/20 of all rows by split_seed')
+  train, test = parts['train'], parts['test']
+  if 'valid' in parts:
+    valid = parts['valid']
+    rows = {'train': (train.x, train.y), 'dev': (valid.x, valid.y), 'test': (test.x, test.y)}
+    fit_x = np.concatenate([train.x, valid.x])  # C-HMCNN fits its imputer and scaler on train+valid
+    return rows, np.arange(train.num_examples), 'dev = the official valid split', fit_x
+  train_idx, dev_idx = splitlib.dev_split(train.num_examples, dev_fraction, split_seed)
+  rows = {'train': (train.x[train_idx], train.y[train_idx]), 'dev': (train.x[dev_idx], train.y[dev_idx]),
+          'test': (test.x, test.y)}
+  return rows, train_idx, 'dev = seeded dev_fraction hold-out of the official train split', None
+
+
+def _stratified(parts, split_seed, note):
+  x, y = _pool(parts)
+  folds = splitlib.stratified_split(y, RESPLIT_FRACTIONS, split_seed)
+  rows = {s: (x[idx], y[idx]) for s, idx in zip(('train', 'dev', 'test'), folds)}
+  return rows, folds[0], note, None
+
+
+def _scale(rows: dict, dataset: Dataset, fit_x: np.ndarray | None) -> tuple[dict, str]:
+  if dataset.format != 'clus' and not dataset.standardise:
+    return rows, 'none (features as read)'
+  fit = rows['train'][0] if fit_x is None else fit_x
+  names = list(rows)
+  scaled = impute_and_standardise(fit, *(rows[s][0] for s in names))[1:]
+  what = 'train+valid' if fit_x is not None else 'train'
+  return ({s: (x, rows[s][1]) for s, x in zip(names, scaled)},
+          f'mean-impute and standardise with {what} statistics')
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Entry point
+
+
+def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_fraction: float = 0.1,
+             split_seed: int = 0, *, train_file: str = '', test_file: str = '', xml_file: str = '',
+             num_labels: int = 0, file_format: str = 'mulan', source: str = 'raw',
+             tfds_dir: str = '') -> tuple[dict, dict]:
+  """Loads a dataset as ``({'train'|'dev'|'test': (x float32 [N, D], y float32 [N, L])}, info)``.
+
+  See the module docstring for the datasets, protocols, preprocessing and ``info``.  ``custom`` paths may be
+  absolute or relative to ``data_dir`` (to the working directory when ``data_dir`` is empty).  Errors name
+  the config field at fault (``data.name``, ``data.protocol``, ``data.data_dir``, ...).  ``source='tfds'`` reads
+  the official splits from the TFDS builders prepared under ``tfds_dir`` ('' = TFDS's default) instead.
+  """
+  if name != 'custom' and name not in DATASETS:
+    raise ValueError(f'data.name: unknown dataset {name!r}; choose one of {sorted(DATASETS) + ["custom"]}')
+  if protocol not in PROTOCOLS:
+    raise ValueError(f'data.protocol: unknown protocol {protocol!r}; choose one of {list(PROTOCOLS)}')
+  if not 0.0 < dev_fraction < 1.0:
+    raise ValueError(f'data.dev_fraction: must be in (0, 1), got {dev_fraction}')
+  if source not in SOURCES:
+    raise ValueError(f'data.source: unknown source {source!r}; choose one of {list(SOURCES)}')
+  if source == 'tfds':
+    parts, files, dataset = _load_tfds_parts(name, data_dir, tfds_dir)
+  else:
+    parts, files, dataset = _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format)
+  if protocol == 'official':
+    rows, train_idx, note, fit_x = _official(parts, dev_fraction, split_seed)
+  else:
+    note = 'train(+valid)+test rows pooled, stratified 60/20/20 by split_seed'
+    rows, train_idx, note, fit_x = _stratified(parts, split_seed, note)
+  rows, scaling = _scale(rows, dataset, fit_x)
+  splits = {s: (np.asarray(x, np.float32), np.asarray(y, np.float32)) for s, (x, y) in rows.items()}
+  first = parts['train']
+  info = {
+      'dataset': name, 'protocol': protocol, 'split_seed': int(split_seed), 'dev_fraction': float(dev_fraction),
+      'sizes': {s: int(x.shape[0]) for s, (x, _) in splits.items()},
+      'num_features': len(first.feature_names), 'num_labels': len(first.label_names),
+      'source': source, 'files': files, 'train_sha1': _sha1(train_idx), 'split_note': note, 'preprocessing': scaling,
+  }
+  return splits, info
+
+
+def _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format):
+  """``({'train', 'test'?, 'valid'?: MultiLabelData}, files for info, Dataset)``."""
+  if name == 'bibtex' and not data_dir:
+    return load_embedded_bibtex(), ['embedded'], DATASETS['bibtex']
+  if name == 'custom':
+    dataset = _custom(train_file, test_file, xml_file, num_labels, file_format)
+    root = Path(data_dir) if data_dir else None
+  else:
+    dataset, root = DATASETS[name], _resolve_data_dir(name, data_dir)
+  parts, files = _read_files(name, dataset, root)
+  return parts, files, dataset
+
+
+def _load_tfds_parts(name, data_dir, tfds_dir):
+  """As ``_load_parts``, from the TFDS builders; files for ``info`` are the prepared splits."""
+  if name == 'custom':
+    raise ValueError("data.source: 'tfds' has builders for the known datasets only; use data.source='raw' for "
+                     "data.name='custom'")
+  # TFDS only when asked for
+  from implicit_jax.tasks.mlc import tfds_builders  # pylint: disable=import-outside-toplevel
+  manual_dir = data_dir or os.environ.get(DATA_DIR_ENV, '')
+  parts = tfds_builders.load_tfds_parts(name, tfds_dir, manual_dir=manual_dir or None)
+  return parts, [p.source for p in parts.values()], DATASETS[name]
+
+
+def read_for_prediction(path: str, name: str, data_dir: str = '', protocol: str = 'official',
+                        dev_fraction: float = 0.1, split_seed: int = 0, *, num_labels: int, train_file: str = '',
+                        test_file: str = '', xml_file: str = '', file_format: str = 'mulan') -> MultiLabelData:
+  """A new file of dataset ``name``'s format, its features transformed exactly as the run's training features.
+
+  Labels are read as in training (XML when the data directory has it, else the last ``num_labels``
+  attributes); a file with unknown labels may hold zeros there. Standardised datasets (cal500, FunCat) are
+  scaled with statistics refitted on the run's own training rows, which the settings here reproduce.
+  """
+  if name != 'custom' and name not in DATASETS:
+    raise ValueError(f'data.name: unknown dataset {name!r}; choose one of {sorted(DATASETS) + ["custom"]}')
+  dataset = (_custom(train_file, test_file, xml_file, num_labels, file_format) if name == 'custom'
+             else DATASETS[name])
+  source = Path(path)
+  if not source.is_file():
+    raise FileNotFoundError(f'{path}: no such file')
+  if dataset.format == 'clus':
+    data = read_clus_hmc(source)
+  else:
+    root = Path(data_dir or os.environ.get(DATA_DIR_ENV, '') or '.')
+    xml = root / dataset.xml if dataset.xml and (root / dataset.xml).is_file() else None
+    data = read_mulan(source, xml, None if xml else num_labels)
+  if len(data.label_names) != num_labels:
+    raise ValueError(f'{path}: {len(data.label_names)} labels, the run was trained on {num_labels}')
+  if dataset.format != 'clus' and not dataset.standardise:
+    return data
+  parts, _, _ = _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format)
+  if protocol == 'official':
+    rows, _, _, fit_x = _official(parts, dev_fraction, split_seed)
+  else:
+    rows, _, _, fit_x = _stratified(parts, split_seed, '')
+  fit = rows['train'][0] if fit_x is None else fit_x
+  return dataclasses.replace(data, x=impute_and_standardise(fit, data.x)[1])

@@ -1,0 +1,64 @@
+"""The multi-label networks: an MLP inference net ``A_theta(x)`` and the SPEN energy ``E_phi(x, y)``.
+
+Energy (SPEN, Belanger & McCallum 2016; the paper's MLC energy), lower is better::
+
+    E(x, y) = y^T W b(x)  +  v^T softplus(M y)
+              local term      global (label-interaction) term
+
+``b`` is a feature MLP, y lies in [0, 1]^L (relaxed) or {0, 1}^L. The signs of W and v are learned, so the
+lower-is-better convention loses no generality; it fixes what "low energy" means for every loss in ``losses.py``.
+Both modules take the batch dict and read its features ``x`` [B, D].
+"""
+
+from typing import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from implicit_jax.networks import MLP, activation
+
+
+class MLPInferenceNet(nn.Module):
+  """``A_theta(x)``: an MLP giving one logit per label; the relaxed output is ``sigmoid(logits)``.
+
+  ``heads > 1``: that many linear heads on one shared hidden trunk (InfNet+'s shared parameterisation).
+  With ``dropout > 0``, ``train=True`` needs a ``'dropout'`` rng.
+  """
+
+  num_labels: int
+  hidden: Sequence[int] = (150, 150)
+  act: str = 'relu'
+  dropout: float = 0.0
+  heads: int = 1
+
+  @nn.compact
+  def __call__(self, batch: dict, train: bool = False):
+    x = batch['x']
+    if self.heads == 1:
+      return MLP(self.hidden, self.num_labels, self.act, self.dropout)(x, train)
+    h = MLP(self.hidden, None, self.act, self.dropout, name='trunk')(x, train)
+    return tuple(nn.Dense(self.num_labels, name=f'head_{i}')(h) for i in range(self.heads))
+
+
+class MLCEnergy(nn.Module):
+  """SPEN multi-label energy. ``__call__(batch, y [..., B, L]) -> energies [..., B]``.
+
+  Leading axes of y (e.g. K negatives) share one evaluation of the feature network b(x).
+  """
+
+  num_labels: int
+  feature_hidden: Sequence[int] = (150,)
+  feature_dim: int = 150
+  global_hidden: int = 16
+  act: str = 'softplus'
+
+  @nn.compact
+  def __call__(self, batch: dict, y: jax.Array) -> jax.Array:
+    if y.shape[-1] != self.num_labels:
+      raise ValueError(f'energy: y has {y.shape[-1]} labels, the energy was built for {self.num_labels}')
+    b = activation(self.act)(MLP(self.feature_hidden, self.feature_dim, self.act)(batch['x']))
+    local = jnp.sum(y * nn.Dense(self.num_labels, use_bias=False, name='W')(b), axis=-1)
+    interactions = nn.softplus(nn.Dense(self.global_hidden, use_bias=False, name='M')(y))
+    global_ = nn.Dense(1, use_bias=False, name='v')(interactions)[..., 0]
+    return local + global_

@@ -1,0 +1,70 @@
+"""Sequence labeling as a task of the engine: a tag per token, variable-length sentences padded and masked.
+
+Output space: ``Categorical(num_tags)``, a softmax per token over the tag set, with the padding mask. Networks
+(``models.py``): a token encoder (``conv`` or ``bilstm``), the per-token softmax inference net and the paper's
+Eq. 7 energy (unary + tag-transition terms). Evaluator: token accuracy (``evaluator.py``). Batches are cut to
+``data.buckets`` lengths, so the jitted step compiles once per bucket.
+
+Datasets (``data.name``): ``synthetic``, a generated HMM task with a known best answer (``synthetic.py``).
+"""
+
+import ml_collections
+
+from implicit_jax.spaces.categorical import Categorical
+from implicit_jax.tasks import Task
+from implicit_jax.tasks.tagging import synthetic
+from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator
+from implicit_jax.tasks.tagging.models import ENCODERS, Encoder, SequenceEnergy, TaggerNet
+
+DATASETS = ('synthetic',)
+
+
+def default_config() -> ml_collections.ConfigDict:
+  c = ml_collections.ConfigDict()
+  d = c.data = ml_collections.ConfigDict()
+  d.name = 'synthetic'        # dataset: 'synthetic' (a generated HMM task, synthetic.py)
+  d.buckets = (8, 16)         # padded batch lengths: a batch is cut to the smallest that holds its longest sentence
+                              # (the split's longest sentence is the last resort); one compile per length
+  d.seed = 0                  # synthetic: seed of the generator (fixed across runs: the same problem)
+  d.num_tags = 6              # synthetic: tags C
+  d.vocab_size = 48           # synthetic: words (half own words of one tag, half shared by two neighbouring tags)
+  d.ambiguity = 0.4           # synthetic: probability that a tag emits a shared (ambiguous) word
+  d.min_length = 4            # synthetic: sentence lengths, uniform in [min_length, max_length]
+  d.max_length = 24
+  d.num_train = 2000          # synthetic: sentences per split
+  d.num_dev = 400
+  d.num_test = 1000
+  m = c.model = ml_collections.ConfigDict()
+  m.encoder = 'conv'          # token encoder of the inference net and of the energy: 'conv' or 'bilstm'
+  m.embedding_dim = 32        # word embedding width
+  m.hidden = 64               # inference net: conv channels / LSTM units per direction
+  m.kernel_size = 3           # conv: tokens seen by each position (an odd number)
+  m.dropout = 0.0             # inference net: dropout on embeddings and features (training only)
+  m.energy_hidden = 64        # energy: width of its own encoder's features b(x, t)
+  return c
+
+
+def make_task(config) -> Task:
+  d, m = config.data, config.model
+  if d.name not in DATASETS:
+    raise ValueError(f'data.name: unknown tagging dataset {d.name!r}; choose one of {DATASETS}')
+  if m.encoder not in ENCODERS:
+    raise ValueError(f'model.encoder: unknown encoder {m.encoder!r}; choose one of {ENCODERS}')
+  if not 0.0 <= m.dropout < 1.0:
+    raise ValueError(f'model.dropout must be in [0, 1), got {m.dropout}')
+  if any(not isinstance(b, int) or b < 1 for b in d.buckets):
+    raise ValueError(f'data.buckets must be positive integers, got {d.buckets}')
+  splits, info = synthetic.make_splits(d)
+  num_tags, vocab = d.num_tags, d.vocab_size + 1
+
+  def encoder(hidden, dropout):
+    return Encoder(vocab, m.encoder, m.embedding_dim, hidden, m.kernel_size, dropout)
+
+  def make_inference_net(heads: int = 1):
+    return TaggerNet(encoder(m.hidden, m.dropout), num_tags, heads)
+
+  def make_energy():
+    return SequenceEnergy(encoder(m.energy_hidden, 0.0), num_tags)
+
+  return Task(d.name, splits, Categorical(num_tags), make_inference_net, make_energy, AccuracyEvaluator(),
+              score='accuracy', info=info, padded=('x', 'y', 'mask'), buckets=tuple(sorted(d.buckets)))

@@ -1,0 +1,74 @@
+"""Run records: what the results scripts commit to docs/ for each run, and reading them back.
+
+A record keeps what a table or a reader needs: the run's config (in the current format), command, date, device,
+split record (``task_info``), final metrics and seconds, and the per-epoch dev history as columns (one row per
+epoch). The per-step training log stays in the run's workdir (``metrics.json``), out of git.
+
+  python scripts/records.py --compact docs/    # rewrite older, full records in this form (idempotent)
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+
+
+def compact(result: dict) -> dict:
+  """The committed form of a run's result (``train_and_evaluate``'s dict plus command, date and device)."""
+  record = {k: v for k, v in result.items() if k != 'train_log'}
+  record['config'] = config_lib.upgrade(result['config'])
+  history = result.get('history')
+  if isinstance(history, list):
+    columns = list(history[0]) if history else []
+    record['history'] = {'columns': columns, 'rows': [[h.get(c) for c in columns] for h in history]}
+  return record
+
+
+def history(record: dict) -> list[dict]:
+  """The per-epoch history as a list of dicts, from either form."""
+  h = record.get('history') or []
+  return [dict(zip(h['columns'], row)) for row in h['rows']] if isinstance(h, dict) else h
+
+
+def write(path: Path, result: dict) -> None:
+  """Writes ``compact(result)`` atomically: one line per history row, the rest indented."""
+  record = compact(result)
+  rows = record.pop('history', None)
+  text = json.dumps(record, indent=2)
+  if rows is not None:
+    body = ',\n'.join('      ' + json.dumps(row) for row in rows['rows'])
+    text = (text[:-2] + ',\n  "history": {\n    "columns": ' + json.dumps(rows['columns']) + ',\n    "rows": [\n'
+            + body + ('\n' if body else '') + '    ]\n  }\n}')
+  path.parent.mkdir(parents=True, exist_ok=True)
+  tmp = path.with_suffix(path.suffix + '.tmp')
+  tmp.write_text(text + '\n')
+  tmp.replace(path)
+  assert json.loads(path.read_text())['config'] == record['config']
+
+
+def load(path: Path) -> dict:
+  record = json.loads(Path(path).read_text())
+  record['history'] = history(record)
+  return record
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--compact', required=True, help='folder whose run records (*/runs/*.json and '
+                      'sweeps/*/*.json) are rewritten in the committed form')
+  args = parser.parse_args()
+  root = Path(args.compact)
+  paths = sorted(set(root.glob('**/runs/*.json')) | set(root.glob('sweeps/*/*.json')))
+  before = sum(p.stat().st_size for p in paths)
+  for p in paths:
+    write(p, json.loads(p.read_text()))
+  after = sum(p.stat().st_size for p in paths)
+  print(f'{len(paths)} records: {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB')
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,134 @@
+"""The tagging task plugged into the engine: the generated HMM problem and its known answer, padded and
+bucketed batches, one compilation per padded shape, and four methods trained on it by the real loop."""
+
+import itertools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from implicit_jax import methods, tasks
+from implicit_jax.engine import data, train
+from implicit_jax.tasks.tagging import synthetic
+from tests.conftest import load_config
+
+
+@pytest.fixture(scope='module')
+def task():
+  return tasks.get_task(load_config('tiny_tagging'))
+
+
+def test_posterior_decoding_is_the_exact_marginal_argmax():
+  """forward-backward against enumeration of every tag sequence of short sentences."""
+  params = synthetic.hmm(3, 8, 0.4)
+  start, transition, emission = params
+  words, tags, lengths = synthetic.sample(np.random.default_rng(0), 20, params, 2, 4)
+  decoded = synthetic.posterior_decode(words, lengths, params)
+  for i, length in enumerate(lengths):
+    marginals = np.zeros((length, 3))
+    for seq in itertools.product(range(3), repeat=length):
+      p = start[seq[0]] * emission[seq[0], words[i, 0]]
+      for t in range(1, length):
+        p *= transition[seq[t - 1], seq[t]] * emission[seq[t], words[i, t]]
+      marginals[np.arange(length), seq] += p
+    np.testing.assert_array_equal(decoded[i, :length], marginals.argmax(axis=1))
+    assert np.all(tags[i, length:] == -1) and np.all(words[i, length:] == 0)
+
+
+def test_the_known_answers_order_the_baselines(task):
+  info = task.info
+  # Context matters (ambiguous words), and the most frequent tag alone is far worse.
+  assert info['bayes_accuracy'] > info['word_only_accuracy'] + 0.1 > info['majority_accuracy'] + 0.2
+  assert set(task.splits) == {'train', 'dev', 'test'}
+  assert task.splits['train']['x'].shape == task.splits['train']['mask'].shape == (256, 12)
+
+
+def test_training_batches_are_bucketed_and_cover_each_epoch(task):
+  lengths = task.splits['train']['mask'].sum(axis=1)
+  seen, shapes = [], set()
+  for batch in data.train_batches(task, 16, np.random.default_rng(3)):
+    shapes.add(batch['x'].shape)
+    real = batch['mask'].sum(axis=1)
+    assert batch['x'].shape[1] == (6 if real.max() <= 6 else 12)  # the smallest bucket holding the batch
+    assert batch['y'].shape == (*batch['x'].shape, 4)              # one-hot gold rows, zero on padding
+    np.testing.assert_array_equal(batch['y'].sum(axis=-1), batch['mask'])
+    seen.append(real)
+  assert shapes == {(16, 6), (16, 12)}
+  np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.sort(lengths))  # 256 = 16 full batches
+
+
+def test_one_compilation_per_padded_shape(task):
+  """The real jitted step and predictor: a trace per bucket, none for a repeated shape or the padded tail."""
+  config = load_config('tiny_tagging')
+  method = methods.build(task, config)
+  traces = {'step': 0, 'predict': 0}
+
+  def counting(fn, name):
+    def counted(*args):
+      traces[name] += 1  # runs when jax traces, not when the compiled step runs
+      return fn(*args)
+    return counted
+
+  method = method._replace(train_step=counting(method.train_step, 'step'),
+                           predict=counting(method.predict, 'predict'))
+  _, replicated, sharded = train.data_parallel(config)
+  step = train.make_train_step(method, jax.random.key(1), replicated, sharded)
+  state = jax.device_put(method.init(jax.random.key(0)), replicated)
+  shapes = set()
+  for epoch in range(2):
+    for batch in data.train_batches(task, config.batch_size, np.random.default_rng([0, epoch])):
+      shapes.add(batch['x'].shape)
+      state, metrics = step(state, train.shard_batch(batch, sharded))
+  chex.assert_tree_all_finite(metrics)
+  assert traces['step'] == len(shapes) == 2
+  for eval_batch_size in (64, 48):  # 48: the dev split's 64 sentences end in a tail of 16, padded to 48
+    config.eval_batch_size = eval_batch_size
+    traces['predict'] = 0
+    predict = train.make_predict(method, replicated, sharded)
+    shapes = set()
+    for split in ('dev', 'test', 'dev'):
+      for batch, _ in data.prediction_batches(task, task.splits[split], eval_batch_size):
+        assert len(batch['x']) == eval_batch_size
+        shapes.add(batch['x'].shape)
+      pred = train.predict_split(task, predict, state.params, task.splits[split], config, sharded)
+      assert pred.shape == (len(task.splits[split]['y']), 12, 4)
+    assert traces['predict'] == len(shapes) <= 2
+
+
+def test_padding_does_not_change_outputs_or_energies(task):
+  """A batch cut to its bucket and the same batch padded to the split's width give the same relaxed outputs and
+  energies on the real tokens: the encoder, the pairwise term and the losses all honour the mask."""
+  for encoder in ('conv', 'bilstm'):
+    config = load_config('tiny_tagging')
+    config.model.encoder = encoder
+    t = tasks.get_task(config)
+    method = methods.build(t, config)
+    params = method.init(jax.random.key(0)).params
+    arrays = t.splits['dev']
+    short = np.flatnonzero(arrays['mask'].sum(axis=1) <= 6)[:8]
+    wide = {k: v[short] for k, v in t.inputs(arrays).items()}
+    cut = {k: v[:, :6] for k, v in wide.items()}
+    a, b = method.predict(params, cut), method.predict(params, wide)[:, :6]
+    mask = cut['mask'][..., None] > 0
+    np.testing.assert_allclose(np.where(mask, a, 0), np.where(mask, b, 0), atol=1e-5)
+    energy = method.modules['energy']
+    y_wide = jnp.asarray(t.space.gold(arrays['y'][short]))
+    np.testing.assert_allclose(energy.apply(params['phi'], cut, y_wide[:, :6]),
+                               energy.apply(params['phi'], wide, y_wide), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('method', ['implicit', 'feedforward', 'spen', 'infnet'])
+def test_methods_learn_the_synthetic_tagging_task(tmp_path, method):
+  """The real loop on the tiny tagging task (3 epochs, 256 sentences): test token accuracy at least 0.3 above
+  always predicting the most frequent tag, and above the best tagger that ignores context."""
+  config = load_config('tiny_tagging')
+  config.method = method
+  config.infnet.finetune_epochs = 1
+  result = train.train_and_evaluate(config, str(tmp_path))
+  info = result['task_info']
+  assert result['test_accuracy'] > info['majority_accuracy'] + 0.3, result['test_accuracy']
+  assert result['test_accuracy'] > info['word_only_accuracy'], (result['test_accuracy'], info)
+  assert result['test_accuracy'] <= info['bayes_accuracy'] + 0.03  # no better than the truth allows (noise only)
+  assert result['dev_accuracy'] == max(h['dev_accuracy'] for h in result['history'])
