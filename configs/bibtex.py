@@ -4,7 +4,7 @@ Run:    python -m implicit_jax.main --config=configs/bibtex.py --workdir=/tmp/im
 Others: --config.method=feedforward (MBCE baseline), --config.implicit.primary_loss=ssvm|dvn|nce,
         --config.method=spen|dvn|infnet|infnet_plus|seal_dynamic|... (the rivals, each reading its section),
         --config.data.protocol=resplit (stratified 60/20/20 of all rows, the paper's and SEAL's protocol).
-Reached: implicit-cd test example-F1 39.51 ± 0.26 @0.5, 43.80 ± 0.50 tuned (3 seeds); mbce test example-F1 38.49 ± 0.30 @0.5, 41.84 ± 0.14 tuned (3 seeds); official split, docs/mlc_results.md.
+Reached: implicit-cd test example-F1 39.50 ± 0.22 @0.5, 43.86 ± 0.12 tuned (3 seeds); mbce test example-F1 38.13 ± 0.37 @0.5, 42.19 ± 0.13 tuned (3 seeds); official split, docs/mlc_results.md.
 """
 
 from implicit_jax.engine import config as config_lib
