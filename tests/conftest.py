@@ -1,11 +1,40 @@
 """Shared test settings."""
 
+import atexit
 import contextlib
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-import jax
-import pytest
+# One compilation cache for the whole session, subprocesses included: many tests compile the same programs (the
+# tiny config's steps and predictors), and a cache hit skips XLA's compile, the bulk of their time. It changes no
+# result (the same executable runs) and no trace count (jit still traces). Fresh per session unless the caller
+# points JAX_COMPILATION_CACHE_DIR elsewhere.
+if 'JAX_COMPILATION_CACHE_DIR' not in os.environ:
+  os.environ['JAX_COMPILATION_CACHE_DIR'] = tempfile.mkdtemp(prefix='implicit_jax_tests_xla_')
+  atexit.register(shutil.rmtree, os.environ['JAX_COMPILATION_CACHE_DIR'], True)
+os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0.3')
+os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES', '0')
+# XLA's cheapest code generation: the tests' programs are tiny and run a few steps, so compiling them is most of the
+# suite's time, and this cuts it by about 40%. Float results can differ from the default level's in the last bits;
+# a test that compares with numbers made at the default level (tests/fixtures) clears FULL_OPT_ENV's flags for the
+# process it runs. IMPLICIT_JAX_TEST_FULL_OPT=1 keeps XLA's defaults for the whole suite.
+FAST_XLA = '--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true'
+if os.environ.get('IMPLICIT_JAX_TEST_FULL_OPT') != '1':
+  os.environ['XLA_FLAGS'] = f'{os.environ.get("XLA_FLAGS", "")} {FAST_XLA}'.strip()
+
+
+def full_opt_env(**extra) -> dict:
+  """This process's environment with XLA's default optimisation (for a subprocess whose numbers are compared with
+  numbers made at that level), plus ``extra``."""
+  env = dict(os.environ, **extra)
+  env['XLA_FLAGS'] = env.get('XLA_FLAGS', '').replace(FAST_XLA, '').strip()
+  return env
+
+import jax  # pylint: disable=wrong-import-position
+import pytest  # pylint: disable=wrong-import-position
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `tests` and `scripts` import from the repository root

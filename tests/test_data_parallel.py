@@ -47,7 +47,8 @@ print(json.dumps({'max_rel_diff': max(diffs), 'min_moved': min(moved),
 
 
 def test_four_fake_devices_match_one_device_after_five_steps():
-  env = dict(os.environ, JAX_PLATFORMS='cpu', XLA_FLAGS='--xla_force_host_platform_device_count=4')
+  flags = f'{os.environ.get("XLA_FLAGS", "")} --xla_force_host_platform_device_count=4'.strip()
+  env = dict(os.environ, JAX_PLATFORMS='cpu', XLA_FLAGS=flags)
   proc = subprocess.run([sys.executable, '-c', SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                         timeout=600)
   assert proc.returncode == 0, proc.stderr[-3000:]

@@ -15,7 +15,7 @@ import pytest
 
 from implicit_jax import methods, tasks
 from implicit_jax.engine import checkpoints, train
-from tests.conftest import ROOT, load_config
+from tests.conftest import ROOT, full_opt_env, load_config
 
 EPOCHS, EVERY = 4, 2  # 8 steps per epoch on the tiny config: 32 steps, a checkpoint every 2
 
@@ -196,13 +196,18 @@ def test_a_workdir_written_before_the_engine_resumes_and_loads(tmp_path):
   assert 'solver' in json.loads((workdir / 'config.json').read_text())  # the old format
   evaluated = subprocess.run([sys.executable, '-m', 'implicit_jax.evaluate', f'--workdir={workdir}', '--split=all',
                               '--json'], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                             env=dict(os.environ, JAX_PLATFORMS='cpu'))
+                             env=full_opt_env(JAX_PLATFORMS='cpu'))
   assert evaluated.returncode == 0, evaluated.stderr[-2000:]
   expected = json.loads((FIXTURE.parent / 'workdir_v1_evaluate.json').read_text())
   assert json.loads(evaluated.stdout) == expected
-  config = load_config('tiny')
-  config.num_epochs, config.checkpoint_every = 2, 4
-  result = train.train_and_evaluate(config, str(workdir))
+  # Resumed by the command line at XLA's default optimisation, as the expected numbers were made.
+  resumed = subprocess.run([sys.executable, '-m', 'implicit_jax.main', f'--config={ROOT / "configs" / "tiny.py"}',
+                            f'--workdir={workdir}', '--config.num_epochs=2', '--config.checkpoint_every=4'],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                           env=full_opt_env(JAX_PLATFORMS='cpu'))
+  assert resumed.returncode == 0, resumed.stderr[-2000:]
+  assert 'resuming from step 8' in resumed.stdout
+  result = json.loads((workdir / 'metrics.json').read_text())
   old = json.loads((FIXTURE.parent / 'workdir_v1_expected_after_resume.json').read_text())
   assert {k: result[k] for k in old} == old
   assert 'solver' in json.loads((workdir / 'config.json').read_text())['implicit']  # rewritten in the new format

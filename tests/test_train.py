@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -33,11 +34,36 @@ def tiny_config(method):
   return config
 
 
+def counting_traces(monkeypatch):
+  """Makes ``methods.build`` return methods whose step and predictor count their traces (each new input shape or
+  dtype is one; a compiled call is none): ``{'train_step': n, 'predict': n}``."""
+  counts = {'train_step': 0, 'predict': 0}
+  build = methods.build
+
+  def counted(fn, name):
+    def wrapper(*args):
+      counts[name] += 1
+      return fn(*args)
+    return wrapper
+
+  def counting_build(task, config):
+    m = build(task, config)
+    return m._replace(train_step=counted(m.train_step, 'train_step'), predict=counted(m.predict, 'predict'))
+
+  monkeypatch.setattr(methods, 'build', counting_build)
+  return counts
+
+
 @pytest.mark.parametrize('method', list(METHODS))
-def test_tiny_train_and_evaluate(tmp_path, method):
-  """The real loop (donated state, checkpoints, dev selection) for every method."""
+def test_tiny_train_and_evaluate_compiles_the_step_once(tmp_path, monkeypatch, method):
+  """The real loop (donated state, checkpoints, dev selection) for every method: 16 steps, 2 dev evaluations and a
+  test one, with one trace of the step and one of the predictor (dev and test are padded to one batch shape)."""
+  counts = counting_traces(monkeypatch)
   config = tiny_config(method)
+  if method in ('implicit', 'feedforward'):
+    config.model.dropout = 0.5  # a dropout key per step must not retrace either
   result = train.train_and_evaluate(config, str(tmp_path))
+  assert counts == {'train_step': 1, 'predict': 1}, counts
   for key in ('test_f1', 'test_f1_tuned', 'dev_f1'):
     assert 0.0 <= result[key] <= 1.0
   assert result['steps'] == config.num_epochs * (config.data.num_train // config.batch_size)
@@ -45,20 +71,10 @@ def test_tiny_train_and_evaluate(tmp_path, method):
     assert json.load(f)['test_f1'] == result['test_f1']
 
 
-def test_implicit_training_learns_the_synthetic_structure(tmp_path):
-  """More epochs on the tiny problem: test F1 well above the all-negative and chance levels (1/3 per group)."""
-  config = load_config('tiny')
-  config.num_epochs = 15
-  assert train.train_and_evaluate(config, str(tmp_path))['test_f1'] > 0.6
-
-
-@pytest.mark.parametrize('method,dropout', [('implicit', 0.0), ('feedforward', 0.0), ('implicit', 0.5),
-                                            ('feedforward', 0.5)] + [(m, 0.0) for m in METHODS
-                                                                     if m not in ('implicit', 'feedforward')])
-def test_step_compiles_once(method, dropout):
-  chex.clear_trace_counter()  # counts are per code location, shared across the parametrised cases
-  config = tiny_config(method)
-  config.model.dropout = dropout
+def test_the_trace_guard_can_fail():
+  """What the counts above would show on a recompilation: a new batch shape traces the step again."""
+  chex.clear_trace_counter()
+  config = tiny_config('feedforward')
   task = tasks.get_task(config)
   m = methods.build(task, config)
   step = jax.jit(chex.assert_max_traces(m.train_step, n=1), donate_argnums=0)
@@ -67,10 +83,16 @@ def test_step_compiles_once(method, dropout):
   for i in range(3):
     state, metrics = step(state, next(batches), jax.random.key(i))
     chex.assert_tree_all_finite(metrics)
-  assert int(state.step) == 3
   arrays = task.splits['train']
-  with pytest.raises(AssertionError):  # the guard can fail: a new batch shape forces a second trace
+  with pytest.raises(AssertionError):
     step(state, {'x': arrays['x'][:8], 'y': arrays['y'][:8]}, jax.random.key(0))
+
+
+def test_implicit_training_learns_the_synthetic_structure(tmp_path):
+  """More epochs on the tiny problem: test F1 well above the all-negative and chance levels (1/3 per group)."""
+  config = load_config('tiny')
+  config.num_epochs = 15
+  assert train.train_and_evaluate(config, str(tmp_path))['test_f1'] > 0.6
 
 
 def run_main(tmp_path, *overrides):
@@ -86,25 +108,38 @@ def test_main_runs_and_prints_test_f1(tmp_path):
   assert 'test example-F1' in proc.stdout
 
 
-@pytest.mark.parametrize('override,message', [
-    ('--config.method=spenn',
+BAD_VALUES = [
+    ('method', 'spenn',
      "config.method: unknown method 'spenn'; choose one of ['dvn', 'feedforward', 'implicit', 'infnet', "
      "'infnet_plus', 'nce_gbi', 'seal_dynamic', 'seal_static', 'spen']"),
-    ('--config.implicit.solver.iterations=-2', 'solver.iterations must be a non-negative integer, got -2'),
-    ('--config.implicit.solver.alpha=-0.5', 'solver.alpha must be > 0, got -0.5'),
-    ('--config.optimizer.name=adagradd', "optimizer.name: unknown optimizer 'adagradd'"),
-    ('--config.batch_size=0', 'config.batch_size must be a positive integer, got 0'),
-    ('--config.implicit.solver.name=newton', "solver.name: unknown inverse-HVP solver 'newton'"),
-    ('--config.implicit.primary_loss=hinge', "implicit.primary_loss: unknown loss 'hinge'; choose one of ('ssvm', "),
-    ('--config.implicit.negatives.sampler=gumbel', "negatives.sampler: unknown sampler 'gumbel'; choose one of ("),
-    ('--config.implicit.cost=iou', "implicit.cost: unknown cost 'iou' for the binary output space; choose one of"),
-    ('--config.task=pos', "config.task: unknown task 'pos'; choose one of ['mlc', 'synthetic', 'tagging']"),
-    ('--config.task=tagging', "config.data does not hold the fields of task 'tagging'"),
-    ('--config.eval_batch_size=0', 'config.eval_batch_size must be a positive integer, got 0'),
-    ('--config.checkpoint_every=-1', 'config.checkpoint_every must be a non-negative integer, got -1'),
-])
-def test_main_bad_config_values_end_in_one_clear_line(tmp_path, override, message):
-  proc = run_main(tmp_path, override)
+    ('implicit.solver.name', 'newton', "implicit.solver.name: unknown inverse-HVP solver 'newton'"),
+    ('implicit.solver.iterations', -2, 'solver.iterations must be a non-negative integer, got -2'),
+    ('implicit.solver.alpha', -0.5, 'solver.alpha must be > 0, got -0.5'),
+    ('optimizer.name', 'adagradd', "optimizer.name: unknown optimizer 'adagradd'"),
+    ('batch_size', 0, 'config.batch_size must be a positive integer, got 0'),
+    ('eval_batch_size', 0, 'config.eval_batch_size must be a positive integer, got 0'),
+    ('implicit.primary_loss', 'hinge', "implicit.primary_loss: unknown loss 'hinge'; choose one of ('ssvm', "),
+    ('implicit.negatives.sampler', 'gumbel', "negatives.sampler: unknown sampler 'gumbel'; choose one of ("),
+    ('implicit.cost', 'iou', "implicit.cost: unknown cost 'iou' for the binary output space; choose one of"),
+    ('task', 'pos', "config.task: unknown task 'pos'; choose one of ['mlc', 'synthetic', 'tagging']"),
+    ('task', 'tagging', "config.data does not hold the fields of task 'tagging'"),
+    ('checkpoint_every', -1, 'config.checkpoint_every must be a non-negative integer, got -1'),
+]
+
+
+@pytest.mark.parametrize('field,value,message', BAD_VALUES)
+def test_bad_config_values_are_named_before_anything_is_written(tmp_path, field, value, message):
+  config = load_config('tiny')
+  config.update_from_flattened_dict({field: value})
+  with pytest.raises(ValueError, match=re.escape(message)):
+    train.train_and_evaluate(config, str(tmp_path / 'run'))
+  assert not (tmp_path / 'run').exists()
+
+
+def test_main_bad_config_values_end_in_one_clear_line(tmp_path):
+  """The command line turns those errors into one line and exit code 1 (one case: the rest is the same path)."""
+  field, value, message = BAD_VALUES[1]
+  proc = run_main(tmp_path, f'--config.{field}={value}')
   assert proc.returncode == 1
   assert message in proc.stderr
   assert 'Traceback' not in proc.stderr

@@ -43,40 +43,45 @@ def hmm(num_tags: int, vocab_size: int, ambiguity: float):
   return np.full(c, 1.0 / c), transition, emission
 
 
+def _draw(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
+  """Inverse-CDF sampling: row i of ``cdf`` [n, K] (or one shared row [K]) at the uniform ``u[i]``."""
+  index = (u[:, None] > cdf).sum(axis=-1) if cdf.ndim == 2 else np.searchsorted(cdf, u, side='right')
+  return np.minimum(index, cdf.shape[-1] - 1)
+
+
 def sample(rng: np.random.Generator, n: int, params, min_length: int, max_length: int):
-  """``(words [n, max_length] int32, tags [n, max_length] int32 with -1 on padding, lengths [n])``."""
+  """``(words [n, max_length] int32, tags [n, max_length] int32 with -1 on padding, lengths [n])``, all sentences
+  drawn together one position at a time."""
   start, transition, emission = params
-  c, v = emission.shape
+  cdf_transition, cdf_emission = np.cumsum(transition, axis=1), np.cumsum(emission, axis=1)
   lengths = rng.integers(min_length, max_length + 1, size=n)
-  words = np.zeros((n, max_length), np.int32)
-  tags = np.full((n, max_length), -1, np.int32)
-  for i, length in enumerate(lengths):
-    tag = rng.choice(c, p=start)
-    for t in range(length):
-      tags[i, t] = tag
-      words[i, t] = rng.choice(v, p=emission[tag])
-      tag = rng.choice(c, p=transition[tag])
-  return words, tags, lengths
+  u = rng.random((2, max_length, n))
+  tags = np.zeros((n, max_length), np.int64)
+  tags[:, 0] = _draw(np.cumsum(start), u[0, 0])
+  for t in range(1, max_length):
+    tags[:, t] = _draw(cdf_transition[tags[:, t - 1]], u[0, t])
+  words = np.stack([_draw(cdf_emission[tags[:, t]], u[1, t]) for t in range(max_length)], axis=1)
+  real = np.arange(max_length) < lengths[:, None]
+  return (np.where(real, words, 0).astype(np.int32), np.where(real, tags, -1).astype(np.int32), lengths)
 
 
 def posterior_decode(words: np.ndarray, lengths: np.ndarray, params) -> np.ndarray:
-  """Each token's most probable tag given the whole sentence under the true HMM (forward-backward)."""
+  """Each token's most probable tag given the whole sentence under the true HMM (forward-backward, all sentences
+  at once); -1 on padding."""
   start, transition, emission = params
-  out = np.full(words.shape, -1, np.int64)
-  for i, length in enumerate(lengths):
-    e = emission[:, words[i, :length]].T                                   # [T, C]
-    alpha = np.zeros_like(e)
-    beta = np.ones_like(e)
-    alpha[0] = start * e[0]
-    alpha[0] /= alpha[0].sum()
-    for t in range(1, length):
-      alpha[t] = (alpha[t - 1] @ transition) * e[t]
-      alpha[t] /= alpha[t].sum()
-    for t in range(length - 2, -1, -1):
-      beta[t] = transition @ (e[t + 1] * beta[t + 1])
-      beta[t] /= beta[t].sum()
-    out[i, :length] = np.argmax(alpha * beta, axis=1)
-  return out
+  n, width = words.shape
+  real = np.arange(width) < lengths[:, None]                                # [N, T]
+  e = np.where(real[..., None], emission[:, words].transpose(1, 2, 0), 1.0)  # [N, T, C]; 1 on padding
+  alpha, beta = np.zeros_like(e), np.ones_like(e)
+  alpha[:, 0] = start * e[:, 0]
+  alpha[:, 0] /= alpha[:, 0].sum(-1, keepdims=True)
+  for t in range(1, width):
+    alpha[:, t] = (alpha[:, t - 1] @ transition) * e[:, t]
+    alpha[:, t] /= alpha[:, t].sum(-1, keepdims=True)
+  for t in range(width - 2, -1, -1):
+    back = (e[:, t + 1] * beta[:, t + 1]) @ transition.T
+    beta[:, t] = np.where(real[:, t + 1, None], back / back.sum(-1, keepdims=True), 1.0)  # the sentence ended at t
+  return np.where(real, np.argmax(alpha * beta, axis=-1), -1)
 
 
 def make_splits(d) -> tuple[dict, dict]:
