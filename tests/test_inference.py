@@ -60,6 +60,19 @@ def test_decreases_a_learned_energy_and_stays_in_the_box(rule):
   assert np.all(energies[-1] < energies[0] - 1e-3)  # and it does move
 
 
+def test_each_step_evaluates_the_energy_once():
+  """The step's energy and gradient come from one forward pass (a vjp), not a value pass and a grad pass: the
+  scanned body calls the energy once, and one more call scores the final y. Counted at trace time."""
+  calls = []
+
+  def counted(y):
+    calls.append(y.shape)
+    return quadratic(y)
+
+  jax.jit(lambda y0: gradient_based_inference(counted, y0, 30, 0.2))(initial_y('half', C.shape))
+  assert len(calls) == 2, calls
+
+
 def test_early_stop_freezes_an_example_once_its_energy_settles():
   y0 = initial_y('zeros', C.shape)
   one_step, _ = gradient_based_inference(quadratic, y0, 1, 0.2)
