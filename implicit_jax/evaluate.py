@@ -9,11 +9,10 @@ parameters saved so far and writes nothing.
 """
 
 import json
-import sys
 
 from absl import app, flags, logging
 
-from implicit_jax.engine import checkpoints, config as config_lib
+from implicit_jax.engine import checkpoints, cli, config as config_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
@@ -45,11 +44,7 @@ def main(argv):
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   logging.set_verbosity(logging.WARNING)  # Orbax logs every save and restore at INFO
   splits = ('train', 'dev', 'test') if FLAGS.split == 'all' else (FLAGS.split,)
-  try:
-    result = evaluate_run(FLAGS.workdir, splits, FLAGS.data_dir)
-  except (ValueError, FileNotFoundError) as e:
-    print(f'error: {e}', file=sys.stderr)
-    sys.exit(1)
+  result = evaluate_run(FLAGS.workdir, splits, FLAGS.data_dir)
   if FLAGS.json:
     print(json.dumps(result, indent=2))
     return
@@ -63,4 +58,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

@@ -1,16 +1,14 @@
 r"""Command line: ``python -m implicit_jax.main --config=configs/default.py --workdir=DIR``.
 
 Flags only; the work is ``train.train_and_evaluate``. Configs are locked, so a misspelt override
-(``--config.optimzer.learning_rate=...``) is an error. Bad settings and bad data end with one message naming
-the field, file or step, not a traceback.
+(``--config.optimzer.learning_rate=...``) is an error. Bad settings, bad data, a busy or unwritable workdir and a
+diverged run end with one message naming the field, file, path or step, not a traceback (``engine/cli.py``).
 """
-
-import sys
 
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from implicit_jax.engine import train
+from implicit_jax.engine import cli, train
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file('config', None, 'Path to a config file with get_config().', lock_config=True)
@@ -27,12 +25,8 @@ def main(argv):
   if FLAGS.distributed:
     import jax  # pylint: disable=import-outside-toplevel
     jax.distributed.initialize()
-  try:
-    train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
-  except (ValueError, FileNotFoundError, FloatingPointError) as e:
-    print(f'error: {e}', file=sys.stderr)
-    sys.exit(1)
+  train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

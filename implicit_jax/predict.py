@@ -17,7 +17,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from implicit_jax import tasks
-from implicit_jax.engine import checkpoints
+from implicit_jax.engine import checkpoints, cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
@@ -69,13 +69,9 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   logging.set_verbosity(logging.WARNING)  # Orbax logs every restore at INFO
-  try:
-    if FLAGS.output and not os.path.isdir(os.path.dirname(os.path.abspath(FLAGS.output))):
-      raise FileNotFoundError(f'--output: the folder of {FLAGS.output} does not exist')
-    pred, lines = predict_file(FLAGS.workdir, FLAGS.input, FLAGS.threshold, FLAGS.data_dir)
-  except (ValueError, FileNotFoundError) as e:
-    print(f'error: {e}', file=sys.stderr)
-    sys.exit(1)
+  if FLAGS.output and not os.path.isdir(os.path.dirname(os.path.abspath(FLAGS.output))):
+    raise FileNotFoundError(f'--output: the folder of {FLAGS.output} does not exist')  # before the work
+  pred, lines = predict_file(FLAGS.workdir, FLAGS.input, FLAGS.threshold, FLAGS.data_dir)
   if FLAGS.scores:
     lines = [' '.join(f'{s:.6f}' for s in np.ravel(row)) for row in pred]
   text = '\n'.join(lines) + '\n'
@@ -88,4 +84,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

@@ -428,3 +428,52 @@ def test_real_mulan_files_match_a_naive_reference_reader():
             x, y = _naive_mulan(root / folder / f'{name}.arff', len(d.label_names))
             np.testing.assert_array_equal(d.y, y, err_msg=name)
             np.testing.assert_allclose(d.x, x, rtol=1e-6, err_msg=name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Faults a user meets (docs/faults.md)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_utf8_bom_is_accepted(tmp_path):
+    text = (FIXTURES / 'bibtex_cut.arff').read_bytes()
+    path = tmp_path / 'bom.arff'
+    path.write_bytes(b'\xef\xbb\xbf' + text)
+    a, b = read_mulan(path, FIXTURES / 'bibtex_cut.xml'), read_mulan(FIXTURES / 'bibtex_cut.arff',
+                                                                       FIXTURES / 'bibtex_cut.xml')
+    assert a.feature_names == b.feature_names and a.label_names == b.label_names
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_array_equal(a.y, b.y)
+
+
+def test_an_xml_that_omits_labels_is_warned_about(tmp_path):
+    names = read_mulan(FIXTURES / 'bibtex_cut.arff', FIXTURES / 'bibtex_cut.xml').label_names
+    xml = write(tmp_path, 'short.xml', '<labels>' + ''.join(f'<label name="{n}"/>' for n in names[:7]) + '</labels>')
+    with pytest.warns(UserWarning, match=r"3 attribute\(s\) among or after the labels of .*short\.xml are not in it "
+                                         rf"and are read as features: '{names[7]}'"):
+        data = read_mulan(FIXTURES / 'bibtex_cut.arff', xml)
+    assert len(data.label_names) == 7
+    import warnings  # the full XML warns of nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        read_mulan(FIXTURES / 'bibtex_cut.arff', FIXTURES / 'bibtex_cut.xml')
+
+
+def test_an_xml_contradicting_the_meka_header_is_an_error(tmp_path):
+    path = write(tmp_path, 'meka.arff', SPARSE_HEADER.replace('@relation r', "@relation 'r: -C -2'") + '{0 1}\n')
+    xml = write(tmp_path, 'one.xml', '<labels><label name="L"/></labels>')
+    with pytest.raises(ValueError, match=r'meka\.arff: the @relation option -C names 2 label attributes, .*one\.xml '
+                                         r'names 1 others; the files contradict each other'):
+        read_mulan(path, xml)
+
+
+def test_infinite_or_missing_features_name_file_line_and_attribute(tmp_path):
+    header = '@relation r\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n'
+    path = write(tmp_path, 'inf.arff', header + '1,2,0\n3,inf,1\n')
+    with pytest.raises(ValueError, match=rf"{path}:7: feature 'b' is inf"):
+        read_mulan(path, num_labels=1).check_finite(allow_missing=True)
+    path = write(tmp_path, 'missing.arff', header + '1,2,0\n\n?,4,1\n')
+    data = read_mulan(path, num_labels=1)
+    data.check_finite(allow_missing=True)  # missing values are legal ARFF; imputing datasets accept them
+    with pytest.raises(ValueError, match=rf"{path}:8: feature 'a' is missing"):
+        data.check_finite(allow_missing=False)

@@ -270,3 +270,11 @@ def test_real_datasets_load_under_both_protocols(name, protocol):
     assert sorted(sizes.values()) == sorted(fold_sizes(sum(sizes.values()), FRACTIONS).tolist())
   for x, y in splits.values():
     assert x.dtype == np.float32 and y.dtype == np.float32 and np.isfinite(x).all()
+
+
+def test_missing_features_of_a_dataset_that_does_not_impute_name_file_and_line(tmp_path):
+  path = tmp_path / 'holes.arff'
+  path.write_text('@relation r\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n' +
+                  ''.join(f'{i},{i % 3},{i % 2}\n' for i in range(20)) + '5,?,1\n')
+  with pytest.raises(ValueError, match=rf"{path}:26: feature 'b' is missing .*imputed only for standardised"):
+    load_mlc('custom', '', 'resplit', train_file=str(path), num_labels=1)

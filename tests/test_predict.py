@@ -66,3 +66,43 @@ def test_predict_errors_name_the_input(workdir, arff, tmp_path):
   proc = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=high')
   assert proc.returncode == 1 and '--threshold: expected "tuned" or a number' in proc.stderr
   assert 'Traceback' not in proc.stderr
+
+
+def _permuted_arff(source, path, rename=None):
+  """``source`` with its feature attributes in reverse order (labels last, as before), data rows to match;
+  ``rename``: (old, new) renames one feature."""
+  data = read_mulan(source, num_labels=159)
+  order = np.arange(data.x.shape[1])[::-1]
+  names = [data.feature_names[j] for j in order] + list(data.label_names)
+  if rename:
+    names = [rename[1] if n == rename[0] else n for n in names]
+  rows = np.concatenate([data.x[:, order], data.y], axis=1)
+  body = ['{' + ','.join(f'{j} 1' for j in np.flatnonzero(r)) + '}' for r in rows]
+  path.write_text('@relation permuted\n' + ''.join(f"@attribute '{n}' {{0,1}}\n" for n in names) + '@data\n' +
+                  '\n'.join(body) + '\n')
+  return path
+
+
+def test_predict_matches_features_by_name(workdir, arff, tmp_path):
+  """Columns in another order give the same labels as the original file; a renamed feature is one error line."""
+  original = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=0.2')
+  permuted = _predict(f'--workdir={workdir}', f'--input={_permuted_arff(arff, tmp_path / "perm.arff")}',
+                      '--threshold=0.2')
+  assert original.returncode == permuted.returncode == 0, permuted.stderr[-2000:]
+  assert permuted.stdout == original.stdout and original.stdout.strip()
+  assert 'features reordered by name' in permuted.stderr
+  renamed = _permuted_arff(arff, tmp_path / 'renamed.arff', rename=('abstract', 'abstrakt'))
+  proc = _predict(f'--workdir={workdir}', f'--input={renamed}')
+  assert proc.returncode == 1 and 'Traceback' not in proc.stderr
+  assert (f"error: {renamed}: its features are not the training data's: missing 1 of the training features: "
+          "'abstract'; 1 features the model was not trained on: 'abstrakt'") in proc.stderr
+
+
+def test_predict_names_a_non_finite_input(workdir, tmp_path):
+  bad = tmp_path / 'nan.npy'
+  x = np.zeros((3, 1836), np.float32)
+  x[2, 5] = np.nan
+  np.save(bad, x)
+  proc = _predict(f'--workdir={workdir}', f'--input={bad}')
+  assert proc.returncode == 1
+  assert f'error: {bad}: predict: x holds NaN or Inf (first at index (2, 5): example 2)' in proc.stderr

@@ -8,6 +8,10 @@ Layout::
                            (history, training log, best-on-dev so far, seconds spent); the last two are kept
   workdir/best/<s>/        the best-on-dev parameters, found at step s
   workdir/metrics.json     the final result (``train.train_and_evaluate``)
+  workdir/metrics.jsonl    every logged scalar, a JSON line each (``writers.py``)
+  workdir/data.json        the fingerprint of the data the run trains on (``workdir.py``)
+  workdir/lock             held by the training process (``workdir.py``); readers take no lock
+  workdir/corrupt/         checkpoints found unreadable, moved aside (the one before each was used)
 
 Orbax writes each checkpoint into a temporary directory and renames it when complete, so a run killed at any
 moment leaves the previous checkpoint intact. Everything a step depends on is a function of (config, step):
@@ -21,6 +25,9 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
+import sys
+import time
 from typing import Any, Callable
 
 import jax
@@ -33,26 +40,45 @@ from implicit_jax.engine import config as config_lib
 
 def _manager(path: str, keep: int, read_only: bool = False) -> ocp.CheckpointManager:
   # Synchronous saves: a checkpoint is on disk before the loop moves on, which the exact-resume guarantee needs.
-  if read_only:
-    # A reader (evaluate, predict, notebooks) creates, deletes and cleans nothing: a training run may be writing
-    # beside it, and cleaning would remove its save in progress. Orbax warns about read-only managers; hush it.
-    with _orbax_quiet():
-      return ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
+  # Orbax logs an error for each damaged checkpoint it lists; restore() reports those in one line, so hush it.
+  # It also warns about read-only managers.
+  with _orbax_quiet(absl_logging.FATAL):
+    if read_only:
+      # A reader (evaluate, predict, notebooks) creates, deletes and cleans nothing: a training run may be
+      # writing beside it, and cleaning would remove its save in progress.
+      return _beside_a_writer(lambda: ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
           max_to_keep=None, save_interval_steps=0, enable_async_checkpointing=False, create=False,
-          read_only=True, cleanup_tmp_directories=False))
-  return ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
-      max_to_keep=keep, enable_async_checkpointing=False, create=True,
-      cleanup_tmp_directories=True))  # a save cut short by a kill leaves a temporary directory: remove it
+          read_only=True, cleanup_tmp_directories=False)))
+    return ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
+        max_to_keep=keep, enable_async_checkpointing=False, create=True,
+        cleanup_tmp_directories=True))  # a save cut short by a kill leaves a temporary directory: remove it
+
+
+def _beside_a_writer(fn, attempts: int = 10):
+  """``fn()``, again when it fails because a step folder vanished while it was listed: a trainer beside a reader
+  deletes its older checkpoints (it keeps two)."""
+  for attempt in range(attempts):
+    try:
+      return fn()
+    except FileNotFoundError:
+      if attempt == attempts - 1:
+        raise
+      time.sleep(0.05)
 
 
 @contextlib.contextmanager
-def _orbax_quiet():
+def _orbax_quiet(level_kept=absl_logging.ERROR):
   level = absl_logging.get_verbosity()
-  absl_logging.set_verbosity(absl_logging.ERROR)
+  absl_logging.set_verbosity(level_kept)
   try:
     yield
   finally:
     absl_logging.set_verbosity(level)
+
+
+def _first_line(error: Exception) -> str:
+  text = str(error).strip().splitlines()
+  return f'{type(error).__name__}: {text[0][:200] if text else ""}'
 
 
 def write_json(path: str, obj: Any) -> None:
@@ -63,11 +89,27 @@ def write_json(path: str, obj: Any) -> None:
   os.replace(tmp, path)
 
 
+def read_json(path: str) -> Any:
+  """A JSON file of the workdir; a damaged one is named in a one-line ValueError."""
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except ValueError as e:
+    raise ValueError(f'{path}: not valid JSON ({e})') from None
+
+
+def has_checkpoint(workdir: str) -> bool:
+  """Whether a training state was ever saved in ``workdir`` (a step folder under ``checkpoints/``)."""
+  folder = os.path.join(workdir, 'checkpoints')
+  return os.path.isdir(folder) and any(name.isdigit() for name in os.listdir(folder))
+
+
 def check_or_write_config(workdir: str, config, write: bool = True) -> bool:
   """Writes ``config.json`` for a new run; for an existing one, checks that ``config`` may continue it.
 
-  Returns True when the workdir already held this run. Raises ValueError naming the fields that differ.
-  ``write=False`` (the other processes of a multi-host run) checks without writing.
+  Returns True when the workdir already held this run. Raises ValueError naming the fields that differ. A
+  record whose run never saved a checkpoint (a start that failed, or was killed, before its first save) holds
+  no work: it is replaced. ``write=False`` (the other processes of a multi-host run) checks without writing.
   """
   path = os.path.join(workdir, 'config.json')
   current = config_lib.recorded(config)
@@ -75,10 +117,13 @@ def check_or_write_config(workdir: str, config, write: bool = True) -> bool:
     if write:
       write_json(path, current)
     return False
-  with open(path) as f:
-    stored = json.load(f)
-  diff = config_lib.compare(stored, config)
+  diff = config_lib.compare(read_json(path), config)
   if diff:
+    if not has_checkpoint(workdir):
+      if write:
+        print(f'{path}: replacing the record of a run that saved no checkpoint', flush=True)
+        write_json(path, current)
+      return False
     raise ValueError(f'workdir {workdir} holds a run with a different config: {", ".join(diff[:5])}'
                      f'{" ..." if len(diff) > 5 else ""}; resume with the same config or use a new workdir')
   if write:
@@ -90,10 +135,17 @@ class Checkpointer:
   """The run's two checkpoint series: the latest training state and the best-on-dev parameters."""
 
   def __init__(self, workdir: str, keep: int = 2, read_only: bool = False):
+    self.workdir, self.read_only = os.path.abspath(workdir), read_only
     self.directory = os.path.join(os.path.abspath(workdir), 'checkpoints')
-    self._latest = _manager(self.directory, keep, read_only)
+    self._keep, self._latest_manager = keep, None
     # Two best checkpoints: the one the loop record points to survives a kill right after a newer one is saved.
     self._best = _manager(os.path.join(workdir, 'best'), 2, read_only)
+
+  @property
+  def _latest(self) -> ocp.CheckpointManager:
+    if self._latest_manager is None:  # opened when first used: readers of the best parameters never list it
+      self._latest_manager = _manager(self.directory, self._keep, self.read_only)
+    return self._latest_manager
 
   def latest_step(self) -> int | None:
     return self._latest.latest_step()
@@ -106,13 +158,20 @@ class Checkpointer:
                                                     loop=ocp.args.JsonSave(loop)))
 
   def restore(self, abstract_state):
-    """``(state, loop)`` of the latest checkpoint, or None when there is none."""
-    step = self._latest.latest_step()
-    if step is None:
-      return None
-    out = self._latest.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state),
-                                                             loop=ocp.args.JsonRestore()))
-    return out.state, out.loop
+    """``(state, loop)`` of the latest readable checkpoint, or None when there is none. An unreadable one (a
+    damaged disk, files emptied by hand) is named in a warning and moved to ``workdir/corrupt/``, and the one
+    before it is used: the run repeats the steps in between, with the same result."""
+    for step in sorted(self._latest.all_steps(), reverse=True):
+      try:
+        with _orbax_quiet(absl_logging.FATAL):  # a damaged checkpoint is reported below, in one line
+          out = self._latest.restore(step, args=ocp.args.Composite(
+              state=ocp.args.StandardRestore(abstract_state), loop=ocp.args.JsonRestore()))
+        return out.state, out.loop
+      except Exception as e:  # pylint: disable=broad-except  # any failure to read it means the same
+        self._set_aside(self._latest, step, e)
+    if self._latest.all_steps():
+      raise ValueError(f'no readable checkpoint under {self.directory}')
+    return None
 
   def save_best(self, step: int, params) -> None:
     if step in self._best.all_steps():
@@ -120,14 +179,48 @@ class Checkpointer:
     self._best.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)))
 
   def restore_best(self, abstract_params, step: int | None = None):
-    step = self._best.latest_step() if step is None else step
-    if step is None:
-      raise FileNotFoundError(f'no best-on-dev parameters under {self._best.directory}')
-    return self._best.restore(step, args=ocp.args.Composite(
-        params=ocp.args.StandardRestore(abstract_params))).params
+    """The best-on-dev parameters saved at ``step``, or (None) the latest readable ones. A reader beside a
+    training run may see a step listed and then deleted by the trainer (it keeps two): it lists again."""
+    for _ in range(5):
+      steps = [step] if step is not None else sorted(self._best.all_steps(), reverse=True)
+      if not steps:
+        raise FileNotFoundError(f'no best-on-dev parameters under {self._best.directory} (the run has not '
+                                'finished its first epoch)')
+      for s in steps:
+        try:
+          with _orbax_quiet(absl_logging.FATAL):
+            return self._best.restore(s, args=ocp.args.Composite(
+                params=ocp.args.StandardRestore(abstract_params))).params
+        except Exception as e:  # pylint: disable=broad-except
+          if not os.path.exists(os.path.join(str(self._best.directory), str(s))) and step is None:
+            _beside_a_writer(self._best.reload)  # removed while we read: the trainer saved a newer best
+            break
+          if step is not None:
+            raise ValueError(f'best-on-dev parameters {self._best.directory}/{s} are unreadable '
+                             f'({_first_line(e)})') from None
+          self._set_aside(self._best, s, e)
+      else:
+        break
+    raise ValueError(f'no readable best-on-dev parameters under {self._best.directory}')
+
+  def _set_aside(self, manager, step: int, error: Exception) -> None:
+    where = os.path.join(str(manager.directory), str(step))
+    if self.read_only:
+      print(f'warning: checkpoint {where} is unreadable ({_first_line(error)}); using the one before it',
+            file=sys.stderr, flush=True)
+      return
+    aside = os.path.join(self.workdir, 'corrupt', f'{os.path.basename(str(manager.directory))}-{step}')
+    os.makedirs(os.path.dirname(aside), exist_ok=True)
+    if os.path.exists(aside):
+      shutil.rmtree(aside)
+    os.replace(where, aside)
+    manager.reload()
+    print(f'warning: checkpoint {where} is unreadable ({_first_line(error)}); moved to {aside}, using the one '
+          'before it', file=sys.stderr, flush=True)
 
   def close(self) -> None:
-    self._latest.close()
+    if self._latest_manager is not None:
+      self._latest_manager.close()
     self._best.close()
 
 
@@ -164,6 +257,10 @@ class Run:
     if self._predict is None:
       self._predict = xla_options.jit(self.method.predict)
     arrays = {k: np.asarray(v, expected[k].dtype) for k, v in arrays.items() if k in expected}
+    for key, value in arrays.items():
+      if np.issubdtype(value.dtype, np.floating) and not np.all(np.isfinite(value)):
+        first = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
+        raise ValueError(f'predict: {key} holds NaN or Inf (first at index {first}: example {first[0]})')
     return data.predict(self.task, lambda b: self._predict(self.params, b), arrays,
                         batch_size or self.config.eval_batch_size)
 
@@ -173,8 +270,7 @@ def load_config(workdir: str) -> ml_collections.ConfigDict:
   path = os.path.join(workdir, 'config.json')
   if not os.path.exists(path):
     raise FileNotFoundError(f'{path} not found: {workdir} is not a training workdir')
-  with open(path) as f:
-    return config_lib.load(json.load(f))
+  return config_lib.load(read_json(path))
 
 
 def load_trained(workdir: str, config_overrides: dict | None = None) -> Run:
@@ -194,6 +290,5 @@ def load_trained(workdir: str, config_overrides: dict | None = None) -> Run:
   metrics_path = os.path.join(workdir, 'metrics.json')
   metrics = None
   if os.path.exists(metrics_path):
-    with open(metrics_path) as f:
-      metrics = json.load(f)
+    metrics = read_json(metrics_path)
   return Run(config, task, method, params, dict(method.modules), metrics, workdir)

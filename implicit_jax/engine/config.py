@@ -32,7 +32,8 @@ import ml_collections
 
 # Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
 # machine; the data-parallel step computes the same function, up to the order of float sums).
-MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices', 'eval_batch_size')
+MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices', 'eval_batch_size',
+           'divergence.max_loss', 'divergence.max_residual')
 TASK_SECTIONS = ('data', 'model')
 
 
@@ -55,6 +56,10 @@ def core_config() -> ml_collections.ConfigDict:
   c.log_every = 100           # steps between progress lines (the only host synchronisation)
   c.checkpoint_every = 1000   # steps between checkpoints in the workdir (also one at every epoch end); 0 = epoch
                               # ends only. Rerunning with the same workdir resumes from the latest checkpoint
+  c.divergence = ml_collections.ConfigDict()  # a run whose numbers explode stops, naming the quantity, the step
+                              # and the last good checkpoint (as a NaN does); 0 turns a check off
+  c.divergence.max_loss = 1e6       # largest |loss| logged (every metric named loss*) before the run is stopped
+  c.divergence.max_residual = 1e3   # largest relative residual ||H u - v|| / ||v|| of the implicit solver
   return c
 
 
@@ -93,6 +98,10 @@ def check(config) -> None:
     value = config.get(field)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'config.{field} must be a positive integer, got {value!r}')
+  for field in ('max_loss', 'max_residual'):
+    value = config.divergence.get(field) if 'divergence' in config else 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+      raise ValueError(f'config.divergence.{field} must be a number >= 0 (0 = no check), got {value!r}')
   every = config.get('checkpoint_every', 0)
   if isinstance(every, bool) or not isinstance(every, int) or every < 0:
     raise ValueError(f'config.checkpoint_every must be a non-negative integer, got {every!r}')

@@ -6,6 +6,7 @@ the networks, the output space and the evaluator (``implicit_jax.tasks``); the m
 compiles once per bucket. Step metrics stay on device and are read only at log time.
 """
 
+import contextlib
 import os
 import time
 
@@ -14,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from implicit_jax import methods, tasks
-from implicit_jax.engine import checkpoints, config as config_lib, data, writers, xla_options
+from implicit_jax.engine import checkpoints, config as config_lib, data, workdir as workdir_lib, writers, xla_options
 
 
 def data_parallel(config):
@@ -72,7 +73,6 @@ def train_and_evaluate(config, workdir: str) -> dict:
   config_lib.check(config)
   task = tasks.get_task(config)
   method = methods.build(task, config)
-  evaluator = task.evaluator
   n_train = data.num_examples(task.splits['train'])
   if n_train < config.batch_size:
     raise ValueError(f'config.batch_size={config.batch_size} exceeds the {n_train} training examples')
@@ -80,21 +80,39 @@ def train_and_evaluate(config, workdir: str) -> dict:
   total_steps = steps_per_epoch * config.num_epochs
   _, replicated, sharded = data_parallel(config)
   primary = jax.process_index() == 0
+  # Everything above validated the config and read the data: only now is the workdir touched.
+  workdir_lib.prepare(workdir)
+  with workdir_lib.Lock(workdir) if primary else contextlib.nullcontext():
+    return _train(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary)
 
-  os.makedirs(workdir, exist_ok=True)
-  existing = checkpoints.check_or_write_config(workdir, config, write=primary)
+
+def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary):
+  evaluator = task.evaluator
+  existing = checkpoints.check_or_write_config(workdir, config, write=False)  # checks only
   ckpt = checkpoints.Checkpointer(workdir)
-  rng = jax.random.key(config.seed)
-  state = jax.device_put(method.init(jax.random.fold_in(rng, 0)), replicated)
-  loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
-  restored = ckpt.restore(jax.eval_shape(lambda: state)) if existing else None
-  if restored is not None:
-    state, loop = restored
-    state = jax.device_put(state, replicated)
-    print(f'resuming from step {int(state.step)} ({ckpt.directory})', flush=True)
-  start_step = int(state.step)
-  writer = writers.MetricWriter(workdir, resume_step=start_step if restored is not None else None,
-                                enabled=primary)
+  try:
+    latest = ckpt.latest_step() if existing else None
+    if latest is not None and latest > total_steps:  # a shorter run would rewrite the record of a longer one
+      raise ValueError(f'workdir {workdir} holds a run trained to step {latest} (epoch '
+                       f'{latest // steps_per_epoch}); config.num_epochs={config.num_epochs} ends at step '
+                       f'{total_steps}. Give num_epochs >= {-(-latest // steps_per_epoch)} to continue it, or read '
+                       'it with implicit_jax.evaluate')
+    existing = checkpoints.check_or_write_config(workdir, config, write=primary)
+    workdir_lib.check_data(workdir, task, resuming=existing, write=primary)
+    rng = jax.random.key(config.seed)
+    state = jax.device_put(method.init(jax.random.fold_in(rng, 0)), replicated)
+    loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
+    restored = ckpt.restore(jax.eval_shape(lambda: state)) if existing else None
+    if restored is not None:
+      state, loop = restored
+      state = jax.device_put(state, replicated)
+      print(f'resuming from step {int(state.step)} ({ckpt.directory})', flush=True)
+    start_step = int(state.step)
+    writer = writers.MetricWriter(workdir, resume_step=start_step if restored is not None else None,
+                                  enabled=primary)
+  except BaseException:
+    ckpt.close()
+    raise
   if restored is None:
     writer.write_hparams(config_lib.flatten(config_lib.recorded(config)))
 
@@ -189,6 +207,13 @@ def _log(pending, step, total_steps, epoch, config, t_log, history, select):
   for name, value in means.items():
     if not np.isfinite(value) and name != 'residual':  # residual is NaN when not tracked
       raise FloatingPointError(f'non-finite {name} ({value}) in the {len(pending)} steps up to step {step}')
+  limits = config.divergence
+  for name, value in means.items():
+    limit = limits.max_residual if name == 'residual' else limits.max_loss if name.startswith('loss') else 0
+    if limit and abs(value) > limit:
+      field = 'max_residual' if name == 'residual' else 'max_loss'
+      raise FloatingPointError(f'{name} diverged: {value:.3g} (mean of the {len(pending)} steps up to step {step}) '
+                               f'exceeds config.divergence.{field}={limit:g}')
   now = time.perf_counter()
   rate = len(pending) * config.batch_size / max(now - t_log, 1e-9)
   eta = (total_steps - step) * config.batch_size / max(rate, 1e-9)

@@ -10,7 +10,36 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
+
+
+def read_jsonl_lines(path: str) -> list[str]:
+  """The lines of a ``metrics.jsonl``, each a JSON object with a ``step``. A torn last line (the process was
+  killed while writing it) is dropped with a warning; a damaged line elsewhere is an error naming it."""
+  with open(path, encoding='utf-8', errors='replace') as f:
+    lines = f.read().split('\n')
+  if lines and lines[-1] == '':
+    lines.pop()
+  good = []
+  for i, line in enumerate(lines):
+    try:
+      record = json.loads(line)
+      if not isinstance(record, dict) or 'step' not in record:
+        raise ValueError('no "step"')
+    except ValueError as e:
+      if i == len(lines) - 1:
+        print(f'warning: {path}:{i + 1}: dropped a torn last line ({len(line)} characters)', file=sys.stderr,
+              flush=True)
+        break
+      raise ValueError(f'{path}:{i + 1}: not a metrics record ({e}); repair or delete the line') from None
+    good.append(line + '\n')
+  return good
+
+
+def read_metrics(path: str) -> list[dict]:
+  """The records of a ``metrics.jsonl`` (``read_jsonl_lines``), parsed."""
+  return [json.loads(line) for line in read_jsonl_lines(path)]
 
 
 class _TensorBoardWriter:
@@ -60,8 +89,8 @@ class MetricWriter:
       return
     self.jsonl = os.path.join(workdir, 'metrics.jsonl')
     if os.path.exists(self.jsonl):
-      with open(self.jsonl) as f:
-        kept = [line for line in f if resume_step is not None and json.loads(line)['step'] <= resume_step]
+      kept = [] if resume_step is None else [line for line in read_jsonl_lines(self.jsonl)
+                                              if json.loads(line)['step'] <= resume_step]
       with open(self.jsonl + '.tmp', 'w') as f:
         f.writelines(kept)
       os.replace(self.jsonl + '.tmp', self.jsonl)

@@ -95,6 +95,8 @@ class Task:
     info: provenance for the run's result (sizes, seeds, files, split protocol).
     padded: split arrays padded along axis 1 (variable-length outputs; needs ``mask``); () for fixed shapes.
     buckets: the padded lengths batches are cut to (the split's full length is always the last resort).
+    names: column names where the task has them, e.g. ``{'x': feature names, 'y': label names}``: prediction
+      inputs are matched to the training data by them. Not recorded with a run.
   """
 
   name: str
@@ -107,6 +109,7 @@ class Task:
   info: dict = dataclasses.field(default_factory=dict)
   padded: tuple[str, ...] = ()
   buckets: tuple[int, ...] = ()
+  names: dict = dataclasses.field(default_factory=dict)  # column names of inputs/outputs where known ({'x': ...})
 
   def __post_init__(self):
     for split in SPLITS:
@@ -121,7 +124,8 @@ class Task:
                          f'{sizes}')
       for key, value in arrays.items():
         if np.issubdtype(value.dtype, np.floating) and not np.all(np.isfinite(value)):
-          raise ValueError(f'task {self.name}: {split} {key} contains NaN or Inf')
+          first = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
+          raise ValueError(f'task {self.name}: {split} {key} contains NaN or Inf (first at index {first})')
     if self.padded:
       widths = {(s, k): self.splits[s][k].shape[1] for s in SPLITS for k in self.padded}
       if len(set(widths.values())) != 1 or any('mask' not in self.splits[s] for s in SPLITS):

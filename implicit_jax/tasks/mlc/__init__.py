@@ -64,7 +64,7 @@ def check_config(config) -> None:
                      f'need a dev split, got {data.dev_fraction}')
 
 
-def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict) -> Task:
+def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict, names: dict | None = None) -> Task:
   """A multi-label ``Task`` on ``splits`` (``{split: (x [N, D], y [N, L])}``), networks from ``config.model``."""
   m = config.model
   if not 0.0 <= m.dropout < 1.0:
@@ -78,7 +78,7 @@ def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict) -> Ta
                      m.energy_activation)
 
   return Task(name, {s: {'x': x, 'y': y} for s, (x, y) in splits.items()}, Binary((num_labels,)),
-              make_inference_net, make_energy, F1Evaluator(), score='f1', info=info)
+              make_inference_net, make_energy, F1Evaluator(), score='f1', info=info, names=names or {})
 
 
 def make_task(config) -> Task:
@@ -88,7 +88,8 @@ def make_task(config) -> Task:
       d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, train_file=d.train_file,
       test_file=d.test_file, xml_file=d.xml_file, num_labels=d.num_labels, file_format=d.format,
       source=d.source, tfds_dir=d.tfds_dir)
-  return mlc_task(d.name, splits, info['num_labels'], config, info)
+  names = info.pop('names', {})  # kept on the task (prediction matches features by name), out of run records
+  return mlc_task(d.name, splits, info['num_labels'], config, info, names)
 
 
 # The predict command line ---------------------------------------------------------------------------------
@@ -102,7 +103,8 @@ def read_inputs(run, path: str):
   num_labels = run.task.space.units
   data = datasets.read_for_prediction(
       path, d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, num_labels=num_labels,
-      train_file=d.train_file, test_file=d.test_file, xml_file=d.xml_file, file_format=d.format)
+      train_file=d.train_file, test_file=d.test_file, xml_file=d.xml_file, file_format=d.format,
+      feature_names=run.task.names.get('x'))
   return {'x': data.x.astype(np.float32)}, list(data.label_names)
 
 

@@ -41,9 +41,11 @@ message starts with ``PATH:LINE:`` (1-based) where a line is at fault; a missing
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import errno
 import re
+import warnings
 import xml.etree.ElementTree as ET
 from os import PathLike
 from pathlib import Path
@@ -82,6 +84,7 @@ class MultiLabelData:
     feature_names: tuple[str, ...]
     label_names: tuple[str, ...]
     source: str
+    row_lines: np.ndarray | None = dataclasses.field(default=None, compare=False, repr=False)  # [n] file lines
 
     def __post_init__(self):
         # Coerce once here so that every consumer can rely on the dtypes.
@@ -102,6 +105,19 @@ class MultiLabelData:
                 f'{self.source}: {x.shape[1]} feature columns / {len(self.feature_names)} names, '
                 f'{y.shape[1]} label columns / {len(self.label_names)} names'
             )
+
+    def check_finite(self, allow_missing: bool, why: str = '') -> None:
+        """Raises a ValueError naming the file, line and attribute of the first infinite feature, or (unless
+        ``allow_missing``) the first missing / NaN one; ``why`` is added to the message about a missing one."""
+        bad = np.isinf(self.x) if allow_missing else ~np.isfinite(self.x)
+        if not bad.any():
+            return
+        row, col = np.argwhere(bad)[0]
+        where = (f'{self.source}:{self.row_lines[row]}' if self.row_lines is not None
+                 else f'{self.source}: row {row + 1}')
+        value = self.x[row, col]
+        what = f'missing (? or NaN){why}' if np.isnan(value) else f'{value}'
+        raise ValueError(f'{where}: feature {self.feature_names[col]!r} is {what}')
 
     @property
     def num_examples(self) -> int:
@@ -152,6 +168,8 @@ class _Arff:
 
 def _read_lines(path: Path) -> list[str]:
     data = path.read_bytes()
+    if data.startswith(codecs.BOM_UTF8):  # editors on Windows write one; it is not part of the header
+        data = data[len(codecs.BOM_UTF8):]
     try:
         text = data.decode('utf-8')
     except UnicodeDecodeError:  # older Weka files are Latin-1
@@ -471,6 +489,19 @@ def _meka_label_columns(arff: _Arff) -> list[int] | None:
     return list(range(n)) if n > 0 else list(range(total + n, total))
 
 
+def _warn_unlisted_labels(arff: _Arff, columns: Sequence[int], xml_path: StrPath) -> None:
+    """Attributes placed among or after the XML's labels but not named by it are read as features; in MULAN
+    files they are labels the XML forgot. Warns, naming them."""
+    listed = set(columns)
+    suspects = [a.name for i, a in enumerate(arff.attributes)
+                if i > min(columns) and i not in listed and a.kind in ('nominal', 'numeric')]
+    if suspects:
+        shown = ', '.join(repr(n) for n in suspects[:10]) + (', ...' if len(suspects) > 10 else '')
+        warnings.warn(f'{arff.path}: {len(suspects)} attribute(s) among or after the labels of {xml_path} are not '
+                      f'in it and are read as features: {shown}. If they are labels, add them to the XML',
+                      UserWarning, stacklevel=3)
+
+
 def _label_columns(arff: _Arff, xml_path: StrPath | None, num_labels: int | None) -> list[int]:
     total = len(arff.attributes)
     if xml_path is not None:
@@ -482,6 +513,11 @@ def _label_columns(arff: _Arff, xml_path: StrPath | None, num_labels: int | None
             raise ValueError(f'{xml_path}: {len(missing)} label(s) not attributes of {arff.path}: {shown}')
         columns = sorted(index[n] for n in names)  # ARFF order (MULAN's own files use the same order)
         source = f'labels of {xml_path}'
+        meka = _meka_label_columns(arff)
+        if meka is not None and sorted(meka) != columns:
+            raise ValueError(f'{arff.path}: the @relation option -C names {len(meka)} label attributes, {xml_path} '
+                             f'names {len(columns)} others; the files contradict each other')
+        _warn_unlisted_labels(arff, columns, xml_path)
     else:
         columns = _meka_label_columns(arff)
         source = f'-C option of {arff.path}'
@@ -573,6 +609,7 @@ def read_mulan(
         feature_names=tuple(arff.attributes[c].name for c in feature_columns),
         label_names=tuple(arff.attributes[c].name for c in label_columns),
         source=arff.path,
+        row_lines=arff.row_lines,
     )
 
 
@@ -662,6 +699,7 @@ def read_clus_hmc(arff_path: StrPath) -> MultiLabelData:
         feature_names=feature_names,
         label_names=nodes,
         source=arff.path,
+        row_lines=arff.row_lines,
     )
 
 

@@ -38,7 +38,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import sys
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -152,9 +154,17 @@ def _read_files(name: str, dataset: Dataset, root: Path | None) -> tuple[dict, l
 
 
 def _read(dataset: Dataset, path: Path) -> MultiLabelData:
-  if dataset.format == 'clus':
-    return read_clus_hmc(path)
-  return read_mulan(path, dataset.xml or None, dataset.num_labels or None)
+  data = read_clus_hmc(path) if dataset.format == 'clus' else read_mulan(path, dataset.xml or None,
+                                                                          dataset.num_labels or None)
+  _check_features(dataset, data)
+  return data
+
+
+def _check_features(dataset: Dataset, data: MultiLabelData) -> None:
+  """Infinite features are errors; missing ones too, unless the dataset's preprocessing imputes them."""
+  imputes = dataset.format == 'clus' or dataset.standardise
+  data.check_finite(allow_missing=imputes, why='' if imputes else
+                    ' (missing values are imputed only for standardised datasets: cal500, spo_fun)')
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -244,6 +254,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
       'sizes': {s: int(x.shape[0]) for s, (x, _) in splits.items()},
       'num_features': len(first.feature_names), 'num_labels': len(first.label_names),
       'source': source, 'files': files, 'train_sha1': _sha1(train_idx), 'split_note': note, 'preprocessing': scaling,
+      'names': {'x': list(first.feature_names), 'y': list(first.label_names)},  # make_task moves it to Task.names
   }
   return splits, info
 
@@ -273,13 +284,35 @@ def _load_tfds_parts(name, data_dir, tfds_dir):
   return parts, [p.source for p in parts.values()], DATASETS[name]
 
 
+def align_features(data: MultiLabelData, names: Sequence[str]) -> MultiLabelData:
+  """``data`` with its feature columns in the order of ``names`` (the training data's). The same names in another
+  order are reordered; any name missing or unknown is an error naming them."""
+  names = tuple(names)
+  if data.feature_names == names:
+    return data
+  have = set(data.feature_names)
+  missing, unknown = [n for n in names if n not in have], [n for n in data.feature_names if n not in set(names)]
+  if missing or unknown:
+    def show(xs):
+      return ', '.join(repr(x) for x in xs[:5]) + (f' (+{len(xs) - 5} more)' if len(xs) > 5 else '')
+    parts = ([f'missing {len(missing)} of the training features: {show(missing)}'] if missing else []) + \
+            ([f'{len(unknown)} features the model was not trained on: {show(unknown)}'] if unknown else [])
+    raise ValueError(f'{data.source}: its features are not the training data\'s: {"; ".join(parts)}')
+  position = {n: j for j, n in enumerate(data.feature_names)}
+  order = np.array([position[n] for n in names])
+  print(f'{data.source}: features reordered by name to the training data\'s order', file=sys.stderr)
+  return dataclasses.replace(data, x=data.x[:, order], feature_names=names)
+
+
 def read_for_prediction(path: str, name: str, data_dir: str = '', protocol: str = 'official',
                         dev_fraction: float = 0.1, split_seed: int = 0, *, num_labels: int, train_file: str = '',
-                        test_file: str = '', xml_file: str = '', file_format: str = 'mulan') -> MultiLabelData:
+                        test_file: str = '', xml_file: str = '', file_format: str = 'mulan',
+                        feature_names: Sequence[str] | None = None) -> MultiLabelData:
   """A new file of dataset ``name``'s format, its features transformed exactly as the run's training features.
 
   Labels are read as in training (XML when the data directory has it, else the last ``num_labels``
-  attributes); a file with unknown labels may hold zeros there. Standardised datasets (cal500, FunCat) are
+  attributes); a file with unknown labels may hold zeros there. ``feature_names`` (the training data's): the
+  file's features are matched to them by name (``align_features``). Standardised datasets (cal500, FunCat) are
   scaled with statistics refitted on the run's own training rows, which the settings here reproduce.
   """
   if name != 'custom' and name not in DATASETS:
@@ -297,6 +330,9 @@ def read_for_prediction(path: str, name: str, data_dir: str = '', protocol: str 
     data = read_mulan(source, xml, None if xml else num_labels)
   if len(data.label_names) != num_labels:
     raise ValueError(f'{path}: {len(data.label_names)} labels, the run was trained on {num_labels}')
+  _check_features(dataset, data)
+  if feature_names is not None:
+    data = align_features(data, feature_names)
   if dataset.format != 'clus' and not dataset.standardise:
     return data
   parts, _, _ = _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format)

@@ -1,0 +1,346 @@
+r"""What a user sees for each bad input or fault: the table of docs/faults.md, made by trying each one.
+
+  python scripts/faults.py [--out docs/faults.md]
+
+Every case is run as a user runs it: the command lines (``python -m implicit_jax.main|evaluate|predict``) in a
+subprocess from the repository root, on the tiny config or a one-epoch MBCE model of the embedded bibtex, and
+reading files through the library where the fault is in a file. The table records each case's exit status, the
+lines it printed to stderr (the first two), whether that is what it should be, and the check that says so.
+Takes about five minutes on two CPU cores. ``tests/test_faults.py`` (and the ARFF / predict tests) assert the
+same behaviour; this script shows it.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TINY = ['--config=configs/tiny.py']
+ENV = dict(os.environ, JAX_PLATFORMS='cpu')
+
+
+def cli(module, *args, code=None, wait=True):
+  cmd = [sys.executable, *(['-c', code] if code else ['-m', f'implicit_jax.{module}']), *map(str, args)]
+  proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  if not wait:
+    return proc
+  out, err = proc.communicate(timeout=900)
+  return proc.returncode, out, err
+
+
+def shown(err: str) -> list[str]:
+  """The lines a user reads on stderr (absl's hint to --help aside)."""
+  return [line.rstrip() for line in err.splitlines() if line.strip() and not line.startswith('(run ')]
+
+
+class Table:
+  def __init__(self, tmp: Path):
+    self.rows, self.tmp = [], tmp
+
+  def add(self, fault, how, code, err_lines, ok, check):
+    text = ' / '.join(err_lines[:2]).replace(str(self.tmp), '$TMP').replace(str(ROOT), '$REPO')
+    text = text.replace('|', '\\|')
+    if len(err_lines) > 2:
+      text += f' (+{len(err_lines) - 2} lines)'
+    self.rows.append((fault, how, '' if code is None else str(code), text or '(nothing)',
+                      'yes' if ok else '**no**', check))
+    print(f'[{"ok" if ok else "NO"}] {fault}: {code} {text[:160]}', flush=True)
+
+
+def one_error(code, err, want_code=1):
+  lines = shown(err)
+  return code == want_code and len(lines) == 1 and lines[0].startswith('error: ')
+
+
+def arff_text(names, rows, relation='rows'):
+  body = ['{' + ','.join(f'{j} 1' for j in np.flatnonzero(r)) + '}' for r in rows]
+  return (f'@relation {relation}\n' + ''.join(f"@attribute '{n}' {{0,1}}\n" for n in names) + '@data\n' +
+          '\n'.join(body) + '\n')
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--out', default=str(ROOT / 'docs' / 'faults.md'))
+  args = parser.parse_args()
+  from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
+  from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex  # pylint: disable=import-outside-toplevel
+
+  tmp = Path(tempfile.mkdtemp(prefix='implicit_jax_faults_'))
+  t = Table(tmp)
+  started = time.time()
+
+  # Shared runs: a finished tiny run (2 epochs) and a one-epoch bibtex MBCE model with 6 test rows as ARFF.
+  base = tmp / 'base'
+  code, _, err = cli('main', *TINY, f'--workdir={base}', '--config.checkpoint_every=4')
+  assert code == 0, err
+  bib = tmp / 'bibtex'
+  code, _, err = cli('main', '--config=configs/bibtex.py', f'--workdir={bib}', '--config.method=feedforward',
+                     '--config.num_epochs=1')
+  assert code == 0, err
+  test = load_embedded_bibtex()['test']
+  names = [*test.feature_names, *test.label_names]
+  rows = np.concatenate([test.x[:6], test.y[:6]], axis=1)
+  rows_arff = tmp / 'rows.arff'
+  rows_arff.write_text(arff_text(names, rows))
+
+  def copy(name):
+    dst = tmp / name
+    shutil.copytree(base, dst)
+    return dst
+
+  # --- the workdir ------------------------------------------------------------------------------------------
+  busy = tmp / 'busy'
+  first = cli('main', *TINY, f'--workdir={busy}', '--config.num_epochs=60', wait=False)
+  while first.poll() is None and not (busy / 'best').is_dir():
+    time.sleep(0.05)
+  while first.poll() is None and not any(d.name.isdigit() for d in (busy / 'best').iterdir()):
+    time.sleep(0.05)
+  code, _, err = cli('main', *TINY, f'--workdir={busy}', '--config.num_epochs=60')
+  t.add('two trainers on one workdir', 'second `main` on a workdir in training', code, shown(err),
+        one_error(code, err) and f'process {first.pid}' in err, 'refused in one line naming the holder')
+  reads = 0
+  while first.poll() is None:
+    code, _, err = cli('evaluate', f'--workdir={busy}', '--split=dev')
+    reads += code == 0
+  _, err_first = first.communicate()
+  clean = tmp / 'clean'
+  cli('main', *TINY, f'--workdir={clean}', '--config.num_epochs=60')
+  same = ((busy / 'metrics.jsonl').read_text() == (clean / 'metrics.jsonl').read_text() and
+          {k: v for k, v in json.loads((busy / 'metrics.json').read_text()).items() if k != 'train_seconds'} ==
+          {k: v for k, v in json.loads((clean / 'metrics.json').read_text()).items() if k != 'train_seconds'})
+  t.add('`evaluate` in a loop beside a live training', f'{reads} `evaluate` runs while it trained',
+        first.returncode, shown(err_first), first.returncode == 0 and reads >= 1 and same,
+        'training completes; metrics.json and metrics.jsonl equal an undisturbed run\'s')
+
+  a_file = tmp / 'a_file'
+  a_file.write_text('')
+  code, _, err = cli('main', *TINY, f'--workdir={a_file}')
+  t.add('`--workdir` names an existing file', '`main`', code, shown(err), one_error(code, err), 'one line')
+  code, _, err = cli('main', *TINY, f'--workdir={a_file}/sub')
+  t.add('workdir cannot be created', '`main --workdir=<file>/sub`', code, shown(err), one_error(code, err),
+        'one line')
+  ro = tmp / 'ro'
+  ro.mkdir()
+  ro.chmod(0o500)
+  code, _, err = cli('main', *TINY, f'--workdir={ro}')
+  ro.chmod(0o700)
+  as_root = os.geteuid() == 0
+  t.add('read-only workdir', '`main`' + (' (run as root: the folder is writable to it)' if as_root else ''), code,
+        shown(err), code == 0 if as_root else one_error(code, err), 'one line (root: trains)')
+  full_disk = ('import errno, sys\nfrom implicit_jax import main\nfrom implicit_jax.engine import checkpoints, cli\n'
+               'def full(self, state, loop):\n  raise OSError(errno.ENOSPC, "No space left on device", '
+               'self.directory)\ncheckpoints.Checkpointer.save = full\nsys.argv = ["main"] + sys.argv[1:]\n'
+               'cli.run(main.main)\n')
+  code, _, err = cli(None, *TINY, f'--workdir={tmp / "full"}', code=full_disk)
+  t.add('full disk', '`main`, checkpoint saves raising ENOSPC', code, shown(err), one_error(code, err), 'one line')
+  failed = tmp / 'failed'
+  code, _, err = cli('main', *TINY, f'--workdir={failed}', '--config.num_devices=5')
+  untouched = not failed.exists()
+  code2, _, err2 = cli('main', *TINY, f'--workdir={failed}')
+  t.add('a failed start, then the corrected command', '`main --config.num_devices=5` on 1 device, then without',
+        code, shown(err), one_error(code, err) and untouched and code2 == 0,
+        'one line; nothing written; the corrected command runs')
+  stale = tmp / 'stale'
+  stale.mkdir()
+  record = json.loads((base / 'config.json').read_text())
+  (stale / 'config.json').write_text(json.dumps({**record, 'seed': 7}))
+  code, out, err = cli('main', *TINY, f'--workdir={stale}')
+  t.add('a config record left by a start that saved no checkpoint', '`main` with another config', code,
+        [line for line in out.splitlines() if 'replacing' in line] + shown(err), code == 0,
+        'replaced with a notice, the run trains')
+  other = copy('other')
+  code, _, err = cli('main', *TINY, f'--workdir={other}', '--config.seed=3')
+  t.add('resume with a different config', '`main --config.seed=3` on a finished run', code, shown(err),
+        one_error(code, err) and 'seed' in err, 'refused, naming the field')
+  shorter = copy('shorter')
+  before = (shorter / 'metrics.json').read_text()
+  code, _, err = cli('main', *TINY, f'--workdir={shorter}', '--config.num_epochs=1', '--config.checkpoint_every=4')
+  t.add('resume a finished run with fewer epochs', '`main --config.num_epochs=1` on a 2-epoch run', code,
+        shown(err), one_error(code, err) and (shorter / 'metrics.json').read_text() == before,
+        'refused; metrics.json untouched')
+
+  # --- data under a run ----------------------------------------------------------------------------------
+  rng = np.random.default_rng(0)
+  x, y = rng.integers(0, 2, (60, 8)), rng.integers(0, 2, (60, 3))
+  data = tmp / 'custom.arff'
+
+  def write_custom(x):
+    cols = [f'f{j}' for j in range(8)] + [f'l{j}' for j in range(3)]
+    data.write_text('@relation r -C -3\n' + ''.join(f'@attribute {n} {{0,1}}\n' for n in cols) + '@data\n' +
+                    '\n'.join(','.join(map(str, r)) for r in np.concatenate([x, y], axis=1)) + '\n')
+
+  custom = ['--config=configs/bibtex.py', '--config.data.name=custom', f'--config.data.train_file={data}',
+            '--config.data.protocol=resplit', '--config.batch_size=12', '--config.eval_batch_size=12',
+            f'--workdir={tmp / "custom_run"}']
+  write_custom(x)
+  cli('main', *custom, '--config.num_epochs=1')
+  x[5, 2] = 1 - x[5, 2]
+  write_custom(x)
+  code, _, err = cli('main', *custom, '--config.num_epochs=2')
+  t.add('data file changed at the same path, then resume', '`main` again after one value changed', code,
+        shown(err), one_error(code, err) and str(data) in err, 'refused, naming the file')
+
+  # --- divergence ----------------------------------------------------------------------------------------
+  for what, extra in (('Adam at learning rate 1e3', ['--config.optimizer.learning_rate=1e3']),
+                      ('Neumann with alpha 2', ['--config.implicit.solver.name=neumann',
+                                                '--config.implicit.solver.alpha=2'])):
+    code, _, err = cli('main', *TINY, f'--workdir={tmp / what.split()[0]}', '--config.log_every=1', *extra)
+    t.add(what, '`main`', code, shown(err), one_error(code, err) and 'diverged' in err,
+          'stops: quantity, step, last good checkpoint; exit 1')
+  code, _, err = cli('main', *TINY, f'--workdir={tmp / "nan"}', '--config.log_every=1',
+                     '--config.implicit.inner_optimizer.name=sgd',
+                     '--config.implicit.inner_optimizer.learning_rate=1e3',
+                     '--config.divergence.max_loss=0')
+  t.add('NaN loss (divergence checks off)', '`main`, inner SGD at 1e3', code, shown(err),
+        one_error(code, err) and 'non-finite' in err, 'stops: quantity, step, last good checkpoint')
+
+  # --- damage ----------------------------------------------------------------------------------------------
+  torn = copy('torn')
+  with open(torn / 'metrics.jsonl', 'a') as f:
+    f.write('{"step": 17, "train/lo')
+  code, _, err = cli('main', *TINY, f'--workdir={torn}', '--config.num_epochs=3', '--config.checkpoint_every=4')
+  t.add('half-written last line in metrics.jsonl', '`main --config.num_epochs=3` (resume)', code, shown(err),
+        code == 0 and 'dropped a torn last line' in err, 'warning; the run resumes')
+  damaged = copy('damaged')
+  for f in (damaged / 'checkpoints' / '16').rglob('*'):
+    if f.is_file():
+      f.write_bytes(b'')
+  code, _, err = cli('main', *TINY, f'--workdir={damaged}', '--config.num_epochs=3', '--config.checkpoint_every=4')
+  t.add('latest checkpoint\'s files emptied', '`main --config.num_epochs=3` (resume)', code, shown(err),
+        code == 0 and 'unreadable' in err, 'warning naming it; moved aside; resumes from the previous one')
+  best = tmp / 'best_damaged'
+  shutil.copytree(clean, best)  # the 60-epoch run: two best-on-dev checkpoints kept
+  newest = max((best / 'best').iterdir(), key=lambda d: int(d.name))
+  for f in newest.rglob('*'):
+    if f.is_file():
+      f.write_bytes(b'')
+  code, _, err = cli('evaluate', f'--workdir={best}')
+  t.add('latest best-on-dev parameters emptied', '`evaluate`', code, shown(err), code == 0 and 'unreadable' in err,
+        'warning naming them; scores the previous best')
+  broken = copy('broken_config')
+  (broken / 'config.json').write_text('{"seed": 0, "task"')
+  code, _, err = cli('evaluate', f'--workdir={broken}')
+  t.add('config.json cut short', '`evaluate`', code, shown(err), one_error(code, err) and 'config.json' in err,
+        'one line naming the file')
+
+  # --- command lines ----------------------------------------------------------------------------------------
+  code, _, err = cli('main', *TINY, f'--workdir={tmp / "w"}', '--config.optimzer.learning_rate=1')
+  t.add('misspelt config override', '`main --config.optimzer.learning_rate=1`', code, shown(err),
+        one_error(code, err, 2) and 'Did you mean' in err, 'one line with the suggestion; exit 2')
+  code, _, err = cli('main', '--config=configs/nope.py', f'--workdir={tmp / "w"}')
+  t.add('config file that does not exist', '`main --config=configs/nope.py`', code, shown(err),
+        one_error(code, err, 2), 'one line; exit 2')
+  code, _, err = cli('main', *TINY, f'--workdir={tmp / "w"}', '--config.method=implicitt')
+  t.add('unknown config value', '`main --config.method=implicitt`', code, shown(err), one_error(code, err),
+        'one line naming the field')
+  empty = tmp / 'empty'
+  empty.mkdir()
+  shutil.copy(base / 'config.json', empty / 'config.json')
+  for module, extra in (('evaluate', []), ('predict', [f'--input={rows_arff}'])):
+    code, _, err = cli(module, f'--workdir={empty}', *extra)
+    t.add(f'`{module}` on a workdir with no checkpoint', f'`{module}`', code, shown(err), one_error(code, err),
+          'one line')
+  code, _, err = cli('predict', f'--workdir={bib}', f'--input={rows_arff}', f'--output={tmp}/no/dir/out.txt')
+  t.add('`predict --output` into a missing folder', '`predict`', code, shown(err), one_error(code, err),
+        'one line, before any work')
+
+  # --- prediction inputs ---------------------------------------------------------------------------------
+  code, original, _ = cli('predict', f'--workdir={bib}', f'--input={rows_arff}', '--threshold=0.2')
+  order = list(range(len(test.feature_names)))[::-1]
+  permuted = tmp / 'permuted.arff'
+  permuted.write_text(arff_text([test.feature_names[j] for j in order] + list(test.label_names),
+                                np.concatenate([test.x[:6][:, order], test.y[:6]], axis=1)))
+  code, out, err = cli('predict', f'--workdir={bib}', f'--input={permuted}', '--threshold=0.2')
+  t.add('`predict` on an ARFF with the features in another order', '`predict`', code, shown(err),
+        code == 0 and out == original and original.strip() != '', 'the same labels as the original order')
+  renamed = tmp / 'renamed.arff'
+  renamed.write_text(arff_text(['abstrakt' if n == 'abstract' else n for n in names], rows))
+  code, _, err = cli('predict', f'--workdir={bib}', f'--input={renamed}')
+  t.add('`predict` on an ARFF with a renamed feature', '`predict`', code, shown(err),
+        one_error(code, err) and 'abstrakt' in err, 'one line naming the names that differ')
+  nan = tmp / 'nan.npy'
+  values = np.zeros((3, len(test.feature_names)), np.float32)
+  values[1, 4] = np.inf
+  np.save(nan, values)
+  code, _, err = cli('predict', f'--workdir={bib}', f'--input={nan}')
+  t.add('`predict` on a .npy holding Inf', '`predict`', code, shown(err), one_error(code, err) and '(1, 4)' in err,
+        'one line naming the example and column')
+
+  # --- files read by the library -----------------------------------------------------------------------------
+  fixtures = ROOT / 'tests' / 'fixtures' / 'mlc'
+  bom = tmp / 'bom.arff'
+  bom.write_bytes(b'\xef\xbb\xbf' + (fixtures / 'bibtex_cut.arff').read_bytes())
+  try:
+    ok = read_mulan(bom, fixtures / 'bibtex_cut.xml').x.shape[0] == 5
+    seen = ['(read)']
+  except ValueError as e:
+    ok, seen = False, [str(e)]
+  t.add('UTF-8 BOM at the start of an ARFF', '`read_mulan`', None, seen, ok, 'read as without it')
+  label_names = read_mulan(fixtures / 'bibtex_cut.arff', fixtures / 'bibtex_cut.xml').label_names
+  short = tmp / 'short.xml'
+  short.write_text('<labels>' + ''.join(f'<label name="{n}"/>' for n in label_names[:7]) + '</labels>')
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    read_mulan(fixtures / 'bibtex_cut.arff', short)
+  t.add('label XML omitting 3 of the labels', '`read_mulan`', None, [f'warning: {w.message}' for w in caught],
+        len(caught) == 1, 'a warning naming the attributes read as features')
+  meka = tmp / 'meka.arff'
+  meka.write_text("@relation 'r: -C -2'\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute L {0,1}\n@data\n{0 1}\n")
+  one = tmp / 'one.xml'
+  one.write_text('<labels><label name="L"/></labels>')
+  try:
+    read_mulan(meka, one)
+    ok, seen = False, ['(read)']
+  except ValueError as e:
+    ok, seen = 'contradict' in str(e), [str(e)]
+  t.add('label XML contradicting the ARFF\'s -C header', '`read_mulan`', None, seen, ok, 'an error naming both')
+  holes = tmp / 'holes.arff'
+  holes.write_text('@relation r -C -1\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n' +
+                   ''.join(f'{i},{i % 3},{i % 2}\n' for i in range(30)) + '5,inf,1\n')
+  code, _, err = cli('main', '--config=configs/bibtex.py', '--config.data.name=custom',
+                     f'--config.data.train_file={holes}', '--config.data.protocol=resplit',
+                     f'--workdir={tmp / "holes_run"}')
+  t.add('Inf in the features of a training file', '`main` on a custom dataset', code, shown(err),
+        one_error(code, err) and 'holes.arff:36' in err, 'one line naming file, line and attribute')
+  holes.write_text(holes.read_text().replace('5,inf,1', '5,?,1'))
+  code, _, err = cli('main', '--config=configs/bibtex.py', '--config.data.name=custom',
+                     f'--config.data.train_file={holes}', '--config.data.protocol=resplit',
+                     f'--workdir={tmp / "holes_run"}')
+  t.add('missing (?) feature in a dataset that does not impute', '`main` on a custom dataset', code, shown(err),
+        one_error(code, err) and 'holes.arff:36' in err, 'one line naming file, line and attribute')
+
+  minutes = (time.time() - started) / 60
+  shutil.rmtree(tmp, ignore_errors=True)
+  lines = [
+      '# Bad input and faults: what a user sees',
+      '',
+      f'Made by `python scripts/faults.py` on {datetime.date.today().isoformat()} ({minutes:.1f} min, '
+      f'{os.cpu_count()} CPU cores). Each case was run as a user runs it; "stderr" is what it printed there (first '
+      'two lines; `$TMP` is the scratch folder). Exit 1 is a bad input or fault, exit 2 a bad command line. The '
+      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py` and `tests/test_arff.py`.',
+      '',
+      '| fault | how it was tried | exit | stderr | as it should be | what should happen |',
+      '|---|---|---|---|---|---|',
+      *[f'| {" | ".join(row)} |' for row in t.rows],
+      '',
+  ]
+  Path(args.out).write_text('\n'.join(lines))
+  bad = [row[0] for row in t.rows if row[4] != 'yes']
+  print(f'wrote {args.out}: {len(t.rows)} cases, {len(bad)} not as they should be {bad}')
+  sys.exit(1 if bad else 0)
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,278 @@
+"""Bad input and faults, as a user meets them: nothing lost, nothing silently wrong, one line where one will do.
+
+One test per fault (``docs/faults.md`` is the table of what a user sees, made by ``scripts/faults.py``):
+two trainers on one workdir, a reader beside a live trainer, data changed under a run, a shorter resume, a
+diverging run, a damaged checkpoint or metrics log, a failed start, and the command lines' one-line errors.
+Prediction inputs (column order, names) are checked in ``test_predict.py``, ARFF contents in ``test_arff.py``.
+"""
+
+import errno
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from implicit_jax import evaluate
+from implicit_jax.engine import checkpoints, train, workdir as workdir_lib, writers
+from tests.conftest import ROOT, load_config
+
+
+def _tiny(**fields):
+  config = load_config('tiny')
+  for key, value in fields.items():
+    config.update_from_flattened_dict({key.replace('__', '.'): value})
+  return config
+
+
+def _comparable(metrics):
+  return {k: v for k, v in metrics.items() if k != 'train_seconds'}
+
+
+def _cli(module, *args, code=None):
+  """A command line started in the background: ``python -m implicit_jax.<module>`` (or ``-c code``)."""
+  cmd = [sys.executable, *(['-c', code] if code else ['-m', f'implicit_jax.{module}']), *args]
+  return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, JAX_PLATFORMS='cpu'), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc, timeout=300):
+  out, err = proc.communicate(timeout=timeout)
+  return proc.returncode, out, err
+
+
+@pytest.fixture(scope='module')
+def reference(tmp_path_factory):
+  """Uninterrupted tiny runs of 2 and 3 epochs (a checkpoint every 4 steps, 8 steps an epoch)."""
+  out = {}
+  for epochs in (2, 3):
+    path = tmp_path_factory.mktemp(f'reference{epochs}')
+    train.train_and_evaluate(_tiny(num_epochs=epochs, checkpoint_every=4), str(path))
+    out[epochs] = path
+  return out
+
+
+# ------------------------------------------------------------------------------------------ the workdir
+
+
+def test_second_trainer_is_refused_and_readers_do_not_disturb_the_first(tmp_path):
+  """A trainer runs in a subprocess. Meanwhile a second trainer on its workdir is refused, naming the holder's
+  process id, and ``evaluate`` reads the workdir again and again. The first run then ends exactly as the same run
+  undisturbed: its metrics, history and metrics.jsonl."""
+  busy, clean = tmp_path / 'busy', tmp_path / 'clean'
+  epochs = 30
+  first = _cli('main', '--config=configs/tiny.py', f'--workdir={busy}', f'--config.num_epochs={epochs}')
+  deadline = time.time() + 240
+  while time.time() < deadline and first.poll() is None and not (busy / 'best').is_dir():
+    time.sleep(0.05)
+  while (time.time() < deadline and first.poll() is None and
+         not any(d.name.isdigit() for d in (busy / 'best').iterdir())):
+    time.sleep(0.05)  # the first best-on-dev parameters are committed: readers have something to read
+  assert first.poll() is None, 'the first run ended before the second started'
+  with pytest.raises(workdir_lib.WorkdirBusy, match=rf'in use by another training run \(process {first.pid} '):
+    train.train_and_evaluate(_tiny(num_epochs=epochs), str(busy))
+  reads = 0
+  while first.poll() is None:
+    scores = evaluate.evaluate_run(str(busy), ('dev',))
+    assert 0 <= scores['dev']['at_0.5']['example_f1'] <= 1
+    reads += 1
+  code, _, err = _finish(first)
+  assert code == 0, err[-2000:]
+  assert reads >= 2, reads  # the reader ran beside the trainer more than once
+
+  train.train_and_evaluate(_tiny(num_epochs=epochs), str(clean))
+  a, b = (json.loads((d / 'metrics.json').read_text()) for d in (busy, clean))
+  assert _comparable(a) == _comparable(b)
+  assert (busy / 'metrics.jsonl').read_text() == (clean / 'metrics.jsonl').read_text()
+
+
+def test_a_failed_start_writes_nothing_and_leaves_no_record_in_the_way(tmp_path):
+  workdir = tmp_path / 'run'
+  with pytest.raises(ValueError, match='num_devices=5'):
+    train.train_and_evaluate(_tiny(num_devices=5), str(workdir))  # one CPU device here
+  assert not workdir.exists()  # validated before the workdir was touched
+  # A record left by a start that failed later (no checkpoint saved) does not block the corrected command.
+  workdir.mkdir()
+  (workdir / 'config.json').write_text(json.dumps({**json.loads(json.dumps(_tiny().to_dict())), 'seed': 7}))
+  result = train.train_and_evaluate(_tiny(), str(workdir))
+  assert json.loads((workdir / 'config.json').read_text())['seed'] == 0 and result['steps'] == 16
+
+
+def test_resuming_on_changed_data_is_refused_naming_the_files(tmp_path):
+  """A custom dataset whose file changes at the same path between two runs of one workdir."""
+  rng = np.random.default_rng(0)
+  x, y = rng.integers(0, 2, (60, 8)), rng.integers(0, 2, (60, 3))
+  path = tmp_path / 'data.arff'
+
+  def write(x):
+    names = [f'f{j}' for j in range(8)] + [f'l{j}' for j in range(3)]
+    rows = [','.join(map(str, r)) for r in np.concatenate([x, y], axis=1)]
+    path.write_text('@relation r -C -3\n' + ''.join(f'@attribute {n} {{0,1}}\n' for n in names) + '@data\n' +
+                    '\n'.join(rows) + '\n')
+
+  config = load_config('bibtex')
+  config.data.update(name='custom', train_file=str(path), protocol='resplit')
+  config.model.update(inference_hidden=(8,), energy_feature_hidden=(8,), energy_feature_dim=8, global_hidden=2)
+  config.update(num_epochs=1, batch_size=12, eval_batch_size=12)
+  config.implicit.update(inner_steps=1)
+  write(x)
+  train.train_and_evaluate(config, str(tmp_path / 'run'))
+  x[5, 2] = 1 - x[5, 2]
+  write(x)
+  config.num_epochs = 2
+  with pytest.raises(ValueError, match=rf'trained on other data: .*differ.*{path}'):
+    train.train_and_evaluate(config, str(tmp_path / 'run'))
+
+
+def test_a_shorter_resume_is_refused_and_keeps_the_record(reference, tmp_path):
+  workdir = tmp_path / 'run'
+  shutil.copytree(reference[3], workdir)
+  before = (workdir / 'metrics.json').read_text()
+  with pytest.raises(ValueError, match=r'trained to step 24 \(epoch 3\); config.num_epochs=2 ends at step 16'):
+    train.train_and_evaluate(_tiny(num_epochs=2, checkpoint_every=4), str(workdir))
+  assert (workdir / 'metrics.json').read_text() == before
+  assert json.loads((workdir / 'config.json').read_text())['num_epochs'] == 3
+
+
+# ------------------------------------------------------------------------------------------ divergence
+
+
+@pytest.mark.parametrize('fields,quantity,limit', [
+    ({'optimizer__learning_rate': 1e3}, 'loss_aux', 'max_loss=1e+06'),
+    ({'implicit__solver__name': 'neumann', 'implicit__solver__alpha': 2.0, 'implicit__solver__iterations': 10},
+     'residual', 'max_residual=1000'),
+])
+def test_a_diverging_run_stops_naming_quantity_step_and_checkpoint(tmp_path, fields, quantity, limit):
+  config = _tiny(log_every=1, checkpoint_every=1, **fields)
+  with pytest.raises(FloatingPointError, match=rf'{quantity} diverged: .* up to step \d+\) exceeds '
+                                               rf'config.divergence.{re.escape(limit)}; training stopped, last good '
+                                               r'checkpoint: (step \d+|none saved yet)'):
+    train.train_and_evaluate(config, str(tmp_path / 'run'))
+  config.divergence.update(max_loss=0, max_residual=0)  # the checks off: the same run goes on (until NaN, maybe)
+  config.num_epochs = 1
+  try:
+    train.train_and_evaluate(config, str(tmp_path / 'off'))
+  except FloatingPointError as e:
+    assert 'non-finite' in str(e)
+
+
+# ------------------------------------------------------------------------------------------ damage
+
+
+def test_a_torn_last_metrics_line_is_dropped_with_a_warning(reference, tmp_path, capsys):
+  workdir = tmp_path / 'run'
+  shutil.copytree(reference[2], workdir)
+  with open(workdir / 'metrics.jsonl', 'a') as f:
+    f.write('{"step": 17, "train/loss_a')  # the process died while writing this line
+  train.train_and_evaluate(_tiny(num_epochs=3, checkpoint_every=4), str(workdir))
+  assert f'{workdir / "metrics.jsonl"}:' in capsys.readouterr().err.split('dropped a torn last line')[0]
+  assert (workdir / 'metrics.jsonl').read_text() == (reference[3] / 'metrics.jsonl').read_text()
+
+
+def test_a_torn_line_before_the_last_is_an_error_naming_it(tmp_path):
+  path = tmp_path / 'metrics.jsonl'
+  path.write_text('{"step": 1, "a": 1}\n{"step": 2, "a\n{"step": 3, "a": 3}\n')
+  with pytest.raises(ValueError, match=rf'{path}:2: not a metrics record'):
+    writers.read_jsonl_lines(str(path))
+  path.write_text('{"step": 1, "a": 1}\n{"step": 2, "a')
+  assert writers.read_metrics(str(path)) == [{'step': 1, 'a': 1}]
+
+
+def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(reference, tmp_path, capsys):
+  """The latest checkpoint's files are emptied; resuming warns naming it, moves it aside, continues from the
+  one before and ends exactly as the uninterrupted run. ``load_trained`` falls back the same way for the best
+  parameters."""
+  workdir = tmp_path / 'run'
+  shutil.copytree(reference[2], workdir)
+  latest = workdir / 'checkpoints' / '16'
+  for f in latest.rglob('*'):
+    if f.is_file():
+      f.write_bytes(b'')
+  result = train.train_and_evaluate(_tiny(num_epochs=3, checkpoint_every=4), str(workdir))
+  err = capsys.readouterr().err
+  assert f'checkpoint {latest} is unreadable' in err and 'using the one before it' in err
+  assert (workdir / 'corrupt' / 'checkpoints-16').is_dir()
+  assert _comparable(result) == _comparable(json.loads((reference[3] / 'metrics.json').read_text()))
+
+  reader = tmp_path / 'reader'
+  shutil.copytree(reference[3], reader)
+  best = sorted((reader / 'best').iterdir(), key=lambda d: int(d.name))
+  assert len(best) == 2
+  for f in best[-1].rglob('*'):
+    if f.is_file():
+      f.write_bytes(b'')
+  run = checkpoints.load_trained(str(reader))  # read-only: warns, uses the earlier best, moves nothing
+  assert f'checkpoint {best[-1]} is unreadable' in capsys.readouterr().err
+  assert best[-1].is_dir()
+  assert run.predict(run.task.splits['dev']).shape == run.task.splits['dev']['y'].shape
+
+
+# ------------------------------------------------------------------------------------------ one line
+
+
+FULL_DISK = '''
+import errno, sys
+from implicit_jax import main
+from implicit_jax.engine import checkpoints, cli
+def full(self, state, loop):
+  raise OSError(errno.ENOSPC, 'No space left on device', self.directory)
+checkpoints.Checkpointer.save = full
+sys.argv = ['implicit_jax.main'] + sys.argv[1:]
+cli.run(main.main)
+'''
+
+
+def test_command_lines_end_bad_input_in_one_line(tmp_path):
+  """Each command is run as a user runs it; all are started at once and then read."""
+  empty = tmp_path / 'empty'
+  empty.mkdir()
+  (empty / 'config.json').write_text((ROOT / 'tests' / 'fixtures' / 'workdir_v1' / 'config.json').read_text())
+  a_file = tmp_path / 'a_file'
+  a_file.write_text('')
+  tiny = ['--config=configs/tiny.py']
+  cases = {
+      'misspelt override': (2, r'--config.optimzer.learning_rate: the config has no field .optimzer.\. Did you '
+                               r'mean "optimizer"', _cli('main', *tiny, f'--workdir={tmp_path / "w1"}',
+                                                         '--config.optimzer.learning_rate=1')),
+      'missing config': (2, r'--config=configs/nope.py: cannot load it: \[Errno 2\] No such file',
+                         _cli('main', '--config=configs/nope.py', f'--workdir={tmp_path / "w2"}')),
+      'workdir is a file': (1, rf'--workdir names an existing file, not a folder: .{a_file}.',
+                            _cli('main', *tiny, f'--workdir={a_file}')),
+      'unwritable workdir': (1, r'cannot create the workdir', _cli('main', *tiny, f'--workdir={a_file}/sub')),
+      'full disk': (1, r'No space left on device', _cli(None, *tiny, f'--workdir={tmp_path / "w3"}',
+                                                        code=FULL_DISK)),
+      'diverged run': (1, r'loss_aux diverged: .* exceeds config.divergence.max_loss',
+                       _cli('main', *tiny, f'--workdir={tmp_path / "w4"}', '--config.optimizer.learning_rate=1e3',
+                            '--config.log_every=1')),
+      'evaluate, no checkpoint': (1, rf'no best-on-dev parameters under {empty}/best',
+                                  _cli('evaluate', f'--workdir={empty}')),
+      'predict, no checkpoint': (1, rf'no best-on-dev parameters under {empty}/best',
+                                 _cli('predict', f'--workdir={empty}', f'--input={a_file}')),
+      'predict, output folder missing': (1, r'--output: the folder of .* does not exist',
+                                         _cli('predict', f'--workdir={empty}', f'--input={a_file}',
+                                              f'--output={tmp_path}/no/such/out.txt')),
+  }
+  for name, (want_code, pattern, proc) in cases.items():
+    code, _, err = _finish(proc)
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith('(run ')]
+    assert code == want_code, (name, code, err[-2000:])
+    assert len(lines) == 1 and lines[0].startswith('error: '), (name, err[-2000:])
+    assert re.search(pattern, lines[0]), (name, lines[0])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root writes into read-only folders')
+def test_a_read_only_workdir_is_named(tmp_path):
+  workdir = tmp_path / 'ro'
+  workdir.mkdir()
+  workdir.chmod(0o500)
+  try:
+    with pytest.raises(PermissionError, match='the workdir is not writable') as err:
+      train.train_and_evaluate(_tiny(), str(workdir))
+    assert err.value.errno == errno.EACCES and err.value.filename == str(workdir)
+  finally:
+    workdir.chmod(0o700)
