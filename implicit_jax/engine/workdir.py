@@ -3,7 +3,8 @@
 * ``Lock``: an exclusive ``flock`` on ``workdir/lock``, held by the trainer for the whole run. The kernel drops it
   when the process dies (kill -9 included), so a crashed run never leaves a stale lock; a second trainer is
   refused with the holder's process id. Readers (``evaluate``, ``predict``, ``load_trained``) take no lock: they
-  open checkpoints read-only.
+  open checkpoints read-only. Only process 0 of a multi-host run takes it; on network file systems ``flock`` may
+  lock only within one host, so there the guard is per host.
 * ``check_data``: ``workdir/data.json`` records a fingerprint of every split array the run trains and selects
   on; a resumed run whose data differs (a file changed at the same path, other split settings) is refused,
   naming the task's files.
