@@ -193,7 +193,10 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(reference, t
   for f in latest.rglob('*'):
     if f.is_file():
       f.write_bytes(b'')
+  partial = workdir / 'checkpoints' / '20.orbax-checkpoint-tmp-1700000000'  # a save cut short by a kill
+  (partial / 'state').mkdir(parents=True)
   result = train.train_and_evaluate(_tiny(num_epochs=3, checkpoint_every=4), str(workdir))
+  assert not partial.exists()
   err = capsys.readouterr().err
   assert f'checkpoint {latest} is unreadable' in err and 'using the one before it' in err
   assert (workdir / 'corrupt' / 'checkpoints-16').is_dir()

@@ -49,9 +49,19 @@ def _manager(path: str, keep: int, read_only: bool = False) -> ocp.CheckpointMan
       return _beside_a_writer(lambda: ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
           max_to_keep=None, save_interval_steps=0, enable_async_checkpointing=False, create=False,
           read_only=True, cleanup_tmp_directories=False)))
+    _remove_partial_saves(path)
     return ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
-        max_to_keep=keep, enable_async_checkpointing=False, create=True,
-        cleanup_tmp_directories=True))  # a save cut short by a kill leaves a temporary directory: remove it
+        max_to_keep=keep, enable_async_checkpointing=False, create=True, cleanup_tmp_directories=False))
+
+
+def _remove_partial_saves(folder: str) -> None:
+  """A save cut short by a kill leaves Orbax's temporary folder (``<step>.orbax-checkpoint-tmp-<time>``): the
+  trainer, which holds the workdir's lock, removes them here. (Orbax's own clean-up runs in a thread that a run
+  failing in its first steps can outlive, which printed a traceback at exit.)"""
+  if os.path.isdir(folder):
+    for name in os.listdir(folder):
+      if '.orbax-checkpoint-tmp' in name:
+        shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
 
 
 def _beside_a_writer(fn, attempts: int = 10):

@@ -14,8 +14,9 @@ import sys
 from absl import app, flags
 
 # ValueError: settings and file contents; OSError: paths, permissions, disk space; FloatingPointError: a run
-# that diverged; KeyError: a config field that does not exist.
-USER_ERRORS = (ValueError, OSError, FloatingPointError, KeyError)
+# that diverged. While flags are parsed, KeyError too: a config field that does not exist (later, a KeyError is a
+# bug and keeps its traceback).
+USER_ERRORS = (ValueError, OSError, FloatingPointError)
 
 
 def one_line(error: BaseException) -> str:
@@ -48,7 +49,7 @@ def parse_flags(argv):
       # A config file that failed to load is a placeholder raising on first use: use it now.
       'seed' in flags.FLAGS.config  # pylint: disable=pointless-statement
     return args
-  except (flags.Error, *USER_ERRORS) as e:
+  except (flags.Error, KeyError, *USER_ERRORS) as e:
     print(f'error: {_config_error(e, argv)}', file=sys.stderr)
     print(f'(run {argv[0] if argv else "the command"} --help for the flags)', file=sys.stderr)
     sys.exit(2)
