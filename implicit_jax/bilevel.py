@@ -303,14 +303,17 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
 
   Returns u and diagnostics (same keys for every solver, so they can be logged uniformly): ``residual``
   (``||(H + damping I) u - v|| / ||v||``, NaN when not tracked), ``alpha`` (Neumann/identity step used, 0 for
-  other solvers) and ``iterations`` (HVPs spent in the solve, excluding the residual check).
+  other solvers), ``iterations`` (HVPs spent in the solve, excluding the residual check) and ``grad_norm``
+  (``||d_theta f||`` at theta: how far theta is from the stationary point the solve assumes; with exact HVPs it
+  comes free with the linearisation).
   """
   check_tangent(theta, v)
   if solver.hvp == 'exact':
     # Linearise the gradient once: every HVP of the solve then costs one tangent pass (about one gradient)
     # instead of re-running the primal forward and backward passes, as ``hvp`` does per call.
-    _, product = jax.linearize(lambda t: jax.grad(f)(t, phi, batch), theta)
+    grad_theta, product = jax.linearize(lambda t: jax.grad(f)(t, phi, batch), theta)
   else:
+    grad_theta = jax.grad(f)(theta, phi, batch)
     product = lambda x: fd_hvp(f, theta, phi, batch, x, solver.fd_eps)
   matvec = (lambda x: _axpy(solver.damping, x, product(x))) if solver.damping else product
   if solver.name == 'normal_cg':
@@ -356,7 +359,8 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
       residual = _norm(r) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
     else:
       residual = nan
-  return u, {'residual': residual.astype(dtype), 'alpha': alpha, 'iterations': iterations}
+  return u, {'residual': residual.astype(dtype), 'alpha': alpha, 'iterations': iterations,
+             'grad_norm': _norm(grad_theta).astype(dtype)}
 
 
 def implicit_vjp(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, g_theta: PyTree,
@@ -377,14 +381,20 @@ def inner_loop(l_aux: Loss, optimizer: optax.GradientTransformation, num_steps: 
   Plain JAX: differentiating through it is unrolled differentiation (memory grows with ``num_steps``).
   Returns ``(theta_T, opt_state_T, losses)`` with ``losses[t] = L_aux(theta_t)`` before step t.
   """
+  theta, state, losses, _ = _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch)
+  return theta, state, losses
+
+
+def _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch):
+  """``inner_loop``, also returning ``||d_theta L_aux(theta_t)||`` before each step."""
   def step(carry, _):
     theta, state = carry
     loss, grad = jax.value_and_grad(l_aux)(theta, phi, batch)
     updates, state = optimizer.update(grad, state, theta)
-    return (optax.apply_updates(theta, updates), state), loss
+    return (optax.apply_updates(theta, updates), state), (loss, _norm(grad))
 
-  (theta, state), losses = jax.lax.scan(step, (theta0, opt_state0), None, length=num_steps)
-  return theta, state, losses
+  (theta, state), (losses, norms) = jax.lax.scan(step, (theta0, opt_state0), None, length=num_steps)
+  return theta, state, losses, norms
 
 
 def hypergradient(l_prim: Loss, l_aux: Loss, theta_star: PyTree, phi: PyTree, batch: PyTree,
@@ -396,7 +406,10 @@ def hypergradient(l_prim: Loss, l_aux: Loss, theta_star: PyTree, phi: PyTree, ba
 
 
 def _diagnostics(explicit, implicit, info):
-  return dict(info, explicit_norm=_norm(explicit), implicit_norm=_norm(implicit))
+  """Norms of the two terms of the hypergradient and the cosine between them (0 when either is zero)."""
+  e, i = _norm(explicit), _norm(implicit)
+  cosine = _vdot(explicit, implicit) / jnp.maximum(e * i, jnp.finfo(e.dtype).tiny)
+  return dict(info, explicit_norm=e, implicit_norm=i, cosine=cosine)
 
 
 class ImplicitSolve:
@@ -422,7 +435,8 @@ class ImplicitSolve:
     @jax.custom_vjp
     def solve(phi, theta0, opt_state0, batch, probe):
       del probe
-      return inner_loop(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch)
+      theta, state, losses, norms = _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch)
+      return theta, state, (losses, norms)
 
     def fwd(phi, theta0, opt_state0, batch, probe):
       out = solve(phi, theta0, opt_state0, batch, probe)
@@ -441,23 +455,30 @@ class ImplicitSolve:
   def _probe(self, phi):
     dtype = jnp.result_type(*jax.tree.leaves(phi))
     z = jnp.zeros((), dtype)
-    return {'residual': z, 'alpha': z, 'iterations': z, 'implicit': jax.tree.map(jnp.zeros_like, phi)}
+    return {'residual': z, 'alpha': z, 'iterations': z, 'grad_norm': z,
+            'implicit': jax.tree.map(jnp.zeros_like, phi)}
 
   def __call__(self, phi, theta0, opt_state0, batch):
-    return self._solve(phi, theta0, opt_state0, batch, self._probe(phi))
+    theta, state, (losses, _) = self._solve(phi, theta0, opt_state0, batch, self._probe(phi))
+    return theta, state, losses
 
   def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
     """``(L_prim, (theta_T, opt_state_T, inner_losses)), dL_prim/dphi, diagnostics`` in one pass.
 
-    diagnostics: ``residual``, ``alpha``, ``iterations`` of the solver, ``explicit_norm`` (``||d_phi L_prim||``)
-    and ``implicit_norm`` (norm of the implicit term).
+    diagnostics: ``residual``, ``alpha``, ``iterations`` of the solver, ``explicit_norm`` (``||d_phi L_prim||``),
+    ``implicit_norm`` (norm of the implicit term), ``cosine`` (between the two terms), ``grad_norm``
+    (``||d_theta L_aux||`` at theta_T) and ``stationarity``, that norm over the one at the warm start: the IFT
+    premise is ``stationarity`` near 0; near 1 the inner steps barely approached a stationary point.
     """
     def outer(phi, probe):
-      theta, state, losses = self._solve(phi, theta0, opt_state0, batch, probe)
-      return l_prim(theta, phi, batch), (theta, state, losses)
+      theta, state, (losses, norms) = self._solve(phi, theta0, opt_state0, batch, probe)
+      return l_prim(theta, phi, batch), (theta, state, losses, norms)
 
-    (loss, aux), (grad, probe_bar) = jax.value_and_grad(outer, argnums=(0, 1), has_aux=True)(
-        phi, self._probe(phi))
+    (loss, (theta, state, losses, norms)), (grad, probe_bar) = jax.value_and_grad(
+        outer, argnums=(0, 1), has_aux=True)(phi, self._probe(phi))
     implicit = probe_bar.pop('implicit')
     explicit = jax.tree.map(jnp.subtract, grad, implicit)
-    return (loss, aux), grad, _diagnostics(explicit, implicit, probe_bar)
+    diagnostics = _diagnostics(explicit, implicit, probe_bar)
+    if self.num_steps:
+      diagnostics['stationarity'] = diagnostics['grad_norm'] / jnp.maximum(norms[0], jnp.finfo(norms.dtype).tiny)
+    return (loss, (theta, state, losses)), grad, diagnostics

@@ -223,6 +223,29 @@ def test_spen_custom_vjp_agrees_with_hypergradient_for_every_solver(spen_implici
     np.testing.assert_allclose(loss, l_prim(theta_star, phi, batch), rtol=1e-6)
 
 
+def test_stationarity_and_cosine_diagnostics_match_their_definitions(x64):
+  """From a warm start away from theta*, a few inner steps: ``stationarity`` is ||grad L_aux(theta_T)|| over
+  ||grad L_aux(theta_0)||, ``grad_norm`` the former, ``cosine`` the cosine of the explicit and implicit terms; all
+  recomputed here from their definitions. At theta* the gradient norm is ~0 (the ratio there is one of two
+  round-off-sized numbers)."""
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  opt = optax.sgd(1e-3)
+  theta0 = jax.tree.map(lambda t: t + 0.1, theta_star)
+  inner = bilevel.ImplicitSolve(l_aux, opt, 3, bilevel.Solver('dense'))
+  (_, (theta_t, _, _)), grad, diag = inner.value_and_grad(l_prim, phi, theta0, opt.init(theta0), batch)
+  norm = lambda t: jnp.linalg.norm(ravel_pytree(jax.grad(l_aux)(t, phi, batch))[0])
+  np.testing.assert_allclose(diag['grad_norm'], norm(theta_t), rtol=1e-10)
+  np.testing.assert_allclose(diag['stationarity'], norm(theta_t) / norm(theta0), rtol=1e-10)
+  assert 0.5 < diag['stationarity'] < 1  # three small steps: some progress, far from stationary
+  explicit = ravel_pytree(jax.grad(l_prim, argnums=1)(theta_t, phi, batch))[0]
+  implicit = ravel_pytree(grad)[0] - explicit
+  np.testing.assert_allclose(diag['cosine'], explicit @ implicit / jnp.linalg.norm(explicit) /
+                             jnp.linalg.norm(implicit), rtol=1e-8)
+  at_star = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver('dense'))
+  _, _, diag = at_star.value_and_grad(l_prim, phi, theta_star, opt.init(theta_star), batch)
+  assert diag['grad_norm'] < 1e-8 * norm(theta0)
+
+
 def test_none_solver_drops_exactly_the_implicit_term(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('none'))
