@@ -178,7 +178,7 @@ def test_a_torn_line_before_the_last_is_an_error_naming_it(tmp_path):
   path = tmp_path / 'metrics.jsonl'
   path.write_text('{"step": 1, "a": 1}\n{"step": 2, "a\n{"step": 3, "a": 3}\n')
   with pytest.raises(ValueError, match=rf'{path}:2: not a metrics record'):
-    writers.read_jsonl_lines(str(path))
+    writers.read_metrics(str(path))
   path.write_text('{"step": 1, "a": 1}\n{"step": 2, "a')
   assert writers.read_metrics(str(path)) == [{'step': 1, 'a': 1}]
 

@@ -42,7 +42,7 @@ def _manager(path: str, keep: int, read_only: bool = False) -> ocp.CheckpointMan
   # Synchronous saves: a checkpoint is on disk before the loop moves on, which the exact-resume guarantee needs.
   # Orbax logs an error for each damaged checkpoint it lists; restore() reports those in one line, so hush it.
   # It also warns about read-only managers.
-  with _orbax_quiet(absl_logging.FATAL):
+  with _orbax_quiet():
     if read_only:
       # A reader (evaluate, predict, notebooks) creates, deletes and cleans nothing: a training run may be
       # writing beside it, and cleaning would remove its save in progress.
@@ -77,9 +77,9 @@ def _beside_a_writer(fn, attempts: int = 10):
 
 
 @contextlib.contextmanager
-def _orbax_quiet(level_kept=absl_logging.ERROR):
+def _orbax_quiet():
   level = absl_logging.get_verbosity()
-  absl_logging.set_verbosity(level_kept)
+  absl_logging.set_verbosity(absl_logging.FATAL)
   try:
     yield
   finally:
@@ -115,30 +115,32 @@ def has_checkpoint(workdir: str) -> bool:
 
 
 def check_or_write_config(workdir: str, config, write: bool = True) -> bool:
-  """Writes ``config.json`` for a new run; for an existing one, checks that ``config`` may continue it.
+  """Checks that ``config`` may start or continue the run of ``workdir`` and (``write``) records it.
 
   Returns True when the workdir already held this run. Raises ValueError naming the fields that differ. A
   record whose run never saved a checkpoint (a start that failed, or was killed, before its first save) holds
   no work: it is replaced. ``write=False`` (the other processes of a multi-host run) checks without writing.
   """
   path = os.path.join(workdir, 'config.json')
-  current = config_lib.recorded(config)
-  if not os.path.exists(path):
-    if write:
-      write_json(path, current)
-    return False
-  diff = config_lib.compare(read_json(path), config)
-  if diff:
-    if not has_checkpoint(workdir):
-      if write:
-        print(f'{path}: replacing the record of a run that saved no checkpoint', flush=True)
-        write_json(path, current)
-      return False
-    raise ValueError(f'workdir {workdir} holds a run with a different config: {", ".join(diff[:5])}'
-                     f'{" ..." if len(diff) > 5 else ""}; resume with the same config or use a new workdir')
+  existing = False
+  if os.path.exists(path):
+    diff = config_lib.compare(read_json(path), config)
+    if not diff:
+      existing = True
+    elif has_checkpoint(workdir):
+      raise ValueError(f'workdir {workdir} holds a run with a different config: {", ".join(diff[:5])}'
+                       f'{" ..." if len(diff) > 5 else ""}; resume with the same config or use a new workdir')
+    else:
+      print(f'{path}: replacing the record of a run that saved no checkpoint', flush=True)
   if write:
-    write_json(path, current)  # records the latest num_epochs / logging settings, in the current format
-  return True
+    write_config(workdir, config)
+  return existing
+
+
+def write_config(workdir: str, config) -> None:
+  """``config.json``: what the run reads (``config.recorded``), in the current format, with the latest
+  ``num_epochs`` and logging settings."""
+  write_json(os.path.join(workdir, 'config.json'), config_lib.recorded(config))
 
 
 class Checkpointer:
@@ -173,7 +175,7 @@ class Checkpointer:
     before it is used: the run repeats the steps in between, with the same result."""
     for step in sorted(self._latest.all_steps(), reverse=True):
       try:
-        with _orbax_quiet(absl_logging.FATAL):  # a damaged checkpoint is reported below, in one line
+        with _orbax_quiet():  # a damaged checkpoint is reported below, in one line
           out = self._latest.restore(step, args=ocp.args.Composite(
               state=ocp.args.StandardRestore(abstract_state), loop=ocp.args.JsonRestore()))
         return out.state, out.loop
@@ -191,26 +193,33 @@ class Checkpointer:
   def restore_best(self, abstract_params, step: int | None = None):
     """The best-on-dev parameters saved at ``step``, or (None) the latest readable ones. A reader beside a
     training run may see a step listed and then deleted by the trainer (it keeps two): it lists again."""
+    def read(s):
+      with _orbax_quiet():
+        return self._best.restore(s, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
+                                  ).params
+
+    if step is not None:
+      try:
+        return read(step)
+      except Exception as e:  # pylint: disable=broad-except
+        raise ValueError(f'best-on-dev parameters {self._best.directory}/{step} are unreadable '
+                         f'({_first_line(e)})') from None
     for _ in range(5):
-      steps = [step] if step is not None else sorted(self._best.all_steps(), reverse=True)
+      steps = sorted(self._best.all_steps(), reverse=True)
       if not steps:
         raise FileNotFoundError(f'no best-on-dev parameters under {self._best.directory} (the run has not '
                                 'finished its first epoch)')
       for s in steps:
         try:
-          with _orbax_quiet(absl_logging.FATAL):
-            return self._best.restore(s, args=ocp.args.Composite(
-                params=ocp.args.StandardRestore(abstract_params))).params
+          return read(s)
         except Exception as e:  # pylint: disable=broad-except
-          if not os.path.exists(os.path.join(str(self._best.directory), str(s))) and step is None:
-            _beside_a_writer(self._best.reload)  # removed while we read: the trainer saved a newer best
-            break
-          if step is not None:
-            raise ValueError(f'best-on-dev parameters {self._best.directory}/{s} are unreadable '
-                             f'({_first_line(e)})') from None
-          self._set_aside(self._best, s, e)
+          if os.path.exists(os.path.join(str(self._best.directory), str(s))):
+            self._set_aside(self._best, s, e)  # damaged: try the one before it
+            continue
+          _beside_a_writer(self._best.reload)  # removed while we read: the trainer saved a newer best
+          break
       else:
-        break
+        break  # every listed one was damaged
     raise ValueError(f'no readable best-on-dev parameters under {self._best.directory}')
 
   def _set_aside(self, manager, step: int, error: Exception) -> None:
@@ -251,6 +260,7 @@ class Run:
     """Relaxed predictions for ``inputs``: a split's arrays (a dict; ``y`` is ignored) or, for tasks whose only
     input is ``x``, that array. Checked against the shapes the model was trained on."""
     from implicit_jax.engine import data, xla_options  # pylint: disable=import-outside-toplevel
+    from implicit_jax.tasks import first_non_finite  # pylint: disable=import-outside-toplevel
     import numpy as np  # pylint: disable=import-outside-toplevel
     arrays = dict(inputs) if isinstance(inputs, dict) else {'x': np.asarray(inputs)}
     expected = self.task.inputs(self.task.splits['train'])
@@ -268,8 +278,8 @@ class Run:
       self._predict = xla_options.jit(self.method.predict)
     arrays = {k: np.asarray(v, expected[k].dtype) for k, v in arrays.items() if k in expected}
     for key, value in arrays.items():
-      if np.issubdtype(value.dtype, np.floating) and not np.all(np.isfinite(value)):
-        first = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
+      first = first_non_finite(value)
+      if first is not None:
         raise ValueError(f'predict: {key} holds NaN or Inf (first at index {first}: example {first[0]})')
     return data.predict(self.task, lambda b: self._predict(self.params, b), arrays,
                         batch_size or self.config.eval_batch_size)

@@ -32,8 +32,8 @@ def one_line(error: BaseException) -> str:
 def _config_error(error: BaseException, argv) -> str:
   overrides = [a.split('=', 1)[0] for a in argv if a.startswith('--config.')]
   if isinstance(error, KeyError):
-    name = str(error.args[0]).splitlines()[0] if error.args else '?'
-    hint = ' '.join(str(error.args[0]).splitlines()[1:]) if error.args else ''
+    name, *hint = str(error.args[0]).splitlines() if error.args else ['?']
+    hint = ' '.join(hint)
     return f'{", ".join(overrides) or "--config"}: the config has no field {name}. {hint}'.strip()
   if isinstance(error, OSError):
     config = next((a.split('=', 1)[1] for a in argv if a.startswith('--config=')), '?')

@@ -99,7 +99,7 @@ def check(config) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
       raise ValueError(f'config.{field} must be a positive integer, got {value!r}')
   for field in ('max_loss', 'max_residual'):
-    value = config.divergence.get(field) if 'divergence' in config else 0
+    value = config.divergence.get(field)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
       raise ValueError(f'config.divergence.{field} must be a number >= 0 (0 = no check), got {value!r}')
   every = config.get('checkpoint_every', 0)

@@ -88,7 +88,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
 
 def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary):
   evaluator = task.evaluator
-  existing = checkpoints.check_or_write_config(workdir, config, write=False)  # checks only
+  existing = checkpoints.check_or_write_config(workdir, config, write=False)  # written below, once checked
   ckpt = checkpoints.Checkpointer(workdir)
   try:
     latest = ckpt.latest_step() if existing else None
@@ -97,7 +97,8 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
                        f'{latest // steps_per_epoch}); config.num_epochs={config.num_epochs} ends at step '
                        f'{total_steps}. Give num_epochs >= {-(-latest // steps_per_epoch)} to continue it, or read '
                        'it with implicit_jax.evaluate')
-    existing = checkpoints.check_or_write_config(workdir, config, write=primary)
+    if primary:
+      checkpoints.write_config(workdir, config)
     workdir_lib.check_data(workdir, task, resuming=existing, write=primary)
     rng = jax.random.key(config.seed)
     state = jax.device_put(method.init(jax.random.fold_in(rng, 0)), replicated)
@@ -209,9 +210,9 @@ def _log(pending, step, total_steps, epoch, config, t_log, history, select):
       raise FloatingPointError(f'non-finite {name} ({value}) in the {len(pending)} steps up to step {step}')
   limits = config.divergence
   for name, value in means.items():
-    limit = limits.max_residual if name == 'residual' else limits.max_loss if name.startswith('loss') else 0
+    field = 'max_residual' if name == 'residual' else 'max_loss' if name.startswith('loss') else None
+    limit = limits[field] if field else 0
     if limit and abs(value) > limit:
-      field = 'max_residual' if name == 'residual' else 'max_loss'
       raise FloatingPointError(f'{name} diverged: {value:.3g} (mean of the {len(pending)} steps up to step {step}) '
                                f'exceeds config.divergence.{field}={limit:g}')
   now = time.perf_counter()

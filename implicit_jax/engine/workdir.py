@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import socket
 
@@ -88,18 +87,16 @@ def fingerprint(task) -> dict:
 def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
   """Records the data's fingerprint for a new run; for a resumed one, refuses data that differs from the
   recorded fingerprint. A run recorded before fingerprints existed gets one now (nothing to compare)."""
+  from implicit_jax.engine import checkpoints, config as config_lib  # pylint: disable=import-outside-toplevel
   path = os.path.join(workdir, 'data.json')
   current = {'fingerprint': fingerprint(task), 'files': list(task.info.get('files', []))}
   if resuming and os.path.exists(path):
-    try:
-      with open(path) as f:
-        stored = json.load(f)
-      old = stored['fingerprint']
-    except (ValueError, KeyError) as e:
-      raise ValueError(f'{path}: unreadable data record ({e}); move it away to resume without the check') from None
-    changed = [f'{split}.{key}' for split in sorted(set(old) | set(current['fingerprint']))
-               for key in sorted(set(old.get(split, {})) | set(current['fingerprint'].get(split, {})))
-               if old.get(split, {}).get(key) != current['fingerprint'].get(split, {}).get(key)]
+    stored = checkpoints.read_json(path)
+    if not isinstance(stored.get('fingerprint'), dict):
+      raise ValueError(f'{path}: unreadable data record (no fingerprint); move it away to resume without the '
+                       'check')
+    old, new = config_lib.flatten(stored['fingerprint']), config_lib.flatten(current['fingerprint'])
+    changed = [name for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
     if changed:
       files = ', '.join(current['files'] or stored.get('files', [])) or 'the data settings in config.json'
       raise ValueError(f'workdir {workdir} was trained on other data: {", ".join(changed[:6])} differ from the '
@@ -107,7 +104,4 @@ def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
                        'start a new workdir')
     return
   if write:
-    tmp = f'{path}.tmp'
-    with open(tmp, 'w') as f:
-      json.dump(current, f, indent=2)
-    os.replace(tmp, path)
+    checkpoints.write_json(path, current)

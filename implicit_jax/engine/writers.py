@@ -14,14 +14,14 @@ import sys
 import time
 
 
-def read_jsonl_lines(path: str) -> list[str]:
-  """The lines of a ``metrics.jsonl``, each a JSON object with a ``step``. A torn last line (the process was
+def read_metrics(path: str) -> list[dict]:
+  """The records of a ``metrics.jsonl``, each a JSON object with a ``step``. A torn last line (the process was
   killed while writing it) is dropped with a warning; a damaged line elsewhere is an error naming it."""
   with open(path, encoding='utf-8', errors='replace') as f:
     lines = f.read().split('\n')
   if lines and lines[-1] == '':
     lines.pop()
-  good = []
+  records = []
   for i, line in enumerate(lines):
     try:
       record = json.loads(line)
@@ -33,13 +33,8 @@ def read_jsonl_lines(path: str) -> list[str]:
               flush=True)
         break
       raise ValueError(f'{path}:{i + 1}: not a metrics record ({e}); repair or delete the line') from None
-    good.append(line + '\n')
-  return good
-
-
-def read_metrics(path: str) -> list[dict]:
-  """The records of a ``metrics.jsonl`` (``read_jsonl_lines``), parsed."""
-  return [json.loads(line) for line in read_jsonl_lines(path)]
+    records.append(record)
+  return records
 
 
 class _TensorBoardWriter:
@@ -89,10 +84,10 @@ class MetricWriter:
       return
     self.jsonl = os.path.join(workdir, 'metrics.jsonl')
     if os.path.exists(self.jsonl):
-      kept = [] if resume_step is None else [line for line in read_jsonl_lines(self.jsonl)
-                                              if json.loads(line)['step'] <= resume_step]
+      # Rewritten as write_scalars writes them, so the kept lines are the same text.
+      kept = [] if resume_step is None else [r for r in read_metrics(self.jsonl) if r['step'] <= resume_step]
       with open(self.jsonl + '.tmp', 'w') as f:
-        f.writelines(kept)
+        f.writelines(json.dumps(r) + '\n' for r in kept)
       os.replace(self.jsonl + '.tmp', self.jsonl)
     self._tb = _tensorboard_writer(os.path.join(workdir, 'tensorboard'))
     self._file = open(self.jsonl, 'a')  # pylint: disable=consider-using-with

@@ -77,6 +77,14 @@ class Evaluator:
     return f'test {shown} (best dev epoch {result["best_epoch"]})'
 
 
+def first_non_finite(value) -> tuple[int, ...] | None:
+  """The index of the first NaN or Inf of a float array, or None (and None for other dtypes)."""
+  value = np.asarray(value)
+  if not np.issubdtype(value.dtype, np.floating) or np.all(np.isfinite(value)):
+    return None
+  return tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
+
+
 @dataclasses.dataclass(frozen=True)
 class Task:
   """One problem's data, output space, networks and evaluator.
@@ -123,8 +131,8 @@ class Task:
         raise ValueError(f'task {self.name}: the {split} split\'s arrays disagree on the number of examples: '
                          f'{sizes}')
       for key, value in arrays.items():
-        if np.issubdtype(value.dtype, np.floating) and not np.all(np.isfinite(value)):
-          first = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
+        first = first_non_finite(value)
+        if first is not None:
           raise ValueError(f'task {self.name}: {split} {key} contains NaN or Inf (first at index {first})')
     if self.padded:
       widths = {(s, k): self.splits[s][k].shape[1] for s in SPLITS for k in self.padded}
