@@ -70,6 +70,9 @@ class Solver:
     fd_eps: length of the finite-difference HVP's perturbation ``h v`` (``h = fd_eps / ||v||``).
     track_residual: report ``||(H + damping I) u - v|| / ||v||`` (``||H u - v|| / ||v||`` for ``normal_cg``);
       costs one HVP except for ``cg``, ``normal_cg``, ``minres`` and ``dense``, which track it anyway.
+    unroll: run the solver's iterations as straight-line code instead of an XLA loop (``while_loop``): the
+      same iterates, more compile time. XLA:CPU runs convolution gradients inside loops several times slower
+      than outside them (jax-ml/jax#12868); convolutional tasks on CPU want it.
   """
 
   name: str = 'normal_cg'
@@ -81,6 +84,7 @@ class Solver:
   hvp: str = 'exact'
   fd_eps: float = 1e-3
   track_residual: bool = True
+  unroll: bool = False
 
   def __post_init__(self):
     if self.name not in SOLVERS:
@@ -179,18 +183,31 @@ def mixed_vjp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, u: PyTree) -> 
 # Inverse-HVP solvers
 
 
-def _neumann(matvec, v, iterations, alpha):
+def while_loop(cond, body, init, maxiter: int, unroll: bool = False):
+  """``jax.lax.while_loop(cond, body, init)`` for a loop known to stop within ``maxiter`` iterations; with
+  ``unroll``, ``maxiter`` copies of ``body`` in straight-line code, each kept only while ``cond`` holds (the
+  same iterates as the loop, every iteration computed)."""
+  if not unroll:
+    return jax.lax.while_loop(cond, body, init)
+  state = init
+  for _ in range(maxiter):
+    active = cond(state)
+    state = jax.tree.map(lambda new, old: jnp.where(active, new, old), body(state), state)
+  return state
+
+
+def _neumann(matvec, v, iterations, alpha, unroll=False):
   # p_k = (I - alpha H)^k v;  u = alpha * sum_{k=0..K} p_k  (K HVPs, K + 1 terms).
   def body(_, carry):
     p, acc = carry
     p = _axpy(-alpha, matvec(p), p)
     return p, jax.tree.map(jnp.add, acc, p)
 
-  _, acc = jax.lax.fori_loop(0, iterations, body, (v, v))
+  _, acc = jax.lax.fori_loop(0, iterations, body, (v, v), unroll=max(iterations, 1) if unroll else None)
   return _scale(alpha, acc)
 
 
-def _cg(matvec, v, maxiter, tol, carried=None):
+def _cg(matvec, v, maxiter, tol, carried=None, unroll=False):
   """Conjugate gradient from u = 0; stops on tolerance, max iterations or non-positive curvature.
 
   With ``carried`` (a pytree of zeros), ``matvec(p)`` returns ``(A p, w(p))`` for a linear map w, and CG also
@@ -219,13 +236,13 @@ def _cg(matvec, v, maxiter, tol, carried=None):
     p = _axpy(rs_new / jnp.where(rs > 0, rs, 1.0), p, r)
     return k + 1, x, r, p, jnp.where(broken, rs, rs_new), broken, wx
 
-  init = (0, zero, v, v, rs0, jnp.array(False), () if carried is None else carried)
-  k, x, _, _, rs, _, wx = jax.lax.while_loop(cond, body, init)
+  init = (jnp.zeros((), jnp.int32), zero, v, v, rs0, jnp.array(False), () if carried is None else carried)
+  k, x, _, _, rs, _, wx = while_loop(cond, body, init, maxiter, unroll)
   out = (x, k, jnp.sqrt(rs / jnp.where(rs0 > 0, rs0, 1.0)))
   return out if carried is None else out + (wx,)
 
 
-def _minres(matvec, v, maxiter, tol):
+def _minres(matvec, v, maxiter, tol, unroll=False):
   """MINRES (Paige & Saunders 1975) from u = 0 for a symmetric, possibly indefinite operator.
 
   Lanczos builds an orthonormal basis of the Krylov space K_k(A, v) with a three-term recurrence; Givens
@@ -269,8 +286,8 @@ def _minres(matvec, v, maxiter, tol):
     x = _axpy(phi, w, x)
     return k + 1, x, w, w2, r1, r2, y, beta, oldb, dbar, phibar, epsln, cs, sn
 
-  init = (0, zero, zero, zero, v, v, v, beta1, f(0), f(0), beta1, f(0), f(-1), f(0))
-  state = jax.lax.while_loop(cond, body, init)
+  init = (jnp.zeros((), jnp.int32), zero, zero, zero, v, v, v, beta1, f(0), f(0), beta1, f(0), f(-1), f(0))
+  state = while_loop(cond, body, init, maxiter, unroll)
   k, x, phibar = state[0], state[1], state[10]
   return x, k, phibar / jnp.where(beta1 > 0, beta1, 1.0)
 
@@ -285,7 +302,7 @@ def _dense(matvec, v):
   return unravel(u), residual
 
 
-def power_iteration(matvec, v: PyTree, iterations: int) -> jax.Array:
+def power_iteration(matvec, v: PyTree, iterations: int, unroll: bool = False) -> jax.Array:
   """Largest |eigenvalue| of the operator, estimated by ``iterations`` matvecs started from v."""
   def body(_, carry):
     x, _ = carry
@@ -293,7 +310,8 @@ def power_iteration(matvec, v: PyTree, iterations: int) -> jax.Array:
     hx = matvec(x)
     return hx, _norm(hx)
 
-  _, lam = jax.lax.fori_loop(0, iterations, body, (v, jnp.zeros((), _norm(v).dtype)))
+  _, lam = jax.lax.fori_loop(0, iterations, body, (v, jnp.zeros((), _norm(v).dtype)),
+                              unroll=max(iterations, 1) if unroll else None)
   return lam
 
 
@@ -325,16 +343,16 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
   if solver.name in ('neumann', 'identity'):
     alpha = jnp.asarray(solver.alpha, dtype)
     if solver.power_iters:
-      lam = power_iteration(matvec, v, solver.power_iters)
+      lam = power_iteration(matvec, v, solver.power_iters, solver.unroll)
       alpha = jnp.minimum(alpha, 1.0 / jnp.maximum(lam, 1e-12))
     k = solver.iterations if solver.name == 'neumann' else 0
-    u = _neumann(matvec, v, k, alpha)
+    u = _neumann(matvec, v, k, alpha, solver.unroll)
     iterations = jnp.asarray(k + solver.power_iters, dtype)
   elif solver.name == 'cg':
-    u, k, residual = _cg(matvec, v, solver.iterations, solver.tol)
+    u, k, residual = _cg(matvec, v, solver.iterations, solver.tol, unroll=solver.unroll)
     iterations = k.astype(dtype)
   elif solver.name == 'minres':
-    u, k, residual = _minres(matvec, v, solver.iterations, solver.tol)
+    u, k, residual = _minres(matvec, v, solver.iterations, solver.tol, solver.unroll)
     iterations = k.astype(dtype)
   elif solver.name == 'normal_cg':
     # H is symmetric, so H^T H = H^2; damping regularises the normal equations rather than H.
@@ -342,7 +360,8 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
       hx = product(x)
       return _axpy(solver.damping, x, product(hx)), hx
 
-    u, k, _, hu = _cg(normal, product(v), solver.iterations, solver.tol, jax.tree.map(jnp.zeros_like, v))
+    u, k, _, hu = _cg(normal, product(v), solver.iterations, solver.tol, jax.tree.map(jnp.zeros_like, v),
+                      solver.unroll)
     iterations = (2 * k + 1).astype(dtype)
     if solver.track_residual:  # H u accumulated inside CG: the residual costs no HVP
       residual = _norm(_axpy(-1.0, v, hu)) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
@@ -375,17 +394,18 @@ def implicit_vjp(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, g_theta
 
 
 def inner_loop(l_aux: Loss, optimizer: optax.GradientTransformation, num_steps: int, phi: PyTree,
-               theta0: PyTree, opt_state0: PyTree, batch: PyTree):
+               theta0: PyTree, opt_state0: PyTree, batch: PyTree, unroll: bool = False):
   """``num_steps`` optimiser steps on ``L_aux(., phi, batch)`` from the warm start ``(theta0, opt_state0)``.
 
   Plain JAX: differentiating through it is unrolled differentiation (memory grows with ``num_steps``).
-  Returns ``(theta_T, opt_state_T, losses)`` with ``losses[t] = L_aux(theta_t)`` before step t.
+  Returns ``(theta_T, opt_state_T, losses)`` with ``losses[t] = L_aux(theta_t)`` before step t. ``unroll``:
+  the steps as straight-line code (``Solver.unroll`` says why).
   """
-  theta, state, losses, _ = _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch)
+  theta, state, losses, _ = _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch, unroll)
   return theta, state, losses
 
 
-def _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch):
+def _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch, unroll=False):
   """``inner_loop``, also returning ``||d_theta L_aux(theta_t)||`` before each step."""
   def step(carry, _):
     theta, state = carry
@@ -393,7 +413,8 @@ def _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch):
     updates, state = optimizer.update(grad, state, theta)
     return (optax.apply_updates(theta, updates), state), (loss, _norm(grad))
 
-  (theta, state), (losses, norms) = jax.lax.scan(step, (theta0, opt_state0), None, length=num_steps)
+  (theta, state), (losses, norms) = jax.lax.scan(step, (theta0, opt_state0), None, length=num_steps,
+                                                 unroll=bool(unroll) and max(num_steps, 1))
   return theta, state, losses, norms
 
 
@@ -418,7 +439,8 @@ class ImplicitSolve:
   ``solve(phi, theta0, opt_state0, batch) -> (theta_T, opt_state_T, losses)`` runs ``inner_loop``. Its VJP
   treats theta_T as the stationary point theta*(phi) of L_aux: the cotangent ``g`` of theta_T becomes
   ``-[d_phi d_theta L_aux]^T H^{-1} g`` for phi, and zero for the warm start and the batch (a stationary point
-  does not depend on where the search started). ``opt_state_T`` and ``losses`` carry no gradient.
+  does not depend on where the search started). ``opt_state_T`` and ``losses`` carry no gradient. With
+  ``solver.unroll`` the inner steps are straight-line code too.
 
   Forward-mode differentiation cannot pass through a ``custom_vjp``; HVPs are taken on L_aux directly.
   """
@@ -435,7 +457,8 @@ class ImplicitSolve:
     @jax.custom_vjp
     def solve(phi, theta0, opt_state0, batch, probe):
       del probe
-      theta, state, losses, norms = _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch)
+      theta, state, losses, norms = _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch,
+                                                solver.unroll)
       return theta, state, (losses, norms)
 
     def fwd(phi, theta0, opt_state0, batch, probe):

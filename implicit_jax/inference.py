@@ -28,6 +28,8 @@ def default_config() -> ml_collections.ConfigDict:
   g.init = 'half'             # 'half' (the centre: 0.5 per unit, uniform over classes), 'zeros' (binary only) or
                               # 'given' (a starting y the method passes, e.g. a noise net's output)
   g.tol = 0.0                 # an example stops once its energy changes less than this; 0 = never
+  g.unroll = False            # the steps as straight-line code, not an XLA loop: the same numbers, longer
+                              # compiles; XLA:CPU runs convolution gradients inside loops several times slower
   return g
 
 
@@ -41,8 +43,10 @@ def check(steps: int, step_size: float, rule: str, field: str = 'gbi') -> None:
 
 
 def gradient_based_inference(space: OutputSpace, energy: Callable[[jax.Array], jax.Array], y0: jax.Array,
-                             steps: int, step_size: float, rule: str = 'projected', tol: float = 0.0):
-  """Runs ``steps`` GBI steps on ``energy(y) -> [B]`` (lower is better) from ``y0`` in ``space``.
+                             steps: int, step_size: float, rule: str = 'projected', tol: float = 0.0,
+                             unroll: bool = False):
+  """Runs ``steps`` GBI steps on ``energy(y) -> [B]`` (lower is better) from ``y0`` in ``space`` (in straight-line
+  code with ``unroll``).
 
   Returns ``(y, energies [steps + 1, B])``, the energy before each step and after the last one. Examples are
   independent: each one's gradient is that of its own energy.
@@ -61,20 +65,20 @@ def gradient_based_inference(space: OutputSpace, energy: Callable[[jax.Array], j
 
   batch = y0.shape[0]
   init = (y0, jnp.full((batch,), jnp.inf, y0.dtype), jnp.zeros((batch,), bool))
-  (y, _, _), energies = jax.lax.scan(step, init, None, length=steps)
+  (y, _, _), energies = jax.lax.scan(step, init, None, length=steps, unroll=bool(unroll) and max(steps, 1))
   return y, jnp.concatenate([energies, energy(y)[None]], axis=0)
 
 
 def predictor(space: OutputSpace, energy_module: Any, gbi, field: str = 'gbi'):
   """``predict(phi, batch, y0=None) -> y``: GBI on ``energy_module.apply(phi, batch, y)`` from ``gbi.init``
-  (``y0`` when it is 'given'). ``gbi`` has ``steps``, ``step_size``, ``rule``, ``init`` and ``tol``."""
+  (``y0`` when it is 'given'). ``gbi`` has ``steps``, ``step_size``, ``rule``, ``init``, ``tol`` (and ``unroll``)."""
   check(gbi.steps, gbi.step_size, gbi.rule, field)
   space.check_init(gbi.init, f'{field}.init')
 
   def predict(phi, batch, y0=None):
     start = space.initial(gbi.init, space.shape(batch), y0, f'{field}.init')
     y, _ = gradient_based_inference(space, lambda y: energy_module.apply(phi, batch, y), start, gbi.steps,
-                                    gbi.step_size, gbi.rule, gbi.tol)
+                                    gbi.step_size, gbi.rule, gbi.tol, gbi.unroll)
     return y
 
   return predict

@@ -420,3 +420,42 @@ def test_tangent_shape_mismatch_names_the_leaf():
 def test_bad_inner_steps():
   with pytest.raises(ValueError, match='num_steps'):
     bilevel.ImplicitSolve(lambda t, p, b: 0.0, optax.sgd(0.1), -1, bilevel.Solver())
+
+
+@pytest.mark.parametrize('name, iterations, tol', [
+    ('cg', 30, 1e-4),          # stops on the tolerance well before 30 iterations
+    ('cg', 4, 0.0),
+    ('normal_cg', 30, 1e-3),
+    ('minres', 30, 1e-4),
+    ('minres', 4, 0.0),
+    ('neumann', 6, 0.0),
+])
+def test_unrolled_solvers_give_the_loops_iterates(x64, name, iterations, tol):
+  """``Solver.unroll`` writes the iterations as straight-line code; the result, the iteration count at which the
+  tolerance stopped it and the residual must be the loop's."""
+  q, _ = jnp.linalg.qr(jax.random.normal(jax.random.PRNGKey(3), (12, 12)))
+  h = q @ jnp.diag(jnp.linspace(0.5, 4.0, 12)) @ q.T
+  f = lambda t, p, b: 0.5 * t['a'] @ (h @ t['a']) + jnp.sum(jnp.sin(t['a'])) * p
+  theta, v = {'a': 0.1 * jnp.arange(12.0)}, {'a': jnp.linspace(-1.0, 1.0, 12)}
+  solve = lambda unroll: jax.jit(lambda t: bilevel.solve_inverse_hvp(
+      f, t, 0.3, None, v, bilevel.Solver(name, iterations=iterations, tol=tol, alpha=0.1, power_iters=2,
+                                         unroll=unroll)))(theta)
+  (u_loop, info_loop), (u_unrolled, info_unrolled) = solve(False), solve(True)
+  np.testing.assert_allclose(u_unrolled['a'], u_loop['a'], rtol=1e-12, atol=1e-14)
+  assert info_unrolled['iterations'] == info_loop['iterations']
+  if tol:
+    assert info_loop['iterations'] < (2 * iterations + 1 if name == 'normal_cg' else iterations)
+  np.testing.assert_allclose(info_unrolled['residual'], info_loop['residual'], rtol=1e-10, atol=1e-14)
+
+
+def test_unrolled_implicit_solve_matches_the_scanned_one(x64):
+  """Inner steps and solver unrolled: the same inner trajectory, hypergradient and diagnostics."""
+  f = lambda t, p, b: jnp.sum((t['a'] - p['w'] * b) ** 2) + 0.1 * jnp.sum(t['a'] ** 4)
+  l_prim = lambda t, p, b: jnp.sum(jnp.cos(t['a'])) + jnp.sum(p['w'] ** 2)
+  phi, theta, batch = {'w': jnp.array([0.5, -1.0, 2.0])}, {'a': jnp.zeros(3)}, jnp.array([1.0, 2.0, 0.5])
+  opt = optax.adam(0.1)
+  out = []
+  for unroll in (False, True):
+    inner = bilevel.ImplicitSolve(f, opt, 4, bilevel.Solver('minres', iterations=5, unroll=unroll))
+    out.append(jax.jit(lambda p: inner.value_and_grad(l_prim, p, theta, opt.init(theta), batch))(phi))
+  chex.assert_trees_all_close(out[0], out[1], rtol=1e-12, atol=1e-14)

@@ -169,3 +169,16 @@ def test_spen_predicts_on_the_tagging_simplices():
   y = method.predict(state.params, task.inputs(batch))
   assert y.shape == batch['y'].shape
   np.testing.assert_allclose(np.sum(y, axis=-1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize('tol', [0.0, 1e-3])
+def test_unrolled_gbi_gives_the_scans_outputs(tol):
+  """``gbi.unroll``: the steps as straight-line code, the same outputs and energies (examples stopped by the
+  tolerance included)."""
+  energy = lambda y: jnp.sum((y - C) ** 2, axis=-1) + 0.3 * jnp.sum(y ** 3, axis=-1)
+  y0 = initial_y('half', C.shape)
+  run = lambda unroll: jax.jit(lambda y: inference.gradient_based_inference(BOX, energy, y, 15, 0.2, 'projected',
+                                                                            tol, unroll))(y0)
+  (y_scan, e_scan), (y_unrolled, e_unrolled) = run(False), run(True)
+  np.testing.assert_allclose(y_unrolled, y_scan, rtol=1e-6, atol=1e-7)
+  np.testing.assert_allclose(e_unrolled, e_scan, rtol=1e-6, atol=1e-7)

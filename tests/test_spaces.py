@@ -25,10 +25,14 @@ def test_binary_scores_and_costs_by_hand():
   A(two.cost('l1')(jnp.array([0.2, 0.5]), jnp.array([0.0, 1.0])), 0.7, rtol=1e-6)
   A(two.cost('hamming')(jnp.array([0.2, 0.5]), jnp.array([0.0, 1.0])), 0.35, rtol=1e-6)
   A(BINARY.cost('f1')(y_bar, y), 1 - 3 / 3.5, rtol=1e-6)
+  A(BINARY.soft_iou(y_bar, y), 1.5 / 2, rtol=1e-6)                    # SEAL Eq. 10: sum min / sum max
+  A(BINARY.soft_iou(jnp.zeros(3), jnp.zeros(3)), 1.0)                 # both empty: exactly right
+  A(BINARY.cost('iou')(jnp.array([1.0, 0, 1]), jnp.array([1.0, 1, 0])), 1 - 1 / 3)  # binary: 1 - |n| / |u|
   image = Binary((2, 2))  # reductions run over every event axis
   A(image.cost('l1')(jnp.ones((5, 2, 2)), jnp.zeros((5, 2, 2))), np.full(5, 4.0))
-  with pytest.raises(ValueError, match=r"implicit.cost: unknown cost 'iou' for the binary output space"):
-    BINARY.cost('iou', 'implicit.cost')
+  A(image.score('iou')(jnp.array([[[1.0, 1.0], [0.0, 0.0]]]), jnp.array([[[1.0, 0.0], [1.0, 0.0]]])), [1 / 3])
+  with pytest.raises(ValueError, match=r"implicit.cost: unknown cost 'dice' for the binary output space"):
+    BINARY.cost('dice', 'implicit.cost')
 
 
 def test_binary_local_loss_and_log_prob():

@@ -120,8 +120,8 @@ BAD_VALUES = [
     ('eval_batch_size', 0, 'config.eval_batch_size must be a positive integer, got 0'),
     ('implicit.primary_loss', 'hinge', "implicit.primary_loss: unknown loss 'hinge'; choose one of ('ssvm', "),
     ('implicit.negatives.sampler', 'gumbel', "negatives.sampler: unknown sampler 'gumbel'; choose one of ("),
-    ('implicit.cost', 'iou', "implicit.cost: unknown cost 'iou' for the binary output space; choose one of"),
-    ('task', 'pos', "config.task: unknown task 'pos'; choose one of ['mlc', 'synthetic', 'tagging']"),
+    ('implicit.cost', 'dice', "implicit.cost: unknown cost 'dice' for the binary output space; choose one of"),
+    ('task', 'pos', "config.task: unknown task 'pos'; choose one of ['mlc', 'segmentation', 'synthetic', 'tagging']"),
     ('task', 'tagging', "config.data does not hold the fields of task 'tagging'"),
     ('checkpoint_every', -1, 'config.checkpoint_every must be a non-negative integer, got -1'),
 ]

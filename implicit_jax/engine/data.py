@@ -4,7 +4,8 @@ Training: the order of epoch e is ``default_rng([seed, e]).permutation(N)``, cut
 batches (the remainder waits for a later epoch's shuffle). For variable-length examples the permutation is cut
 into windows of ``WINDOW`` batches, each window sorted by length and its batches shuffled again, so that a batch
 holds examples of similar lengths; every batch is then cut to the smallest of the task's buckets that holds its
-longest example. The jitted step compiles once per bucket, and the data order depends on (seed, epoch) alone,
+longest example. The jitted step compiles once per bucket. A task's ``augment`` (random flips, ...) draws from
+the same generator, batch after batch, so the data order and every augmentation depend on (seed, epoch) alone,
 which exact resumption needs.
 
 Prediction: examples in order (by length for padded tasks), ``batch_size`` at a time; the last batch is padded
@@ -61,7 +62,7 @@ def train_batches(task, batch_size: int, rng: np.random.Generator) -> Iterator[d
   for idx in order:
     batch = _cut(task, arrays, idx, lens)
     batch['y'] = task.space.gold(batch['y'])
-    yield batch
+    yield task.augment(batch, rng) if task.augment else batch
 
 
 def prediction_batches(task, arrays: dict, batch_size: int) -> Iterator[tuple[dict, np.ndarray]]:

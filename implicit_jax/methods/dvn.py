@@ -48,10 +48,11 @@ def regression_loss(space, score_fn, gbi, field: str):
                           f'{field}.init')
     energy_of = lambda y_bar: energy.apply(phi, batch, y_bar)
     y_inf, _ = inference.gradient_based_inference(space, energy_of, start, gbi.steps, gbi.step_size, gbi.rule,
-                                                  gbi.tol)
+                                                  gbi.tol, gbi.unroll)
     # Ascent on the per-example regression loss = descent on its negative, with the same GBI machinery.
     negative_loss = lambda y_bar: -optax.sigmoid_binary_cross_entropy(-energy_of(y_bar), score_fn(y_bar, y, mask))
-    y_adv, _ = inference.gradient_based_inference(space, negative_loss, y_inf, gbi.steps, gbi.step_size, gbi.rule)
+    y_adv, _ = inference.gradient_based_inference(space, negative_loss, y_inf, gbi.steps, gbi.step_size, gbi.rule,
+                                                  unroll=gbi.unroll)
     samples = jax.lax.stop_gradient(jnp.stack([y_inf, y_adv, y]))           # [3, *y.shape]
     return lambda phi: value_regression(energy, phi, batch, samples, score_fn)
 

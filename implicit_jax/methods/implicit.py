@@ -16,6 +16,7 @@ The sampling noise of the negatives is drawn first and passed as data, so L_prim
 differentiable function of (theta, phi) within the step.
 """
 
+import dataclasses
 from typing import Callable, NamedTuple
 
 import jax
@@ -54,6 +55,9 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
   c.solver.hvp = 'exact'         # 'exact' (jvp of grad) or 'fd' (finite difference, the paper's)
   c.solver.fd_eps = 1e-3         # finite-difference perturbation length
   c.solver.track_residual = True  # report ||(H + damping I) u - v|| / ||v|| each step
+  c.unroll = False               # inner steps and solver iterations as straight-line code, not XLA loops: the same
+                                 # numbers, longer compiles; XLA:CPU runs convolution gradients inside loops several
+                                 # times slower (jax-ml/jax#12868), so the convolutional tasks set it
   c.refine = ml_collections.ConfigDict()  # prediction (Remark 3): GBI on E_phi from A_theta(x)
   c.refine.steps = 0             # 0 = A_theta(x), the paper's choice; k > 0 = k GBI steps
   c.refine.step_size = 0.1
@@ -139,7 +143,7 @@ def build(task, config) -> Method:
   inner_opt = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer')
   outer_opt = make_optimizer(config.optimizer, 'optimizer')
   try:
-    solver = bilevel.Solver.from_config(cfg.solver)
+    solver = dataclasses.replace(bilevel.Solver.from_config(cfg.solver), unroll=bool(cfg.unroll))
   except ValueError as e:
     raise ValueError(f'implicit.{e}') from None
   inner = bilevel.ImplicitSolve(l_aux, inner_opt, cfg.inner_steps, solver)
@@ -163,7 +167,7 @@ def build(task, config) -> Method:
 
   refine = None
   if cfg.refine.steps:
-    gbi = ml_collections.ConfigDict(dict(cfg.refine, init='given', tol=0.0))
+    gbi = ml_collections.ConfigDict(dict(cfg.refine, init='given', tol=0.0, unroll=cfg.unroll))
     refine = inference.predictor(space, energy, gbi, 'implicit.refine')
 
   def predict(params, batch):

@@ -64,7 +64,7 @@ def margin_loss(space, cost_fn, cost_scale, gbi, field: str):
     augmented = lambda y_bar: energy.apply(phi, batch, y_bar) - cost_scale * cost_fn(y_bar, y, mask)
     start = space.initial(gbi.init if gbi.init != 'given' else 'half', y.shape, field=f'{field}.init')
     y_hat, _ = inference.gradient_based_inference(space, augmented, start, gbi.steps, gbi.step_size, gbi.rule,
-                                                  gbi.tol)
+                                                  gbi.tol, gbi.unroll)
     y_hat = jax.lax.stop_gradient(y_hat)
     return lambda phi: losses.ssvm_margin(energy.apply(phi, batch, y_hat), energy.apply(phi, batch, y),
                                           cost_scale * cost_fn(y_hat, y, mask))

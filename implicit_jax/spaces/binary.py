@@ -4,10 +4,13 @@ a binary mask). The relaxed output is ``sigmoid(logits)``; an example's output i
 Costs ``Delta(y_bar, y)`` (name -> function, zero at the gold output):
   * ``l1``: ``sum |y_bar - y|``, the Hamming distance on relaxed outputs;
   * ``hamming``: the same averaged over units, in [0, 1];
-  * ``f1``: ``1 - soft F1``.
+  * ``f1``: ``1 - soft F1``;
+  * ``iou``: ``1 - soft IoU`` (the segmentation task loss).
 Scores ``s(y_bar, y)`` in [0, 1]:
   * ``f1``: SEAL's soft F1, ``2 sum min(y_bar, y) / (sum min + sum max)``, 1 when both are empty; example F1 on
-    binary inputs (``sum min = TP``, ``sum max = TP + FP + FN``).
+    binary inputs (``sum min = TP``, ``sum max = TP + FP + FN``);
+  * ``iou``: soft IoU (DVN, SEAL Eq. 10), ``sum min(y_bar, y) / sum max(y_bar, y)``, 1 when both are empty;
+    intersection over union on binary inputs.
 
 Negatives (``samples``), each a reparameterisation of the Bernoulli units:
   * ``concrete``: binary Concrete / relaxed Bernoulli, ``sigmoid((logits + logistic noise) / temperature)``;
@@ -39,8 +42,8 @@ class Binary(OutputSpace):
     self.event_shape = tuple(int(d) for d in event_shape)
     self.units = self.event_shape[-1]
     self._axes = tuple(range(-len(self.event_shape), 0))
-    self.costs = {'l1': self.l1_cost, 'hamming': self.hamming_cost, 'f1': self.f1_cost}
-    self.scores = {'f1': self.soft_f1}
+    self.costs = {'l1': self.l1_cost, 'hamming': self.hamming_cost, 'f1': self.f1_cost, 'iou': self.iou_cost}
+    self.scores = {'f1': self.soft_f1, 'iou': self.soft_iou}
 
   def _sum(self, v, mask=None):
     return jnp.sum(v if mask is None else v * mask, axis=self._axes)
@@ -80,6 +83,11 @@ class Binary(OutputSpace):
     denom = lo + hi
     return jnp.where(denom > 0, 2.0 * lo / jnp.where(denom > 0, denom, 1.0), 1.0)
 
+  def soft_iou(self, y_bar, y, mask=None):
+    lo = self._sum(jnp.minimum(y_bar, y), mask)
+    hi = self._sum(jnp.maximum(y_bar, y), mask)
+    return jnp.where(hi > 0, lo / jnp.where(hi > 0, hi, 1.0), 1.0)
+
   def l1_cost(self, y_bar, y, mask=None):
     return self._sum(jnp.abs(y_bar - y), mask)
 
@@ -90,6 +98,9 @@ class Binary(OutputSpace):
 
   def f1_cost(self, y_bar, y, mask=None):
     return 1.0 - self.soft_f1(y_bar, y, mask)
+
+  def iou_cost(self, y_bar, y, mask=None):
+    return 1.0 - self.soft_iou(y_bar, y, mask)
 
   # GBI ------------------------------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ FAMILIES = {
     'synthetic': 'implicit_jax.tasks.mlc.synthetic',  # multi-label, generated: the default smoke task
     'mlc': 'implicit_jax.tasks.mlc',                  # multi-label benchmarks (MULAN, FunCat) or your own files
     'tagging': 'implicit_jax.tasks.tagging',          # sequence labeling (a generated HMM task for now)
+    'segmentation': 'implicit_jax.tasks.segmentation',  # binary image segmentation (Weizmann horses)
 }
 SPLITS = ('train', 'dev', 'test')
 
@@ -105,6 +106,9 @@ class Task:
     buckets: the padded lengths batches are cut to (the split's full length is always the last resort).
     names: column names where the task has them, e.g. ``{'x': feature names, 'y': label names}``: prediction
       inputs are matched to the training data by them. Not recorded with a run.
+    augment: ``(batch, rng: np.random.Generator) -> batch``, applied to each training batch on the host (e.g.
+      random flips of images and masks), or None. It draws from the epoch's data generator only, so the data of
+      a step depends on (seed, epoch) alone and a resumed run sees the batches of an uninterrupted one.
   """
 
   name: str
@@ -118,6 +122,7 @@ class Task:
   padded: tuple[str, ...] = ()
   buckets: tuple[int, ...] = ()
   names: dict = dataclasses.field(default_factory=dict)  # column names of inputs/outputs where known ({'x': ...})
+  augment: Callable | None = None
 
   def __post_init__(self):
     for split in SPLITS:

@@ -1,0 +1,46 @@
+r"""Weizmann horses at 32x32 (implicit_jax/tasks/segmentation): the implicit method with the contrastive-divergence
+loss and the 1 - soft IoU cost, an FCN inference net and a convolutional energy over (image, mask).
+
+Run:    python -m implicit_jax.main --config=configs/horses.py --config.data.data_dir=../shared/data \
+            --workdir=/tmp/implicit_jax/horses
+Others: --config.method=feedforward (FCN trained with CE), dvn (GBI on the energy, regressing soft IoU),
+        seal_dynamic with --config.seal.energy_loss=regression|nce, --config.implicit.primary_loss=dvn.
+Sizes:  the networks have half the channels of DVN's and SEAL's (32/64/64 against 64/128/128) so that every
+        method trains on a 2-core CPU; --config.model.channels='(64,128,128)' and energy_channels restore them.
+Reached: see docs/horses.md (scripts/reproduce_horses.py).
+"""
+
+from implicit_jax.engine import config as config_lib
+
+
+def get_config():
+  c = config_lib.base_config(task='segmentation', method='implicit')
+  c.model.channels = (32, 64, 64)
+  c.model.energy_channels = (32, 64, 64)
+  c.model.energy_hidden = (256, 128)
+  c.implicit.primary_loss = 'cd'
+  c.implicit.cost = 'iou'
+  c.implicit.negatives.num_samples = 2
+  c.implicit.inner_steps = 2
+  c.implicit.solver.name = 'minres'
+  c.implicit.solver.iterations = 3
+  # Unrolled loops: XLA:CPU runs convolution gradients inside loops ~10x slower (bilevel.Solver.unroll).
+  c.implicit.unroll = True
+  for section in ('spen', 'dvn', 'nce_gbi', 'seal'):
+    c[section].gbi.unroll = True
+    c[section].gbi.steps = 10
+    c[section].gbi.step_size = 0.5
+  # One learning rate for every network (3e-3: the FCN's dev IoU after 20 epochs rose from 0.64 at 1e-3 to 0.67),
+  # except the implicit method's inference net, which takes two inner steps per batch at half of it.
+  c.optimizer.learning_rate = 3e-3
+  c.seal.task_optimizer.learning_rate = 3e-3
+  c.nce_gbi.noise_optimizer.learning_rate = 3e-3
+  c.implicit.inner_optimizer.learning_rate = 1.5e-3
+  c.seal.energy_loss = 'regression'
+  c.seal.num_samples = 4
+  c.batch_size = 8
+  c.eval_batch_size = 32
+  c.num_epochs = 12
+  c.log_every = 25
+  c.checkpoint_every = 0
+  return c
