@@ -130,7 +130,8 @@ def build_table() -> str:
     lines.append(f'| {label} | {len(rs)} | {fmt([r["test_mean_iou"] for r in rs])} | '
                  f'{fmt([r["test_global_iou"] for r in rs])} | {fmt([r["dev_mean_iou"] for r in rs])} | {shown} | '
                  f'{mark} |')
-  lines += ['', OTHERS, '']
+  lines += ['', OTHERS, '', 'Test images with the gold mask and the FCN, DVN and implicit CD masks (seed 0 runs): '
+            '![examples](horses/examples.png) (`python scripts/horses_figure.py`).', '']
   fcn = {r['seed']: r['test_mean_iou'] for r in runs.get('fcn', [])}
   for system in ('implicit-cd', 'implicit-dvn', 'seal-regression', 'seal-nce', 'dvn'):
     other = {r['seed']: r['test_mean_iou'] for r in runs.get(system, [])}
