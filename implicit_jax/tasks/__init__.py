@@ -35,6 +35,7 @@ FAMILIES = {
     'segmentation': 'implicit_jax.tasks.segmentation',  # binary image segmentation (Weizmann horses)
 }
 SPLITS = ('train', 'dev', 'test')
+DATA_DIR_ENV = 'IMPLICIT_JAX_DATA_DIR'  # the data directory when a task's data.data_dir is empty
 
 
 class Evaluator:

@@ -49,7 +49,7 @@ from implicit_jax.tasks.mlc.arff import MultiLabelData, impute_and_standardise, 
 
 __all__ = ['DATASETS', 'DATA_DIR_ENV', 'PROTOCOLS', 'SOURCES', 'Dataset', 'load_embedded_bibtex', 'load_mlc']
 
-DATA_DIR_ENV = 'IMPLICIT_JAX_DATA_DIR'
+from implicit_jax.tasks import DATA_DIR_ENV  # pylint: disable=wrong-import-position
 PROTOCOLS = ('official', 'resplit')
 SOURCES = ('raw', 'tfds')  # where the official splits' arrays come from (see the module docstring)
 FORMATS = ('mulan', 'clus')

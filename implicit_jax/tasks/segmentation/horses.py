@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-DATA_DIR_ENV = 'IMPLICIT_JAX_DATA_DIR'
+from implicit_jax.tasks import DATA_DIR_ENV
+
 FOLDER = 'weizmann_horse'
 _IMAGE = re.compile(r'image-(\d+)\.png$')
 
