@@ -29,11 +29,8 @@ import optax  # pylint: disable=wrong-import-position
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
 from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 
-# Adam divides by sqrt(v); at v = 0 (a parameter whose gradient has always been zero, e.g. first-layer rows of
-# bibtex's sparse features absent from the batch) sqrt has an infinite derivative and the unrolled gradient is
-# NaN. optax's eps_root exists for differentiating through Adam: inside the square root it leaves the
-# trajectory unchanged to float32 precision and costs one add, so both sides use it here.
-EPS_ROOT = 1e-16
+# Adam through an unrolled loop needs eps_root (methods.EPS_ROOT says why); both sides use it here.
+from implicit_jax.methods import EPS_ROOT  # pylint: disable=wrong-import-position
 
 
 def unrolled_fn(p: common.Problem, num_steps: int):

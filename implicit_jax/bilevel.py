@@ -15,13 +15,16 @@ Every loss here has the signature ``f(theta, phi, batch) -> scalar``: ``theta`` 
 Passing the data as an argument, never through a closure, is what keeps ``jax.custom_vjp`` sound.
 
 Public pieces:
-  * ``Solver``: validated inverse-HVP solver settings (``neumann``, ``cg``, ``dense``, ``identity``, ``none``).
+  * ``Solver``: validated inverse-HVP solver settings (``neumann``, ``cg``, ``dense``, ``identity``, ``none``;
+    ``unrolled`` names the route that differentiates through the inner steps instead of solving).
   * ``hvp``, ``fd_hvp``, ``mixed_vjp``: the second-order products.
   * ``solve_inverse_hvp``: ``u ~= (H + damping I)^{-1} v`` with diagnostics.
   * ``inner_loop``: T optimiser steps on L_aux inside ``lax.scan`` (plain autodiff: the unrolled reference).
   * ``ImplicitSolve``: ``inner_loop`` wrapped in ``jax.custom_vjp`` so that
     ``jax.grad(lambda phi: L_prim(solve(phi, ...)[0], phi, batch))`` is explicit + implicit term; its
     ``value_and_grad`` also returns diagnostics (solver residual, explicit and implicit term norms).
+  * ``UnrolledSolve``: the same interface, differentiating through the T inner steps: the truncated procedure's
+    true derivative, the reference the implicit term is measured against. ``outer_solve`` picks one by name.
   * ``hypergradient``: the same gradient at a given stationary point theta*, without running an inner loop.
 """
 
@@ -38,7 +41,7 @@ from jax.flatten_util import ravel_pytree
 PyTree = Any
 Loss = Callable[[PyTree, PyTree, PyTree], jax.Array]  # f(theta, phi, batch) -> scalar
 
-SOLVERS = ('neumann', 'cg', 'normal_cg', 'minres', 'dense', 'identity', 'none')
+SOLVERS = ('neumann', 'cg', 'normal_cg', 'minres', 'dense', 'identity', 'none', 'unrolled')
 HVP_MODES = ('exact', 'fd')
 
 
@@ -58,7 +61,8 @@ class Solver:
       ``cg`` (conjugate gradient on ``H + damping I``; needs it positive definite), ``neumann``
       (K-term Neumann series ``alpha * sum_k (I - alpha H)^k v``), ``dense`` (materialise H and solve: small
       models and tests only), ``identity`` (``H^{-1} ~= alpha I``, the K = 0 Neumann truncation) or ``none``
-      (drop the implicit term: the biased gradient the paper attributes to InfNet+, kept as an ablation).
+      (drop the implicit term: the biased gradient the paper attributes to InfNet+, kept as an ablation), or
+      ``unrolled`` (no solve: reverse-mode through the inner steps, ``UnrolledSolve``; memory grows with T).
     iterations: Neumann terms K (each costs one HVP) or the maximum number of CG / MINRES iterations.
     alpha: Neumann step. Convergence needs ``0 < alpha < 2 / lambda_max(H)``. With ``power_iters > 0`` it is an
       upper bound, lowered to ``1 / lambda_max`` estimated on the fly.
@@ -68,8 +72,9 @@ class Solver:
     hvp: ``exact`` (forward-over-reverse, ``jax.jvp`` of ``jax.grad``) or ``fd`` (the paper's central finite
       difference of gradients; approximate, kept for comparison).
     fd_eps: length of the finite-difference HVP's perturbation ``h v`` (``h = fd_eps / ||v||``).
-    track_residual: report ``||(H + damping I) u - v|| / ||v||`` (``||H u - v|| / ||v||`` for ``normal_cg``);
-      costs one HVP except for ``cg``, ``normal_cg``, ``minres`` and ``dense``, which track it anyway.
+    track_residual: report ``||H u - v|| / ||v||`` on the undamped H for every solver, so that solvers compare
+      and the bias damping adds shows; costs one HVP, except for ``normal_cg`` and ``dense`` (and ``cg`` and
+      ``minres`` without damping), which have it anyway.
     unroll: run the solver's iterations as straight-line code instead of an XLA loop (``while_loop``): the
       same iterates, more compile time. XLA:CPU runs convolution gradients inside loops several times slower
       than outside them (jax-ml/jax#12868); convolutional tasks on CPU want it.
@@ -292,12 +297,13 @@ def _minres(matvec, v, maxiter, tol, unroll=False):
   return x, k, phibar / jnp.where(beta1 > 0, beta1, 1.0)
 
 
-def _dense(matvec, v):
+def _dense(product, v, damping=0.0):
+  """``(H + damping I)^{-1} v`` by a dense solve, and ``||H u - v|| / ||v||`` (undamped H)."""
   flat_v, unravel = ravel_pytree(v)
   # Columns H e_i by vmapped HVPs: forward-over-reverse, the same product the iterative solvers use.
   basis = jnp.eye(flat_v.size, dtype=flat_v.dtype)
-  h = jax.vmap(lambda e: ravel_pytree(matvec(unravel(e)))[0])(basis).T
-  u = jnp.linalg.solve(h, flat_v)
+  h = jax.vmap(lambda e: ravel_pytree(product(unravel(e)))[0])(basis).T
+  u = jnp.linalg.solve(h + damping * basis, flat_v)
   residual = jnp.linalg.norm(h @ u - flat_v) / jnp.maximum(jnp.linalg.norm(flat_v), jnp.finfo(flat_v.dtype).tiny)
   return unravel(u), residual
 
@@ -320,7 +326,7 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
   """``u ~= (H + damping I)^{-1} v`` with ``H = d_theta d_theta f(theta, phi, batch)``.
 
   Returns u and diagnostics (same keys for every solver, so they can be logged uniformly): ``residual``
-  (``||(H + damping I) u - v|| / ||v||``, NaN when not tracked), ``alpha`` (Neumann/identity step used, 0 for
+  (``||H u - v|| / ||v||`` on the undamped H whatever the solver solved, NaN when not tracked), ``alpha`` (Neumann/identity step used, 0 for
   other solvers), ``iterations`` (HVPs spent in the solve, excluding the residual check) and ``grad_norm``
   (``||d_theta f||`` at theta: how far theta is from the stationary point the solve assumes; with exact HVPs it
   comes free with the linearisation).
@@ -339,6 +345,7 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
 
   dtype = _norm(v).dtype
   nan = jnp.full((), jnp.nan, dtype)
+  # `residual`: ||H u - v|| / ||v|| on the undamped H when a solver has it for free, else None (computed below).
   residual, alpha, iterations = None, jnp.zeros((), dtype), jnp.zeros((), dtype)
   if solver.name in ('neumann', 'identity'):
     alpha = jnp.asarray(solver.alpha, dtype)
@@ -348,12 +355,14 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
     k = solver.iterations if solver.name == 'neumann' else 0
     u = _neumann(matvec, v, k, alpha, solver.unroll)
     iterations = jnp.asarray(k + solver.power_iters, dtype)
-  elif solver.name == 'cg':
-    u, k, residual = _cg(matvec, v, solver.iterations, solver.tol, unroll=solver.unroll)
+  elif solver.name in ('cg', 'minres'):
+    if solver.name == 'cg':
+      u, k, solved = _cg(matvec, v, solver.iterations, solver.tol, unroll=solver.unroll)
+    else:
+      u, k, solved = _minres(matvec, v, solver.iterations, solver.tol, solver.unroll)
     iterations = k.astype(dtype)
-  elif solver.name == 'minres':
-    u, k, residual = _minres(matvec, v, solver.iterations, solver.tol, solver.unroll)
-    iterations = k.astype(dtype)
+    if not solver.damping:  # the system solved is H u = v itself: its recurrence residual is the one reported
+      residual = solved
   elif solver.name == 'normal_cg':
     # H is symmetric, so H^T H = H^2; damping regularises the normal equations rather than H.
     def normal(x):
@@ -366,15 +375,17 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
     if solver.track_residual:  # H u accumulated inside CG: the residual costs no HVP
       residual = _norm(_axpy(-1.0, v, hu)) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
   elif solver.name == 'dense':
-    u, residual = _dense(matvec, v)
+    u, residual = _dense(product, v, solver.damping)
     iterations = jnp.asarray(ravel_pytree(v)[0].size, dtype)
-  else:  # 'none': the implicit term is dropped.
+  elif solver.name == 'none':  # the implicit term is dropped.
     u = jax.tree.map(jnp.zeros_like, v)
     residual = jnp.ones((), dtype)
+  else:
+    raise ValueError(f'solver.name: {solver.name!r} is not an inverse-HVP solver (see outer_solve)')
 
   if residual is None:
     if solver.track_residual:
-      r = _axpy(-1.0, v, matvec(u))
+      r = _axpy(-1.0, v, product(u))
       residual = _norm(r) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
     else:
       residual = nan
@@ -450,6 +461,9 @@ class ImplicitSolve:
       raise ValueError(f'num_steps (T_inner) must be a non-negative integer, got {num_steps!r}')
     if not isinstance(solver, Solver):
       raise TypeError(f'solver must be a bilevel.Solver, got {type(solver).__name__}')
+    if solver.name == 'unrolled':
+      raise ValueError("solver.name: 'unrolled' differentiates through the inner steps; build it with "
+                       "outer_solve (or UnrolledSolve), not ImplicitSolve")
     self.l_aux, self.optimizer, self.num_steps, self.solver = l_aux, optimizer, num_steps, solver
 
     # `probe` is a zero input whose cotangent carries the implicit term and the solver diagnostics out of the
@@ -505,3 +519,46 @@ class ImplicitSolve:
     if self.num_steps:
       diagnostics['stationarity'] = diagnostics['grad_norm'] / jnp.maximum(norms[0], jnp.finfo(norms.dtype).tiny)
     return (loss, (theta, state, losses)), grad, diagnostics
+
+
+class UnrolledSolve:
+  """``ImplicitSolve``'s interface with the derivative of the truncated procedure itself: reverse-mode through
+  the T inner steps from the warm start (``inner_loop``), no stationarity assumed and no solve.
+
+  Its "implicit" diagnostic is the part of dL_prim/dphi that flows through theta_T (total minus the explicit
+  ``d_phi L_prim``), so its norm and cosine compare with the implicit term of the solvers. Memory grows with T.
+  Differentiating through Adam needs ``eps_root > 0`` (``optimizer``'s business: see ``methods.make_optimizer``).
+  """
+
+  def __init__(self, l_aux: Loss, optimizer: optax.GradientTransformation, num_steps: int, unroll: bool = False):
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
+      raise ValueError(f'num_steps (T_inner) must be a non-negative integer, got {num_steps!r}')
+    self.l_aux, self.optimizer, self.num_steps, self.unroll = l_aux, optimizer, num_steps, unroll
+
+  def __call__(self, phi, theta0, opt_state0, batch):
+    return inner_loop(self.l_aux, self.optimizer, self.num_steps, phi, theta0, opt_state0, batch, self.unroll)
+
+  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
+    """As ``ImplicitSolve.value_and_grad``; ``residual`` is 0 (nothing is solved) and ``iterations`` 0."""
+    def outer(phi):
+      theta, state, losses, norms = _inner_scan(self.l_aux, self.optimizer, self.num_steps, phi, theta0,
+                                                opt_state0, batch, self.unroll)
+      return l_prim(theta, phi, batch), (theta, state, losses, norms)
+
+    (loss, (theta, state, losses, norms)), grad = jax.value_and_grad(outer, has_aux=True)(phi)
+    explicit = jax.grad(l_prim, argnums=1)(theta, phi, batch)
+    through_theta = jax.tree.map(jnp.subtract, grad, explicit)
+    grad_norm = _norm(jax.grad(self.l_aux)(theta, phi, batch))
+    z = jnp.zeros((), grad_norm.dtype)
+    diagnostics = _diagnostics(explicit, through_theta,
+                               {'residual': z, 'alpha': z, 'iterations': z, 'grad_norm': grad_norm})
+    if self.num_steps:
+      diagnostics['stationarity'] = grad_norm / jnp.maximum(norms[0], jnp.finfo(norms.dtype).tiny)
+    return (loss, (theta, state, losses)), grad, diagnostics
+
+
+def outer_solve(l_aux: Loss, optimizer: optax.GradientTransformation, num_steps: int, solver: Solver):
+  """``UnrolledSolve`` for ``solver.name == 'unrolled'``, else ``ImplicitSolve`` with ``solver``."""
+  if solver.name == 'unrolled':
+    return UnrolledSolve(l_aux, optimizer, num_steps, solver.unroll)
+  return ImplicitSolve(l_aux, optimizer, num_steps, solver)

@@ -88,6 +88,29 @@ def test_the_trace_guard_can_fail():
     step(state, {'x': arrays['x'][:8], 'y': arrays['y'][:8]}, jax.random.key(0))
 
 
+def test_every_implicit_route_logs_the_same_diagnostics():
+  """The ablation's routes (no implicit term, identity, a solver, backprop through the inner steps) are one
+  config field apart and log the same keys; only the solvers have a nonzero residual, only 'none' a zero implicit
+  term."""
+  keys = None
+  for name in ('none', 'identity', 'minres', 'unrolled'):
+    config = tiny_config('implicit')
+    config.implicit.solver.name = name
+    config.model.dropout = 0.5  # the unrolled route differentiates through dropout-masked Adam steps
+    task = tasks.get_task(config)
+    m = methods.build(task, config)
+    step = jax.jit(m.train_step)
+    state = m.init(jax.random.key(0))
+    batches = data.train_batches(task, 16, np.random.default_rng(0))
+    for i in range(3):
+      state, metrics = step(state, next(batches), jax.random.key(i))
+    chex.assert_tree_all_finite(metrics)
+    keys = keys or set(metrics)
+    assert set(metrics) == keys and {'stationarity', 'cosine', 'residual', 'implicit_norm'} <= keys, name
+    assert (metrics['implicit_norm'] == 0) == (name == 'none'), name
+    assert (metrics['residual'] == 0) == (name == 'unrolled'), name
+
+
 def test_implicit_training_learns_the_synthetic_structure(tmp_path):
   """More epochs on the tiny problem: test F1 well above the all-negative and chance levels (1/3 per group)."""
   config = load_config('tiny')

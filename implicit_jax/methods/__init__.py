@@ -51,12 +51,21 @@ class Method(NamedTuple):
   modules: dict = {}      # the Flax modules behind params, by role ('infnet', 'energy'): for analysis tools
 
 
-def make_optimizer(cfg, field: str) -> optax.GradientTransformation:
-  """``cfg`` has ``name`` and ``learning_rate``; errors name ``field`` (the config path)."""
+# Adam divides by sqrt(nu); at nu = 0 (a parameter whose gradient has always been zero, as first-layer rows of
+# sparse features absent from a batch) sqrt has an infinite derivative and a gradient through the update is NaN.
+# optax's eps_root, inside the square root, leaves the trajectory unchanged to float32 precision.
+EPS_ROOT = 1e-16
+
+
+def make_optimizer(cfg, field: str, differentiable: bool = False) -> optax.GradientTransformation:
+  """``cfg`` has ``name`` and ``learning_rate``; errors name ``field`` (the config path). ``differentiable``:
+  the updates will be differentiated through (Adam gets ``eps_root``)."""
   if cfg.name not in OPTIMIZERS:
     raise ValueError(f'{field}.name: unknown optimizer {cfg.name!r}; choose one of {sorted(OPTIMIZERS)}')
   if not cfg.learning_rate > 0:
     raise ValueError(f'{field}.learning_rate must be > 0, got {cfg.learning_rate}')
+  if differentiable and cfg.name in ('adam', 'adamw'):
+    return OPTIMIZERS[cfg.name](cfg.learning_rate, eps_root=EPS_ROOT)
   return OPTIMIZERS[cfg.name](cfg.learning_rate)
 
 

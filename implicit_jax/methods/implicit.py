@@ -46,7 +46,8 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
   c.negatives.temperature = 0.5  # concrete temperature
   c.negatives.scale = 0.1        # gaussian noise scale
   c.solver = ml_collections.ConfigDict()  # inverse-HVP solver (implicit_jax.bilevel.Solver documents each)
-  c.solver.name = 'normal_cg'    # 'normal_cg', 'minres', 'cg', 'neumann', 'dense', 'identity' or 'none'
+  c.solver.name = 'normal_cg'    # 'normal_cg', 'minres', 'cg', 'neumann', 'dense', 'identity', 'none' (no implicit
+                                 # term) or 'unrolled' (backprop through the inner steps: their true derivative)
   c.solver.iterations = 5        # Neumann terms K / CG or MINRES max iterations
   c.solver.alpha = 0.03          # Neumann step (upper bound when power_iters > 0)
   c.solver.power_iters = 0       # HVPs spent estimating lambda_max(H) to set the Neumann step
@@ -54,7 +55,7 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
   c.solver.damping = 1e-2        # (H + damping I) u = v; normal_cg: (H^2 + damping I) u = H v
   c.solver.hvp = 'exact'         # 'exact' (jvp of grad) or 'fd' (finite difference, the paper's)
   c.solver.fd_eps = 1e-3         # finite-difference perturbation length
-  c.solver.track_residual = True  # report ||(H + damping I) u - v|| / ||v|| each step
+  c.solver.track_residual = True  # report ||H u - v|| / ||v|| (undamped H, every solver) each step
   c.unroll = False               # inner steps and solver iterations as straight-line code, not XLA loops: the same
                                  # numbers, longer compiles; XLA:CPU runs convolution gradients inside loops several
                                  # times slower (jax-ml/jax#12868), so the convolutional tasks set it
@@ -140,13 +141,14 @@ def build(task, config) -> Method:
   positive_int(cfg.inner_steps, 'implicit.inner_steps')
   positive_int(cfg.refine.steps, 'implicit.refine.steps', minimum=0)
   l_aux, l_prim, infnet, energy = make_losses(task, config)
-  inner_opt = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer')
+  unrolled = cfg.solver.name == 'unrolled'
+  inner_opt = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer', differentiable=unrolled)
   outer_opt = make_optimizer(config.optimizer, 'optimizer')
   try:
     solver = dataclasses.replace(bilevel.Solver.from_config(cfg.solver), unroll=bool(cfg.unroll))
   except ValueError as e:
     raise ValueError(f'implicit.{e}') from None
-  inner = bilevel.ImplicitSolve(l_aux, inner_opt, cfg.inner_steps, solver)
+  inner = bilevel.outer_solve(l_aux, inner_opt, cfg.inner_steps, solver)
   space = task.space
 
   def init(rng):
