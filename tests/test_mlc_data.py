@@ -203,7 +203,8 @@ def test_default_data_config_fields():
   d = mlc.data_config()
   assert d.to_dict() == {'name': 'bibtex', 'data_dir': '', 'protocol': 'official', 'dev_fraction': 0.1,
                          'split_seed': 0, 'train_file': '', 'test_file': '', 'xml_file': '', 'num_labels': 0,
-                         'format': 'mulan', 'source': 'raw', 'tfds_dir': ''}
+                         'format': 'mulan', 'source': 'raw', 'tfds_dir': '', 'standardise': 'auto',
+                         'empty_f1': 1.0}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -272,9 +273,61 @@ def test_real_datasets_load_under_both_protocols(name, protocol):
     assert x.dtype == np.float32 and y.dtype == np.float32 and np.isfinite(x).all()
 
 
-def test_missing_features_of_a_dataset_that_does_not_impute_name_file_and_line(tmp_path):
+def test_missing_features_without_standardising_name_file_line_and_the_setting(tmp_path):
   path = tmp_path / 'holes.arff'
   path.write_text('@relation r\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n' +
                   ''.join(f'{i},{i % 3},{i % 2}\n' for i in range(20)) + '5,?,1\n')
-  with pytest.raises(ValueError, match=rf"{path}:26: feature 'b' is missing .*imputed only for standardised"):
-    load_mlc('custom', '', 'resplit', train_file=str(path), num_labels=1)
+  with pytest.raises(ValueError, match=rf"{path}:26: feature 'b' is missing .*data\.standardise='always'"):
+    load_mlc('custom', '', 'resplit', train_file=str(path), num_labels=1, standardise='never')
+  splits, info = load_mlc('custom', '', 'resplit', train_file=str(path), num_labels=1)  # auto: dense, imputed
+  assert info['standardised'] and all(np.isfinite(x).all() for x, _ in splits.values())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Feature scaling (data.standardise)
+
+
+def test_auto_standardises_features_on_scales_1e_minus_2_to_1e2():
+  """The fixture's columns differ by four orders of magnitude; auto z-scores them with train statistics only,
+  never reads test rows for it, and records what it did."""
+  raw = read_mulan(FIXTURES / 'scaled.arff', None, None).x
+  spread = raw.std(axis=0)
+  assert spread.max() / spread.min() > 1e3 and raw.min() < 0.1 and raw.max() > 100
+  kwargs = dict(train_file='scaled.arff', test_file='scaled.arff')
+  splits, info = load_mlc('custom', str(FIXTURES), 'official', 0.2, 0, **kwargs)
+  assert info['standardised'] and 'dense numeric' in info['preprocessing']
+  x_train = splits['train'][0]
+  np.testing.assert_allclose(x_train.mean(axis=0), 0, atol=1e-5)
+  np.testing.assert_allclose(x_train.std(axis=0), 1, atol=1e-4)
+  # test = the whole file, scaled with the statistics of the train rows alone (recomputed here from the split).
+  train_idx, _ = dev_split(raw.shape[0], 0.2, 0)
+  fit = raw[train_idx]
+  np.testing.assert_allclose(splits['test'][0], (raw - fit.mean(axis=0)) / fit.std(axis=0), rtol=1e-4, atol=1e-5)
+  never, info = load_mlc('custom', str(FIXTURES), 'official', 0.2, 0, standardise='never', **kwargs)
+  assert not info['standardised'] and "'never'" in info['preprocessing']
+  np.testing.assert_allclose(never['test'][0], raw, rtol=1e-6)
+
+
+def test_auto_keeps_binary_and_sparse_features_as_read():
+  splits, info = load_mlc('custom', str(FIXTURES), 'official', 0.2, 0, train_file='bibtex_cut.arff',
+                          test_file='bibtex_cut.arff', xml_file='bibtex_cut.xml')
+  assert not info['standardised'] and 'binary' in info['preprocessing']
+  assert set(np.unique(splits['test'][0])) <= {0.0, 1.0}
+  dataset = mlc_datasets.Dataset('mulan', 'x.arff')
+  sparse = np.zeros((100, 10))
+  sparse[::7, 3] = 2.5  # tf-idf-like: non-binary, 98.6% zeros
+  assert mlc_datasets.scaling_decision('auto', dataset, sparse)[0] is False
+  assert mlc_datasets.scaling_decision('always', dataset, sparse)[0] is True
+  dense = np.random.default_rng(0).normal(size=(50, 4))
+  assert mlc_datasets.scaling_decision('auto', dataset, dense)[0] is True
+  with pytest.raises(ValueError, match=r"data\.standardise: unknown setting 'yes'"):
+    load_mlc('custom', str(FIXTURES), train_file='scaled.arff', standardise='yes')
+
+
+def test_prediction_inputs_are_scaled_as_the_training_run_scaled_them():
+  """``read_for_prediction`` with the run's decision gives the features the run evaluated its test split on."""
+  kwargs = dict(train_file='scaled.arff', test_file='scaled.arff')
+  splits, info = load_mlc('custom', str(FIXTURES), 'official', 0.2, 0, **kwargs)
+  data = mlc_datasets.read_for_prediction(str(FIXTURES / 'scaled.arff'), 'custom', str(FIXTURES), 'official', 0.2,
+                                          0, num_labels=3, standardised=info['standardised'], **kwargs)
+  np.testing.assert_allclose(data.x, splits['test'][0], rtol=1e-6, atol=1e-6)

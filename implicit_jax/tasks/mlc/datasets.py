@@ -16,12 +16,17 @@ Protocols:
   * ``resplit``: all rows pooled (train, then valid, then test) and split 60/20/20 by iterative stratification
     (``splits.stratified_split``) with ``split_seed``, as SEAL and the implicit paper do for bibtex.
 
-Preprocessing, always fitted on training rows only:
-  * FunCat (Clus) features: ``impute_and_standardise``.  Under ``official`` it is fitted on train and valid
-    pooled, as C-HMCNN does (valid is the dev split here, so dev rows inform the scaling, never the test ones);
-    under ``resplit`` on the train split alone.
-  * cal500 (numeric audio features on different scales): standardised with the train split's statistics.
-  * bibtex, delicious and genbase: 0/1 features, used as read.  So are custom MULAN files.
+Preprocessing (``standardise``, the ``data.standardise`` setting), always fitted on training rows only:
+  * ``'auto'`` (default): mean-impute and z-score every feature (``impute_and_standardise``) unless the training
+    features are binary (every value 0 or 1) or sparse (at least ``SPARSE_ZEROS`` of them exactly 0), which are
+    used as read. So cal500 (numeric audio features on different scales) and FunCat are standardised; bibtex,
+    delicious and genbase (0/1) are not; a custom file is treated by what it holds.
+  * ``'always'`` / ``'never'``: whatever the features are.  Missing values (``?``) need standardising (they are
+    mean-imputed); with none, a missing feature is an error naming its file and line.
+  * FunCat's statistics come from train and valid pooled under ``official``, as C-HMCNN does (valid is the dev
+    split here, so dev rows inform the scaling, never the test ones); everything else from the train split.
+  ``info['preprocessing']`` says what was done and why, ``info['standardised']`` whether; both are recorded in
+  the run's ``metrics.json``, and ``read_for_prediction`` repeats the run's choice.
 
 ``data_dir=''``: bibtex is read from the embedded copy; any other dataset uses the ``IMPLICIT_JAX_DATA_DIR``
 environment variable, or fails with a message saying what to set.  ``info`` pins the run's data: dataset,
@@ -52,6 +57,8 @@ __all__ = ['DATASETS', 'DATA_DIR_ENV', 'PROTOCOLS', 'SOURCES', 'Dataset', 'load_
 from implicit_jax.tasks import DATA_DIR_ENV  # pylint: disable=wrong-import-position
 PROTOCOLS = ('official', 'resplit')
 SOURCES = ('raw', 'tfds')  # where the official splits' arrays come from (see the module docstring)
+STANDARDISE = ('auto', 'always', 'never')
+SPARSE_ZEROS = 0.9  # 'auto': training features at least this share exactly zero count as sparse (kept as read)
 FORMATS = ('mulan', 'clus')
 RESPLIT_FRACTIONS = (0.6, 0.2, 0.2)
 EMBEDDED_BIBTEX = Path(__file__).resolve().parent / 'embedded' / 'bibtex.npz'
@@ -67,7 +74,6 @@ class Dataset:
   valid: str = ''  # an official dev split (FunCat)
   xml: str = ''
   num_labels: int = 0  # labels = last num_labels attributes when there is no XML and no MEKA -C
-  standardise: bool = False  # z-score features with train statistics (Clus data is always imputed+scaled)
 
 
 DATASETS = {
@@ -77,7 +83,7 @@ DATASETS = {
                          xml='mulan/delicious/delicious.xml'),
     'genbase': Dataset('mulan', 'mulan/genbase/genbase-train.arff', 'mulan/genbase/genbase-test.arff',
                        xml='mulan/genbase/genbase.xml'),
-    'cal500': Dataset('mulan', 'mulan/cal500/cal500.arff', xml='mulan/cal500/cal500.xml', standardise=True),
+    'cal500': Dataset('mulan', 'mulan/cal500/cal500.arff', xml='mulan/cal500/cal500.xml'),
     'spo_fun': Dataset('clus', 'funcat/spo_FUN.train.arff', 'funcat/spo_FUN.test.arff',
                        valid='funcat/spo_FUN.valid.arff'),
 }
@@ -156,15 +162,33 @@ def _read_files(name: str, dataset: Dataset, root: Path | None) -> tuple[dict, l
 def _read(dataset: Dataset, path: Path) -> MultiLabelData:
   data = read_clus_hmc(path) if dataset.format == 'clus' else read_mulan(path, dataset.xml or None,
                                                                           dataset.num_labels or None)
-  _check_features(dataset, data)
+  data.check_finite(allow_missing=True)  # infinite values are errors now; missing ones once scaling is decided
   return data
 
 
-def _check_features(dataset: Dataset, data: MultiLabelData) -> None:
-  """Infinite features are errors; missing ones too, unless the dataset's preprocessing imputes them."""
-  imputes = dataset.format == 'clus' or dataset.standardise
-  data.check_finite(allow_missing=imputes, why='' if imputes else
-                    ' (missing values are imputed only for standardised datasets: cal500, spo_fun)')
+def _check_missing(parts, standardised: bool) -> None:
+  """Missing features are mean-imputed when standardising; otherwise the first one is an error naming its file."""
+  if not standardised:
+    for part in parts:
+      part.check_finite(allow_missing=False, why=' and features are not standardised, which is where missing '
+                        "values are imputed: set data.standardise='always' to impute them")
+
+
+def scaling_decision(standardise: str, dataset: Dataset, fit_x: np.ndarray) -> tuple[bool, str]:
+  """Whether to standardise (``data.standardise`` applied to the training features ``fit_x``), and why."""
+  if standardise not in STANDARDISE:
+    raise ValueError(f'data.standardise: unknown setting {standardise!r}; choose one of {list(STANDARDISE)}')
+  if standardise != 'auto':
+    return standardise == 'always', f"data.standardise='{standardise}'"
+  if dataset.format == 'clus':
+    return True, 'auto: Clus (FunCat) features are imputed and standardised, as C-HMCNN does'
+  finite = fit_x[np.isfinite(fit_x)]
+  if finite.size and np.all((finite == 0) | (finite == 1)):
+    return False, 'auto: binary features'
+  zeros = float(np.mean(finite == 0)) if finite.size else 1.0
+  if zeros >= SPARSE_ZEROS:
+    return False, f'auto: sparse features ({zeros:.0%} zeros)'
+  return True, f'auto: dense numeric features ({zeros:.0%} zeros)'
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -203,15 +227,19 @@ def _stratified(parts, split_seed, note):
   return rows, folds[0], note, None
 
 
-def _scale(rows: dict, dataset: Dataset, fit_x: np.ndarray | None) -> tuple[dict, str]:
-  if dataset.format != 'clus' and not dataset.standardise:
-    return rows, 'none (features as read)'
+def _scale(rows: dict, dataset: Dataset, fit_x: np.ndarray | None, standardise: str,
+           parts) -> tuple[dict, bool, str]:
+  """``(rows, standardised, what was done)``: the rows scaled as ``standardise`` decides on the training rows."""
   fit = rows['train'][0] if fit_x is None else fit_x
+  standardised, why = scaling_decision(standardise, dataset, fit)
+  _check_missing(parts.values(), standardised)
+  if not standardised:
+    return rows, False, f'none, features as read ({why})'
   names = list(rows)
   scaled = impute_and_standardise(fit, *(rows[s][0] for s in names))[1:]
   what = 'train+valid' if fit_x is not None else 'train'
-  return ({s: (x, rows[s][1]) for s, x in zip(names, scaled)},
-          f'mean-impute and standardise with {what} statistics')
+  return ({s: (x, rows[s][1]) for s, x in zip(names, scaled)}, True,
+          f'mean-impute and standardise with {what} statistics ({why})')
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -221,7 +249,7 @@ def _scale(rows: dict, dataset: Dataset, fit_x: np.ndarray | None) -> tuple[dict
 def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_fraction: float = 0.1,
              split_seed: int = 0, *, train_file: str = '', test_file: str = '', xml_file: str = '',
              num_labels: int = 0, file_format: str = 'mulan', source: str = 'raw',
-             tfds_dir: str = '') -> tuple[dict, dict]:
+             tfds_dir: str = '', standardise: str = 'auto') -> tuple[dict, dict]:
   """Loads a dataset as ``({'train'|'dev'|'test': (x float32 [N, D], y float32 [N, L])}, info)``.
 
   See the module docstring for the datasets, protocols, preprocessing and ``info``.  ``custom`` paths may be
@@ -237,6 +265,8 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
     raise ValueError(f'data.dev_fraction: must be in (0, 1), got {dev_fraction}')
   if source not in SOURCES:
     raise ValueError(f'data.source: unknown source {source!r}; choose one of {list(SOURCES)}')
+  if standardise not in STANDARDISE:
+    raise ValueError(f'data.standardise: unknown setting {standardise!r}; choose one of {list(STANDARDISE)}')
   if source == 'tfds':
     parts, files, dataset = _load_tfds_parts(name, data_dir, tfds_dir)
   else:
@@ -246,7 +276,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
   else:
     note = 'train(+valid)+test rows pooled, stratified 60/20/20 by split_seed'
     rows, train_idx, note, fit_x = _stratified(parts, split_seed, note)
-  rows, scaling = _scale(rows, dataset, fit_x)
+  rows, standardised, scaling = _scale(rows, dataset, fit_x, standardise, parts)
   splits = {s: (np.asarray(x, np.float32), np.asarray(y, np.float32)) for s, (x, y) in rows.items()}
   first = parts['train']
   info = {
@@ -254,6 +284,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
       'sizes': {s: int(x.shape[0]) for s, (x, _) in splits.items()},
       'num_features': len(first.feature_names), 'num_labels': len(first.label_names),
       'source': source, 'files': files, 'train_sha1': _sha1(train_idx), 'split_note': note, 'preprocessing': scaling,
+      'standardised': standardised,
       'names': {'x': list(first.feature_names), 'y': list(first.label_names)},  # make_task moves it to Task.names
   }
   return splits, info
@@ -307,13 +338,14 @@ def align_features(data: MultiLabelData, names: Sequence[str]) -> MultiLabelData
 def read_for_prediction(path: str, name: str, data_dir: str = '', protocol: str = 'official',
                         dev_fraction: float = 0.1, split_seed: int = 0, *, num_labels: int, train_file: str = '',
                         test_file: str = '', xml_file: str = '', file_format: str = 'mulan',
-                        feature_names: Sequence[str] | None = None) -> MultiLabelData:
+                        feature_names: Sequence[str] | None = None, standardised: bool = False) -> MultiLabelData:
   """A new file of dataset ``name``'s format, its features transformed exactly as the run's training features.
 
   Labels are read as in training (XML when the data directory has it, else the last ``num_labels``
   attributes); a file with unknown labels may hold zeros there. ``feature_names`` (the training data's): the
-  file's features are matched to them by name (``align_features``). Standardised datasets (cal500, FunCat) are
-  scaled with statistics refitted on the run's own training rows, which the settings here reproduce.
+  file's features are matched to them by name (``align_features``). ``standardised``: the run's decision
+  (``info['standardised']``); the features are then scaled with statistics refitted on the run's own training
+  rows, which the settings here reproduce.
   """
   if name != 'custom' and name not in DATASETS:
     raise ValueError(f'data.name: unknown dataset {name!r}; choose one of {sorted(DATASETS) + ["custom"]}')
@@ -330,10 +362,11 @@ def read_for_prediction(path: str, name: str, data_dir: str = '', protocol: str 
     data = read_mulan(source, xml, None if xml else num_labels)
   if len(data.label_names) != num_labels:
     raise ValueError(f'{path}: {len(data.label_names)} labels, the run was trained on {num_labels}')
-  _check_features(dataset, data)
+  data.check_finite(allow_missing=True)
+  _check_missing([data], standardised)
   if feature_names is not None:
     data = align_features(data, feature_names)
-  if dataset.format != 'clus' and not dataset.standardise:
+  if not standardised:
     return data
   parts, _, _ = _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format)
   if protocol == 'official':
