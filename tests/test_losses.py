@@ -1,6 +1,8 @@
 """Primary losses and multi-label metrics on cases worked by hand; every primary loss feeds the implicit term, on
 multi-label and on tagging outputs."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,6 +12,7 @@ from implicit_jax import losses, methods, tasks
 from implicit_jax.engine import data
 from implicit_jax.methods import implicit
 from implicit_jax.tasks.mlc import metrics
+from implicit_jax.tasks.mlc.evaluator import F1Evaluator
 from tests.conftest import load_config
 
 A = np.testing.assert_allclose
@@ -55,6 +58,31 @@ def test_metrics_by_hand():
   A(metrics.macro_f1(pred, gold), (2 / 3 + 2 / 3 + 1) / 3)
   with pytest.raises(ValueError, match='does not match gold shape'):
     metrics.example_f1(pred[:, :2], gold)
+
+
+def test_empty_set_f1_convention():
+  """Row 2 has empty gold and empty prediction: 1 under SPEN's convention, 0 under scikit-learn's (checked against
+  sklearn itself when installed); the evaluator selects and reports under its setting and records both."""
+  gold = np.array([[1, 1, 0], [0, 0, 0], [0, 1, 0]])
+  pred = np.array([[1, 0, 0], [0, 0, 0], [1, 1, 0]])
+  A(metrics.example_f1(pred, gold, empty=0.0), (2 / 3 + 0 + 2 / 3) / 3)
+  try:
+    import sklearn.metrics  # pylint: disable=import-outside-toplevel
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore')  # sklearn warns about the ill-defined row it scores 0
+      A(metrics.example_f1(pred, gold, empty=0.0), sklearn.metrics.f1_score(gold, pred, average='samples'))
+  except ImportError:
+    pass
+  scores = metrics.all_f1(pred.astype(float), gold, 0.5, empty=0.0)
+  assert scores['empty_rows'] == 1 and scores['example_f1'] == scores['example_f1_empty0']
+  A(scores['example_f1_empty1'] - scores['example_f1_empty0'], 1 / 3)
+  split = {'y': gold.astype(np.float32)}
+  for empty in (0.0, 1.0):
+    ev = F1Evaluator(empty)
+    A(ev.metrics(pred.astype(np.float32), split)['f1'], metrics.example_f1(pred, gold, empty))
+    assert ev.final(pred, split, pred, split)['empty_f1'] == empty
+  with pytest.raises(ValueError, match=r'data\.empty_f1'):
+    F1Evaluator(0.5)
 
 
 def _problem(config_name, loss):

@@ -185,6 +185,15 @@ def test_only_result_changing_fields_of_the_method_in_use_are_compared(tmp_path)
 
 
 FIXTURE = ROOT / 'tests' / 'fixtures' / 'workdir_v1'
+# Scores reported since the fixture was written (example F1 under both empty-set conventions, the count of empty
+# rows, the run's convention): extra keys beside the old ones, whose values must not change.
+NEW_SCORES = ('example_f1_empty1', 'example_f1_empty0', 'empty_rows', 'empty_f1')
+
+
+def without_new_scores(tree):
+  if isinstance(tree, dict):
+    return {k: without_new_scores(v) for k, v in tree.items() if k not in NEW_SCORES}
+  return tree
 
 
 def test_a_workdir_written_before_the_engine_resumes_and_loads(tmp_path):
@@ -200,7 +209,7 @@ def test_a_workdir_written_before_the_engine_resumes_and_loads(tmp_path):
                              env=full_opt_env(JAX_PLATFORMS='cpu'))
   assert evaluated.returncode == 0, evaluated.stderr[-2000:]
   expected = json.loads((FIXTURE.parent / 'workdir_v1_evaluate.json').read_text())
-  assert json.loads(evaluated.stdout) == expected
+  assert without_new_scores(json.loads(evaluated.stdout)) == expected
   # Resumed by the command line at XLA's default optimisation, as the expected numbers were made.
   resumed = subprocess.run([sys.executable, '-m', 'implicit_jax.main', f'--config={ROOT / "configs" / "tiny.py"}',
                             f'--workdir={workdir}', '--config.num_epochs=2', '--config.checkpoint_every=4'],
@@ -214,5 +223,5 @@ def test_a_workdir_written_before_the_engine_resumes_and_loads(tmp_path):
   # quantity the old code logged is unchanged.
   result['train_log'] = {step: {k: v for k, v in m.items() if k in old['train_log'][step]}
                          for step, m in result['train_log'].items()} if 'train_log' in old else result.get('train_log')
-  assert {k: result[k] for k in old} == old
+  assert without_new_scores({k: result[k] for k in old}) == old
   assert 'solver' in json.loads((workdir / 'config.json').read_text())['implicit']  # rewritten in the new format

@@ -46,6 +46,11 @@ def data_config() -> ml_collections.ConfigDict:
   d.format = 'mulan'       # custom only: 'mulan' (MULAN/MEKA ARFF) or 'clus' (Clus hierarchical ARFF)
   d.source = 'raw'         # 'raw' (the ARFF readers) or 'tfds' (tfds_builders.py; data_dir = their manual dir)
   d.tfds_dir = ''          # tfds only: where prepared TFDS data lives; '' = $TFDS_DATA_DIR or ~/tensorflow_datasets
+  d.standardise = 'auto'   # z-score features with train statistics (missing ones mean-imputed): 'auto' unless they
+                           # are binary or sparse (>= 90% zeros), 'always' or 'never' (datasets.py); the choice is
+                           # recorded in metrics.json (task_info) and repeated by evaluate and predict
+  d.empty_f1 = 1.0         # example F1 of a row with no gold and no predicted label: 1.0 (SPEN, InfNet, this
+                           # project's tables) or 0.0 (scikit-learn's, hence DVN's and SEAL's code)
   return d
 
 
@@ -78,7 +83,7 @@ def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict, names
                      m.energy_activation)
 
   return Task(name, {s: {'x': x, 'y': y} for s, (x, y) in splits.items()}, Binary((num_labels,)),
-              make_inference_net, make_energy, F1Evaluator(), score='f1', info=info, names=names or {})
+              make_inference_net, make_energy, F1Evaluator(config.data.get('empty_f1', 1.0)), score='f1', info=info, names=names or {})
 
 
 def make_task(config) -> Task:
@@ -87,7 +92,7 @@ def make_task(config) -> Task:
   splits, info = datasets.load_mlc(
       d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, train_file=d.train_file,
       test_file=d.test_file, xml_file=d.xml_file, num_labels=d.num_labels, file_format=d.format,
-      source=d.source, tfds_dir=d.tfds_dir)
+      source=d.source, tfds_dir=d.tfds_dir, standardise=d.standardise)
   names = info.pop('names', {})  # kept on the task (prediction matches features by name), out of run records
   return mlc_task(d.name, splits, info['num_labels'], config, info, names)
 
@@ -104,7 +109,7 @@ def read_inputs(run, path: str):
   data = datasets.read_for_prediction(
       path, d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, num_labels=num_labels,
       train_file=d.train_file, test_file=d.test_file, xml_file=d.xml_file, file_format=d.format,
-      feature_names=run.task.names.get('x'))
+      feature_names=run.task.names.get('x'), standardised=bool(run.task.info.get('standardised')))
   return {'x': data.x.astype(np.float32)}, list(data.label_names)
 
 

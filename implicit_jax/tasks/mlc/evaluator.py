@@ -13,40 +13,47 @@ from implicit_jax.tasks.mlc import metrics
 GRID = np.linspace(0.05, 0.95, 19)
 
 
-def tune_threshold(probs: np.ndarray, y: np.ndarray, grid=GRID) -> tuple[float, float]:
+def tune_threshold(probs: np.ndarray, y: np.ndarray, grid=GRID, empty: float = 1.0) -> tuple[float, float]:
   """The threshold on the grid with the best example F1 on (dev) predictions, and that F1."""
-  scores = [metrics.example_f1(probs >= t, y > 0.5) for t in grid]
+  scores = [metrics.example_f1(probs >= t, y > 0.5, empty) for t in grid]
   best = int(np.argmax(scores))
   return float(grid[best]), float(scores[best])
 
 
 class F1Evaluator(Evaluator):
-  """Per epoch ``f1`` (example F1 at 0.5, the selection metric), ``f1_tuned`` and its ``threshold``."""
+  """Per epoch ``f1`` (example F1 at 0.5, the selection metric), ``f1_tuned`` and its ``threshold``. ``empty``:
+  the example F1 of a row whose gold and predicted label sets are both empty (``data.empty_f1``)."""
 
   select = 'f1'
 
+  def __init__(self, empty: float = 1.0):
+    if empty not in (0.0, 1.0):
+      raise ValueError(f'data.empty_f1: the F1 of an empty prediction of an empty gold set is 1.0 or 0.0, got '
+                       f'{empty!r}')
+    self.empty = float(empty)
+
   def metrics(self, pred, split):
     y = split['y']
-    threshold, tuned = tune_threshold(pred, y)
+    threshold, tuned = tune_threshold(pred, y, empty=self.empty)
     # Tuned on the same dev predictions: recorded to show whether the @0.5 choice of epoch also suits the tuned
     # protocol, never used for selection.
-    return {'f1': metrics.example_f1(pred >= 0.5, y > 0.5), 'f1_tuned': tuned, 'threshold': threshold}
+    return {'f1': metrics.example_f1(pred >= 0.5, y > 0.5, self.empty), 'f1_tuned': tuned, 'threshold': threshold}
 
   def describe(self, m):
     return f'example-F1 {m["f1"]:.4f} at 0.5, {m["f1_tuned"]:.4f} at {m["threshold"]:.2f}'
 
   def calibrate(self, dev_pred, dev):
-    return {'threshold': tune_threshold(dev_pred, dev['y'])[0]}
+    return {'threshold': tune_threshold(dev_pred, dev['y'], empty=self.empty)[0]}
 
   def score(self, pred, split, calibration):
     threshold = calibration['threshold']
-    return {'threshold': threshold, 'at_0.5': metrics.all_f1(pred, split['y'], 0.5),
-            'at_tuned': metrics.all_f1(pred, split['y'], threshold)}
+    return {'threshold': threshold, 'at_0.5': metrics.all_f1(pred, split['y'], 0.5, self.empty),
+            'at_tuned': metrics.all_f1(pred, split['y'], threshold, self.empty)}
 
   def final(self, dev_pred, dev, test_pred, test):
-    threshold, dev_tuned = tune_threshold(dev_pred, dev['y'])
+    threshold, dev_tuned = tune_threshold(dev_pred, dev['y'], empty=self.empty)
     test_scores = self.score(test_pred, test, {'threshold': threshold})
-    return {'dev_f1_tuned': dev_tuned, 'threshold': threshold,
+    return {'dev_f1_tuned': dev_tuned, 'threshold': threshold, 'empty_f1': self.empty,
             'test_f1': test_scores['at_0.5']['example_f1'], 'test_f1_tuned': test_scores['at_tuned']['example_f1'],
             'test_at_0.5': test_scores['at_0.5'], 'test_at_tuned': test_scores['at_tuned']}
 

@@ -1,20 +1,25 @@
 """Evaluation metrics on discrete multi-label outputs (numpy, host side).
 
-Convention for an example with no gold and no predicted label: its example F1 is 1 (the prediction is exactly
-right), as in SPEN and InfNet. sklearn-based code (DVN, SEAL) scores it 0; delicious has such rows.
+Convention for an example with no gold and no predicted label (``empty``, the ``data.empty_f1`` setting): by
+default its example F1 is 1 (the prediction is exactly right), as in SPEN and InfNet; sklearn-based code (DVN,
+SEAL) scores it 0. ``all_f1`` reports example F1 under both, so that any table can be read in either.
 """
 
 import numpy as np
 
 
-def example_f1(pred: np.ndarray, gold: np.ndarray) -> float:
-  """Mean over examples of ``2 |pred & gold| / (|pred| + |gold|)``; binary arrays of shape [N, L]."""
+def example_f1(pred: np.ndarray, gold: np.ndarray, empty: float = 1.0) -> float:
+  """Mean over examples of ``2 |pred & gold| / (|pred| + |gold|)``, ``empty`` where both sets are empty; binary
+  arrays of shape [N, L]."""
   pred, gold = np.asarray(pred, bool), np.asarray(gold, bool)
   if pred.shape != gold.shape:
     raise ValueError(f'example_f1: prediction shape {pred.shape} does not match gold shape {gold.shape}')
   tp = np.sum(pred & gold, axis=-1)
   denom = np.sum(pred, axis=-1) + np.sum(gold, axis=-1)
-  f1 = np.where(denom == 0, 1.0, 2.0 * tp / np.maximum(denom, 1))
+  if empty not in (0.0, 1.0):
+    raise ValueError(f'data.empty_f1: the F1 of an empty prediction of an empty gold set is 1.0 or 0.0, got '
+                     f'{empty!r}')
+  f1 = np.where(denom == 0, float(empty), 2.0 * tp / np.maximum(denom, 1))
   return float(np.mean(f1))
 
 
@@ -33,7 +38,11 @@ def macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
   return float(np.mean(np.where(denom == 0, 1.0, 2.0 * tp / np.maximum(denom, 1))))
 
 
-def all_f1(probs: np.ndarray, gold: np.ndarray, threshold: float) -> dict:
-  """Example, micro and macro F1 of ``probs >= threshold``."""
+def all_f1(probs: np.ndarray, gold: np.ndarray, threshold: float, empty: float = 1.0) -> dict:
+  """Example (under ``empty``, and under each convention by name), micro and macro F1 of ``probs >= threshold``;
+  ``empty_rows`` counts the examples where gold and prediction are both empty."""
   pred, gold = probs >= threshold, gold > 0.5
-  return {'example_f1': example_f1(pred, gold), 'micro_f1': micro_f1(pred, gold), 'macro_f1': macro_f1(pred, gold)}
+  both_empty = int(np.sum(~pred.any(axis=-1) & ~gold.any(axis=-1)))
+  return {'example_f1': example_f1(pred, gold, empty), 'example_f1_empty1': example_f1(pred, gold, 1.0),
+          'example_f1_empty0': example_f1(pred, gold, 0.0), 'empty_rows': both_empty,
+          'micro_f1': micro_f1(pred, gold), 'macro_f1': macro_f1(pred, gold)}
