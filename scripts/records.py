@@ -12,14 +12,36 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 
 
+# Training diagnostics a record keeps in summary (the per-step log itself stays in the workdir).
+SUMMARISED = ('stationarity', 'cosine', 'explicit_norm', 'implicit_norm', 'residual', 'grad_norm', 'loss_prim',
+              'loss_aux')
+
+
+def train_summary(train_log) -> dict:
+  """``{metric: {'median', 'first', 'last'}}`` over the logged steps, for the diagnostics in ``SUMMARISED``."""
+  if not train_log:
+    return {}
+  steps = sorted(train_log, key=int)
+  out = {}
+  for name in SUMMARISED:
+    values = [train_log[s][name] for s in steps if name in train_log[s]]
+    if values:
+      out[name] = {'median': float(np.median(values)), 'first': float(values[0]), 'last': float(values[-1])}
+  return out
+
+
 def compact(result: dict) -> dict:
   """The committed form of a run's result (``train_and_evaluate``'s dict plus command, date and device)."""
   record = {k: v for k, v in result.items() if k != 'train_log'}
+  if result.get('train_log'):
+    record['train_summary'] = train_summary(result['train_log'])
   record['config'] = config_lib.upgrade(result['config'])
   history = result.get('history')
   if isinstance(history, list):

@@ -99,6 +99,14 @@ SWEEPS = {
         'h400-lam0.3': {'model.inference_hidden': (400, 400), 'implicit.aux_lambda': 0.3},
         'h400-lam3': {'model.inference_hidden': (400, 400), 'implicit.aux_lambda': 3.0},
     }),
+    # Issue 16: does bringing theta_T nearer stationarity (more inner steps, a larger inner rate) make the implicit
+    # term right and useful? Judged on dev F1 @0.5 against the committed config (docs/mlc/runs/bibtex-implicit-cd,
+    # dev 41.02 seed 0), with the stationarity each run logs (records' train_summary).
+    'bibtex-stationarity': ('bibtex', {
+        'T20': {'implicit.inner_steps': 20},
+        'T10-lr1e-3': {'implicit.inner_steps': 10, 'implicit.inner_optimizer.learning_rate': 1e-3},
+        'T20-none': {'implicit.inner_steps': 20, 'implicit.solver.name': 'none'},
+    }),
     'bibtex-dvn': ('bibtex', {
         'base': {'method': 'dvn'},
         'eta1': {'method': 'dvn', 'dvn.gbi.step_size': 1.0},

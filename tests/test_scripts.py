@@ -4,7 +4,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scripts import reproduce_mlc  # pylint: disable=wrong-import-position
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
+from scripts import ablation_mlc, records, reproduce_mlc  # pylint: disable=wrong-import-position
 
 
 def _run(method, hidden, solver='normal_cg', loss='cd'):
@@ -44,3 +45,25 @@ def test_run_name_keeps_official_names_and_separates_protocols():
   assert reproduce_mlc.run_name('bibtex', 'implicit-cd', 'resplit') == 'bibtex-resplit-implicit-cd'
   # compare_methods' baseline names (with spaces) go through the same rule
   assert reproduce_mlc.run_name('bibtex', 'seal-static nce', 'resplit') == 'bibtex-resplit-seal-static_nce'
+
+
+def test_ablation_rows_are_reproduce_systems_and_named_back():
+  """Every ablation row at both widths is a system reproduce_mlc can run, and a run of it is named back to it."""
+  for width in (150, 400):
+    for row in ablation_mlc.ROWS:
+      name = ablation_mlc.system(row, width)
+      assert name in reproduce_mlc.SYSTEMS, name
+      overrides = reproduce_mlc.SYSTEMS[name]
+      run = _run(overrides['method'], list(overrides.get('model.inference_hidden', (150, 150))),
+                 solver=overrides.get('implicit.solver.name', 'normal_cg'))
+      assert reproduce_mlc.system_of(run) == name
+  assert 'implicit-cd-none' in reproduce_mlc.ABLATION_ONLY and 'implicit-cd' not in reproduce_mlc.ABLATION_ONLY
+
+
+def test_train_summary_keeps_medians_of_the_diagnostics():
+  log = {'10': {'stationarity': 0.9, 'cosine': 0.1, 'loss_prim': 3.0}, '5': {'stationarity': 0.5, 'cosine': 0.3},
+         '20': {'stationarity': 0.7, 'cosine': -0.2, 'other': 1.0}}
+  summary = records.train_summary(log)
+  assert summary['stationarity'] == {'median': 0.7, 'first': 0.5, 'last': 0.7}
+  assert summary['cosine']['median'] == 0.1 and 'other' not in summary and summary['loss_prim']['first'] == 3.0
+  assert records.train_summary({}) == {}
