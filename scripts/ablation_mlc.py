@@ -67,6 +67,17 @@ def paired(a_runs, b_runs, field='test_f1'):
   return seeds, 100 * np.asarray(diffs)
 
 
+def verdict(diffs) -> str:
+  """Words for paired differences: a sign shared by every seed, or none."""
+  if len(diffs) < 2:
+    return 'one seed'
+  if np.all(diffs > 0):
+    return 'higher on every seed'
+  if np.all(diffs < 0):
+    return 'lower on every seed'
+  return 'mixed signs across seeds'
+
+
 def table(datasets, widths) -> tuple[list[str], list[str]]:
   """The markdown lines of the ablation table and of the paired differences."""
   lines = ['| dataset | width | row | seeds | dev F1 @0.5 | test F1 @0.5 | test F1 tuned | minus none @0.5 (per seed) '
@@ -99,12 +110,14 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
             f'{fmt(med("stationarity"), 1, 3)} | {fmt(med("cosine"), 1, 3)} | {fmt(ratio, 1, 3)} | '
             f'{fmt(med("residual"), 1, 3) if row not in ("mbce",) else "–"} | '
             f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {device} |')
-      for row in ('normal_cg', 'minres', 'unrolled', 'identity'):
+      for row in ('normal_cg', 'minres', 'unrolled', 'identity', 'none'):
         for ref in ('none', 'mbce'):
-          seeds, d = paired(runs[row], runs[ref])
+          seeds, d = paired(runs[row], runs[ref]) if row != ref else ([], None)
           if seeds:
-            claims.append(f'- {dataset}, width {width}: {row} minus {ref} at 0.5, seeds {seeds}: '
-                          f'{d.mean():+.2f} (per seed {", ".join(f"{x:+.2f}" for x in d)})')
+            _, dev = paired(runs[row], runs[ref], 'dev_f1')
+            claims.append(f'- {dataset}, width {width}: {row} minus {ref}, seeds {seeds}: test @0.5 {d.mean():+.2f} '
+                          f'(per seed {", ".join(f"{x:+.2f}" for x in d)}; {verdict(d)}); dev @0.5 '
+                          f'{dev.mean():+.2f} ({verdict(dev)})')
   return lines, claims
 
 

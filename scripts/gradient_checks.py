@@ -73,7 +73,7 @@ def main():
 
   lines = ['# Implicit-gradient checks (float64)', '',
            f'Produced by `python scripts/gradient_checks.py` on {datetime.date.today()}. Relative error '
-           '`||ours - reference|| / ||reference||`; residual `||(H + delta I) u - v|| / ||v||` of the solve.', '',
+           '`||ours - reference|| / ||reference||`; residual `||H u - v|| / ||v||` of the solve (undamped H; every check here solves without damping).', '',
            '| check | solver | relative error | residual |', '|---|---|---|---|']
   lines += [f'| {a} | {b} | {c:.2e} | {d:.1e} |' for a, b, c, d in rows]
   (ROOT / 'docs' / 'gradient_checks.md').write_text('\n'.join(lines) + '\n')
