@@ -67,3 +67,11 @@ def test_train_summary_keeps_medians_of_the_diagnostics():
   assert summary['stationarity'] == {'median': 0.7, 'first': 0.5, 'last': 0.7}
   assert summary['cosine']['median'] == 0.1 and 'other' not in summary and summary['loss_prim']['first'] == 3.0
   assert records.train_summary({}) == {}
+
+
+def test_ablation_verdict_needs_every_seed():
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  assert ablation_mlc.verdict(np.array([0.1, 0.2, 0.3])) == 'higher on every seed'
+  assert ablation_mlc.verdict(np.array([-0.1, -0.2])) == 'lower on every seed'
+  assert ablation_mlc.verdict(np.array([0.1, -0.2, 0.3])) == 'mixed signs across seeds'
+  assert ablation_mlc.verdict(np.array([0.5])) == 'one seed'
