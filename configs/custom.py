@@ -1,0 +1,18 @@
+r"""Your own multi-label file (MULAN/MEKA ARFF, or Clus with data.format=clus): the bibtex config's networks, the
+data settings a new file needs, and the default MBCE/implicit training length.
+
+Run: python -m implicit_jax.main --config=configs/custom.py --workdir=/tmp/implicit_jax/mine \
+       --config.data.train_file=PATH/train.arff [--config.data.test_file=PATH/test.arff] \
+       [--config.data.xml_file=PATH/labels.xml | --config.data.num_labels=L]
+       (--config.method=feedforward for the MBCE baseline)
+Features are standardised by train statistics unless binary or sparse (data.standardise='auto'); without a test
+file the rows are split 60/20/20, stratified, by data.split_seed.
+"""
+
+from implicit_jax.engine import config as config_lib
+
+
+def get_config():
+  c = config_lib.from_file('bibtex.py', relative_to=__file__)
+  c.data.name = 'custom'
+  return c

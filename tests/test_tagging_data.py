@@ -1,0 +1,387 @@
+"""Sequence-labeling data: the CoNLL-2003 and Twitter POS readers, IOB1 -> BIOES, word and tag indices, and the
+chunk F1 (checked against the independent ``seqeval`` package on random, partly ill-formed sequences).
+
+Fixtures in tests/fixtures/tagging (see its README.md): the first 5 tweets of Twitter POS oct27.train (CC-BY),
+and a hand-written CoNLL-2003-format file with made-up sentences (CoNLL-2003 text itself may not be copied here).
+The real-data tests at the end skip when ../shared/data is absent.
+"""
+
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from implicit_jax.tasks.tagging import chunks
+from implicit_jax.tasks.tagging.chunks import bioes_to_chunks, chunk_f1, split_tag
+from implicit_jax.tasks.tagging.readers import (
+    CONLL2003_BIOES_TAGS,
+    PAD_ID,
+    TWITTER_POS_TAGS,
+    UNK_ID,
+    TagIndex,
+    build_vocabulary,
+    capitalised,
+    iob1_to_bioes,
+    load_conll2003,
+    load_twitter_pos,
+    read_conll,
+    read_conll2003,
+    read_twitter_pos,
+)
+from tests.test_arff import shared_data
+
+FIXTURES = Path(__file__).resolve().parent / 'fixtures' / 'tagging'
+TWEETS = FIXTURES / 'twitter_pos_oct27_train_cut.conll'
+CONLL = FIXTURES / 'conll2003_synthetic.txt'
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+  path = tmp_path / name
+  path.write_text(text, encoding='utf-8')
+  return path
+
+
+def tagging_data(folder: str) -> Path:
+  """``shared_data()`` (which skips without it), also skipping when its ``folder`` is missing."""
+  root = shared_data()
+  if not (root / folder).is_dir():
+    pytest.skip(f'shared data has no {folder}: {root}')
+  return root
+
+
+# --------------------------------------------------------------------------------------------------------------
+# IOB1 -> BIOES and chunks, by hand
+# --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('iob1, bioes', [
+    ([], []),
+    (['O', 'O'], ['O', 'O']),
+    (['I-PER'], ['S-PER']),                                                     # single token -> S-
+    (['I-ORG', 'I-ORG', 'I-ORG'], ['B-ORG', 'I-ORG', 'E-ORG']),                 # multi-token -> B- I- E-
+    (['I-PER', 'I-PER', 'O', 'I-LOC'], ['B-PER', 'E-PER', 'O', 'S-LOC']),
+    (['I-PER', 'B-PER', 'I-PER'], ['S-PER', 'B-PER', 'E-PER']),                 # B-: same type directly after
+    (['I-ORG', 'I-ORG', 'B-ORG', 'I-ORG'], ['B-ORG', 'E-ORG', 'B-ORG', 'E-ORG']),
+    (['I-PER', 'B-PER', 'B-PER'], ['S-PER', 'S-PER', 'S-PER']),
+    (['I-MISC', 'I-PER', 'I-PER'], ['S-MISC', 'B-PER', 'E-PER']),               # a type change starts a chunk
+    (['O', 'B-LOC', 'I-LOC', 'O'], ['O', 'B-LOC', 'E-LOC', 'O']),               # IOB2-style B- after O: a start
+])
+def test_iob1_to_bioes_by_hand(iob1, bioes):
+  assert iob1_to_bioes(iob1) == bioes
+  # the chunks are the ones IOB1 means: checked with seqeval's conlleval-style reader of IOB1, if present
+  try:
+    from seqeval.metrics.sequence_labeling import get_entities
+  except ImportError:
+    return
+  assert bioes_to_chunks(bioes) == [(t, s, e + 1) for t, s, e in get_entities(list(iob1))]
+
+
+def test_iob1_to_bioes_rejects_other_tags():
+  for bad in (['X-PER'], ['I-'], ['o'], ['S-PER'], ['I_PER']):
+    with pytest.raises(ValueError, match='is not an IOB1 tag'):
+      iob1_to_bioes(['O'] + bad)
+
+
+def test_seventeen_bioes_labels():
+  assert len(CONLL2003_BIOES_TAGS) == 17 and CONLL2003_BIOES_TAGS[0] == 'O'
+  assert len(set(CONLL2003_BIOES_TAGS)) == 17
+  assert len(TWITTER_POS_TAGS) == 25 and len(set(TWITTER_POS_TAGS)) == 25
+
+
+@pytest.mark.parametrize('tags, expected', [
+    (['B-PER', 'I-PER', 'E-PER', 'O', 'S-LOC'], [('PER', 0, 3), ('LOC', 4, 5)]),
+    (['S-PER', 'S-PER'], [('PER', 0, 1), ('PER', 1, 2)]),
+    # ill-formed runs make no chunk (seqeval strict IOBES):
+    (['I-PER', 'E-PER'], []),                                   # no B-
+    (['O', 'E-LOC'], []),
+    (['B-PER', 'I-PER'], []),                                   # never closed
+    (['B-PER', 'E-LOC'], []),                                   # closed by another type
+    (['B-PER', 'I-PER', 'S-LOC'], [('LOC', 2, 3)]),             # the breaking tag is read afresh
+    (['B-PER', 'B-PER', 'E-PER'], [('PER', 1, 3)]),
+    (['B-PER', 'E-PER', 'E-PER'], [('PER', 0, 2)]),             # nothing extends a closed chunk
+    (['S-LOC', 'I-LOC', 'E-LOC'], [('LOC', 0, 1)]),
+])
+def test_bioes_to_chunks_by_hand(tags, expected):
+  assert bioes_to_chunks(tags) == expected
+
+
+def test_split_tag_rejects_malformed_tags():
+  assert split_tag('O') == ('O', '') and split_tag('E-MISC') == ('E', 'MISC')
+  for bad in ('B', 'B-', 'X-PER', 'BPER', 'o', ''):
+    with pytest.raises(ValueError, match='is not a BIOES tag'):
+      bioes_to_chunks(['O', bad])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Readers on the fixtures
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_twitter_fixture():
+  tweets = read_twitter_pos(TWEETS)
+  assert len(tweets) == 5
+  assert [t.line for t in tweets] == [1, 34, 46, 57, 68]
+  assert [len(t.tokens) for t in tweets] == [32, 11, 10, 10, 13]
+  first = tweets[0]
+  assert first.tokens[:4] == ('I', 'predict', 'I', "won't") and first.tags[:4] == ('O', 'V', 'O', 'V')
+  assert first.tokens[-1] == 'http://tl.gd/6meogh' and first.tags[-1] == 'U'
+  assert '\u300bhave' in tweets[2].tokens  # kept verbatim, the CJK bracket glued to the word and all
+  assert all(len(t.tokens) == len(t.tags) for t in tweets) and tweets[0].features == {}
+
+
+def test_conll_fixture_docstart_and_bioes():
+  sentences = read_conll2003(CONLL)
+  assert len(sentences) == 4
+  assert [s.line for s in sentences] == [3, 11, 19, 22]
+  assert not any(tok.startswith('-DOCSTART-') for s in sentences for tok in s.tokens)
+  assert sentences[0].tokens[:2] == ('Marta', 'Okafor')
+  assert sentences[0].tags == ('B-PER', 'E-PER', 'O', 'S-LOC', 'O', 'O', 'O')
+  assert sentences[1].tags == ('B-ORG', 'E-ORG', 'B-ORG', 'E-ORG', 'O')  # the B-ORG case
+  assert sentences[2].tags == ('S-ORG', 'O')
+  assert sentences[3].tags == ('O', 'S-MISC', 'B-PER', 'E-PER', 'O', 'O')
+  s = sentences[1]
+  assert s.features['pos'] == ('NNP', 'NNPS', 'NNP', 'NNP', 'CD')
+  assert s.features['chunk'] == ('I-NP', 'I-NP', 'B-NP', 'I-NP', 'I-NP')
+  assert sentences[0].features['caps'] == (1, 1, 0, 1, 0, 1, 0)
+  assert sentences[2].features['caps'] == (1, 0)  # QUORVEX, 1999-01-05
+  assert capitalised('') == 0 and capitalised('émile') == 0 and capitalised('Émile') == 1
+
+
+def test_docstart_is_always_a_boundary_never_a_sentence(tmp_path):
+  # As in the real files: a -DOCSTART- at the very end without a newline; also one with no blank line around it.
+  text = ('-DOCSTART- -X- O O\n\nA NN I-NP O\nB NN I-NP I-PER\n-DOCSTART- -X- O O\nC NN I-NP O\n\n\n\n'
+          'D NN I-NP I-LOC\n\n-DOCSTART- -X- O O')
+  sentences = read_conll2003(write(tmp_path, 'docs.txt', text))
+  assert [s.tokens for s in sentences] == [('A', 'B'), ('C',), ('D',)]
+  assert [s.line for s in sentences] == [3, 6, 10]
+  assert [s.tags for s in sentences] == [('O', 'S-PER'), ('O',), ('S-LOC',)]
+  # With docstart=False (as the Twitter reader reads) the line is an ordinary token line.
+  raw = read_conll(write(tmp_path, 'raw.txt', '-DOCSTART- -X- O O\n\nA NN I-NP O\n'), ('token', 'pos', 'chunk', 'ner'),
+                   'ner', docstart=False)
+  assert raw[0].tokens == ('-DOCSTART-',)
+
+
+def test_windows_line_endings_and_bom(tmp_path):
+  path = tmp_path / 'crlf.txt'
+  path.write_bytes(b'\xef\xbb\xbfA NN I-NP I-PER\r\nB NN I-NP I-PER\r\n\r\nC NN I-NP O\r\n')
+  sentences = read_conll2003(path)
+  assert [s.tags for s in sentences] == [('B-PER', 'E-PER'), ('O',)] and [s.line for s in sentences] == [1, 4]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Malformed input: the message names the file and the 1-based line, and what was expected
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_conll_errors_name_file_and_line(tmp_path):
+  good = 'EU NNP I-NP I-ORG\nsaid VBD I-VP O\n\n'  # lines 1-3
+  cases = {
+      'columns.txt': ('Bonn NNP I-LOC\n',
+                      ":4: expected 4 whitespace-separated columns (token pos chunk ner), got 3: 'Bonn NNP I-LOC'"),
+      'type.txt': ('Bonn NNP I-NP I-CITY\n', ":4: ner tag 'I-CITY' is not valid; expected one of B-LOC B-MISC"),
+      'bioes.txt': ('Bonn NNP I-NP S-LOC\n', ":4: ner tag 'S-LOC' is not valid"),
+      'shape.txt': ('Bonn NNP I-NP I_LOC\n', ":4: ner tag 'I_LOC' is not valid"),
+  }
+  for name, (line, message) in cases.items():
+    path = write(tmp_path, name, good + line)
+    with pytest.raises(ValueError) as err:
+      read_conll2003(path)
+    assert f'{path}{message}' in str(err.value), str(err.value)
+
+
+def test_twitter_errors_name_file_and_line(tmp_path):
+  good = 'hello\t!\nworld\tN\n\n'  # lines 1-3
+  cases = {
+      'empty.conll': ('x\tN\n\tN\n', ":5: empty token field: '\\tN'"),
+      'three.conll': ('x\tN\textra\n', ':4: expected 2 tab-separated columns (token pos), got 3'),
+      'spaces.conll': ('x N\n', ":4: expected 2 tab-separated columns (token pos), got 1: 'x N'"),
+      'notag.conll': ('x\t\n', ":4: empty pos field"),
+      'tag.conll': ('x\tNN\n', ":4: pos tag 'NN' is not valid; expected one of ! # $ & , @ A D E G L M N O P R S T U"),
+  }
+  for name, (line, message) in cases.items():
+    path = write(tmp_path, name, good + line)
+    with pytest.raises(ValueError) as err:
+      read_twitter_pos(path)
+    assert f'{path}{message}' in str(err.value), str(err.value)
+
+
+def test_encoding_and_missing_file_errors(tmp_path):
+  path = tmp_path / 'latin1.conll'
+  path.write_bytes(b'ok\tN\n\ncaf\xe9\tN\n')
+  with pytest.raises(ValueError, match=re.escape(f'{path}:3: not UTF-8 text (byte 0xe9)')):
+    read_twitter_pos(path)
+  with pytest.raises(FileNotFoundError, match='absent.conll'):
+    read_twitter_pos(tmp_path / 'absent.conll')
+  with pytest.raises(ValueError, match='tag_column'):
+    read_conll(TWEETS, ('token', 'pos'), 'token')
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Indices
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_vocabulary_ids():
+  tweets = read_twitter_pos(TWEETS)
+  vocab = build_vocabulary(tweets)
+  # Most frequent first ('I' 5 times; ',' ':' 'RT' 3 times each, ties in string order), ids from 2.
+  assert PAD_ID == 0 and UNK_ID == 1 and vocab.words[:4] == ('I', ',', ':', 'RT') and vocab.id('I') == 2
+  assert len(vocab) == len(set(t for s in tweets for t in s.tokens)) + 2
+  assert vocab.id('never-seen') == UNK_ID and vocab.id('i') == UNK_ID
+  ids = vocab.encode(tweets[0].tokens)
+  assert ids.dtype == np.int32 and (ids >= 2).all() and [vocab.words[k - 2] for k in ids] == list(tweets[0].tokens)
+  lower = build_vocabulary(tweets, lowercase=True)
+  assert lower.id('I') == lower.id('i') != UNK_ID and lower.id('THANKS') == lower.id('thanks') != UNK_ID
+  assert len(lower) <= len(vocab) and all(w == w.lower() for w in lower.words)
+  rare = build_vocabulary(tweets, min_count=2)
+  assert all(sum(t == w for s in tweets for t in s.tokens) >= 2 for w in rare.words) and 'I' in rare.words
+
+
+def test_tag_index():
+  index = TagIndex(CONLL2003_BIOES_TAGS)
+  ids = index.encode(['O', 'B-PER', 'E-PER', 'S-MISC'])
+  assert ids.dtype == np.int32 and ids.tolist() == [0, 1, 3, 16]
+  assert index.decode(ids) == ('O', 'B-PER', 'E-PER', 'S-MISC') and len(index) == 17
+  with pytest.raises(ValueError, match="unknown tag 'I-FOO'"):
+    index.id('I-FOO')
+  with pytest.raises(ValueError, match='duplicate'):
+    TagIndex(('O', 'O'))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chunk F1
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_chunk_f1_by_hand():
+  gold = [['B-PER', 'E-PER', 'O', 'S-LOC'], ['S-ORG', 'O'], ['O']]
+  pred = [['B-PER', 'E-PER', 'O', 'S-ORG'], ['B-ORG', 'E-ORG'], ['I-PER']]  # 1 right, 1 wrong type, 1 wrong end
+  m = chunk_f1(gold, pred)
+  assert (m['num_gold'], m['num_pred'], m['num_correct']) == (3, 3, 1)
+  assert m['precision'] == m['recall'] == m['f1'] == pytest.approx(1 / 3)
+  ill = chunk_f1(gold, [['B-PER', 'I-PER', 'O', 'S-LOC'], ['I-ORG', 'O'], ['O']])  # ill-formed runs: no chunk
+  assert (ill['num_pred'], ill['num_correct'], ill['precision'], ill['recall']) == (1, 1, 1.0, 1 / 3)
+  assert ill['f1'] == pytest.approx(0.5)
+  none = chunk_f1([['O']], [['O']])
+  assert none == {'precision': 0.0, 'recall': 0.0, 'f1': 0.0, 'num_gold': 0, 'num_pred': 0, 'num_correct': 0}
+  # tag ids, e.g. argmax rows cut to their lengths
+  index = TagIndex(CONLL2003_BIOES_TAGS)
+  assert chunk_f1([index.encode(g) for g in gold], [index.encode(p) for p in pred], CONLL2003_BIOES_TAGS) == m
+  with pytest.raises(ValueError, match='sentence 1: 2 gold tags but 1 predicted'):
+    chunk_f1(gold, [pred[0], ['O'], pred[2]])
+  with pytest.raises(ValueError, match='3 gold sequences but 2 predicted'):
+    chunk_f1(gold, pred[:2])
+
+
+def random_sequences(rng: np.random.Generator, n: int, types=('PER', 'LOC', 'ORG')) -> list[list[str]]:
+  """Half well-formed (random chunks in O), half tags drawn independently (mostly ill-formed), lengths 0..14."""
+  seqs = []
+  for k in range(n):
+    length = int(rng.integers(0, 15))
+    if k % 2:
+      alphabet = ['O'] + [f'{p}-{t}' for t in types for p in 'BIES']
+      seqs.append([alphabet[i] for i in rng.integers(0, len(alphabet), length)])
+      continue
+    tags, i = [], 0
+    while i < length:
+      span = int(rng.integers(1, 5))
+      if rng.random() < 0.4 or i + span > length:
+        tags.append('O')
+        i += 1
+        continue
+      kind = types[rng.integers(len(types))]
+      tags += [f'S-{kind}'] if span == 1 else [f'B-{kind}'] + [f'I-{kind}'] * (span - 2) + [f'E-{kind}']
+      i += span
+    seqs.append(tags)
+  return seqs
+
+
+def perturb(rng: np.random.Generator, tags: list[str]) -> list[str]:
+  """A prediction near ``tags``: a few positions replaced by random tags (so many chunks are still right)."""
+  alphabet = ['O'] + [f'{p}-{t}' for t in ('PER', 'LOC', 'ORG') for p in 'BIES']
+  out = list(tags)
+  for i in range(len(out)):
+    if rng.random() < 0.15:
+      out[i] = alphabet[rng.integers(len(alphabet))]
+  return out
+
+
+def test_chunk_f1_matches_seqeval_strict_iobes():
+  seqeval_metrics = pytest.importorskip('seqeval.metrics')
+  from seqeval.scheme import IOBES, Tokens
+
+  rng = np.random.default_rng(0)
+  gold = random_sequences(rng, 400)
+  alphabet = ['O'] + [f'{p}-{t}' for t in ('PER', 'LOC', 'ORG') for p in 'BIES']
+  pred = [perturb(rng, g) if rng.random() < 0.7 else [alphabet[i] for i in rng.integers(0, len(alphabet), len(g))]
+          for g in gold]  # mostly near the gold sequence, else random tags
+  # Per sequence: the same chunks as seqeval's strict IOBES reader.
+  for seq in gold + pred:
+    theirs = [(e.tag, e.start, e.end) for e in Tokens(seq, IOBES).entities]
+    assert bioes_to_chunks(seq) == theirs, seq
+  assert sum(bioes_to_chunks(s) != [] for s in pred) > 100  # the comparison is not vacuous
+  # Micro P/R/F1 on batches of 1..8 sentences and on all of them.
+  starts = np.concatenate([[0], np.cumsum(rng.integers(1, 9, 120))])
+  batches = [(gold[a:b], pred[a:b]) for a, b in zip(starts[:-1], starts[1:]) if a < len(gold)] + [(gold, pred)]
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore')  # seqeval warns where a denominator is 0 (and, like us, returns 0)
+    for g, p in batches:
+      ours = chunk_f1(g, p)
+      kwargs = dict(mode='strict', scheme=IOBES)
+      assert ours['precision'] == pytest.approx(seqeval_metrics.precision_score(g, p, **kwargs), abs=1e-12)
+      assert ours['recall'] == pytest.approx(seqeval_metrics.recall_score(g, p, **kwargs), abs=1e-12)
+      assert ours['f1'] == pytest.approx(seqeval_metrics.f1_score(g, p, **kwargs), abs=1e-12)
+  assert 0.2 < chunk_f1(gold, pred)['f1'] < 0.9
+
+
+def test_chunk_counts_are_exposed():
+  assert chunks.chunk_counts([['S-PER', 'O']], [['S-PER', 'S-LOC']]) == (1, 2, 1)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The real benchmark files (skipped without ../shared/data)
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_real_twitter_pos():
+  corpus = load_twitter_pos(tagging_data('twitter_pos'))
+  sizes = {split: len(s) for split, s in corpus.splits().items()}
+  assert sizes == {'train': 1327, 'dev': 500, 'test': 547}  # train = oct27 train 1000 + dev 327
+  tokens = {split: sum(len(t.tokens) for t in s) for split, s in corpus.splits().items()}
+  assert tokens == {'train': 19442, 'dev': 7152, 'test': 7707}
+  seen = {tag for s in corpus.splits().values() for t in s for tag in t.tags}
+  assert seen == set(TWITTER_POS_TAGS) and len(seen) == 25 and corpus.tags == TWITTER_POS_TAGS
+  assert {tag for t in corpus.train for tag in t.tags} == set(TWITTER_POS_TAGS)  # all 25 in train
+  # The fixture is the first 5 tweets of oct27.train, the start of oct27.traindev.
+  assert corpus.train[:5] == read_twitter_pos(TWEETS)
+
+
+def test_real_conll2003():
+  corpus = load_conll2003(tagging_data('conll2003'))
+  sizes = {split: len(s) for split, s in corpus.splits().items()}
+  assert sizes == {'train': 14041, 'dev': 3250, 'test': 3453}
+  tokens = {split: sum(len(t.tokens) for t in s) for split, s in corpus.splits().items()}
+  assert tokens == {'train': 203621, 'dev': 51362, 'test': 46435}
+  for split, sentences in corpus.splits().items():
+    assert not any(tok.startswith('-DOCSTART-') for s in sentences for tok in s.tokens), split
+    assert {tag for s in sentences for tag in s.tags} == set(CONLL2003_BIOES_TAGS), split  # all 17 labels
+  # Published entity counts (train / dev / test), and gold scored against itself.
+  counts = {split: sum(len(bioes_to_chunks(t.tags)) for t in s) for split, s in corpus.splits().items()}
+  assert counts == {'train': 23499, 'dev': 5942, 'test': 5648}
+  assert chunk_f1([s.tags for s in corpus.dev], [s.tags for s in corpus.dev])['f1'] == 1.0
+  s = corpus.train[0]
+  assert len(s.features['pos']) == len(s.features['chunk']) == len(s.features['caps']) == len(s.tokens)
+
+
+def test_real_conll2003_chunks_match_seqeval_reading_of_iob1():
+  """The BIOES chunks are the ones conlleval reads off the original IOB1 tags (seqeval's default mode)."""
+  pytest.importorskip('seqeval')
+  from seqeval.metrics.sequence_labeling import get_entities
+
+  root = tagging_data('conll2003') / 'conll2003'
+  iob1 = read_conll(root / 'eng.train', ('token', 'pos', 'chunk', 'ner'), 'ner')
+  bioes = read_conll2003(root / 'eng.train')
+  for a, b in zip(iob1, bioes):
+    assert [(t, s, e + 1) for t, s, e in get_entities(list(a.tags))] == bioes_to_chunks(b.tags), a.line
