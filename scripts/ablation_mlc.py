@@ -12,6 +12,8 @@ configs'; 400: SEAL's two 400-unit layers), same seeds, same splits:
   normal_cg  the committed configs' solver (CG on H^2, 5 iterations, 11 HVPs)
   minres     MINRES on H + delta I (5 iterations)
   unrolled   backprop through the 5 inner steps: the truncated procedure's true derivative
+  best       the best design found on dev (docs/sweeps/bibtex-stationarity.md): T_inner = 20, normal_cg
+  best-none  the same with the implicit term dropped: what the term adds to the best design
   mbce       the cross-entropy baseline on the same inference network (reference, not an ablation)
 
 Runs are scripts/reproduce_mlc.py's (one record per run in docs/mlc/runs/, reused when present; normal_cg, minres
@@ -36,13 +38,17 @@ sys.path.insert(0, str(ROOT / 'scripts'))
 import records  # pylint: disable=wrong-import-position
 import reproduce_mlc  # pylint: disable=wrong-import-position
 
-ROWS = ('mbce', 'none', 'identity', 'normal_cg', 'minres', 'unrolled')
+ROWS = ('mbce', 'none', 'identity', 'normal_cg', 'minres', 'unrolled', 'best', 'best-none')
+# (row, reference) pairs whose paired differences are listed under the table
+PAIRS = [(r, ref) for r in ('normal_cg', 'minres', 'unrolled', 'identity') for ref in ('none', 'mbce')] + \
+    [('none', 'mbce'), ('best', 'best-none'), ('best', 'mbce'), ('best-none', 'mbce')]
 OUT = ROOT / 'docs' / 'mlc_ablation.md'
 
 
 def system(row: str, width: int) -> str:
   """The reproduce_mlc system of an ablation row."""
-  name = {'mbce': 'mbce', 'normal_cg': 'implicit-cd'}.get(row, f'implicit-cd-{row}')
+  name = {'mbce': 'mbce', 'normal_cg': 'implicit-cd', 'best': 'implicit-cd-T20',
+          'best-none': 'implicit-cd-none-T20'}.get(row, f'implicit-cd-{row}')
   return name + ('-h400' if width == 400 else '')
 
 
@@ -106,18 +112,17 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
         lines.append(
             f'| {dataset} | {width} | {row} | {len(rs)} | {fmt([r["dev_f1"] for r in rs])} | '
             f'{fmt([r["test_f1"] for r in rs])} | {fmt([r["test_f1_tuned"] for r in rs])} | '
-            f'{diff("none") if row != "mbce" else "–"} | {diff("mbce")} | '
+            f'{diff("none") if row not in ("mbce", "best-none") else "–"} | {diff("mbce")} | '
             f'{fmt(med("stationarity"), 1, 3)} | {fmt(med("cosine"), 1, 3)} | {fmt(ratio, 1, 3)} | '
             f'{fmt(med("residual"), 1, 3) if row not in ("mbce",) else "–"} | '
             f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {device} |')
-      for row in ('normal_cg', 'minres', 'unrolled', 'identity', 'none'):
-        for ref in ('none', 'mbce'):
-          seeds, d = paired(runs[row], runs[ref]) if row != ref else ([], None)
-          if seeds:
-            _, dev = paired(runs[row], runs[ref], 'dev_f1')
-            claims.append(f'- {dataset}, width {width}: {row} minus {ref}, seeds {seeds}: test @0.5 {d.mean():+.2f} '
-                          f'(per seed {", ".join(f"{x:+.2f}" for x in d)}; {verdict(d)}); dev @0.5 '
-                          f'{dev.mean():+.2f} ({verdict(dev)})')
+      for row, ref in PAIRS:
+        seeds, d = paired(runs[row], runs[ref])
+        if seeds:
+          _, dev = paired(runs[row], runs[ref], 'dev_f1')
+          claims.append(f'- {dataset}, width {width}: {row} minus {ref}, seeds {seeds}: test @0.5 {d.mean():+.2f} '
+                        f'(per seed {", ".join(f"{x:+.2f}" for x in d)}; {verdict(d)}); dev @0.5 '
+                        f'{dev.mean():+.2f} ({verdict(dev)})')
   return lines, claims
 
 

@@ -4,8 +4,8 @@ Usage (the run that produced docs/sklearn_baseline.md is recorded at its top):
   python scripts/compare_sklearn.py --data_dir=../shared/data --datasets=cal500,spo_fun --seeds=0,1,2 \
       --custom=tests/fixtures/mlc/scaled.arff
 
-For each dense-feature dataset (and each ``--custom`` MULAN file, read as ``data.name=custom`` from
-``configs/bibtex.py``, a user's starting point):
+For each dense-feature dataset (and each ``--custom`` MULAN file, read with ``configs/custom.py``, a user's
+starting point):
 
 * MBCE: ``configs/<name>.py`` with ``method=feedforward`` and every data setting at its default (so
   ``data.standardise='auto'``), trained by ``train_and_evaluate``; one run per seed.
@@ -38,8 +38,7 @@ from implicit_jax.engine import train  # pylint: disable=wrong-import-position
 
 def make_config(name: str, data_dir: str, seed: int, **data):
   if Path(name).suffix == '.arff':
-    config = config_lib.from_file(str(ROOT / 'configs' / 'bibtex.py'))
-    config.data.name = 'custom'
+    config = config_lib.from_file(str(ROOT / 'configs' / 'custom.py'))
     config.data.train_file = str(Path(name).resolve())
   else:
     config = config_lib.from_file(str(ROOT / 'configs' / f'{name}.py'))
@@ -131,8 +130,7 @@ def main():
       f'Made by `{command}` on {datetime.date.today().isoformat()} (CPU). Seeds {seeds}: seed k sets the model '
       'seed and the split seed (datasets without an official split are split 60/20/20 by it), so both systems see '
       'the same rows. Example F1 x 100 on test, mean ± std over seeds, empty gold and empty prediction scoring 1 '
-      '(`data.empty_f1`). "MBCE": `configs/<dataset>.py` (custom files: `configs/bibtex.py` with '
-      '`data.name=custom`) with `method=feedforward`, every data setting at its default (`data.standardise=auto`). '
+      '(`data.empty_f1`). "MBCE": `configs/<dataset>.py` (custom files: `configs/custom.py`) with `method=feedforward`, every data setting at its default (`data.standardise=auto`). '
       '"MBCE never": the same with `data.standardise=never`, the features as read, as before `auto` existed. '
       '"BR-logistic": one scikit-learn `LogisticRegression` (C = 1) per label after `StandardScaler` on the same '
       'train split (`scripts/compare_sklearn.py`). Last column: MBCE minus BR-logistic at 0.5, per seed.',

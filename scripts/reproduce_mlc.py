@@ -55,7 +55,11 @@ for _route in ABLATION_ROUTES:
   SYSTEMS.setdefault(f'implicit-cd-{_route}', {'method': 'implicit', 'implicit.primary_loss': 'cd',
                                                'implicit.solver.name': _route})
   SYSTEMS[f'implicit-cd-{_route}-h400'] = dict(SYSTEMS[f'implicit-cd-{_route}'], **{'model.inference_hidden': (400, 400)})
-ABLATION_ONLY = {s for s in SYSTEMS if any(s.startswith(f'implicit-cd-{r}') for r in ('none', 'identity', 'unrolled'))
+# The best design found on dev (docs/sweeps/bibtex-stationarity.md): 20 inner steps, with and without the term.
+for _name in ('implicit-cd', 'implicit-cd-none'):
+  SYSTEMS[f'{_name}-T20'] = dict(SYSTEMS[_name], **{'implicit.inner_steps': 20})
+  SYSTEMS[f'{_name}-T20-h400'] = dict(SYSTEMS[f'{_name}-T20'], **{'model.inference_hidden': (400, 400)})
+ABLATION_ONLY = {s for s in SYSTEMS if any(s.startswith(f'implicit-cd-{r}') for r in ('none', 'identity', 'unrolled', 'T20'))
                  } | {'implicit-cd-minres-h400'}
 # Shown under the table: what a row that is not the committed config is for.
 NOTES = {
@@ -275,7 +279,9 @@ def system_of(result):
     return 'mbce' + size
   solver = c['implicit']['solver']['name']
   shown = ('neumann',) + ABLATION_ROUTES
-  return (f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in shown else '') + size)
+  steps = c['implicit'].get('inner_steps', 5)
+  return (f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in shown else '') +
+          (f'-T{steps}' if steps != 5 else '') + size)
 
 
 def main():

@@ -8,9 +8,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
 from scripts import ablation_mlc, records, reproduce_mlc  # pylint: disable=wrong-import-position
 
 
-def _run(method, hidden, solver='normal_cg', loss='cd'):
+def _run(method, hidden, solver='normal_cg', loss='cd', inner_steps=5):
   return {'config': {'method': method, 'model': {'inference_hidden': hidden},
-                     'implicit': {'primary_loss': loss, 'solver': {'name': solver}}}}
+                     'implicit': {'primary_loss': loss, 'solver': {'name': solver}, 'inner_steps': inner_steps}}}
 
 
 def test_system_of_names_width_and_solver():
@@ -55,7 +55,8 @@ def test_ablation_rows_are_reproduce_systems_and_named_back():
       assert name in reproduce_mlc.SYSTEMS, name
       overrides = reproduce_mlc.SYSTEMS[name]
       run = _run(overrides['method'], list(overrides.get('model.inference_hidden', (150, 150))),
-                 solver=overrides.get('implicit.solver.name', 'normal_cg'))
+                 solver=overrides.get('implicit.solver.name', 'normal_cg'),
+                 inner_steps=overrides.get('implicit.inner_steps', 5))
       assert reproduce_mlc.system_of(run) == name
   assert 'implicit-cd-none' in reproduce_mlc.ABLATION_ONLY and 'implicit-cd' not in reproduce_mlc.ABLATION_ONLY
 
