@@ -1,28 +1,44 @@
 """Sequence labeling as a task of the engine: a tag per token, variable-length sentences padded and masked.
 
-Output space: ``Categorical(num_tags)``, a softmax per token over the tag set, with the padding mask. Networks
-(``models.py``): a token encoder (``conv`` or ``bilstm``), the per-token softmax inference net and the paper's
-Eq. 7 energy (unary + tag-transition terms). Evaluator: token accuracy (``evaluator.py``). Batches are cut to
-``data.buckets`` lengths, so the jitted step compiles once per bucket.
+Output space: ``Categorical(num_tags)``, a softmax per token over the tag set, with the padding mask; its per-token
+``accuracy`` is the task score (DVN's regression target) on every dataset. Networks (``models.py``): a token
+encoder (``conv`` or ``bilstm``), the per-token softmax inference net and the paper's Eq. 7 energy (unary +
+tag-transition terms). Evaluators (``evaluator.py``): token accuracy, or strict BIOES chunk F1 for NER. Batches are
+cut to ``data.buckets`` lengths, so the jitted step compiles once per bucket.
 
-Datasets (``data.name``): ``synthetic``, a generated HMM task with a known best answer (``synthetic.py``).
+Datasets (``data.name``):
+
+* ``synthetic``: a generated HMM task with a known best answer (``synthetic.py``); no files;
+* ``twitter_pos``: Twitter POS, 25 tags, InfNet's splits (train oct27.traindev 1327 tweets, dev oct27.test 500,
+  test daily547 547); selected on token accuracy;
+* ``conll2003``: CoNLL-2003 English NER, words only, BIOES tags (17); train eng.train 14041 sentences, dev
+  eng.testa 3250, test eng.testb 3453; selected on chunk F1 (precision, recall and token accuracy beside it).
+
+The real ones are read from ``data.data_dir`` (or ``$IMPLICIT_JAX_DATA_DIR``) by ``datasets.py``, the word
+vocabulary built from the training split (``data.lowercase``, ``data.min_count``; other words are UNK).
 """
 
 import ml_collections
 
 from implicit_jax.spaces.categorical import Categorical
 from implicit_jax.tasks import Task
-from implicit_jax.tasks.tagging import synthetic
-from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator
+from implicit_jax.tasks.tagging import datasets, synthetic
+from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evaluator
 from implicit_jax.tasks.tagging.models import ENCODERS, Encoder, SequenceEnergy, TaggerNet
 
-DATASETS = ('synthetic',)
+DATASETS = ('synthetic', 'twitter_pos', 'conll2003')
 
 
 def default_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   d = c.data = ml_collections.ConfigDict()
-  d.name = 'synthetic'        # dataset: 'synthetic' (a generated HMM task, synthetic.py)
+  d.name = 'synthetic'        # dataset: 'synthetic' (a generated HMM task, synthetic.py), 'twitter_pos' (Twitter
+                              # POS, token accuracy) or 'conll2003' (CoNLL-2003 NER, words only, chunk F1)
+  d.data_dir = ''             # twitter_pos, conll2003: folder holding twitter_pos/ or conll2003/ (datasets.py);
+                              # '' = $IMPLICIT_JAX_DATA_DIR
+  d.lowercase = False         # twitter_pos, conll2003: words are looked up lower-cased (vocabulary too)
+  d.min_count = 1             # twitter_pos, conll2003: training words seen fewer times map to UNK (1 = none);
+                              # dev and test words absent from training are UNK anyway
   d.buckets = (8, 16)         # padded batch lengths: a batch is cut to the smallest that holds its longest sentence
                               # (the split's longest sentence is the last resort); one compile per length
   d.seed = 0                  # synthetic: seed of the generator (fixed across runs: the same problem)
@@ -54,8 +70,14 @@ def make_task(config) -> Task:
     raise ValueError(f'model.dropout must be in [0, 1), got {m.dropout}')
   if any(not isinstance(b, int) or b < 1 for b in d.buckets):
     raise ValueError(f'data.buckets must be positive integers, got {d.buckets}')
-  splits, info = synthetic.make_splits(d)
-  num_tags, vocab = d.num_tags, d.vocab_size + 1
+  if d.name == 'synthetic':
+    splits, info = synthetic.make_splits(d)
+    num_tags, vocab, names = d.num_tags, d.vocab_size + 1, {}
+    evaluator = AccuracyEvaluator()
+  else:
+    splits, info, tags = datasets.load(d.name, d.data_dir, d.lowercase, d.min_count)
+    num_tags, vocab, names = len(tags), info['vocab_size'], {'y': list(tags)}
+    evaluator = ChunkF1Evaluator(tags) if d.name == 'conll2003' else AccuracyEvaluator()
 
   def encoder(hidden, dropout):
     return Encoder(vocab, m.encoder, m.embedding_dim, hidden, m.kernel_size, dropout)
@@ -66,5 +88,6 @@ def make_task(config) -> Task:
   def make_energy():
     return SequenceEnergy(encoder(m.energy_hidden, 0.0), num_tags)
 
-  return Task(d.name, splits, Categorical(num_tags), make_inference_net, make_energy, AccuracyEvaluator(),
-              score='accuracy', info=info, padded=('x', 'y', 'mask'), buckets=tuple(sorted(d.buckets)))
+  return Task(d.name, splits, Categorical(num_tags), make_inference_net, make_energy, evaluator,
+              score='accuracy', info=info, padded=('x', 'y', 'mask'), buckets=tuple(sorted(d.buckets)),
+              names=names)

@@ -1,0 +1,36 @@
+r"""CoNLL-2003 English NER, words only (implicit_jax/tasks/tagging, data.name='conll2003'): a feedforward tagger
+(per-token softmax, cross-entropy) over the 17 BIOES tags; train eng.train (14041 sentences), dev eng.testa (3250),
+test eng.testb (3453); strict chunk F1 selects the best epoch (precision, recall and token accuracy recorded beside
+it). The vocabulary is the training words (others are UNK). CoNLL-2003 is research-use text: point data_dir at
+your copy, never copy it into the repository.
+
+Run:    python -m implicit_jax.main --config=configs/ner.py --config.data.data_dir=../shared/data \
+            --workdir=/tmp/implicit_jax/ner
+Others: --config.method=implicit (CD loss, Hamming cost) | spen | infnet | ..., --config.model.encoder=bilstm,
+        --config.data.lowercase=True, --config.data.min_count=2.
+Sizes and schedule are starting values, not tuned on dev. With min_count=1 no training word is UNK, so the UNK
+embedding keeps its initial value; min_count=2 trains it on the rare training words.
+"""
+
+from implicit_jax.engine import config as config_lib
+
+
+def get_config():
+  c = config_lib.base_config(task='tagging', method='feedforward')
+  c.data.name = 'conll2003'
+  c.data.buckets = (16, 32, 48, 64)  # sentences have 1-124 tokens (median 10; 99% at most 49)
+  c.model.embedding_dim = 100
+  c.model.hidden = 128
+  c.model.energy_hidden = 128
+  c.model.dropout = 0.2
+  # For --config.method=implicit and the energy-based methods (as configs/tagging.py):
+  c.implicit.primary_loss = 'cd'
+  c.implicit.cost = 'hamming'
+  c.implicit.negatives.num_samples = 3
+  c.spen.gbi.rule = c.dvn.gbi.rule = c.nce_gbi.gbi.rule = c.seal.gbi.rule = 'mirror'  # on the simplices
+  c.spen.gbi.step_size = c.dvn.gbi.step_size = c.nce_gbi.gbi.step_size = c.seal.gbi.step_size = 1.0
+  c.batch_size = 32
+  c.eval_batch_size = 512
+  c.num_epochs = 10
+  c.log_every = 100             # 438 steps per epoch
+  return c

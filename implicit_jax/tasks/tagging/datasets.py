@@ -1,0 +1,128 @@
+"""The real tagging benchmarks as padded arrays: Twitter POS and CoNLL-2003 NER (words only).
+
+``load(name, data_dir, lowercase, min_count)`` reads a benchmark with ``readers.py`` and returns
+``(splits, info, tags)``:
+
+* ``splits``: ``{'train', 'dev', 'test'}`` -> ``{'x': int32 [N, T] word ids (``PAD_ID`` 0 on padding),
+  'y': int32 [N, T] tag ids (-1 on padding), 'mask': float32 [N, T]}``. The vocabulary is built from the training
+  split only (``readers.build_vocabulary``: words seen at least ``min_count`` times, lower-cased with
+  ``lowercase``), so a dev or test word it lacks, like a rare training word, is ``UNK_ID`` 1. Every split is
+  padded to the longest sentence of the three: the engine's ``Task`` wants one width for all splits, and the
+  width costs nothing at run time, since batches are cut to the task's ``data.buckets``.
+* ``info``: what the run's record keeps: dataset, files read and which split each one is, sizes in sentences
+  and tokens, the longest sentence and the share of unknown tokens per split, vocabulary size and settings, tags.
+* ``tags``: the tag names in the order of the tag ids (``TWITTER_POS_TAGS``, ``CONLL2003_BIOES_TAGS``).
+
+Data folder layout (``data.data_dir``, or ``$IMPLICIT_JAX_DATA_DIR`` when it is empty; the project's shared data
+is laid out so)::
+
+    <data_dir>/twitter_pos/oct27.traindev, oct27.test, daily547.conll   (train, dev, test: InfNet's protocol)
+    <data_dir>/conll2003/eng.train, eng.testa, eng.testb                (train, dev, test)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from implicit_jax.tasks import DATA_DIR_ENV, SPLITS
+from implicit_jax.tasks.tagging import readers
+from implicit_jax.tasks.tagging.readers import PAD_ID, UNK_ID, Corpus, Sentence, TagIndex, Vocabulary
+
+__all__ = ['DATASETS', 'Benchmark', 'encode', 'load', 'resolve_data_dir']
+
+
+class Benchmark(NamedTuple):
+  """A benchmark's folder under the data directory, its files by split, its loader and what it is."""
+
+  folder: str
+  files: dict
+  loader: Callable[[Path], Corpus]
+  description: str
+
+
+DATASETS = {
+    'twitter_pos': Benchmark('twitter_pos', readers.TWITTER_POS_FILES, readers.load_twitter_pos,
+                             'Twitter POS (Gimpel et al. 2011, Owoputi et al. 2013), 25 tags; InfNet\'s splits: '
+                             'oct27 train + dev to train, oct27 test as dev, daily547 as test'),
+    'conll2003': Benchmark('conll2003', readers.CONLL2003_FILES, readers.load_conll2003,
+                           'CoNLL-2003 English NER, words only, IOB1 tags read as BIOES (17 tags); train '
+                           'eng.train, dev eng.testa, test eng.testb'),
+}
+
+
+def resolve_data_dir(name: str, data_dir: str) -> Path:
+  """The data directory holding ``name``'s folder: ``data_dir``, else ``$IMPLICIT_JAX_DATA_DIR``; every file the
+  benchmark needs must be there (a clear error naming ``data.data_dir`` otherwise)."""
+  benchmark = DATASETS[name]
+  expected = ', '.join(f'{benchmark.folder}/{f}' for f in benchmark.files.values())
+  data_dir = data_dir or os.environ.get(DATA_DIR_ENV, '')
+  if not data_dir:
+    raise ValueError(f'data.data_dir is empty and ${DATA_DIR_ENV} is not set, but dataset {name!r} needs its '
+                     f'files: set data.data_dir (e.g. --config.data.data_dir=/path/to/data) or ${DATA_DIR_ENV} '
+                     f'to a folder holding {expected}')
+  root = Path(data_dir)
+  for split, file in benchmark.files.items():
+    path = root / benchmark.folder / file
+    if not path.is_file():
+      raise FileNotFoundError(f'{path}: no such file (dataset {name!r} reads its {split} split from '
+                              f'{benchmark.folder}/{file} under data.data_dir {str(root)!r}; expected {expected})')
+  return root
+
+
+def _pad(sentences: list[Sentence], vocab: Vocabulary, index: TagIndex, width: int) -> dict:
+  n = len(sentences)
+  x = np.full((n, width), PAD_ID, np.int32)
+  y = np.full((n, width), -1, np.int32)
+  for i, s in enumerate(sentences):
+    x[i, :len(s.tokens)] = vocab.encode(s.tokens)
+    y[i, :len(s.tags)] = index.encode(s.tags)
+  return {'x': x, 'y': y, 'mask': (y >= 0).astype(np.float32)}
+
+
+def encode(corpus: Corpus, lowercase: bool = False, min_count: int = 1) -> tuple[dict, Vocabulary]:
+  """``({split: {'x', 'y', 'mask'}}, vocabulary)``: the corpus as padded arrays (module doc), the vocabulary
+  from its training split alone."""
+  splits = corpus.splits()
+  for split, sentences in splits.items():
+    if not sentences:
+      raise ValueError(f'the {split} split has no sentences')
+  vocab = readers.build_vocabulary(corpus.train, lowercase=lowercase, min_count=min_count)
+  index = TagIndex(corpus.tags)
+  width = max(len(s.tokens) for sentences in splits.values() for s in sentences)
+  return {split: _pad(splits[split], vocab, index, width) for split in SPLITS}, vocab
+
+
+def load(name: str, data_dir: str = '', lowercase: bool = False, min_count: int = 1
+         ) -> tuple[dict, dict, tuple[str, ...]]:
+  """``(splits, info, tags)`` of benchmark ``name`` (module doc)."""
+  if name not in DATASETS:
+    raise ValueError(f'data.name: unknown tagging benchmark {name!r}; choose one of {sorted(DATASETS)}')
+  if not isinstance(lowercase, bool):
+    raise ValueError(f'data.lowercase must be True or False, got {lowercase!r}')
+  if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+    raise ValueError(f'data.min_count must be a positive integer (1 = every training word), got {min_count!r}')
+  benchmark = DATASETS[name]
+  root = resolve_data_dir(name, data_dir)
+  corpus = benchmark.loader(root)
+  splits, vocab = encode(corpus, lowercase, min_count)
+  real = {split: arrays['mask'] > 0 for split, arrays in splits.items()}
+  info = {
+      'dataset': name,
+      'description': benchmark.description,
+      'files': [str(root / benchmark.folder / benchmark.files[split]) for split in SPLITS],
+      'split_files': {split: f'{benchmark.folder}/{benchmark.files[split]}' for split in SPLITS},
+      'sizes': {split: int(len(arrays['y'])) for split, arrays in splits.items()},  # sentences
+      'tokens': {split: int(r.sum()) for split, r in real.items()},
+      'max_length': {split: int(r.sum(axis=1).max()) for split, r in real.items()},
+      'unknown_tokens': {split: float(np.mean(splits[split]['x'][r] == UNK_ID)) for split, r in real.items()},
+      'vocab_size': len(vocab),  # word ids, PAD and UNK included
+      'lowercase': bool(lowercase),
+      'min_count': int(min_count),
+      'num_tags': len(corpus.tags),
+      'tags': list(corpus.tags),
+  }
+  return splits, info, tuple(corpus.tags)
