@@ -2,7 +2,7 @@ r"""CAL500 (no official split: seeded stratified 60/20/20; needs the data direct
 
 Run: python -m implicit_jax.main --config=configs/cal500.py --workdir=/tmp/implicit_jax/cal500 \
        --config.data.data_dir=PATH/TO/data
-Reached: implicit-cd test example-F1 39.05 @0.5, 46.24 tuned (1 seed); mbce test example-F1 37.72 @0.5, 47.73 tuned (1 seed); official split, docs/mlc_results.md.
+Reached: implicit-cd test example-F1 39.67 @0.5, 46.18 tuned (1 seed); mbce test example-F1 37.98 @0.5, 46.43 tuned (1 seed); official split, docs/mlc_results.md.
 """
 
 from implicit_jax.engine import config as config_lib

@@ -2,7 +2,7 @@ r"""FunCat spo_FUN (Clus HMC; train/valid/test files; needs the data directory):
 
 Run: python -m implicit_jax.main --config=configs/spo_fun.py --workdir=/tmp/implicit_jax/spo_fun \
        --config.data.data_dir=PATH/TO/data     (a folder holding funcat/spo_FUN.*.arff)
-Reached: implicit-cd test example-F1 6.28 @0.5, 24.48 tuned (1 seed); mbce test example-F1 4.81 @0.5, 25.69 tuned (1 seed); official split, docs/mlc_results.md.
+Reached: implicit-cd test example-F1 14.33 @0.5, 19.13 tuned (1 seed); mbce test example-F1 14.09 @0.5, 18.15 tuned (1 seed); official split, docs/mlc_results.md.
 """
 
 from implicit_jax.engine import config as config_lib
