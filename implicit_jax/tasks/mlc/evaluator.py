@@ -27,10 +27,7 @@ class F1Evaluator(Evaluator):
   select = 'f1'
 
   def __init__(self, empty: float = 1.0):
-    if empty not in (0.0, 1.0):
-      raise ValueError(f'data.empty_f1: the F1 of an empty prediction of an empty gold set is 1.0 or 0.0, got '
-                       f'{empty!r}')
-    self.empty = float(empty)
+    self.empty = metrics.check_empty(empty)
 
   def metrics(self, pred, split):
     y = split['y']

@@ -8,6 +8,14 @@ SEAL) scores it 0. ``all_f1`` reports example F1 under both, so that any table c
 import numpy as np
 
 
+def check_empty(empty) -> float:
+  """``data.empty_f1`` checked: the example F1 of an empty prediction of an empty gold set, 1.0 or 0.0."""
+  if empty not in (0.0, 1.0):
+    raise ValueError(f'data.empty_f1: the F1 of an empty prediction of an empty gold set is 1.0 or 0.0, got '
+                     f'{empty!r}')
+  return float(empty)
+
+
 def example_f1(pred: np.ndarray, gold: np.ndarray, empty: float = 1.0) -> float:
   """Mean over examples of ``2 |pred & gold| / (|pred| + |gold|)``, ``empty`` where both sets are empty; binary
   arrays of shape [N, L]."""
@@ -16,10 +24,7 @@ def example_f1(pred: np.ndarray, gold: np.ndarray, empty: float = 1.0) -> float:
     raise ValueError(f'example_f1: prediction shape {pred.shape} does not match gold shape {gold.shape}')
   tp = np.sum(pred & gold, axis=-1)
   denom = np.sum(pred, axis=-1) + np.sum(gold, axis=-1)
-  if empty not in (0.0, 1.0):
-    raise ValueError(f'data.empty_f1: the F1 of an empty prediction of an empty gold set is 1.0 or 0.0, got '
-                     f'{empty!r}')
-  f1 = np.where(denom == 0, float(empty), 2.0 * tp / np.maximum(denom, 1))
+  f1 = np.where(denom == 0, check_empty(empty), 2.0 * tp / np.maximum(denom, 1))
   return float(np.mean(f1))
 
 
@@ -43,6 +48,7 @@ def all_f1(probs: np.ndarray, gold: np.ndarray, threshold: float, empty: float =
   ``empty_rows`` counts the examples where gold and prediction are both empty."""
   pred, gold = probs >= threshold, gold > 0.5
   both_empty = int(np.sum(~pred.any(axis=-1) & ~gold.any(axis=-1)))
-  return {'example_f1': example_f1(pred, gold, empty), 'example_f1_empty1': example_f1(pred, gold, 1.0),
-          'example_f1_empty0': example_f1(pred, gold, 0.0), 'empty_rows': both_empty,
+  by_convention = {e: example_f1(pred, gold, e) for e in (1.0, 0.0)}
+  return {'example_f1': by_convention[check_empty(empty)], 'example_f1_empty1': by_convention[1.0],
+          'example_f1_empty0': by_convention[0.0], 'empty_rows': both_empty,
           'micro_f1': micro_f1(pred, gold), 'macro_f1': macro_f1(pred, gold)}
