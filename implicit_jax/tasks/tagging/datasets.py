@@ -4,7 +4,9 @@
 ``(splits, info, tags)``:
 
 * ``splits``: ``{'train', 'dev', 'test'}`` -> ``{'x': int32 [N, T] word ids (``PAD_ID`` 0 on padding),
-  'y': int32 [N, T] tag ids (-1 on padding), 'mask': float32 [N, T]}``. The vocabulary is built from the training
+  'y': int32 [N, T] tag ids (-1 on padding), 'mask': float32 [N, T]}``, and with ``features`` (NER+, CoNLL-2003
+  only) one int32 [N, T] array per feature: ``caps`` 1 + ``readers.capitalised``, ``pos`` and ``chunk`` ids of the
+  training split's values (1 for a value it lacks); 0 on padding. The vocabulary is built from the training
   split only (``readers.build_vocabulary``: words seen at least ``min_count`` times, lower-cased with
   ``lowercase``), so a dev or test word it lacks, like a rare training word, is ``UNK_ID`` 1. Every split is
   padded to the longest sentence of the three: the engine's ``Task`` wants one width for all splits, and the
@@ -32,7 +34,10 @@ from implicit_jax.tasks import DATA_DIR_ENV, SPLITS
 from implicit_jax.tasks.tagging import readers
 from implicit_jax.tasks.tagging.readers import PAD_ID, UNK_ID, Corpus, Sentence, TagIndex, Vocabulary
 
-__all__ = ['DATASETS', 'Benchmark', 'encode', 'load', 'resolve_data_dir']
+__all__ = ['DATASETS', 'FEATURES', 'Benchmark', 'Loaded', 'encode', 'load', 'resolve_data_dir']
+
+# NER+ inputs beside the words (CoNLL-2003's columns): first-letter capitalisation, POS tag, chunk tag.
+FEATURES = ('caps', 'pos', 'chunk')
 
 
 class Benchmark(NamedTuple):
@@ -73,32 +78,69 @@ def resolve_data_dir(name: str, data_dir: str) -> Path:
   return root
 
 
-def _pad(sentences: list[Sentence], vocab: Vocabulary, index: TagIndex, width: int) -> dict:
+def _feature_index(corpus: Corpus, name: str) -> dict:
+  """Ids of a categorical feature column (POS or chunk tags) from the training split: 0 is padding, 1 a value
+  the training split never shows, then the training values in string order."""
+  values = sorted({v for s in corpus.train for v in s.features[name]})
+  return {v: k + 2 for k, v in enumerate(values)}
+
+
+def _pad(sentences: list[Sentence], vocab: Vocabulary, index: TagIndex, width: int, features: dict) -> dict:
   n = len(sentences)
   x = np.full((n, width), PAD_ID, np.int32)
   y = np.full((n, width), -1, np.int32)
+  out = {name: np.zeros((n, width), np.int32) for name in features}
   for i, s in enumerate(sentences):
     x[i, :len(s.tokens)] = vocab.encode(s.tokens)
     y[i, :len(s.tags)] = index.encode(s.tags)
-  return {'x': x, 'y': y, 'mask': (y >= 0).astype(np.float32)}
+    for name, ids in features.items():
+      # caps is 0/1 per token: stored as 1/2 so that 0 stays padding, like the other features.
+      out[name][i, :len(s.tokens)] = ([v + 1 for v in s.features[name]] if ids is None
+                                      else [ids.get(v, 1) for v in s.features[name]])
+  return {'x': x, 'y': y, 'mask': (y >= 0).astype(np.float32), **out}
 
 
-def encode(corpus: Corpus, lowercase: bool = False, min_count: int = 1) -> tuple[dict, Vocabulary]:
-  """``({split: {'x', 'y', 'mask'}}, vocabulary)``: the corpus as padded arrays (module doc), the vocabulary
-  from its training split alone."""
+def encode(corpus: Corpus, lowercase: bool = False, min_count: int = 1, pretrained=None,
+           features: tuple = ()) -> tuple[dict, Vocabulary, dict]:
+  """``({split: {'x', 'y', 'mask', *features}}, vocabulary, feature sizes)``: the corpus as padded arrays
+  (module doc). The vocabulary is the training split's; with ``pretrained`` (a set of lower-cased words with
+  pretrained vectors) it adds the words of any split that the set holds, after the training words: their vectors
+  are known without their tags, so a dev word with a GloVe vector is not UNK."""
   splits = corpus.splits()
   for split, sentences in splits.items():
     if not sentences:
       raise ValueError(f'the {split} split has no sentences')
+  for name in features:
+    if name not in FEATURES:
+      raise ValueError(f'data.features: unknown feature {name!r}; choose from {FEATURES}')
+    missing = [s.line for s in corpus.train if name not in s.features]
+    if missing:
+      raise ValueError(f'data.features: {name!r} is not a column of this dataset (first sentence without it '
+                       f'starts on line {missing[0]}); NER+ features exist for conll2003 only')
   vocab = readers.build_vocabulary(corpus.train, lowercase=lowercase, min_count=min_count)
+  if pretrained is not None:
+    known = set(vocab.words)
+    extra = sorted({t.lower() if lowercase else t for sentences in splits.values() for s in sentences
+                    for t in s.tokens} - known)
+    vocab = Vocabulary(vocab.words + tuple(w for w in extra if w.lower() in pretrained), lowercase)
+  indices = {name: None if name == 'caps' else _feature_index(corpus, name) for name in features}
+  sizes = {name: 3 if ids is None else len(ids) + 2 for name, ids in indices.items()}
   index = TagIndex(corpus.tags)
   width = max(len(s.tokens) for sentences in splits.values() for s in sentences)
-  return {split: _pad(splits[split], vocab, index, width) for split in SPLITS}, vocab
+  return {split: _pad(splits[split], vocab, index, width, indices) for split in SPLITS}, vocab, sizes
 
 
-def load(name: str, data_dir: str = '', lowercase: bool = False, min_count: int = 1
-         ) -> tuple[dict, dict, tuple[str, ...]]:
-  """``(splits, info, tags)`` of benchmark ``name`` (module doc)."""
+class Loaded(NamedTuple):
+  splits: dict
+  info: dict
+  tags: tuple
+  vocab: Vocabulary
+  feature_sizes: dict  # feature name -> ids it takes (padding 0 included)
+
+
+def load(name: str, data_dir: str = '', lowercase: bool = False, min_count: int = 1, pretrained=None,
+         features: tuple = ()) -> Loaded:
+  """``Loaded(splits, info, tags, vocab, feature_sizes)`` of benchmark ``name`` (module doc, ``encode``)."""
   if name not in DATASETS:
     raise ValueError(f'data.name: unknown tagging benchmark {name!r}; choose one of {sorted(DATASETS)}')
   if not isinstance(lowercase, bool):
@@ -108,7 +150,7 @@ def load(name: str, data_dir: str = '', lowercase: bool = False, min_count: int 
   benchmark = DATASETS[name]
   root = resolve_data_dir(name, data_dir)
   corpus = benchmark.loader(root)
-  splits, vocab = encode(corpus, lowercase, min_count)
+  splits, vocab, sizes = encode(corpus, lowercase, min_count, pretrained, tuple(features))
   real = {split: arrays['mask'] > 0 for split, arrays in splits.items()}
   info = {
       'dataset': name,
@@ -120,9 +162,11 @@ def load(name: str, data_dir: str = '', lowercase: bool = False, min_count: int 
       'max_length': {split: int(r.sum(axis=1).max()) for split, r in real.items()},
       'unknown_tokens': {split: float(np.mean(splits[split]['x'][r] == UNK_ID)) for split, r in real.items()},
       'vocab_size': len(vocab),  # word ids, PAD and UNK included
+      'vocab_from_pretrained': len(vocab) - len(readers.build_vocabulary(corpus.train, lowercase, min_count)),
+      'features': {name: int(n) for name, n in sizes.items()},
       'lowercase': bool(lowercase),
       'min_count': int(min_count),
       'num_tags': len(corpus.tags),
       'tags': list(corpus.tags),
   }
-  return splits, info, tuple(corpus.tags)
+  return Loaded(splits, info, tuple(corpus.tags), vocab, sizes)

@@ -16,6 +16,8 @@ Energy (Shankar & Piratla, Eq. 7; lower is better, the signs of U and W are lear
 summed over the real tokens and the pairs of real neighbours.
 """
 
+from typing import Callable
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -32,11 +34,19 @@ class Encoder(nn.Module):
   hidden: int = 64
   kernel_size: int = 3
   dropout: float = 0.0
+  embedding_init: Callable | None = None  # the word table's initial value (pretrained vectors), else Flax's
+  features: tuple = ()                    # NER+: ((batch key, ids), ...) embedded and concatenated to the words
+  feature_dim: int = 16                   # width of each feature's embedding
 
   @nn.compact
   def __call__(self, batch: dict, train: bool = False) -> jax.Array:
     mask = batch['mask'][..., None].astype(jnp.float32)
-    h = nn.Embed(self.vocab_size, self.embedding_dim, name='embed')(batch['x']) * mask
+    init = {} if self.embedding_init is None else {'embedding_init': self.embedding_init}
+    h = nn.Embed(self.vocab_size, self.embedding_dim, name='embed', **init)(batch['x'])
+    if self.features:
+      h = jnp.concatenate([h] + [nn.Embed(n, self.feature_dim, name=f'embed_{key}')(batch[key])
+                                 for key, n in self.features], axis=-1)
+    h = h * mask
     if self.dropout:
       h = nn.Dropout(self.dropout, deterministic=not train)(h)
     if self.kind == 'conv':

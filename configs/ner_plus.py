@@ -1,0 +1,20 @@
+r"""CoNLL-2003 English NER+ (implicit_jax/tasks/tagging, data.name='conll2003', data.features): NER with three more
+inputs per token, each an embedding concatenated to the word's: the capitalisation of its first letter, its POS tag
+and its chunk tag (the file's columns 2 and 3; ids from the training split, unseen values share one id). Otherwise
+configs/ner.py: 17 BIOES tags, strict chunk F1 selects the best epoch. CoNLL-2003 is research-use text: point
+data_dir at your copy, never copy it into the repository.
+
+Run:    python -m implicit_jax.main --config=configs/ner_plus.py --config.data.data_dir=../shared/data \
+            --workdir=/tmp/implicit_jax/ner_plus
+Others: --config.method=implicit | crf | spen | infnet | infnet_plus | seal_dynamic; scripts/reproduce_tagging.py
+        --dataset=ner_plus runs them all (docs/tagging.md).
+"""
+
+from implicit_jax.engine import config as config_lib
+
+
+def get_config():
+  c = config_lib.from_file('ner.py', relative_to=__file__)
+  c.data.features = ('caps', 'pos', 'chunk')
+  c.model.feature_dim = 16
+  return c

