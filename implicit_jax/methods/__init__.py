@@ -24,6 +24,7 @@ OPTIMIZERS = {'adam': optax.adam, 'sgd': optax.sgd, 'adamw': optax.adamw}
 REGISTRY = {
     'implicit': ('implicit', 'build', 'implicit'),
     'feedforward': ('feedforward', 'build', None),
+    'crf': ('crf', 'build', None),
     'spen': ('spen', 'build', 'spen'),
     'dvn': ('dvn', 'build', 'dvn'),
     'nce_gbi': ('seal', 'build_nce_gbi', 'nce_gbi'),

@@ -77,19 +77,26 @@ class TaggerNet(nn.Module):
 
 
 class SequenceEnergy(nn.Module):
-  """Eq. 7. ``__call__(batch, y [..., B, T, C]) -> [..., B]``; leading axes of y (negatives) share one b(x)."""
+  """Eq. 7. ``__call__(batch, y [..., B, T, C]) -> [..., B]``; leading axes of y (negatives) share one b(x).
+  ``potentials(batch)`` gives its two terms' scores, ``(U b(x, t) [B, T, C], W [C, C])``, for exact chain
+  inference (the CRF method)."""
 
   encoder: Encoder
   num_tags: int
 
-  @nn.compact
+  def setup(self):
+    self.U = nn.Dense(self.num_tags, use_bias=False)
+    self.W = self.param('W', nn.initializers.normal(0.1), (self.num_tags, self.num_tags))
+
+  def potentials(self, batch: dict) -> tuple[jax.Array, jax.Array]:
+    return self.U(self.encoder(batch)), self.W
+
   def __call__(self, batch: dict, y: jax.Array) -> jax.Array:
     if y.shape[-1] != self.num_tags:
       raise ValueError(f'energy: y has {y.shape[-1]} tags, the energy was built for {self.num_tags}')
     mask = batch['mask'].astype(y.dtype)
-    unary_scores = nn.Dense(self.num_tags, use_bias=False, name='U')(self.encoder(batch))      # [B, T, C]
+    unary_scores, w = self.potentials(batch)                                                    # [B, T, C]
     unary = jnp.sum(jnp.sum(y * unary_scores, axis=-1) * mask, axis=-1)
-    w = self.param('W', nn.initializers.normal(0.1), (self.num_tags, self.num_tags))
     pairs = jnp.einsum('...tc,cd,...td->...t', y[..., :-1, :], w, y[..., 1:, :])               # [..., B, T - 1]
     pairwise = jnp.sum(pairs * (mask[:, 1:] * mask[:, :-1]), axis=-1)
     return unary + pairwise
