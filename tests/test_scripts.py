@@ -76,3 +76,27 @@ def test_ablation_verdict_needs_every_seed():
   assert ablation_mlc.verdict(np.array([-0.1, -0.2])) == 'lower on every seed'
   assert ablation_mlc.verdict(np.array([0.1, -0.2, 0.3])) == 'mixed signs across seeds'
   assert ablation_mlc.verdict(np.array([0.5])) == 'one seed'
+
+
+def test_tagging_systems_and_sweeps_are_valid_overrides():
+  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from implicit_jax import methods  # pylint: disable=import-outside-toplevel
+  for dataset in reproduce_tagging.DATASETS:
+    assert set(reproduce_tagging.PUBLISHED[dataset]) <= set(reproduce_tagging.SYSTEMS)
+    for _, overrides in reproduce_tagging.SYSTEMS.values():
+      config = reproduce_tagging.base_config(dataset, 0, '/nowhere', overrides)  # a misspelt field raises
+      assert config.method in methods.REGISTRY
+  for dataset, variants in reproduce_tagging.SWEEPS.values():
+    for overrides in variants.values():
+      reproduce_tagging.base_config(dataset, 0, '/nowhere', overrides)
+
+
+def test_tagging_table_flags_and_pairs():
+  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  run = lambda seed, acc: {'seed': seed, 'test_accuracy': acc, 'dev_accuracy': acc, 'train_seconds': 1.0}
+  runs = {'pos-bilstm': [run(0, 0.88), run(1, 0.87)], 'pos-implicit-cd': [run(0, 0.89), run(1, 0.86)]}
+  lines, flagged = reproduce_tagging.dataset_section('pos', runs)
+  text = '\n'.join(lines)
+  assert '| BiLSTM (cross-entropy) | 2 | 87.50 ± 0.50 |' in text and '| yes |' in text   # 87.5 vs 88.7 / 88.8
+  assert flagged == ['implicit CD'] and '**no** (2.6 away)' in text                     # 87.5 vs 90.1
+  assert 'seed 0 +1.00, seed 1 -1.00; mean +0.00, 1/2 seeds positive' in text
