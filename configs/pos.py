@@ -32,8 +32,10 @@ def get_config():
   c.implicit.primary_loss = 'cd'
   c.implicit.cost = 'hamming'
   c.implicit.negatives.num_samples = 3
-  # Every inference net learns at the feed-forward tagger's dev-chosen rate (the energies at config.optimizer's).
-  c.implicit.inner_optimizer.learning_rate = 3e-3
+  # The inference nets learn at the feed-forward tagger's dev-chosen rate (the energies at config.optimizer's);
+  # the implicit method's five inner steps per batch at a third of it, with lambda 0.1 (sweep pos-cd, on dev).
+  c.implicit.inner_optimizer.learning_rate = 1e-3
+  c.implicit.aux_lambda = 0.1
   c.infnet.inference_optimizer.learning_rate = c.seal.task_optimizer.learning_rate = 3e-3
   c.spen.gbi.rule = c.dvn.gbi.rule = c.nce_gbi.gbi.rule = c.seal.gbi.rule = 'mirror'  # on the simplices
   c.spen.gbi.step_size = c.dvn.gbi.step_size = c.nce_gbi.gbi.step_size = c.seal.gbi.step_size = 1.0
