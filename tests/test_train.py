@@ -133,7 +133,7 @@ def test_main_runs_and_prints_test_f1(tmp_path):
 
 BAD_VALUES = [
     ('method', 'spenn',
-     "config.method: unknown method 'spenn'; choose one of ['dvn', 'feedforward', 'implicit', 'infnet', "
+     "config.method: unknown method 'spenn'; choose one of ['crf', 'dvn', 'feedforward', 'implicit', 'infnet', "
      "'infnet_plus', 'nce_gbi', 'seal_dynamic', 'seal_static', 'spen']"),
     ('implicit.solver.name', 'newton', "implicit.solver.name: unknown inverse-HVP solver 'newton'"),
     ('implicit.solver.iterations', -2, 'solver.iterations must be a non-negative integer, got -2'),
