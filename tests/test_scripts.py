@@ -100,3 +100,25 @@ def test_tagging_table_flags_and_pairs():
   assert '| BiLSTM (cross-entropy) | 2 | 87.50 ± 0.50 |' in text and '| yes |' in text   # 87.5 vs 88.7 / 88.8
   assert flagged == ['implicit CD'] and '**no** (2.6 away)' in text                     # 87.5 vs 90.1
   assert 'seed 0 +1.00, seed 1 -1.00; mean +0.00, 1/2 seeds positive' in text
+
+
+def test_tagging_throughput_rows_are_reproduce_systems():
+  """benchmarks/tagging_throughput.py times each method with its reproduce_tagging systems' overrides; a method
+  name missing from the registry is skipped with a note, an unknown name refused."""
+  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
+  import pytest  # pylint: disable=import-outside-toplevel
+  import tagging_throughput as tt  # pylint: disable=import-outside-toplevel
+  from implicit_jax import methods  # pylint: disable=import-outside-toplevel
+  for method, systems in tt.ROWS.items():
+    assert all(tt.SYSTEMS[s][1]['method'] == method for s in systems), method
+  systems, notes = tt.choose_systems(['implicit', 'infnet_plus', 'seal-nce', 'feedforward'])
+  assert systems == ['bilstm', 'implicit-cd', 'infnet-plus-separated', 'infnet-plus-shared', 'infnet-plus-stacked',
+                     'seal-nce'] and notes == []
+  registry = dict(methods.REGISTRY)
+  del registry['crf']
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setattr(methods, 'REGISTRY', registry)
+    assert tt.choose_systems(['crf', 'spen']) == (['bilstm', 'spen'], [
+        '`crf` skipped: not in implicit_jax.methods.REGISTRY in this checkout.'])
+  with pytest.raises(ValueError, match='unknown'):
+    tt.choose_systems(['bilstm-crf'])
