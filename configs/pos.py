@@ -12,6 +12,7 @@ Word table, rate, dropout and casing chosen on dev for the BiLSTM (python script
 --sweep=pos-ff, docs/tagging/sweeps/pos-ff.md): GloVe 50d lower-cased 83.67 dev against 75.98 for random 100d
 vectors; 50 epochs reached 83.99, 30 kept for the cost of the energy-based methods (about 30x the BiLSTM's step).
 The other methods share these settings, untuned.
+Reached: BiLSTM (cross-entropy) test accuracy 84.33 ± 0.22 (3 seeds); implicit CD test accuracy 84.27 ± 0.23 (3 seeds); CPU, docs/tagging.md.
 """
 
 from implicit_jax.engine import config as config_lib
