@@ -250,13 +250,17 @@ def update_readme(table: str) -> None:
   start, end = '<!-- results:tagging -->', '<!-- /results:tagging -->'
   if start not in text:
     return
+  def spaced(line):  # markdown: headings, paragraphs and tables need blank lines between them
+    if line.startswith('## '):
+      return f'\n**{line[3:]}**\n'
+    if line.startswith('**Emb'):
+      return f'{line}\n'
+    return f'\n{line}' if line.startswith(('Not run', 'Flagged')) else line
+
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run'))]
   block = (f'{start}\n\nTest scores x 100, mean ± std over seeds, from the committed runs '
            '([docs/tagging.md](docs/tagging.md): commands, flags, published numbers).\n\n'
-           + '\n'.join((f'\n{line.replace("## ", "**", 1)}**\n' if line.startswith('## ') else f'{line}\n')
-                        if line.startswith(('## ', '**Emb')) else line
-                        for line in kept)
-           + f'\n{end}')
+           + '\n'.join(spaced(line) for line in kept) + f'\n{end}')
   head, rest = text.split(start, 1)
   readme.write_text(head + block + rest.split(end, 1)[1], encoding='utf-8')
 
