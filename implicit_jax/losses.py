@@ -25,8 +25,13 @@ def ssvm_margin(e_neg: jax.Array, e_gold: jax.Array, cost: jax.Array) -> jax.Arr
 
   Zero once every negative's energy exceeds the gold energy by at least its cost. Accepts ``[B]`` or ``[K, B]``.
   """
+  return jnp.mean(ssvm_margin_terms(e_neg, e_gold, cost))
+
+
+def ssvm_margin_terms(e_neg: jax.Array, e_gold: jax.Array, cost: jax.Array) -> jax.Array:
+  """``ssvm_margin`` per example, ``[B]``."""
   violation = jax.nn.relu(cost - e_neg + e_gold)
-  return jnp.mean(violation if violation.ndim == 1 else jnp.max(violation, axis=0))
+  return violation if violation.ndim == 1 else jnp.max(violation, axis=0)
 
 
 def perceptron(e_neg: jax.Array, e_gold: jax.Array) -> jax.Array:
@@ -42,8 +47,32 @@ def contrastive_divergence(e_neg: jax.Array, e_gold: jax.Array, cost: jax.Array)
   i.e. ``E(x, y) + logsumexp_k(Delta_k - E_k)`` with the gold term ``Delta_0 - E_0 = -E(x, y)``. With one
   negative it is the SSVM margin with the hinge softened to a softplus.
   """
+  return jnp.mean(contrastive_divergence_terms(e_neg, e_gold, cost))
+
+
+def contrastive_divergence_terms(e_neg: jax.Array, e_gold: jax.Array, cost: jax.Array) -> jax.Array:
+  """``contrastive_divergence`` per example, ``[B]``."""
   terms = jnp.concatenate([-e_gold[None], cost - e_neg], axis=0)
-  return jnp.mean(e_gold + jax.nn.logsumexp(terms, axis=0))
+  return e_gold + jax.nn.logsumexp(terms, axis=0)
+
+
+def reward_ranking_terms(e: jax.Array, reward: jax.Array, margin: float, valid: jax.Array | None = None
+                         ) -> jax.Array:
+  """Rank-based loss on outputs scored by a reward (R-SPEN, Rooshenas et al. 2018), per example ``[B]``: for
+  every pair of outputs with ``R_i > R_j``, the energy must be lower on ``y_i`` by ``margin * (R_i - R_j)``::
+
+      L = mean over pairs with R_i > R_j of  [margin * (R_i - R_j) + E_i - E_j]_+
+
+  ``e``, ``reward``: ``[S, B]``; ``valid`` [S, B] leaves outputs out (0). The reward is a target (no gradient).
+  Zero for an example with no ordered pair.
+  """
+  reward = jax.lax.stop_gradient(reward)
+  gap = reward[:, None, :] - reward[None, :, :]                                     # [S, S, B]: R_i - R_j
+  ordered = (gap > 0).astype(e.dtype)
+  if valid is not None:
+    ordered = ordered * valid[:, None, :] * valid[None, :, :]
+  hinge = jax.nn.relu(margin * gap + e[:, None, :] - e[None, :, :])
+  return jnp.sum(ordered * hinge, axis=(0, 1)) / jnp.maximum(jnp.sum(ordered, axis=(0, 1)), 1.0)
 
 
 def nce_ranking(e_neg: jax.Array, e_gold: jax.Array, log_pn_neg: jax.Array, log_pn_gold: jax.Array) -> jax.Array:

@@ -122,3 +122,23 @@ def test_tagging_throughput_rows_are_reproduce_systems():
         '`crf` skipped: not in implicit_jax.methods.REGISTRY in this checkout.'])
   with pytest.raises(ValueError, match='unknown'):
     tt.choose_systems(['bilstm-crf'])
+
+
+def test_cora_systems_and_sweeps_are_valid_overrides():
+  from implicit_jax import methods  # pylint: disable=import-outside-toplevel
+  from scripts import reproduce_cora  # pylint: disable=import-outside-toplevel
+  for _, overrides in reproduce_cora.SYSTEMS.values():
+    if overrides is not None:
+      config = reproduce_cora.base_config(5, 0, '/nowhere', overrides)  # a misspelt field raises
+      assert config.method in methods.REGISTRY and config.seed == config.data.draw == 0
+  for size, draw, variants in reproduce_cora.SWEEPS.values():
+    for overrides in variants.values():
+      assert reproduce_cora.base_config(size, draw, '/nowhere', overrides).data.labeled == size
+  assert set(reproduce_cora.MATCH.values()) <= set(reproduce_cora.PUBLISHED)
+
+
+def test_cora_paired_differences_use_common_draws():
+  from scripts import reproduce_cora  # pylint: disable=import-outside-toplevel
+  rec = lambda draw, acc: {'config': {'data': {'draw': draw}}, 'test_accuracy': acc}
+  got = reproduce_cora.paired([rec(0, 0.7), rec(1, 0.6), rec(2, 0.5)], [rec(0, 0.65), rec(2, 0.53)])
+  assert got == '+1.00 (per draw +5.00, -3.00; 1/2 positive)'

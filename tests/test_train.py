@@ -134,7 +134,7 @@ def test_main_runs_and_prints_test_f1(tmp_path):
 BAD_VALUES = [
     ('method', 'spenn',
      "config.method: unknown method 'spenn'; choose one of ['crf', 'dvn', 'feedforward', 'implicit', 'infnet', "
-     "'infnet_plus', 'nce_gbi', 'seal_dynamic', 'seal_static', 'spen']"),
+     "'infnet_plus', 'nce_gbi', 'rspen', 'seal_dynamic', 'seal_static', 'spen']"),
     ('implicit.solver.name', 'newton', "implicit.solver.name: unknown inverse-HVP solver 'newton'"),
     ('implicit.solver.iterations', -2, 'solver.iterations must be a non-negative integer, got -2'),
     ('implicit.solver.alpha', -0.5, 'solver.alpha must be > 0, got -0.5'),
@@ -144,7 +144,8 @@ BAD_VALUES = [
     ('implicit.primary_loss', 'hinge', "implicit.primary_loss: unknown loss 'hinge'; choose one of ('ssvm', "),
     ('implicit.negatives.sampler', 'gumbel', "negatives.sampler: unknown sampler 'gumbel'; choose one of ("),
     ('implicit.cost', 'dice', "implicit.cost: unknown cost 'dice' for the binary output space; choose one of"),
-    ('task', 'pos', "config.task: unknown task 'pos'; choose one of ['mlc', 'segmentation', 'synthetic', 'tagging']"),
+    ('task', 'pos',
+     "config.task: unknown task 'pos'; choose one of ['citations', 'mlc', 'segmentation', 'synthetic', 'tagging']"),
     ('task', 'tagging', "config.data does not hold the fields of task 'tagging'"),
     ('checkpoint_every', -1, 'config.checkpoint_every must be a non-negative integer, got -1'),
 ]

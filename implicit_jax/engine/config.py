@@ -40,12 +40,14 @@ TASK_SECTIONS = ('data', 'model')
 def core_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.seed = 0                  # parameter init, data order and sampling all derive from it
-  c.task = 'synthetic'        # the task family (implicit_jax/tasks: 'synthetic', 'mlc', 'tagging'); its sections
+  c.task = 'synthetic'        # the task family (implicit_jax/tasks: 'synthetic', 'mlc', 'tagging', 'segmentation',
+                              # 'citations'); its sections
                               # data and model come with it, so a config file names its task once
   c.method = 'implicit'       # 'implicit' (the paper), 'feedforward' (cross-entropy baseline); energies trained
                               # alone, prediction by gradient-based inference: 'spen', 'dvn', 'nce_gbi'; inference
                               # networks trained against an energy: 'infnet', 'infnet_plus'; energy as a loss for a
-                              # task net: 'seal_static', 'seal_dynamic'. Each reads its section (methods/)
+                              # task net: 'seal_static', 'seal_dynamic'; 'crf' (exact chain inference, tags);
+                              # 'rspen' (energy ranked by a task's reward, Cora). Each reads its section (methods/)
   c.optimizer = ml_collections.ConfigDict()  # the outer optimiser: energy phi (the whole net for 'feedforward')
   c.optimizer.name = 'adam'   # 'adam', 'sgd' or 'adamw'
   c.optimizer.learning_rate = 1e-3

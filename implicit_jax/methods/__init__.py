@@ -32,10 +32,14 @@ REGISTRY = {
     'infnet_plus': ('infnet', 'build_infnet_plus', 'infnet'),
     'seal_static': ('seal', 'build_static', 'seal'),
     'seal_dynamic': ('seal', 'build_dynamic', 'seal'),
+    'rspen': ('rspen', 'build', 'rspen'),
 }
+# Methods that learn from unlabeled training rows through the task's reward (Task.reward); the others train on
+# gold outputs only and refuse a split with unlabeled rows.
+SEMI_SUPERVISED = ('implicit', 'dvn', 'rspen')
 # config section -> the module whose default_config() defines it (its methods' settings, documented there).
 SECTION_MODULES = {'implicit': 'implicit', 'spen': 'spen', 'dvn': 'dvn', 'nce_gbi': 'seal', 'infnet': 'infnet',
-                   'seal': 'seal'}
+                   'seal': 'seal', 'rspen': 'rspen'}
 
 
 @flax.struct.dataclass
@@ -111,7 +115,27 @@ def default_sections() -> dict:
           for section, module in SECTION_MODULES.items()}
 
 
+def batch_score(task: Any, field: str = 'the task score') -> Callable:
+  """``score(y_bar, batch) -> [..., B]``: the task score of outputs against the batch's gold ones (DVN's target);
+  on a task with a reward, the reward on the unlabeled rows (``labeled`` 0) instead."""
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  gold_score = task.space.score(task.score, field)
+  reward = getattr(task, 'reward', None)  # duck-typed tasks (tests) may lack the field
+  if reward is None:
+    return lambda y_bar, batch: gold_score(y_bar, batch['y'], batch.get('mask'))
+
+  def score(y_bar, batch):
+    return jnp.where(batch['labeled'] > 0, gold_score(y_bar, batch['y'], batch.get('mask')),
+                     reward(batch, y_bar))
+
+  return score
+
+
 def build(task: Any, config: Any) -> Method:
   section_of(config.method)
+  if getattr(task, 'unlabeled_rows', 0) and config.method not in SEMI_SUPERVISED:
+    raise ValueError(f'config.method={config.method!r} learns from gold outputs only, but the training split has '
+                     f'{task.unlabeled_rows} unlabeled rows: set data.unlabeled=False, or use one of '
+                     f'{SEMI_SUPERVISED}')
   module, builder, _ = REGISTRY[config.method]
   return getattr(importlib.import_module(f'implicit_jax.methods.{module}'), builder)(task, config)

@@ -9,6 +9,9 @@ three kinds of y:
   loss itself, the outputs the value network is currently most wrong about (Gygli et al., section 3.2);
 * the gold output, score 1.
 
+On a task with a reward (Cora) the unlabeled rows' target is the reward of y instead of its score against the
+gold (``methods.batch_score``): DVN regressing the reward, as the paper's DVN row.
+
 All three are constants for the phi update. Prediction: GBI on E (``inference.predictor``).
 """
 
@@ -18,7 +21,7 @@ import ml_collections
 import optax
 
 from implicit_jax import inference, losses
-from implicit_jax.methods import Method
+from implicit_jax.methods import Method, batch_score
 from implicit_jax.methods.spen import energy_method
 
 
@@ -32,8 +35,7 @@ def default_config(section: str = 'dvn') -> ml_collections.ConfigDict:
 
 def value_regression(energy, phi, batch, samples, score_fn):
   """The regression loss on ``samples`` [S, *y.shape] (constants), each scored against the gold y."""
-  return losses.dvn_regression(energy.apply(phi, batch, samples),
-                               score_fn(samples, batch['y'], batch.get('mask')))
+  return losses.dvn_regression(energy.apply(phi, batch, samples), score_fn(samples, batch))
 
 
 def regression_loss(space, score_fn, gbi, field: str):
@@ -43,14 +45,14 @@ def regression_loss(space, score_fn, gbi, field: str):
   space.check_init(gbi.init, f'{field}.init')
 
   def make_loss(energy, phi, batch):
-    y, mask = batch['y'], batch.get('mask')
+    y = batch['y']
     start = space.initial(gbi.init, y.shape, jnp.full(y.shape, 0.5) if gbi.init == 'given' else None,
                           f'{field}.init')
     energy_of = lambda y_bar: energy.apply(phi, batch, y_bar)
     y_inf, _ = inference.gradient_based_inference(space, energy_of, start, gbi.steps, gbi.step_size, gbi.rule,
                                                   gbi.tol, gbi.unroll)
     # Ascent on the per-example regression loss = descent on its negative, with the same GBI machinery.
-    negative_loss = lambda y_bar: -optax.sigmoid_binary_cross_entropy(-energy_of(y_bar), score_fn(y_bar, y, mask))
+    negative_loss = lambda y_bar: -optax.sigmoid_binary_cross_entropy(-energy_of(y_bar), score_fn(y_bar, batch))
     y_adv, _ = inference.gradient_based_inference(space, negative_loss, y_inf, gbi.steps, gbi.step_size, gbi.rule,
                                                   unroll=gbi.unroll)
     samples = jax.lax.stop_gradient(jnp.stack([y_inf, y_adv, y]))           # [3, *y.shape]
@@ -61,5 +63,5 @@ def regression_loss(space, score_fn, gbi, field: str):
 
 def build(task, config) -> Method:
   gbi = config.dvn.gbi
-  score_fn = task.space.score(task.score, 'the task score')
+  score_fn = batch_score(task)
   return energy_method(task, config, gbi, regression_loss(task.space, score_fn, gbi, 'dvn.gbi'), 'dvn.gbi')

@@ -12,6 +12,11 @@ many GBI steps on E_phi (Remark 3 of the paper, which does not use it).
 
 Each outer step: ``inner_steps`` optimiser steps on theta from the previous theta (warm start, optimiser state
 carried too), then one step on phi with ``dL_prim/dphi`` from ``bilevel.ImplicitSolve``; all in one jitted call.
+On a task with a reward (indirect supervision, Cora), L_prim is the primary loss (ssvm or cd) on the labeled rows
+and, on the unlabeled rows, the rank loss of the negatives ordered by the reward (R-SPEN's, margin
+``reward_margin``); L_aux's cross-entropy has no gold there (zero), its energy term pulls A_theta(x) to what the
+energy has learned from the reward.
+
 The sampling noise of the negatives is drawn first and passed as data, so L_prim is a deterministic,
 differentiable function of (theta, phi) within the step.
 """
@@ -59,6 +64,8 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
   c.unroll = False               # inner steps and solver iterations as straight-line code, not XLA loops: the same
                                  # numbers, longer compiles; XLA:CPU runs convolution gradients inside loops several
                                  # times slower (jax-ml/jax#12868), so the convolutional tasks set it
+  c.reward_margin = 1.0          # tasks with a reward (Cora): L_prim on an unlabeled row is the rank loss of its
+                                 # negatives by reward (losses.reward_ranking_terms), margin * (R_i - R_j) apart
   c.refine = ml_collections.ConfigDict()  # prediction (Remark 3): GBI on E_phi from A_theta(x)
   c.refine.steps = 0             # 0 = A_theta(x), the paper's choice; k > 0 = k GBI steps
   c.refine.step_size = 0.1
@@ -94,6 +101,10 @@ def make_losses(task, config) -> Losses:
   if neg.num_samples < 0 or (neg.num_samples == 0 and not neg.include_mean):
     raise ValueError('implicit.negatives: need num_samples > 0 or include_mean=True (no negative to contrast '
                      'with)')
+  reward = getattr(task, 'reward', None)
+  if reward is not None and name not in ('ssvm', 'cd'):
+    raise ValueError(f'implicit.primary_loss={name!r}: a task with a reward (unlabeled rows ranked by it) takes '
+                     f"'ssvm' or 'cd' on its labeled rows")
   infnet, energy = task.make_inference_net(), task.make_energy()
   lam = cfg.aux_lambda
 
@@ -109,6 +120,13 @@ def make_losses(task, config) -> Losses:
     y_neg = space.negatives(logits, batch['noise'], neg.sampler, neg.temperature, neg.scale,
                             neg.include_mean)                                 # [K, *y.shape]
     e_neg, e_gold = energy.apply(phi, batch, y_neg), energy.apply(phi, batch, y)  # [K, B], [B]
+    if reward is not None:
+      cost = cfg.cost_scale * cost_fn(y_neg, y, mask)
+      supervised = (losses.ssvm_margin_terms if name == 'ssvm' else losses.contrastive_divergence_terms)(
+          e_neg, e_gold, cost)
+      ranked = losses.reward_ranking_terms(e_neg, reward(batch, y_neg), cfg.reward_margin)
+      labeled = batch['labeled']
+      return jnp.mean(labeled * supervised + (1.0 - labeled) * ranked)
     if name == 'ssvm':
       return losses.ssvm_margin(e_neg, e_gold, cfg.cost_scale * cost_fn(y_neg, y, mask))
     if name == 'cd':

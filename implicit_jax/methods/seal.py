@@ -35,8 +35,8 @@ import ml_collections
 import optax
 
 from implicit_jax import inference, losses
-from implicit_jax.methods import (Method, State, dvn, init_params, make_optimizer, optimizer_config, positive_int,
-                                  spen, steps_per_epoch)
+from implicit_jax.methods import (Method, State, batch_score, dvn, init_params, make_optimizer, optimizer_config,
+                                  positive_int, spen, steps_per_epoch)
 
 ENERGY_LOSSES = ('margin', 'regression', 'regression_s', 'nce')
 _SAMPLER = {'regression_s': 'gaussian', 'nce': 'straight_through'}  # losses that draw K samples, and how
@@ -96,7 +96,7 @@ def sample_energy_loss(task, energy, name, cfg, field='seal'):
   space = task.space
   _check_energy_loss(name, cfg, space, field)
   cost_fn = space.cost(cfg.cost, f'{field}.cost') if name == 'margin' else None
-  score_fn = space.score(task.score, 'the task score') if name.startswith('regression') else None
+  score_fn = batch_score(task) if name.startswith('regression') else None
 
   def loss(phi, batch, logits, noise):
     y, mask = batch['y'], batch.get('mask')
@@ -223,7 +223,7 @@ def build_static(task, config) -> Method:
     # SPEN's / DVN's own loss, on GBI outputs: the static loss-net does not look at the task net.
     make_loss = (spen.margin_loss(space, space.cost(cfg.cost, 'seal.cost'), cfg.cost_scale, cfg.gbi, 'seal.gbi')
                  if name == 'margin' else
-                 dvn.regression_loss(space, space.score(task.score, 'the task score'), cfg.gbi, 'seal.gbi'))
+                 dvn.regression_loss(space, batch_score(task), cfg.gbi, 'seal.gbi'))
     objective = lambda params, batch, rng: make_loss(energy, params['phi'], batch)
   else:
     objective = samples_objective(task, energy, net, name, cfg)

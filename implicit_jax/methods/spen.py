@@ -30,7 +30,8 @@ def energy_method(task, config, gbi, make_loss, field: str) -> Method:
   """A method that trains the energy alone and predicts by GBI (SPEN, DVN).
 
   ``make_loss(energy, phi, batch) -> loss(phi)``: given the current parameters it builds its training outputs
-  (constants for the update) and returns the loss whose gradient moves phi. ``gbi``: the prediction's settings.
+  (constants for the update) and returns the loss whose gradient moves phi; ``batch['step_key']`` holds the
+  step's random key (key data) for losses that sample. ``gbi``: the prediction's settings.
   """
   energy = task.make_energy()
   opt = make_optimizer(config.optimizer, 'optimizer')
@@ -41,7 +42,7 @@ def energy_method(task, config, gbi, make_loss, field: str) -> Method:
     return State(step=jnp.zeros((), jnp.int32), params={'phi': phi}, opt_state={'phi': opt.init(phi)})
 
   def train_step(state, batch, rng):
-    del rng
+    batch = dict(batch, step_key=jax.random.key_data(rng))
     phi = state.params['phi']
     loss, grad = jax.value_and_grad(make_loss(energy, phi, batch))(phi)
     updates, opt_state = opt.update(grad, state.opt_state['phi'], phi)

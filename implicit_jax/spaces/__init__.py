@@ -59,6 +59,11 @@ class OutputSpace:
     """The relaxed output of an inference network's logits."""
     raise NotImplementedError
 
+  def logits_of(self, y: jax.Array) -> jax.Array:
+    """Logits whose relaxation is ``y`` (up to clipping at 1e-6 from the edges): to sample around a relaxed
+    output, as R-SPEN does around its GBI output."""
+    raise NotImplementedError
+
   def local_loss(self, logits: jax.Array, y: jax.Array, mask=None) -> jax.Array:
     """Cross-entropy of the gold (or any relaxed) y under the logits: summed over an example's output units,
     averaged over examples (MBCE for Bernoulli units, token CE summed over a sentence for tags)."""

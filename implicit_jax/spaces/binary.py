@@ -65,6 +65,10 @@ class Binary(OutputSpace):
     """``log prod_j p_j^y_j (1 - p_j)^(1 - y_j)``, ``p = sigmoid(logits)``, relaxed y too."""
     return -self._sum(optax.sigmoid_binary_cross_entropy(logits, y), mask)
 
+  def logits_of(self, y):
+    y = jnp.clip(y, 1e-6, 1.0 - 1e-6)
+    return jnp.log(y) - jnp.log1p(-y)
+
   def samples(self, logits, noise, sampler, temperature, scale):
     p = jax.nn.sigmoid(logits)
     if sampler == 'concrete':

@@ -69,6 +69,9 @@ class Categorical(OutputSpace):
   def relax(self, logits):
     return jax.nn.softmax(logits, axis=-1)
 
+  def logits_of(self, y):
+    return jnp.log(jnp.maximum(y, 1e-6))
+
   def log_prob(self, logits, y, mask=None):
     return self._positions(jnp.sum(y * jax.nn.log_softmax(logits, axis=-1), axis=-1), mask)
 

@@ -31,8 +31,9 @@ import numpy as np
 FAMILIES = {
     'synthetic': 'implicit_jax.tasks.mlc.synthetic',  # multi-label, generated: the default smoke task
     'mlc': 'implicit_jax.tasks.mlc',                  # multi-label benchmarks (MULAN, FunCat) or your own files
-    'tagging': 'implicit_jax.tasks.tagging',          # sequence labeling (a generated HMM task for now)
+    'tagging': 'implicit_jax.tasks.tagging',          # sequence labeling (generated HMM, Twitter POS, CoNLL-2003)
     'segmentation': 'implicit_jax.tasks.segmentation',  # binary image segmentation (Weizmann horses)
+    'citations': 'implicit_jax.tasks.citations',      # Cora citation fields: few labels, rule reward, unlabeled pool
 }
 SPLITS = ('train', 'dev', 'test')
 DATA_DIR_ENV = 'IMPLICIT_JAX_DATA_DIR'  # the data directory when a task's data.data_dir is empty
@@ -110,6 +111,10 @@ class Task:
     augment: ``(batch, rng: np.random.Generator) -> batch``, applied to each training batch on the host (e.g.
       random flips of images and masks), or None. It draws from the epoch's data generator only, so the data of
       a step depends on (seed, epoch) alone and a resumed run sees the batches of an uninterrupted one.
+    reward: ``(batch, y) -> [..., B]``, a score in [0, 1] of any (relaxed) output from the inputs alone, never the
+      gold (indirect supervision: Cora's rules), or None. A task with a reward may put unlabeled rows in its
+      training split (``labeled`` 0, gold all -1); the methods that learn from it (``methods.SEMI_SUPERVISED``)
+      use the reward there, the others refuse such rows.
   """
 
   name: str
@@ -124,6 +129,13 @@ class Task:
   buckets: tuple[int, ...] = ()
   names: dict = dataclasses.field(default_factory=dict)  # column names of inputs/outputs where known ({'x': ...})
   augment: Callable | None = None
+  reward: Callable | None = None
+
+  @property
+  def unlabeled_rows(self) -> int:
+    """Training rows without gold outputs (``labeled`` 0)."""
+    labeled = self.splits['train'].get('labeled')
+    return 0 if labeled is None else int(np.sum(np.asarray(labeled) == 0))
 
   def __post_init__(self):
     for split in SPLITS:

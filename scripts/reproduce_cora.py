@@ -1,0 +1,272 @@
+"""Cora citation fields, indirectly supervised: every method at 5, 10 and 50 labeled citations over 5 labeled
+draws, beside the paper's Table 4.
+
+  python scripts/reproduce_cora.py --data_dir=../shared/data               # train what is missing, write the table
+  python scripts/reproduce_cora.py --systems=bilstm,crf --sizes=5 --draws=0,1
+  python scripts/reproduce_cora.py --table_only
+  python scripts/reproduce_cora.py --sweep=cd-10                           # the dev sweep behind configs/cora.py
+
+Each run is configs/cora.py with the system's overrides, ``data.labeled`` = size and ``data.draw`` = seed = the
+draw (the labeled subset and the run's initialisation vary together). A run's compact record goes to
+docs/cora/runs/cora-<system>-l<size>-d<draw>.json; a record that exists is not run again, so the script resumes.
+The rules decoder (``rules.decode``: the best reward under contiguous fields) needs no training and no labels: its
+test accuracy is computed here, the same for every draw.
+
+The table (docs/cora.md, README block results:cora) reports test token accuracy, mean ± std over the draws, the
+epoch chosen on dev accuracy, and the paired differences the issue asks for: implicit CD minus the supervised
+BiLSTM at every size, minus DVN at 50.
+"""
+
+import argparse
+import datetime
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_cora_xla_cache')
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / 'scripts'))
+import records  # pylint: disable=wrong-import-position
+from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+
+SIZES = (5, 10, 50)
+DRAWS = (0, 1, 2, 3, 4)
+_LABELED_ONLY = {'data.unlabeled': False}
+# system -> (label, overrides). Order = table order.
+SYSTEMS = {
+    'rules': ('rules alone (best reward, contiguous fields; no labels)', None),
+    'bilstm': ('BiLSTM, labeled only (cross-entropy)', {'method': 'feedforward', **_LABELED_ONLY}),
+    'crf': ('BiLSTM-CRF, labeled only', {'method': 'crf', **_LABELED_ONLY}),
+    'dvn': ('DVN regressing the reward', {'method': 'dvn'}),
+    'rspen': ('R-SPEN-style rank by reward', {'method': 'rspen'}),
+    'implicit-cd-labeled': ('implicit CD, labeled only (no reward)', {'method': 'implicit', **_LABELED_ONLY}),
+    'implicit-cd': ('implicit CD (reward rank on unlabeled)', {'method': 'implicit'}),
+}
+# Paper Table 4 (token accuracy at 5 / 10 / 50 labeled; 1000 unlabeled citations).
+PUBLISHED = {'GE': (54.7, 57.9, 68.0), 'R-SPEN': (55.0, 65.0, 81.5), 'DVN': (57.4, 60.9, 79.4),
+             'SG-SPEN': (53.0, 62.4, 82.6), 'implicit CD': (55.9, 67.8, 82.9)}
+MATCH = {'dvn': 'DVN', 'rspen': 'R-SPEN', 'implicit-cd': 'implicit CD'}
+RUNS = ROOT / 'docs' / 'cora' / 'runs'
+SWEEP_DIR = ROOT / 'docs' / 'cora' / 'sweeps'
+# sweep -> (size, draw, {variant: overrides}); choices read the dev column only.
+SWEEPS = {
+    # 2026-11-24, implicit CD at 10 labeled, draw 0 (configs/cora.py then had aux_lambda 0.1): lambda 1 reached the
+    # best dev accuracy, still rising at the last epoch; a larger rank margin did not help.
+    'cd-10': (10, 0, {'lam0.1': {'implicit.aux_lambda': 0.1}, 'lam1': {'implicit.aux_lambda': 1.0},
+                      'lam0.1-margin5': {'implicit.aux_lambda': 0.1, 'implicit.reward_margin': 5.0}}),
+    # 2026-11-24, after lambda 1: at 5 labeled (draw 0) implicit CD reached dev 64.92, under the BiLSTM's 65.99 and
+    # R-SPEN's. Its negatives (concrete, temperature 0.5) sit close to A_theta(x), so the pairs the reward ranks
+    # differ little; hard samples and a hotter relaxation spread them. The config's own setting is the record of
+    # the main table (docs/cora/runs/cora-implicit-cd-l<size>-d0.json), not repeated here.
+    'cd-5-negatives': (5, 0, {'straight-through': {'implicit.negatives.sampler': 'straight_through'},
+                              'concrete-t1': {'implicit.negatives.temperature': 1.0}}),
+    'cd-10-negatives': (10, 0, {'straight-through': {'implicit.negatives.sampler': 'straight_through'},
+                                'concrete-t1': {'implicit.negatives.temperature': 1.0}}),
+}
+
+
+def base_config(size, draw, data_dir, overrides):
+  config = config_lib.from_file(ROOT / 'configs' / 'cora.py')
+  config.update_from_flattened_dict(overrides)
+  config.seed = draw
+  config.data.labeled, config.data.draw = size, draw
+  config.data.data_dir = data_dir
+  return config
+
+
+def run_one(system, size, draw, args):
+  out = RUNS / f'cora-{system}-l{size}-d{draw}.json'
+  if out.exists() or SYSTEMS[system][1] is None:
+    return
+  import jax  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+  config = base_config(size, draw, args.data_dir, SYSTEMS[system][1])
+  print(f'== {system} labeled {size} draw {draw}', flush=True)
+  result = train.train_and_evaluate(config, f'{args.workdir}/{system}-l{size}-d{draw}')
+  result['command'] = 'python ' + ' '.join(sys.argv)
+  result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
+  result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
+  records.write(out, result)
+
+
+def run_sweep(name, args) -> str:
+  size, draw, variants = SWEEPS[name]
+  lines = [f'# Sweep {name}: implicit CD at {size} labeled, draw {draw} (choose on dev)', '',
+           '| variant | overrides | best dev accuracy | epoch | test accuracy |', '|---|---|---|---|---|']
+  for variant, overrides in variants.items():
+    out = SWEEP_DIR / name / f'{variant}.json'
+    if not out.exists() and not args.table_only:
+      import jax  # pylint: disable=import-outside-toplevel
+      from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+      config = base_config(size, draw, args.data_dir, {'method': 'implicit', **overrides})
+      result = train.train_and_evaluate(config, f'{args.workdir}/sweep-{name}-{variant}')
+      result.update(command='python ' + ' '.join(sys.argv), device=f'{jax.default_backend()}',
+                    date=datetime.datetime.now().isoformat(timespec='seconds'))
+      records.write(out, result)
+    if out.exists():
+      r = records.load(out)
+      lines.append(f'| {variant} | {overrides} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | '
+                   f'{100 * r["test_accuracy"]:.2f} |')
+  table = '\n'.join(lines) + '\n'
+  (SWEEP_DIR / f'{name}.md').write_text(table)
+  return table
+
+
+def rules_accuracy(data_dir) -> float:
+  """Test token accuracy of ``rules.decode`` (labels and draws play no part)."""
+  from implicit_jax.tasks import citations  # pylint: disable=import-outside-toplevel
+  from implicit_jax.tasks.citations import rules  # pylint: disable=import-outside-toplevel
+  d = config_lib.from_file(ROOT / 'configs' / 'cora.py').data
+  d.data_dir = data_dir
+  splits, _, _ = citations.load(d)
+  test = splits['test']
+  right = total = 0
+  for ev, joined, y, mask in zip(test['evidence'], test['joined'], test['y'], test['mask']):
+    n = int(mask.sum())
+    right += int(np.sum(rules.decode(ev[:n], joined[:n]) == y[:n]))
+    total += n
+  return right / total
+
+
+def load_runs() -> dict:
+  runs = {}
+  for path in sorted(RUNS.glob('*.json')):
+    record = records.load(path)
+    system = path.stem[len('cora-'):].rsplit('-l', 1)[0]
+    runs.setdefault((system, record['config']['data']['labeled']), []).append(record)
+  return runs
+
+
+def fmt(values) -> str:
+  v = 100 * np.asarray(values, float)
+  return f'{v.mean():.2f} ± {v.std():.2f}' if len(v) > 1 else f'{v.mean():.2f}'
+
+
+def paired(a, b) -> str:
+  """``a - b`` over the draws both have (x 100): mean (per draw), and how many are positive."""
+  a = {r['config']['data']['draw']: r['test_accuracy'] for r in a}
+  b = {r['config']['data']['draw']: r['test_accuracy'] for r in b}
+  common = sorted(set(a) & set(b))
+  if not common:
+    return 'no common draws'
+  d = [100 * (a[k] - b[k]) for k in common]
+  return (f'{np.mean(d):+.2f} (per draw {", ".join(f"{x:+.2f}" for x in d)}; '
+          f'{sum(x > 0 for x in d)}/{len(d)} positive)')
+
+
+def build_table(rules_acc: float | None) -> str:
+  runs = load_runs()
+  lines = ['# Cora citation fields, indirectly supervised', '',
+           f'Table rebuilt by `python scripts/reproduce_cora.py --table_only` on {datetime.date.today()} from the '
+           'runs in docs/cora/runs (each record holds its command, date, device and config).', '',
+           '**Data.** 500 tagged references, 13 fields, token accuracy (tasks/citations). Test: the last 150 '
+           '(Peng & McCallum\'s test); dev: 50 of the first 350 (seeded); the other 300 are the pool, from which '
+           '5, 10 or 50 are labeled (5 seeded draws each) and the rest, 295 / 290 / 250, are the unlabeled '
+           'citations. **The paper had 1000 unlabeled citations**, about 3-4 times ours, and its own split. The '
+           'reward is our documented rule list (tasks/citations/rules.py), not the paper\'s, which is not '
+           'published in full. Every network: one BiLSTM layer over GloVe 6B 50d word vectors and a token-shape '
+           'embedding (configs/cora.py); best epoch on dev accuracy; CPU.', '',
+           '| method | test acc. 5 | test acc. 10 | test acc. 50 | dev acc. 5 / 10 / 50 | train s/run |',
+           '|---|---|---|---|---|---|']
+  for system, (label, _) in SYSTEMS.items():
+    if system == 'rules':
+      if rules_acc is not None:
+        cell = f'{100 * rules_acc:.2f}'
+        lines.append(f'| {label} | {cell} | {cell} | {cell} | – | 0 |')
+      continue
+    cells, devs, secs = [], [], []
+    for size in SIZES:
+      rs = runs.get((system, size), [])
+      cells.append(f'{fmt([r["test_accuracy"] for r in rs])} ({len(rs)})' if rs else 'not run')
+      devs.append(fmt([r['dev_accuracy'] for r in rs]) if rs else '–')
+      secs += [r['train_seconds'] for r in rs]
+    lines.append(f'| {label} | {" | ".join(cells)} | {" / ".join(devs)} | '
+                 f'{np.nanmedian(secs) if secs else float("nan"):.0f} |')
+  lines += ['', 'In parentheses: the number of labeled draws. Published (paper Table 4, token accuracy at 5 / 10 / '
+            '50 labeled, 1000 unlabeled):', '', '| published | 5 | 10 | 50 |', '|---|---|---|---|']
+  lines += [f'| {name} | {a} | {b} | {c} |' for name, (a, b, c) in PUBLISHED.items()]
+  from implicit_jax.tasks.citations import rules  # pylint: disable=import-outside-toplevel
+  lines += ['', '## The reward (tasks/citations/rules.py)', '',
+            'Share of rule points a tagging earns, in [0, 1]; the rules read the tokens only. Token rules (one point '
+            'each time one fires, earned by tagging the token with its field):', '']
+  lines += [f'- `{r.name}` -> {r.field}: {r.doc}' for r in rules.TOKEN_RULES]
+  lines += [f'- `boundary` (weight {rules.BOUNDARY_WEIGHT:g} per pair): a field ends only after a token ending '
+            'in , . ; : ) or ]', f'- `contiguous` (weight {rules.CONTIGUOUS_WEIGHT:g}): each field is one segment, '
+            '1 / (1 + extra segments)']
+  lines += ['', '## Paired differences (test accuracy x 100, same labeled draw)', '']
+  for size in SIZES:
+    imp = runs.get(('implicit-cd', size), [])
+    for other in ('bilstm', 'implicit-cd-labeled', 'dvn', 'rspen'):
+      if imp and runs.get((other, size)):
+        lines.append(f'- {size} labeled: implicit CD minus {SYSTEMS[other][0]}: {paired(imp, runs[(other, size)])}')
+  return '\n'.join(lines) + '\n'
+
+
+def update_readme(table: str) -> None:
+  readme = ROOT / 'README.md'
+  text = readme.read_text(encoding='utf-8')
+  start, end = '<!-- results:cora -->', '<!-- /results:cora -->'
+  if start not in text:
+    return
+  kept = [line for line in table.splitlines() if line.startswith(('|', '- ')) and not line.startswith('- `')]
+  block = (f'{start}\n\nTest token accuracy x 100, mean ± std over 5 labeled draws, from the committed runs '
+           '([docs/cora.md](docs/cora.md): split, rules, the 500-against-1000 data difference).\n\n'
+           + '\n'.join(kept).replace('\n| published', '\n\n| published', 1).replace('\n- ', '\n\n- ', 1)
+           + f'\n{end}')
+  head, rest = text.split(start, 1)
+  readme.write_text(head + block + rest.split(end, 1)[1], encoding='utf-8')
+
+
+def update_config_docstring() -> None:
+  runs = load_runs()
+  parts = []
+  for system in ('bilstm', 'implicit-cd'):
+    got = [f'{size}: {fmt([r["test_accuracy"] for r in runs[(system, size)]])}' for size in SIZES
+           if (system, size) in runs]
+    if got:
+      parts.append(f'{SYSTEMS[system][0]} test accuracy {", ".join(got)}')
+  path = ROOT / 'configs' / 'cora.py'
+  lines = path.read_text(encoding='utf-8').splitlines()
+  if parts:
+    reached = f'Reached: {"; ".join(parts)} (5 draws each; CPU, docs/cora.md).'
+    lines = [reached if line.startswith('Reached:') else line for line in lines]
+  path.write_text('\n'.join(lines) + '\n', encoding='utf-8')
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
+                                                                                         'data')))
+  parser.add_argument('--systems', default=','.join(SYSTEMS))
+  parser.add_argument('--sizes', default=','.join(map(str, SIZES)))
+  parser.add_argument('--draws', default=','.join(map(str, DRAWS)))
+  parser.add_argument('--workdir', default='/tmp/reproduce_cora')
+  parser.add_argument('--table_only', action='store_true')
+  parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS))
+  args = parser.parse_args()
+  if args.sweep:
+    print(run_sweep(args.sweep, args))
+    return
+  systems = args.systems.split(',')
+  unknown = sorted(set(systems) - set(SYSTEMS))
+  if unknown:
+    parser.error(f'--systems: unknown {unknown}; choose from {list(SYSTEMS)}')
+  if not args.table_only:
+    RUNS.mkdir(parents=True, exist_ok=True)
+    for size in [int(s) for s in args.sizes.split(',')]:
+      for draw in [int(d) for d in args.draws.split(',')]:
+        for system in systems:
+          run_one(system, size, draw, args)
+  rules_acc = rules_accuracy(args.data_dir) if Path(args.data_dir, 'cora_citation').is_dir() else None
+  table = build_table(rules_acc)
+  (ROOT / 'docs' / 'cora.md').write_text(table)
+  update_readme(table)
+  update_config_docstring()
+  print(table)
+
+
+if __name__ == '__main__':
+  main()
