@@ -60,6 +60,9 @@ def build(task, config) -> Method:
   if not hasattr(energy, 'potentials'):
     raise ValueError(f'method crf needs a chain energy with potentials(batch) (the tagging task); the energy of '
                      f'task {task.name!r} ({type(energy).__name__}) has none')
+  if getattr(energy, 'global_energy', 'none') != 'none':
+    raise ValueError(f"method crf: model.global_energy={energy.global_energy!r} is not a chain: the forward "
+                     f"algorithm is exact for Eq. 7 only; set model.global_energy='none'")
   opt = make_optimizer(config.optimizer, 'optimizer')
 
   def potentials(phi, batch):

@@ -29,7 +29,7 @@ from implicit_jax.spaces.categorical import Categorical
 from implicit_jax.tasks import Task
 from implicit_jax.tasks.tagging import datasets, embeddings, synthetic
 from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evaluator
-from implicit_jax.tasks.tagging.models import ENCODERS, Encoder, SequenceEnergy, TaggerNet
+from implicit_jax.tasks.tagging.models import ENCODERS, GLOBAL_ENERGIES, Encoder, SequenceEnergy, TaggerNet
 
 DATASETS = ('synthetic', 'twitter_pos', 'conll2003')
 
@@ -69,6 +69,10 @@ def default_config() -> ml_collections.ConfigDict:
   m.kernel_size = 3           # conv: tokens seen by each position (an odd number)
   m.dropout = 0.0             # inference net: dropout on embeddings and features (training only)
   m.energy_hidden = 64        # energy: width of its own encoder's features b(x, t)
+  m.global_energy = 'none'    # InfNet+'s global energies added to Eq. 7 (models.py): 'none', 'a' (forward tag LM),
+                              # 'b' (forward and backward tag LMs), 'c' (those and gamma x word-augmented ones)
+  m.global_gamma = 1.0        # global_energy 'c': weight of the word-augmented tag LMs (gamma of Eq. 9)
+  m.tlm_hidden = 64           # LSTM units of each tag language model
   return c
 
 
@@ -84,6 +88,8 @@ def make_task(config) -> Task:
     raise ValueError(f'data.buckets must be positive integers, got {d.buckets}')
   if m.embeddings not in embeddings.KINDS:
     raise ValueError(f'model.embeddings: unknown kind {m.embeddings!r}; choose one of {embeddings.KINDS}')
+  if m.global_energy not in GLOBAL_ENERGIES:
+    raise ValueError(f'model.global_energy: unknown {m.global_energy!r}; choose one of {GLOBAL_ENERGIES}')
   if d.name == 'synthetic':
     if m.embeddings != 'random' or d.features:
       raise ValueError("data.name='synthetic' has no words to look up and no NER+ columns: keep "
@@ -118,7 +124,7 @@ def make_task(config) -> Task:
     return TaggerNet(encoder(m.hidden, m.dropout), num_tags, heads)
 
   def make_energy():
-    return SequenceEnergy(encoder(m.energy_hidden, 0.0), num_tags)
+    return SequenceEnergy(encoder(m.energy_hidden, 0.0), num_tags, m.global_energy, m.global_gamma, m.tlm_hidden)
 
   return Task(d.name, splits, Categorical(num_tags), make_inference_net, make_energy, evaluator,
               score='accuracy', info=info, padded=('x', 'y', 'mask', *feature_sizes), buckets=tuple(sorted(d.buckets)),

@@ -14,6 +14,16 @@ Energy (Shankar & Piratla, Eq. 7; lower is better, the signs of U and W are lear
               unary term                        pairwise (tag transition) term
 
 summed over the real tokens and the pairs of real neighbours.
+
+Global energies (InfNet+, Tu et al. 2020, Eq. 8-9; ``global_energy``), added to Eq. 7 and trained with it, never
+pretrained: tag language models (LSTMs over the relaxed tag vectors, with start and end symbols) whose negative
+log-likelihood of y is an energy term,
+
+    E_TLM(y) = - sum_{t=1}^{T+1} log(y_t^T ybar_t),   ybar_t = h(y_0, ..., y_{t-1})
+
+* ``a``: the forward TLM (Tu & Gimpel 2018);
+* ``b``: forward and backward TLMs;
+* ``c``: those two plus ``gamma`` times forward and backward TLMs that also read the words x_0..x_{t-1}.
 """
 
 from typing import Callable
@@ -23,6 +33,44 @@ import jax
 import jax.numpy as jnp
 
 ENCODERS = ('conv', 'bilstm')
+GLOBAL_ENERGIES = ('none', 'a', 'b', 'c')
+_TINY = 1e-12  # log(y_t^T ybar_t) of a relaxed y that gives the predicted tag no mass
+
+
+def reverse_within(v: jax.Array, lengths: jax.Array) -> jax.Array:
+  """``v`` [N, T, ...] with each row's first ``lengths[n]`` positions in reverse order (padding left in place)."""
+  t = jnp.arange(v.shape[1])
+  idx = jnp.where(t[None, :] < lengths[:, None], lengths[:, None] - 1 - t[None, :], t[None, :])   # [N, T]
+  return jnp.take_along_axis(v, idx.reshape(idx.shape + (1,) * (v.ndim - 2)), axis=1)
+
+
+class TagLanguageModel(nn.Module):
+  """``E_TLM(y)`` [N] of tag vectors ``y`` [N, T, C] with ``lengths`` [N]: an LSTM reads the start symbol and
+  y_1..y_T (and, with ``words`` [N, T, D], the word vectors x_0..x_{t-1}, x_0 a zero vector) and predicts each next
+  tag and the end symbol; the energy is minus the log-likelihood of y, summed over the L + 1 predictions. The
+  backward TLM is this module on the sequences reversed within their lengths."""
+
+  num_tags: int
+  hidden: int = 64
+
+  @nn.compact
+  def __call__(self, y: jax.Array, lengths: jax.Array, words: jax.Array | None = None) -> jax.Array:
+    n, length, c = y.shape
+    real = (jnp.arange(length)[None, :] < lengths[:, None]).astype(y.dtype)                   # [N, T]
+    y = y * real[..., None]
+    start = jnp.zeros((n, 1, c + 1), y.dtype).at[:, :, c].set(1.0)
+    inputs = jnp.concatenate([start, jnp.pad(y, ((0, 0), (0, 0), (0, 1)))], axis=1)       # [N, T + 1, C + 1]
+    if words is not None:
+      shifted = jnp.concatenate([jnp.zeros_like(words[:, :1]), words], axis=1)             # x_0 = 0, x_1..x_T
+      inputs = jnp.concatenate([inputs, shifted * jnp.pad(real, ((0, 0), (1, 0)), constant_values=1.0)[..., None]],
+                               axis=-1)
+    h = nn.RNN(nn.OptimizedLSTMCell(self.hidden, name='cell'))(inputs, seq_lengths=lengths + 1)
+    log_p = jax.nn.log_softmax(nn.Dense(c + 1, name='next')(h), axis=-1)                    # tags + end symbol
+    end = jax.nn.one_hot(lengths, length + 1, dtype=y.dtype)                                 # [N, T + 1]
+    target = jnp.concatenate([jnp.pad(y, ((0, 0), (0, 1), (0, 0))), end[..., None]], axis=-1)  # [N, T + 1, C + 1]
+    likelihood = jnp.sum(target * jnp.exp(log_p), axis=-1)                                   # y_t^T ybar_t
+    counted = (jnp.arange(length + 1)[None, :] <= lengths[:, None]).astype(y.dtype)
+    return -jnp.sum(counted * jnp.log(jnp.maximum(likelihood, _TINY)), axis=-1)
 
 
 class Encoder(nn.Module):
@@ -83,10 +131,38 @@ class SequenceEnergy(nn.Module):
 
   encoder: Encoder
   num_tags: int
+  global_energy: str = 'none'   # GLOBAL_ENERGIES (module doc)
+  gamma: float = 1.0            # 'c': weight of the word-augmented TLMs
+  tlm_hidden: int = 64          # LSTM units of each TLM
 
   def setup(self):
     self.U = nn.Dense(self.num_tags, use_bias=False)
     self.W = self.param('W', nn.initializers.normal(0.1), (self.num_tags, self.num_tags))
+    if self.global_energy not in GLOBAL_ENERGIES:
+      raise ValueError(f'model.global_energy: unknown {self.global_energy!r}; choose one of {GLOBAL_ENERGIES}')
+    names = {'none': (), 'a': ('forward',), 'b': ('forward', 'backward'),
+             'c': ('forward', 'backward', 'words_forward', 'words_backward')}[self.global_energy]
+    self.tlms = {name: TagLanguageModel(self.num_tags, self.tlm_hidden, name=f'tlm_{name}') for name in names}
+    if self.global_energy == 'c':
+      init = {} if self.encoder.embedding_init is None else {'embedding_init': self.encoder.embedding_init}
+      self.tlm_embed = nn.Embed(self.encoder.vocab_size, self.encoder.embedding_dim, **init)
+
+  def global_term(self, batch: dict, y: jax.Array) -> jax.Array:
+    """The TLM energies of y [..., B, T, C], [..., B]."""
+    lead, (b, length, c) = y.shape[:-3], y.shape[-3:]
+    flat = y.reshape((-1, length, c))
+    copies = flat.shape[0] // b
+    lengths = jnp.tile(jnp.sum(batch['mask'] > 0, axis=-1).astype(jnp.int32), copies)
+    words = jnp.tile(self.tlm_embed(batch['x']), (copies, 1, 1)) if self.global_energy == 'c' else None
+    total = 0.0
+    for name, tlm in self.tlms.items():
+      backward = name.endswith('backward')
+      ys = reverse_within(flat, lengths) if backward else flat
+      ws = None
+      if name.startswith('words'):
+        ws = reverse_within(words, lengths) if backward else words
+      total = total + (self.gamma if name.startswith('words') else 1.0) * tlm(ys, lengths, ws)
+    return total.reshape(lead + (b,))
 
   def potentials(self, batch: dict) -> tuple[jax.Array, jax.Array]:
     return self.U(self.encoder(batch)), self.W
@@ -99,4 +175,6 @@ class SequenceEnergy(nn.Module):
     unary = jnp.sum(jnp.sum(y * unary_scores, axis=-1) * mask, axis=-1)
     pairs = jnp.einsum('...tc,cd,...td->...t', y[..., :-1, :], w, y[..., 1:, :])               # [..., B, T - 1]
     pairwise = jnp.sum(pairs * (mask[:, 1:] * mask[:, :-1]), axis=-1)
-    return unary + pairwise
+    if self.global_energy == 'none':
+      return unary + pairwise
+    return unary + pairwise + self.global_term(batch, y)
