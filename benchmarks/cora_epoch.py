@@ -49,10 +49,10 @@ class Epoch:
     self.rows = len(self.task.splits['train']['y'])
 
   def run(self):
-    state = self.state
+    # The step donates its state: each epoch continues from the last one's, as training does.
     for batch in data.train_batches(self.task, self.config.batch_size, np.random.default_rng([0, 1])):
-      state, metrics = self.step(state, train.shard_batch(batch, self.sharded))
-    jax.block_until_ready(metrics)
+      self.state, metrics = self.step(self.state, train.shard_batch(batch, self.sharded))
+    return metrics
 
 
 def main():

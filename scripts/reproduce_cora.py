@@ -205,6 +205,40 @@ def build_table(rules_acc: float | None) -> str:
   return '\n'.join(lines) + '\n'
 
 
+def plot(rules_acc: float | None, path: Path) -> None:
+  """Test accuracy against the number of labeled citations, mean and std over draws, one line per method, the
+  paper's implicit CD and the rules alone beside them."""
+  try:
+    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    print('matplotlib absent: no figure')
+    return
+  runs = load_runs()
+  fig = Figure(figsize=(6.4, 4.2))
+  ax = fig.add_subplot()
+  for k, (system, (label, overrides)) in enumerate(SYSTEMS.items()):
+    if overrides is None:
+      continue
+    sizes = [s for s in SIZES if (system, s) in runs]
+    if not sizes:
+      continue
+    acc = [100 * np.array([r['test_accuracy'] for r in runs[(system, s)]]) for s in sizes]
+    shift = 1.0 + 0.025 * (k - len(SYSTEMS) / 2)  # side by side, so the error bars stay readable
+    ax.errorbar([s * shift for s in sizes], [a.mean() for a in acc], yerr=[a.std() for a in acc], marker='o', capsize=3, label=label)
+  ax.plot(SIZES, PUBLISHED['implicit CD'], 'k--', marker='x', label='implicit CD, paper (1000 unlabeled)')
+  if rules_acc is not None:
+    ax.axhline(100 * rules_acc, color='gray', ls=':', label='rules alone')
+  ax.set_xscale('log')
+  ax.minorticks_off()
+  ax.set_xticks(SIZES, [str(s) for s in SIZES])
+  ax.set_xlabel('labeled citations')
+  ax.set_ylabel('test token accuracy (%)')
+  ax.set_title('Cora citation fields: mean and std over 5 labeled draws')
+  ax.legend(fontsize=7, loc='lower right')
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+
+
 def update_readme(table: str) -> None:
   readme = ROOT / 'README.md'
   text = readme.read_text(encoding='utf-8')
@@ -262,7 +296,8 @@ def main():
           run_one(system, size, draw, args)
   rules_acc = rules_accuracy(args.data_dir) if Path(args.data_dir, 'cora_citation').is_dir() else None
   table = build_table(rules_acc)
-  (ROOT / 'docs' / 'cora.md').write_text(table)
+  (ROOT / 'docs' / 'cora.md').write_text(table + '\n![test accuracy against labeled citations](cora/accuracy.png)\n')
+  plot(rules_acc, ROOT / 'docs' / 'cora' / 'accuracy.png')
   update_readme(table)
   update_config_docstring()
   print(table)
