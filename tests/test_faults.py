@@ -91,6 +91,24 @@ def test_second_trainer_is_refused_and_readers_do_not_disturb_the_first(tmp_path
   assert (busy / 'metrics.jsonl').read_text() == (clean / 'metrics.jsonl').read_text()
 
 
+@pytest.mark.parametrize('race', [FileNotFoundError, NotADirectoryError])
+def test_a_reader_lists_again_when_a_step_folder_vanishes_under_it(race):
+  """Orbax lists a step folder that the trainer deletes meanwhile: FileNotFoundError, or NotADirectoryError when
+  the folder goes between its exists() and is_dir() (seen in CI). The reader lists again; other errors pass."""
+  calls = []
+
+  def listing():
+    calls.append(1)
+    if len(calls) < 3:
+      raise race(errno.ENOENT, 'vanished', 'best/8')
+    return 'manager'
+
+  assert checkpoints._beside_a_writer(listing) == 'manager'  # pylint: disable=protected-access
+  assert len(calls) == 3
+  with pytest.raises(PermissionError):
+    checkpoints._beside_a_writer(lambda: (_ for _ in ()).throw(PermissionError('no')))  # pylint: disable=protected-access
+
+
 def test_a_failed_start_writes_nothing_and_leaves_no_record_in_the_way(tmp_path):
   workdir = tmp_path / 'run'
   with pytest.raises(ValueError, match='num_devices=5'):

@@ -66,11 +66,12 @@ def _remove_partial_saves(folder: str) -> None:
 
 def _beside_a_writer(fn, attempts: int = 10):
   """``fn()``, again when it fails because a step folder vanished while it was listed: a trainer beside a reader
-  deletes its older checkpoints (it keeps two)."""
+  deletes its older checkpoints (it keeps two). A folder removed between Orbax's ``exists()`` and ``is_dir()`` reads
+  as NotADirectoryError, the same race."""
   for attempt in range(attempts):
     try:
       return fn()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
       if attempt == attempts - 1:
         raise
       time.sleep(0.05)
