@@ -16,7 +16,9 @@ cross-entropy (method ``feedforward``), which is always timed.
 
 ``--methods`` takes method names of ``implicit_jax.methods.REGISTRY`` (a name it lacks is skipped with a note) or
 system names of scripts/reproduce_tagging.py; each method is timed with the POS overrides of its systems there
-(``ROWS``): infnet_plus in its three parameterisations, seal_dynamic with its margin and NCE energy losses.
+(``ROWS``): implicit with its CD and SSVM primary losses, infnet_plus in its three parameterisations and stacked
+with the global energies GE(a/b/c) (tag language models; NER systems in the table, timed here on the POS batch),
+seal_dynamic with its margin and NCE energy losses.
 
 Cost model of the implicit CD step (benchmarks/step_cost.py's, whose ``unit_functions`` and ``Stepper`` it reuses):
 predicted = T_inner t_grad + n_hvp t_hvp + t_lin + t_mixed + t_prim, with ``grad`` one inner step (gradient of
@@ -55,10 +57,11 @@ from reproduce_tagging import SYSTEMS  # pylint: disable=wrong-import-position
 ROWS = {
     'feedforward': ('bilstm',),
     'crf': ('crf',),
-    'implicit': ('implicit-cd',),
+    'implicit': ('implicit-cd', 'implicit-ssvm'),
     'spen': ('spen',),
     'infnet': ('infnet',),
-    'infnet_plus': ('infnet-plus-separated', 'infnet-plus-shared', 'infnet-plus-stacked'),
+    'infnet_plus': ('infnet-plus-separated', 'infnet-plus-shared', 'infnet-plus-stacked',
+                    'infnet-plus-stacked-ge-a', 'infnet-plus-stacked-ge-b', 'infnet-plus-stacked-ge-c'),
     'seal_dynamic': ('seal-margin', 'seal-nce'),
 }
 REFERENCE = 'bilstm'      # the BiLSTM-CE step every ratio divides by

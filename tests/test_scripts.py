@@ -112,8 +112,9 @@ def test_tagging_throughput_rows_are_reproduce_systems():
   for method, systems in tt.ROWS.items():
     assert all(tt.SYSTEMS[s][1]['method'] == method for s in systems), method
   systems, notes = tt.choose_systems(['implicit', 'infnet_plus', 'seal-nce', 'feedforward'])
-  assert systems == ['bilstm', 'implicit-cd', 'infnet-plus-separated', 'infnet-plus-shared', 'infnet-plus-stacked',
-                     'seal-nce'] and notes == []
+  assert systems == ['bilstm', 'implicit-cd', 'implicit-ssvm', 'infnet-plus-separated', 'infnet-plus-shared',
+                     'infnet-plus-stacked', 'infnet-plus-stacked-ge-a', 'infnet-plus-stacked-ge-b',
+                     'infnet-plus-stacked-ge-c', 'seal-nce'] and notes == []
   registry = dict(methods.REGISTRY)
   del registry['crf']
   with pytest.MonkeyPatch.context() as mp:
