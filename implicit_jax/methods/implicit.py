@@ -12,6 +12,14 @@ many GBI steps on E_phi (Remark 3 of the paper, which does not use it).
 
 Each outer step: ``inner_steps`` optimiser steps on theta from the previous theta (warm start, optimiser state
 carried too), then one step on phi with ``dL_prim/dphi`` from ``bilevel.ImplicitSolve``; all in one jitted call.
+
+Why ``proximal``: the implicit function theorem differentiates a *stationary point* of the inner problem, but a
+few steps on a fresh batch of Eq. 6 leave theta far from one (docs/stationarity.md: ||grad|| falls to 0.71 of its
+start after 5 Adam steps on bibtex), so the implicit term is the derivative of a point the step never reaches.
+``L_aux + mu/2 ||theta - theta_t||^2`` has a stationary point near the warm start that a few gradient steps of
+size ``1 / lambda_max`` (``inner_curvature_step``) do reach, and its IFT derivative is exact:
+``dtheta*/dphi = -(H + mu I)^{-1} d_theta d_phi L_aux``. The inference net then moves by one stochastic proximal
+point step per batch, ``1 / mu`` playing the part of its learning rate.
 On a task with a reward (indirect supervision, Cora), L_prim is the primary loss (ssvm or cd) on the labeled rows
 and, on the unlabeled rows, the rank loss of the negatives ordered by the reward (R-SPEN's, margin
 ``reward_margin``); L_aux's cross-entropy has no gold there (zero), its energy term pulls A_theta(x) to what the
@@ -44,6 +52,15 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
   c.cost = 'l1'                  # Delta(y_bar, y) of ssvm and cd, a cost of the task's output space (spaces/)
   c.cost_scale = 1.0             # multiplies Delta
   c.inner_optimizer = optimizer_config()  # the optimiser of theta in the inner loop
+  c.inner_curvature_step = 0     # k > 0: the inner optimiser is gradient descent with step 1 / lambda_max(H), the
+                                 # inner Hessian's largest |eigenvalue| at the warm start estimated by k power
+                                 # iterations (HVPs) every outer step; inner_optimizer.learning_rate caps the step
+                                 # (and its name is ignored); with proximal > 0, Nesterov momentum set from the
+                                 # condition number lambda_max / proximal. 0: inner_optimizer as configured
+  c.proximal = 0.0               # mu: the inner problem is L_aux + mu/2 ||theta - theta_t||^2, theta_t the step's
+                                 # warm start (stochastic proximal point, as iMAML). With mu above the most negative
+                                 # curvature of L_aux the inner problem is strongly convex: T steps can reach its
+                                 # stationary point, and the IFT's Hessian is H + mu I exactly. 0: Eq. 6 as written
   c.negatives = ml_collections.ConfigDict()  # negatives y_bar drawn from A_theta(x) (the output space's samplers)
   c.negatives.num_samples = 0    # sampled negatives per example (K)
   c.negatives.include_mean = True  # also use the relaxed prediction A_theta(x) itself
@@ -146,6 +163,21 @@ def make_losses(task, config) -> Losses:
   return Losses(l_aux, l_prim, infnet, energy)
 
 
+def proximal(l_aux: Callable, mu: float) -> Callable:
+  """``L_aux + mu/2 ||theta - batch['anchor']||^2``: the anchor is data, so the IFT treats it as a constant."""
+  def l_prox(theta, phi, batch):
+    diff = jax.tree.map(jnp.subtract, theta, batch['anchor'])
+    return l_aux(theta, phi, batch) + 0.5 * mu * sum(jnp.vdot(d, d) for d in jax.tree.leaves(diff))
+  return l_prox
+
+
+def curvature(l_aux: Callable, theta, phi, batch: dict, iterations: int, unroll: bool = False) -> jax.Array:
+  """The largest |eigenvalue| of ``d_theta d_theta L_aux`` at theta, by ``iterations`` power iterations
+  started from the gradient (one linearisation, then one tangent pass per HVP)."""
+  grad, product = jax.linearize(lambda t: jax.grad(l_aux)(t, phi, batch), theta)
+  return jax.lax.stop_gradient(bilevel.power_iteration(product, grad, iterations, unroll))
+
+
 def step_batch(batch: dict, rng: jax.Array, space, negatives_config) -> dict:
   """The batch as the losses see it at this step: with the negatives' noise and the dropout key drawn from
   ``rng`` (the step's key)."""
@@ -158,9 +190,22 @@ def build(task, config) -> Method:
   cfg = config.implicit
   positive_int(cfg.inner_steps, 'implicit.inner_steps')
   positive_int(cfg.refine.steps, 'implicit.refine.steps', minimum=0)
+  positive_int(cfg.inner_curvature_step, 'implicit.inner_curvature_step', minimum=0)
+  mu = cfg.proximal
+  if isinstance(mu, bool) or not isinstance(mu, (int, float)) or not mu >= 0:
+    raise ValueError(f'implicit.proximal must be a number >= 0, got {mu!r}')
   l_aux, l_prim, infnet, energy = make_losses(task, config)
+  if mu:
+    l_aux = proximal(l_aux, mu)
   unrolled = cfg.solver.name == 'unrolled'
-  inner_opt = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer', differentiable=unrolled)
+  if cfg.inner_curvature_step:
+    if not cfg.inner_optimizer.learning_rate > 0:
+      raise ValueError(f'implicit.inner_optimizer.learning_rate must be > 0 (the cap of the curvature step), got '
+                       f'{cfg.inner_optimizer.learning_rate}')
+    inner_opt = optax.inject_hyperparams(optax.sgd)(learning_rate=cfg.inner_optimizer.learning_rate,
+                                                    momentum=0.0, nesterov=bool(mu))
+  else:
+    inner_opt = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer', differentiable=unrolled)
   outer_opt = make_optimizer(config.optimizer, 'optimizer')
   try:
     solver = dataclasses.replace(bilevel.Solver.from_config(cfg.solver), unroll=bool(cfg.unroll))
@@ -177,11 +222,26 @@ def build(task, config) -> Method:
   def train_step(state, batch, rng):
     p, s = state.params, state.opt_state
     batch = step_batch(batch, rng, space, cfg.negatives)
+    if mu:
+      batch['anchor'] = p['theta']  # data, not a variable: the proximal centre of this step
+    extra, theta_state0 = {}, s['theta']
+    if cfg.inner_curvature_step:
+      lam = curvature(l_aux, p['theta'], p['phi'], batch, cfg.inner_curvature_step, cfg.unroll)
+      lr = jnp.minimum(cfg.inner_optimizer.learning_rate, 1.0 / jnp.maximum(lam, 1e-12))
+      # Each step is a new problem: the momentum buffer starts at zero. With mu > 0 the problem is (about)
+      # mu-strongly convex and 1/lr-smooth, and Nesterov's momentum for condition number kappa = 1 / (lr mu)
+      # cuts the steps to a given stationarity from O(kappa) to O(sqrt(kappa)).
+      root = jnp.sqrt(jnp.maximum(1.0 / (lr * mu), 1.0)) if mu else jnp.ones(())
+      momentum = (root - 1.0) / (root + 1.0)
+      theta_state0 = inner_opt.init(p['theta'])
+      theta_state0 = theta_state0._replace(hyperparams=dict(theta_state0.hyperparams, learning_rate=lr,
+                                                            momentum=momentum))
+      extra = {'lambda_max': lam, 'inner_lr': lr, 'inner_momentum': momentum}
     (loss, (theta, theta_state, aux_losses)), grad, diag = inner.value_and_grad(
-        l_prim, p['phi'], p['theta'], s['theta'], batch)
+        l_prim, p['phi'], p['theta'], theta_state0, batch)
     updates, phi_state = outer_opt.update(grad, s['phi'], p['phi'])
     phi = optax.apply_updates(p['phi'], updates)
-    metrics = dict(diag, loss_prim=loss, loss_aux=aux_losses[-1])
+    metrics = dict(diag, loss_prim=loss, loss_aux=aux_losses[-1], **extra)
     return State(step=state.step + 1, params={'theta': theta, 'phi': phi},
                  opt_state={'theta': theta_state, 'phi': phi_state}), metrics
 
