@@ -6,6 +6,7 @@ Fixtures in tests/fixtures/mlc are 5-row cuts of the real files (see test_arff.p
 
 import time
 
+import jax
 import numpy as np
 import pytest
 
@@ -331,3 +332,24 @@ def test_prediction_inputs_are_scaled_as_the_training_run_scaled_them():
   data = mlc_datasets.read_for_prediction(str(FIXTURES / 'scaled.arff'), 'custom', str(FIXTURES), 'official', 0.2,
                                           0, num_labels=3, standardised=info['standardised'], **kwargs)
   np.testing.assert_allclose(data.x, splits['test'][0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize('heads', [1, 2])
+def test_linear_skip_adds_a_linear_map_of_the_input_to_each_head(heads):
+  """model.linear_skip: logits = MLP(x) + W x + b per head; off, the parameter tree is the old one (saved runs
+  load unchanged)."""
+  from implicit_jax.tasks.mlc.models import MLPInferenceNet  # pylint: disable=import-outside-toplevel
+  batch = {'x': jax.random.normal(jax.random.key(0), (6, 4))}
+  plain, skip = MLPInferenceNet(3, (5,), heads=heads), MLPInferenceNet(3, (5,), heads=heads, linear_skip=True)
+  p_plain, p_skip = plain.init(jax.random.key(1), batch), skip.init(jax.random.key(1), batch)
+  names = [f'linear_{i}' for i in range(heads)] if heads > 1 else ['linear']
+  assert set(p_skip['params']) == set(p_plain['params']) | set(names)
+  assert not set(names) & set(p_plain['params'])
+  # With the MLP's parameters of the plain net and the linear part's own, the logits add up.
+  shared = {'params': {k: v for k, v in p_skip['params'].items() if k not in names}}
+  out_plain = plain.apply(shared, batch)
+  out_skip = skip.apply(p_skip, batch)
+  for i, name in enumerate(names):
+    lin = p_skip['params'][name]
+    expected = (out_plain[i] if heads > 1 else out_plain) + batch['x'] @ lin['kernel'] + lin['bias']
+    np.testing.assert_allclose(out_skip[i] if heads > 1 else out_skip, expected, rtol=1e-5, atol=1e-6)

@@ -24,6 +24,7 @@ def model_config() -> ml_collections.ConfigDict:
   m.inference_hidden = (128,)       # A_theta: hidden widths of the MLP inference net
   m.activation = 'relu'             # A_theta nonlinearity
   m.dropout = 0.0                   # A_theta dropout after each hidden layer (training only)
+  m.linear_skip = False             # A_theta: add a linear map of x to the logits (contains BR logistic regression)
   m.energy_feature_hidden = (128,)  # E_phi: hidden widths of the feature MLP b(x)
   m.energy_feature_dim = 128        # E_phi: width of b(x)
   m.global_hidden = 16              # E_phi: rows of M in v^T softplus(M y)
@@ -76,7 +77,8 @@ def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict, names
     raise ValueError(f'model.dropout must be in [0, 1), got {m.dropout}')
 
   def make_inference_net(heads: int = 1):
-    return MLPInferenceNet(num_labels, tuple(m.inference_hidden), m.activation, m.dropout, heads)
+    return MLPInferenceNet(num_labels, tuple(m.inference_hidden), m.activation, m.dropout, heads,
+                           bool(m.linear_skip))
 
   def make_energy():
     return MLCEnergy(num_labels, tuple(m.energy_feature_hidden), m.energy_feature_dim, m.global_hidden,

@@ -23,7 +23,9 @@ class MLPInferenceNet(nn.Module):
   """``A_theta(x)``: an MLP giving one logit per label; the relaxed output is ``sigmoid(logits)``.
 
   ``heads > 1``: that many linear heads on one shared hidden trunk (InfNet+'s shared parameterisation).
-  With ``dropout > 0``, ``train=True`` needs a ``'dropout'`` rng.
+  With ``dropout > 0``, ``train=True`` needs a ``'dropout'`` rng. ``linear_skip``: each head also gets a linear
+  map of the input itself (a "wide" part), so the model contains binary-relevance logistic regression; on a
+  small file whose labels are nearly linear in the features the MLP alone needs more rows to find that.
   """
 
   num_labels: int
@@ -31,14 +33,18 @@ class MLPInferenceNet(nn.Module):
   act: str = 'relu'
   dropout: float = 0.0
   heads: int = 1
+  linear_skip: bool = False
 
   @nn.compact
   def __call__(self, batch: dict, train: bool = False):
     x = batch['x']
     if self.heads == 1:
-      return MLP(self.hidden, self.num_labels, self.act, self.dropout)(x, train)
+      logits = MLP(self.hidden, self.num_labels, self.act, self.dropout)(x, train)
+      return logits + nn.Dense(self.num_labels, name='linear')(x) if self.linear_skip else logits
     h = MLP(self.hidden, None, self.act, self.dropout, name='trunk')(x, train)
-    return tuple(nn.Dense(self.num_labels, name=f'head_{i}')(h) for i in range(self.heads))
+    return tuple(nn.Dense(self.num_labels, name=f'head_{i}')(h)
+                 + (nn.Dense(self.num_labels, name=f'linear_{i}')(x) if self.linear_skip else 0.0)
+                 for i in range(self.heads))
 
 
 class MLCEnergy(nn.Module):
