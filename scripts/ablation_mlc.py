@@ -14,6 +14,10 @@ configs'; 400: SEAL's two 400-unit layers), same seeds, same splits:
   unrolled   backprop through the 5 inner steps: the truncated procedure's true derivative
   best       the best design found on dev (docs/sweeps/bibtex-stationarity.md): T_inner = 20, normal_cg
   best-none  the same with the implicit term dropped: what the term adds to the best design
+  proximal   the proximal inner problem L_aux + mu/2 ||theta - theta_t||^2 (implicit.proximal; mu chosen on dev,
+             docs/sweeps/bibtex-proximal.md) solved by 10 Nesterov steps at 1 / lambda_max, CG on H + mu I: the
+             design in which theta_T is (nearly) the stationary point the implicit term differentiates
+  proximal-none  the same with the implicit term dropped
   mbce       the cross-entropy baseline on the same inference network (reference, not an ablation)
 
 Runs are scripts/reproduce_mlc.py's (one record per run in docs/mlc/runs/, reused when present; normal_cg, minres
@@ -38,17 +42,21 @@ sys.path.insert(0, str(ROOT / 'scripts'))
 import records  # pylint: disable=wrong-import-position
 import reproduce_mlc  # pylint: disable=wrong-import-position
 
-ROWS = ('mbce', 'none', 'identity', 'normal_cg', 'minres', 'unrolled', 'best', 'best-none')
+ROWS = ('mbce', 'none', 'identity', 'normal_cg', 'minres', 'unrolled', 'best', 'best-none', 'proximal',
+        'proximal-none')
 # (row, reference) pairs whose paired differences are listed under the table
 PAIRS = [(r, ref) for r in ('normal_cg', 'minres', 'unrolled', 'identity') for ref in ('none', 'mbce')] + \
-    [('none', 'mbce'), ('best', 'best-none'), ('best', 'mbce'), ('best-none', 'mbce')]
+    [('none', 'mbce'), ('best', 'best-none'), ('best', 'mbce'), ('best-none', 'mbce'),
+     ('proximal', 'proximal-none'), ('proximal', 'mbce'), ('proximal-none', 'mbce')]
 OUT = ROOT / 'docs' / 'mlc_ablation.md'
+TWINS = {'best': 'best-none', 'proximal': 'proximal-none'}  # a row's no-term twin, where it is not `none`
 
 
 def system(row: str, width: int) -> str:
   """The reproduce_mlc system of an ablation row."""
   name = {'mbce': 'mbce', 'normal_cg': 'implicit-cd', 'best': 'implicit-cd-T20',
-          'best-none': 'implicit-cd-none-T20'}.get(row, f'implicit-cd-{row}')
+          'best-none': 'implicit-cd-none-T20', 'proximal': 'implicit-cd-T10-prox',
+          'proximal-none': 'implicit-cd-none-T10-prox'}.get(row, f'implicit-cd-{row}')
   return name + ('-h400' if width == 400 else '')
 
 
@@ -113,7 +121,7 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
         lines.append(
             f'| {dataset} | {width} | {row} | {len(rs)} | {fmt([r["dev_f1"] for r in rs])} | '
             f'{fmt([r["test_f1"] for r in rs])} | {fmt([r["test_f1_tuned"] for r in rs])} | '
-            f'{diff("best-none" if row == "best" else "none") if row not in ("mbce", "best-none") else "–"} | '
+            f'{diff(TWINS.get(row, "none")) if row not in ("mbce", "best-none", "proximal-none") else "–"} | '
             f'{diff("mbce")} | '
             f'{fmt(med("stationarity"), 1, 3)} | {fmt(med("cosine"), 1, 3)} | {fmt(ratio, 1, 3)} | '
             f'{fmt(med("residual"), 1, 3) if row not in ("mbce",) else "–"} | '
@@ -177,9 +185,10 @@ def main():
       'Example F1 x 100, mean ± std over seeds, empty gold and empty prediction scoring 1 (`data.empty_f1`); '
       'dev F1 is that of the epoch selected on dev @0.5, test is evaluated once at that epoch. "minus its no-term '
       'twin" / "minus MBCE": paired over the seeds both rows have; the no-term twin of every row is `none`, except '
-      'for `best`, whose twin is `best-none`. Diagnostics (medians over the logged steps of each run, mean over '
-      'seeds): stationarity = ||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)|| after the inner steps (5; 20 for '
-      'the `best` rows) '
+      'for `best` and `proximal`, whose twins are `best-none` and `proximal-none`. Diagnostics (medians over the '
+      'logged steps of each run, mean over seeds): stationarity = ||grad L_aux(theta_T)|| / '
+      '||grad L_aux(theta_0)|| after the inner steps (5; 20 for the `best` rows; 10 for the `proximal` rows, of '
+      'the proximal objective) '
       '(0 = the stationary point the implicit function theorem assumes); cosine between the implicit and '
       'explicit terms of dL_prim/dphi; residual ||H u - v|| / ||v|| on the undamped H (1 for `none`, 0 for '
       '`unrolled`, which solves nothing); "–" where the record predates these diagnostics. Devices: `cpu` is the '

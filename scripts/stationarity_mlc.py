@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, data  # pylint: disable=wrong-import-position
-from implicit_jax.methods import implicit, make_optimizer  # pylint: disable=wrong-import-position
+from implicit_jax.methods import implicit  # pylint: disable=wrong-import-position
 
 
 def flat(tree):
@@ -60,7 +60,10 @@ def main():
   if config.method != 'implicit':
     sys.exit(f'{args.workdir}: method {config.method!r}; this needs an implicit run')
   l_aux, l_prim, _, _ = implicit.make_losses(task, config)
-  opt = make_optimizer(config.implicit.inner_optimizer, 'implicit.inner_optimizer', differentiable=True)
+  # The run's inner problem: Eq. 6, or its proximal form with the curvature-set step (implicit.proximal,
+  # implicit.inner_curvature_step), whose optimiser state starts fresh each step and needs no warming.
+  l_aux, opt, start = implicit.inner_problem(l_aux, config, differentiable=True)
+  fresh = bool(config.implicit.inner_curvature_step)
   theta0, phi = run.params['theta'], run.params['phi']
   run_solver = bilevel.Solver.from_config(config.implicit.solver)
   routes = {'none': bilevel.Solver('none'),
@@ -77,22 +80,23 @@ def main():
     return jax.tree.map(jnp.add, theta, updates), state
 
   state0 = opt.init(theta0)
-  for k in range(args.warmup):
+  for k in range(0 if fresh else args.warmup):
     batch = implicit.step_batch(jax.tree.map(jnp.asarray, next(batches)), jax.random.key(10 ** 6 + k), task.space,
                                 config.implicit.negatives)
-    theta0, state0 = warm(theta0, state0, batch)
+    theta0, state0 = warm(theta0, state0, dict(batch, anchor=theta0))
   rows = {}  # (T, route) -> list of (stationarity, distance, cosine, implicit/explicit)
   for b in range(args.batches):
     batch = implicit.step_batch(jax.tree.map(jnp.asarray, next(batches)), jax.random.key(b), task.space,
                                 config.implicit.negatives)
+    batch, state_b, _ = start(theta0, state0, phi, batch)
     for t in steps:
       unrolled = bilevel.UnrolledSolve(l_aux, opt, t)
-      _, g_ref, d_ref = jax.jit(lambda p, s=unrolled: s.value_and_grad(l_prim, p, theta0, state0, batch))(phi)
+      _, g_ref, d_ref = jax.jit(lambda p, s=unrolled: s.value_and_grad(l_prim, p, theta0, state_b, batch))(phi)
       rows.setdefault((t, 'unrolled'), []).append(
           (float(d_ref['stationarity']), 0.0, 1.0, float(d_ref['implicit_norm'] / d_ref['explicit_norm'])))
       for name, solver in routes.items():
         route = bilevel.ImplicitSolve(l_aux, opt, t, solver)
-        _, g, d = jax.jit(lambda p, s=route: s.value_and_grad(l_prim, p, theta0, state0, batch))(phi)
+        _, g, d = jax.jit(lambda p, s=route: s.value_and_grad(l_prim, p, theta0, state_b, batch))(phi)
         dist, cos = compare(g, g_ref)
         rows.setdefault((t, name), []).append(
             (float(d['stationarity']), dist, cos, float(d['implicit_norm'] / d['explicit_norm'])))
@@ -106,14 +110,21 @@ def main():
       med = np.median(np.array(rows[(t, name)]), axis=0)
       table.append(f'| {t} | {name} | {med[0]:.3f} | {med[1]:.3f} | {med[2]:.3f} | {med[3]:.3f} |')
   out = Path(args.out)
+  cfg = config.implicit
+  if fresh:
+    inner = (f'inner problem L_aux + {cfg.proximal:g}/2 ||theta - theta_0||^2 (implicit.proximal), its optimiser '
+             f'Nesterov gradient descent at 1 / lambda_max ({cfg.inner_curvature_step} power iterations at theta_0)'
+             if cfg.proximal else f'inner optimiser gradient descent at 1 / lambda_max')
+  else:
+    inner = (f'its inner optimiser {cfg.inner_optimizer.name} at {cfg.inner_optimizer.learning_rate:g}, its state '
+             f'warmed by {args.warmup} steps on other batches')
   text = '\n'.join([
       '# Inner stationarity and the implicit gradient, against the derivative of the inner steps',
       '',
       f'Made by `python {" ".join(sys.argv)}` on {datetime.date.today()} ({jax.default_backend()}), at the '
-      f'best-on-dev parameters of the run in that workdir (`{config.data.name}`, method `{config.method}`, '
-      f'{config.implicit.primary_loss} loss, inference net {tuple(config.model.inference_hidden)}, its inner '
-      f'optimiser {config.implicit.inner_optimizer.name} at {config.implicit.inner_optimizer.learning_rate:g}, '
-      f'its state warmed by {args.warmup} steps on other batches). Medians over {args.batches} training batches of {config.batch_size}. '
+      f'best-on-dev parameters of the run in that workdir (`{task.name}`, method `{config.method}`, '
+      f'{config.implicit.primary_loss} loss, inference net {tuple(config.model.inference_hidden)}, {inner}). '
+      f'Medians over {args.batches} training batches of {config.batch_size}. '
       '"distance": ||g - g_unrolled|| / ||g_unrolled|| of the whole outer gradient dL_prim/dphi; "unrolled" is '
       'reverse mode through the T steps, the true derivative of what the step computes; "converged" is MINRES '
       'run to tol 1e-6 without damping, the exact IFT gradient at theta_T; "none" is the explicit term alone. '

@@ -27,6 +27,10 @@ DENSE_MBCE = {
         'drop0.2': {'method': 'feedforward', 'model.dropout': 0.2},
         'drop0.2-e80': {'method': 'feedforward', 'model.dropout': 0.2, 'num_epochs': 80},
         'drop0-e80': {'method': 'feedforward', 'model.dropout': 0.0, 'num_epochs': 80},
+        # 2026-11-25: a linear map of x beside the MLP (model.linear_skip), so that MBCE's model contains BR-logistic
+        'skip-drop0.2-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.2,
+                             'num_epochs': 80},
+        'skip-drop0-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.0, 'num_epochs': 80},
     }
 # sweep name -> (dataset config, {variant: overrides on top of it}); 'base' is the config as committed.
 SWEEPS = {
@@ -114,6 +118,16 @@ SWEEPS = {
         'T10-lr1e-3': {'implicit.inner_steps': 10, 'implicit.inner_optimizer.learning_rate': 1e-3},
         'T20-none': {'implicit.inner_steps': 20, 'implicit.solver.name': 'none'},
     }),
+    # Issue 16: the proximal inner problem (implicit.proximal = mu) solved by Nesterov gradient descent at
+    # 1 / lambda_max (5 power-iteration HVPs a step), so that theta_T is near the stationary point the implicit
+    # term differentiates; CG (5 iterations) on H + mu I, positive definite once mu exceeds the negative curvature.
+    # Each with its no-term twin: what the now well-founded implicit term adds.
+    'bibtex-proximal': ('bibtex', {
+        f'mu{mu}-T{t}{suffix}': {'implicit.proximal': float(mu), 'implicit.inner_steps': t,
+                                 'implicit.inner_curvature_step': 5, 'implicit.inner_optimizer.learning_rate': 100.0,
+                                 'implicit.solver.name': solver}
+        for mu in (1, 3) for t in (10,) for suffix, solver in (('', 'cg'), ('-none', 'none'))
+    }),
     # Issue 16: MBCE's defaults on dense features against scikit-learn's BR-logistic (docs/sklearn_baseline.md):
     # training length and dropout, chosen on mean dev F1 @0.5 over 3 seeds; the fixture stands for a user's file.
     'dense-mbce-cal500': ('cal500', DENSE_MBCE),
@@ -121,6 +135,11 @@ SWEEPS = {
     'dense-mbce-custom': ('custom', {k: dict(v, **{'data.train_file': str(ROOT / 'tests' / 'fixtures' / 'mlc' /
                                                                           'scaled.arff')})
                                      for k, v in DENSE_MBCE.items()}),
+    # The same generator at 1500 rows (tests/fixtures/mlc/make_scaled.py --rows=1500 --seed=1): a 300-row dev and
+    # test split, where the 30-row one of scaled.arff moves 3.3 points per example.
+    'dense-mbce-scaled1500': ('custom', {k: dict(v, **{'data.train_file': str(ROOT / 'tests' / 'fixtures' / 'mlc' /
+                                                                              'scaled_1500.arff')})
+                                         for k, v in DENSE_MBCE.items()}),
     'bibtex-dvn': ('bibtex', {
         'base': {'method': 'dvn'},
         'eta1': {'method': 'dvn', 'dvn.gbi.step_size': 1.0},

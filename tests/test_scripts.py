@@ -8,9 +8,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
 from scripts import ablation_mlc, records, reproduce_mlc  # pylint: disable=wrong-import-position
 
 
-def _run(method, hidden, solver='normal_cg', loss='cd', inner_steps=5):
+def _run(method, hidden, solver='normal_cg', loss='cd', inner_steps=5, proximal=0.0):
   return {'config': {'method': method, 'model': {'inference_hidden': hidden},
-                     'implicit': {'primary_loss': loss, 'solver': {'name': solver}, 'inner_steps': inner_steps}}}
+                     'implicit': {'primary_loss': loss, 'solver': {'name': solver}, 'inner_steps': inner_steps,
+                                  'proximal': proximal}}}
 
 
 def test_system_of_names_width_and_solver():
@@ -56,7 +57,8 @@ def test_ablation_rows_are_reproduce_systems_and_named_back():
       overrides = reproduce_mlc.SYSTEMS[name]
       run = _run(overrides['method'], list(overrides.get('model.inference_hidden', (150, 150))),
                  solver=overrides.get('implicit.solver.name', 'normal_cg'),
-                 inner_steps=overrides.get('implicit.inner_steps', 5))
+                 inner_steps=overrides.get('implicit.inner_steps', 5),
+                 proximal=overrides.get('implicit.proximal', 0.0))
       assert reproduce_mlc.system_of(run) == name
   assert 'implicit-cd-none' in reproduce_mlc.ABLATION_ONLY and 'implicit-cd' not in reproduce_mlc.ABLATION_ONLY
 

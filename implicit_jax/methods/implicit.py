@@ -186,26 +186,64 @@ def step_batch(batch: dict, rng: jax.Array, space, negatives_config) -> dict:
   return dict(batch, noise=noise, dropout=jax.random.key_data(dropout_rng))
 
 
-def build(task, config) -> Method:
+class InnerProblem(NamedTuple):
+  """The inner problem of ``config.implicit`` as one outer step poses it.
+
+  ``l_aux`` is Eq. 6, with the proximal term when ``proximal > 0``; ``optimizer`` the inner optimiser;
+  ``start(theta, theta_state, phi, batch) -> (batch, theta_state0, metrics)`` the step's batch (with the proximal
+  anchor), the optimiser state the T steps start from (the carried one; a fresh one at the curvature step with its
+  rate and momentum set) and what to log about it.
+  """
+
+  l_aux: Callable
+  optimizer: optax.GradientTransformation
+  start: Callable
+
+
+def inner_problem(l_aux: Callable, config, differentiable: bool = False) -> InnerProblem:
+  """``InnerProblem`` for ``config.implicit`` on Eq. 6's ``l_aux`` (``make_losses``); errors name the field.
+  ``differentiable``: the inner steps will be differentiated through (the unrolled route)."""
   cfg = config.implicit
-  positive_int(cfg.inner_steps, 'implicit.inner_steps')
-  positive_int(cfg.refine.steps, 'implicit.refine.steps', minimum=0)
   positive_int(cfg.inner_curvature_step, 'implicit.inner_curvature_step', minimum=0)
   mu = cfg.proximal
   if isinstance(mu, bool) or not isinstance(mu, (int, float)) or not mu >= 0:
     raise ValueError(f'implicit.proximal must be a number >= 0, got {mu!r}')
-  l_aux, l_prim, infnet, energy = make_losses(task, config)
   if mu:
     l_aux = proximal(l_aux, mu)
-  unrolled = cfg.solver.name == 'unrolled'
+  cap = cfg.inner_optimizer.learning_rate
   if cfg.inner_curvature_step:
-    if not cfg.inner_optimizer.learning_rate > 0:
+    if not cap > 0:
       raise ValueError(f'implicit.inner_optimizer.learning_rate must be > 0 (the cap of the curvature step), got '
-                       f'{cfg.inner_optimizer.learning_rate}')
-    inner_opt = optax.inject_hyperparams(optax.sgd)(learning_rate=cfg.inner_optimizer.learning_rate,
-                                                    momentum=0.0, nesterov=bool(mu))
+                       f'{cap}')
+    optimizer = optax.inject_hyperparams(optax.sgd)(learning_rate=cap, momentum=0.0, nesterov=bool(mu))
   else:
-    inner_opt = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer', differentiable=unrolled)
+    optimizer = make_optimizer(cfg.inner_optimizer, 'implicit.inner_optimizer', differentiable=differentiable)
+
+  def start(theta, theta_state, phi, batch):
+    if mu:
+      batch = dict(batch, anchor=theta)  # data, not a variable: the proximal centre of this step
+    if not cfg.inner_curvature_step:
+      return batch, theta_state, {}
+    lam = curvature(l_aux, theta, phi, batch, cfg.inner_curvature_step, cfg.unroll)
+    lr = jnp.minimum(cap, 1.0 / jnp.maximum(lam, 1e-12))
+    # Each step is a new problem: the momentum buffer starts at zero. With mu > 0 the problem is (about)
+    # mu-strongly convex and 1/lr-smooth, and Nesterov's momentum for condition number kappa = 1 / (lr mu)
+    # cuts the steps to a given stationarity from O(kappa) to O(sqrt(kappa)).
+    root = jnp.sqrt(jnp.maximum(1.0 / (lr * mu), 1.0)) if mu else jnp.ones(())
+    momentum = (root - 1.0) / (root + 1.0)
+    state = optimizer.init(theta)
+    state = state._replace(hyperparams=dict(state.hyperparams, learning_rate=lr, momentum=momentum))
+    return batch, state, {'lambda_max': lam, 'inner_lr': lr, 'inner_momentum': momentum}
+
+  return InnerProblem(l_aux, optimizer, start)
+
+
+def build(task, config) -> Method:
+  cfg = config.implicit
+  positive_int(cfg.inner_steps, 'implicit.inner_steps')
+  positive_int(cfg.refine.steps, 'implicit.refine.steps', minimum=0)
+  l_aux, l_prim, infnet, energy = make_losses(task, config)
+  l_aux, inner_opt, start = inner_problem(l_aux, config, differentiable=cfg.solver.name == 'unrolled')
   outer_opt = make_optimizer(config.optimizer, 'optimizer')
   try:
     solver = dataclasses.replace(bilevel.Solver.from_config(cfg.solver), unroll=bool(cfg.unroll))
@@ -222,21 +260,7 @@ def build(task, config) -> Method:
   def train_step(state, batch, rng):
     p, s = state.params, state.opt_state
     batch = step_batch(batch, rng, space, cfg.negatives)
-    if mu:
-      batch['anchor'] = p['theta']  # data, not a variable: the proximal centre of this step
-    extra, theta_state0 = {}, s['theta']
-    if cfg.inner_curvature_step:
-      lam = curvature(l_aux, p['theta'], p['phi'], batch, cfg.inner_curvature_step, cfg.unroll)
-      lr = jnp.minimum(cfg.inner_optimizer.learning_rate, 1.0 / jnp.maximum(lam, 1e-12))
-      # Each step is a new problem: the momentum buffer starts at zero. With mu > 0 the problem is (about)
-      # mu-strongly convex and 1/lr-smooth, and Nesterov's momentum for condition number kappa = 1 / (lr mu)
-      # cuts the steps to a given stationarity from O(kappa) to O(sqrt(kappa)).
-      root = jnp.sqrt(jnp.maximum(1.0 / (lr * mu), 1.0)) if mu else jnp.ones(())
-      momentum = (root - 1.0) / (root + 1.0)
-      theta_state0 = inner_opt.init(p['theta'])
-      theta_state0 = theta_state0._replace(hyperparams=dict(theta_state0.hyperparams, learning_rate=lr,
-                                                            momentum=momentum))
-      extra = {'lambda_max': lam, 'inner_lr': lr, 'inner_momentum': momentum}
+    batch, theta_state0, extra = start(p['theta'], s['theta'], p['phi'], batch)
     (loss, (theta, theta_state, aux_losses)), grad, diag = inner.value_and_grad(
         l_prim, p['phi'], p['theta'], theta_state0, batch)
     updates, phi_state = outer_opt.update(grad, s['phi'], p['phi'])
