@@ -22,6 +22,7 @@ import optax  # pylint: disable=wrong-import-position
 jax.config.update('jax_enable_x64', True)
 
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
+from implicit_jax.methods import implicit as implicit_lib  # pylint: disable=wrong-import-position
 from tests.test_bilevel import dense_hessian, flat64, rel_err, ridge_problem, spen_problem  # pylint: disable=wrong-import-position
 
 
@@ -70,6 +71,27 @@ def main():
   flat, unr = jax.flatten_util.ravel_pytree(theta_star)
   hv = flat64(bilevel.hvp(l_aux, theta_star, phi, batch, unr(v)))
   rows.append(('HVP (jvp of grad) vs dense Hessian', '-', rel_err(hv, hess @ v), float('nan')))
+
+  # The proximal inner problem (implicit.proximal): Eq. 6 without weight decay, made strongly convex around the
+  # warm start; the implicit gradient after T plain gradient steps at 1 / lambda_max (tests/test_proximal.py).
+  from tests import test_proximal as prox  # pylint: disable=import-outside-toplevel
+  _, l_prox, l_prim, phi, batch, anchor, newton = prox.problem()
+  lam = implicit_lib.curvature(l_prox, anchor, phi, batch, iterations=3000)
+  opt = optax.sgd(1.0 / lam)
+  solve = bilevel.ImplicitSolve(l_prox, opt, prox.T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13))
+  (_, (theta, _, _)), ours, info = solve.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)
+  stat = float(info['stationarity'])
+  flat_phi, unravel = jax.flatten_util.ravel_pytree(phi)
+  outer = lambda p: l_prim(newton(theta, p), p, batch)
+  fd = jnp.array([(outer(unravel(flat_phi + 1e-5 * e)) - outer(unravel(flat_phi - 1e-5 * e))) / 2e-5
+                  for e in jnp.eye(flat_phi.size)])
+  what = f'proximal (mu {prox.MU:g}), {prox.T_INNER} GD steps (stationarity {stat:.0e})'
+  rows.append((f'{what}, central FD through the Newton-resolved minimum', 'cg', rel_err(ours, fd),
+               float(info['residual'])))
+  unrolled = bilevel.UnrolledSolve(l_prox, opt, 2 * prox.T_INNER)
+  rows.append((f'{what}, unrolled through {2 * prox.T_INNER} steps', 'cg',
+               rel_err(ours, unrolled.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)[1]),
+               float('nan')))
 
   lines = ['# Implicit-gradient checks (float64)', '',
            f'Produced by `python scripts/gradient_checks.py` on {datetime.date.today()}. Relative error '
