@@ -127,6 +127,13 @@ SWEEPS = {
                                  'implicit.inner_curvature_step': 5, 'implicit.inner_optimizer.learning_rate': 100.0,
                                  'implicit.solver.name': solver}
         for mu in (1, 3) for t in (10,) for suffix, solver in (('', 'cg'), ('-none', 'none'))
+    } | {
+        # 2026-11-25: mu 3, chosen at 150 units, lost 1.7 to MBCE at 400 (seed 0, best dev epoch 18): the
+        # proximal step's 1 / mu is the inference net's learning rate, and lambda_max doubles at 400 units.
+        f'mu1-T10{suffix}-h400': {'implicit.proximal': 1.0, 'implicit.inner_steps': 10,
+                                  'implicit.inner_curvature_step': 5, 'implicit.inner_optimizer.learning_rate': 100.0,
+                                  'implicit.solver.name': solver, 'model.inference_hidden': (400, 400)}
+        for suffix, solver in (('', 'cg'), ('-none', 'none'))
     }),
     # Issue 16: MBCE's defaults on dense features against scikit-learn's BR-logistic (docs/sklearn_baseline.md):
     # training length and dropout, chosen on mean dev F1 @0.5 over 3 seeds; the fixture stands for a user's file.
