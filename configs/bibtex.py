@@ -4,6 +4,10 @@ Run:    python -m implicit_jax.main --config=configs/bibtex.py --workdir=/tmp/im
 Others: --config.method=feedforward (MBCE baseline), --config.implicit.primary_loss=ssvm|dvn|nce,
         --config.method=spen|dvn|infnet|infnet_plus|seal_dynamic|... (the rivals, each reading its section),
         --config.data.protocol=resplit (stratified 60/20/20 of all rows, the paper's and SEAL's protocol).
+Proximal inner problem (--config.implicit.proximal=3 --config.implicit.inner_steps=10
+  --config.implicit.inner_curvature_step=5 --config.implicit.inner_optimizer.learning_rate=100
+  --config.implicit.solver.name=cg): stationarity 0.10 instead of 0.72, higher dev F1 @0.5 but lower dev-tuned F1,
+  so not the default (docs/sweeps/bibtex-proximal.md, docs/mlc_ablation.md).
 Reached: implicit-cd test example-F1 39.50 ± 0.22 @0.5, 43.86 ± 0.12 tuned (3 seeds); mbce test example-F1 38.13 ± 0.37 @0.5, 42.19 ± 0.13 tuned (3 seeds); official split, docs/mlc_results.md.
 """
 
