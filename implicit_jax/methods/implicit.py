@@ -20,6 +20,7 @@ start after 5 Adam steps on bibtex), so the implicit term is the derivative of a
 size ``1 / lambda_max`` (``inner_curvature_step``) do reach, and its IFT derivative is exact:
 ``dtheta*/dphi = -(H + mu I)^{-1} d_theta d_phi L_aux``. The inference net then moves by one stochastic proximal
 point step per batch, ``1 / mu`` playing the part of its learning rate.
+
 On a task with a reward (indirect supervision, Cora), L_prim is the primary loss (ssvm or cd) on the labeled rows
 and, on the unlabeled rows, the rank loss of the negatives ordered by the reward (R-SPEN's, margin
 ``reward_margin``); L_aux's cross-entropy has no gold there (zero), its energy term pulls A_theta(x) to what the
