@@ -26,6 +26,13 @@ from implicit_jax.methods import implicit as implicit_lib  # pylint: disable=wro
 from tests.test_bilevel import dense_hessian, flat64, rel_err, ridge_problem, spen_problem  # pylint: disable=wrong-import-position
 
 
+def central_fd(outer, phi, eps=1e-5):
+  """d outer / d phi by central differences along every coordinate (a flat array)."""
+  flat_phi, unravel = jax.flatten_util.ravel_pytree(phi)
+  return jnp.array([(outer(unravel(flat_phi + eps * e)) - outer(unravel(flat_phi - eps * e))) / (2 * eps)
+                    for e in jnp.eye(flat_phi.size)])
+
+
 def main():
   rows = []
   l_aux, l_prim, theta_star, phi, batch, exact = ridge_problem()
@@ -47,10 +54,7 @@ def main():
   ref = jax.grad(lambda p: l_prim(solver(theta_star, p), p, batch))(phi)
   rows.append(('SPEN-like, jaxopt custom_root', 'dense', rel_err(ours, ref), float(info['residual'])))
 
-  flat_phi, unravel = jax.flatten_util.ravel_pytree(phi)
-  outer = lambda p: l_prim(newton(theta_star, p), p, batch)
-  fd = jnp.array([(outer(unravel(flat_phi + 1e-5 * e)) - outer(unravel(flat_phi - 1e-5 * e))) / 2e-5
-                  for e in jnp.eye(flat_phi.size)])
+  fd = central_fd(lambda p: l_prim(newton(theta_star, p), p, batch), phi)
   rows.append(('SPEN-like, central FD of the outer loss (every coordinate)', 'dense', rel_err(ours, fd), float('nan')))
 
   lam_max = jnp.linalg.eigvalsh(dense_hessian(l_aux, theta_star, phi, batch)).max()
@@ -81,10 +85,7 @@ def main():
   solve = bilevel.ImplicitSolve(l_prox, opt, prox.T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13))
   (_, (theta, _, _)), ours, info = solve.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)
   stat = float(info['stationarity'])
-  flat_phi, unravel = jax.flatten_util.ravel_pytree(phi)
-  outer = lambda p: l_prim(newton(theta, p), p, batch)
-  fd = jnp.array([(outer(unravel(flat_phi + 1e-5 * e)) - outer(unravel(flat_phi - 1e-5 * e))) / 2e-5
-                  for e in jnp.eye(flat_phi.size)])
+  fd = central_fd(lambda p: l_prim(newton(theta, p), p, batch), phi)
   what = f'proximal (mu {prox.MU:g}), {prox.T_INNER} GD steps (stationarity {stat:.0e})'
   rows.append((f'{what}, central FD through the Newton-resolved minimum', 'cg', rel_err(ours, fd),
                float(info['residual'])))

@@ -111,13 +111,15 @@ def main():
       table.append(f'| {t} | {name} | {med[0]:.3f} | {med[1]:.3f} | {med[2]:.3f} | {med[3]:.3f} |')
   out = Path(args.out)
   cfg = config.implicit
+  problem = (f'inner problem L_aux + {cfg.proximal:g}/2 ||theta - theta_0||^2 (implicit.proximal)'
+             if cfg.proximal else 'inner problem L_aux (Eq. 6)')
   if fresh:
-    inner = (f'inner problem L_aux + {cfg.proximal:g}/2 ||theta - theta_0||^2 (implicit.proximal), its optimiser '
-             f'Nesterov gradient descent at 1 / lambda_max ({cfg.inner_curvature_step} power iterations at theta_0)'
-             if cfg.proximal else f'inner optimiser gradient descent at 1 / lambda_max')
+    method = (f'{"Nesterov " if cfg.proximal else ""}gradient descent at 1 / lambda_max '
+              f'({cfg.inner_curvature_step} power iterations at theta_0)')
   else:
-    inner = (f'its inner optimiser {cfg.inner_optimizer.name} at {cfg.inner_optimizer.learning_rate:g}, its state '
-             f'warmed by {args.warmup} steps on other batches')
+    method = (f'{cfg.inner_optimizer.name} at {cfg.inner_optimizer.learning_rate:g}, its state warmed by '
+              f'{args.warmup} steps on other batches')
+  inner = f'{problem}, its optimiser {method}'
   text = '\n'.join([
       '# Inner stationarity and the implicit gradient, against the derivative of the inner steps',
       '',

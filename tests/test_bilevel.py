@@ -104,18 +104,44 @@ def test_neumann_without_safe_step_diverges_and_says_so(x64):
 LAMBDA, WEIGHT_DECAY = 0.5, 0.1
 
 
+def tiny_spen(seed):
+  """A float64 batch of 8 examples with 3 labels, an MLP inference net and a SPEN energy with their initial
+  parameters: ``(batch, net, energy, theta0, phi, space)``. Call inside ``float64()``."""
+  kx, ky, kt, kp = jax.random.split(jax.random.PRNGKey(seed), 4)
+  batch = {'x': jax.random.normal(kx, (8, 4)), 'y': (jax.random.uniform(ky, (8, 3)) < 0.4).astype(jnp.float64)}
+  net = MLPInferenceNet(3, hidden=(5,), act='tanh')
+  energy = MLCEnergy(3, feature_hidden=(4,), feature_dim=4, global_hidden=3)
+  to64 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), tree)  # Flax inits float32
+  return batch, net, energy, to64(net.init(kt, batch)), to64(energy.init(kp, batch, batch['y'])), Binary((3,))
+
+
+def newton_solver(f, batch, steps):
+  """``newton(theta, phi)``: ``steps`` Newton steps on ``f(., phi, batch)`` with the dense Hessian, jitted."""
+  @jax.jit
+  def newton(theta, phi):
+    flat, unravel = ravel_pytree(theta)
+    g = lambda t: f(unravel(t), phi, batch)
+    step = lambda _, t: t - jnp.linalg.solve(jax.hessian(g)(t), jax.grad(g)(t))
+    return unravel(jax.lax.fori_loop(0, steps, step, flat))
+  return newton
+
+
+def assert_directional_fd(grad, outer, phi, first_key, atol, directions=3, eps=1e-5):
+  """``grad`` agrees with central differences of ``outer`` along random unit directions of phi."""
+  flat_phi, unravel = ravel_pytree(phi)
+  flat_grad = ravel_pytree(grad)[0]
+  for k in range(directions):
+    d = jax.random.normal(jax.random.PRNGKey(first_key + k), flat_phi.shape)
+    d = d / jnp.linalg.norm(d)
+    fd = (outer(unravel(flat_phi + eps * d)) - outer(unravel(flat_phi - eps * d))) / (2 * eps)
+    np.testing.assert_allclose(float(flat_grad @ d), float(fd), rtol=1e-6, atol=atol)
+
+
 @functools.lru_cache(maxsize=None)
 def spen_problem():
   """Tiny MLC problem; returns losses, phi, batch and a stationary point theta* found by Newton's method."""
   with float64():
-    kx, ky, kt, kp = jax.random.split(jax.random.PRNGKey(1), 4)
-    batch = {'x': jax.random.normal(kx, (8, 4)), 'y': (jax.random.uniform(ky, (8, 3)) < 0.4).astype(jnp.float64)}
-    net = MLPInferenceNet(3, hidden=(5,), act='tanh')
-    energy = MLCEnergy(3, feature_hidden=(4,), feature_dim=4, global_hidden=3)
-    to64 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), tree)  # Flax inits float32
-    theta0 = to64(net.init(kt, batch))
-    phi = to64(energy.init(kp, batch, batch['y']))
-    space = Binary((3,))
+    batch, net, energy, theta0, phi, space = tiny_spen(1)
 
     def l_aux(theta, phi, b):  # Eq. 6 plus weight decay, so that a strict local minimum exists
       logits = net.apply(theta, b)
@@ -128,13 +154,7 @@ def spen_problem():
       return losses.ssvm_margin(energy.apply(phi, b, y_bar), energy.apply(phi, b, b['y']),
                                 space.cost('l1')(y_bar, b['y']))
 
-    @jax.jit
-    def newton(theta, phi):
-      flat, unravel = ravel_pytree(theta)
-      f = lambda t: l_aux(unravel(t), phi, batch)
-      step = lambda _, t: t - jnp.linalg.solve(jax.hessian(f)(t), jax.grad(f)(t))
-      return unravel(jax.lax.fori_loop(0, 30, step, flat))
-
+    newton = newton_solver(l_aux, batch, 30)
     opt = optax.adam(1e-2)
     theta, _, _ = jax.jit(bilevel.inner_loop, static_argnums=(0, 1, 2))(l_aux, opt, 3000, phi, theta0,
                                                                          opt.init(theta0), batch)
@@ -181,14 +201,7 @@ def test_spen_matches_central_finite_differences(spen_implicit_grad):
   l_aux, l_prim, phi, batch, theta_star, newton = spen_problem()
   del l_aux
   outer = lambda p: l_prim(newton(theta_star, p), p, batch)  # re-solve to stationarity for each phi
-  flat_phi, unravel = ravel_pytree(phi)
-  flat_grad = ravel_pytree(spen_implicit_grad)[0]
-  eps = 1e-5
-  for k in range(3):  # directional derivatives along random directions
-    d = jax.random.normal(jax.random.PRNGKey(10 + k), flat_phi.shape)
-    d = d / jnp.linalg.norm(d)
-    fd = (outer(unravel(flat_phi + eps * d)) - outer(unravel(flat_phi - eps * d))) / (2 * eps)
-    np.testing.assert_allclose(float(flat_grad @ d), float(fd), rtol=1e-6, atol=1e-9)
+  assert_directional_fd(spen_implicit_grad, outer, phi, first_key=10, atol=1e-9)
 
 
 def test_spen_matches_unrolled_differentiation(spen_implicit_grad):

@@ -14,36 +14,22 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from jax.flatten_util import ravel_pytree
 
 from implicit_jax import bilevel, losses, methods, tasks
 from implicit_jax.engine import data
 from implicit_jax.methods import implicit
-from implicit_jax.spaces.binary import Binary
-from implicit_jax.tasks.mlc.models import MLCEnergy, MLPInferenceNet
 from tests.conftest import float64, load_config
+from tests.test_bilevel import assert_directional_fd, dense_hessian, newton_solver, rel_err, tiny_spen
 
 # 150 steps at 1 / lambda_max contract the error by (1 - 0.24 / 1.62)^150 ~ 4e-11 (the spectrum of H + mu I here)
 MU, LAMBDA, T_INNER = 1.0, 1.0, 150
-
-
-def rel_err(a, b):
-  a, b = ravel_pytree(a)[0], ravel_pytree(b)[0]
-  return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(b))
 
 
 @functools.lru_cache(maxsize=None)
 def problem():
   """Eq. 6 exactly as trained (no weight decay), made proximal around a random initialisation ``anchor``."""
   with float64():
-    kx, ky, kt, kp = jax.random.split(jax.random.PRNGKey(3), 4)
-    batch = {'x': jax.random.normal(kx, (8, 4)), 'y': (jax.random.uniform(ky, (8, 3)) < 0.4).astype(jnp.float64)}
-    net = MLPInferenceNet(3, hidden=(5,), act='tanh')
-    energy = MLCEnergy(3, feature_hidden=(4,), feature_dim=4, global_hidden=3)
-    to64 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), tree)
-    anchor = to64(net.init(kt, batch))
-    phi = to64(energy.init(kp, batch, batch['y']))
-    space = Binary((3,))
+    batch, net, energy, anchor, phi, space = tiny_spen(3)
 
     def l_aux(theta, phi, b):
       logits = net.apply(theta, b)
@@ -56,20 +42,7 @@ def problem():
 
     batch = dict(batch, anchor=anchor)
     l_prox = implicit.proximal(l_aux, MU)
-
-    @jax.jit
-    def newton(theta, phi):
-      flat, unravel = ravel_pytree(theta)
-      f = lambda t: l_prox(unravel(t), phi, batch)
-      step = lambda _, t: t - jnp.linalg.solve(jax.hessian(f)(t), jax.grad(f)(t))
-      return unravel(jax.lax.fori_loop(0, 20, step, flat))
-
-    return l_aux, l_prox, l_prim, phi, batch, anchor, newton
-
-
-def dense_hessian(f, theta, phi, batch):
-  flat, unravel = ravel_pytree(theta)
-  return jax.hessian(lambda t: f(unravel(t), phi, batch))(flat)
+    return l_aux, l_prox, l_prim, phi, batch, anchor, newton_solver(l_prox, batch, 20)
 
 
 def test_proximal_term_shifts_the_hessian_by_mu_and_centres_at_the_anchor(x64):
@@ -122,14 +95,7 @@ def test_implicit_gradient_matches_finite_differences_through_the_re_solved_mini
   theta, grad, _, _ = solved
   _, _, l_prim, phi, batch, _, newton = problem()
   outer = lambda p: l_prim(newton(theta, p), p, batch)
-  flat_phi, unravel = ravel_pytree(phi)
-  flat_grad = ravel_pytree(grad)[0]
-  eps = 1e-5
-  for k in range(3):
-    d = jax.random.normal(jax.random.PRNGKey(20 + k), flat_phi.shape)
-    d = d / jnp.linalg.norm(d)
-    fd = (outer(unravel(flat_phi + eps * d)) - outer(unravel(flat_phi - eps * d))) / (2 * eps)
-    np.testing.assert_allclose(float(flat_grad @ d), float(fd), rtol=1e-6, atol=1e-10)
+  assert_directional_fd(grad, outer, phi, first_key=20, atol=1e-10)
 
 
 def test_implicit_gradient_matches_jaxopt_custom_root(solved):
