@@ -31,6 +31,11 @@ DENSE_MBCE = {
         'skip-drop0.2-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.2,
                              'num_epochs': 80},
         'skip-drop0-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.0, 'num_epochs': 80},
+        # 2026-11-25: decoupled weight decay (AdamW), the MLP's counterpart of BR-logistic's L2 penalty
+        'wd0.1-drop0.2-e80': {'method': 'feedforward', 'optimizer.name': 'adamw', 'optimizer.weight_decay': 0.1,
+                              'model.dropout': 0.2, 'num_epochs': 80},
+        'wd1-drop0.2-e80': {'method': 'feedforward', 'optimizer.name': 'adamw', 'optimizer.weight_decay': 1.0,
+                            'model.dropout': 0.2, 'num_epochs': 80},
     }
 # sweep name -> (dataset config, {variant: overrides on top of it}); 'base' is the config as committed.
 SWEEPS = {

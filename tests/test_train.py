@@ -139,6 +139,7 @@ BAD_VALUES = [
     ('implicit.solver.iterations', -2, 'solver.iterations must be a non-negative integer, got -2'),
     ('implicit.solver.alpha', -0.5, 'solver.alpha must be > 0, got -0.5'),
     ('optimizer.name', 'adagradd', "optimizer.name: unknown optimizer 'adagradd'"),
+    ('optimizer.weight_decay', -1.0, 'optimizer.weight_decay must be >= 0, got -1.0'),
     ('batch_size', 0, 'config.batch_size must be a positive integer, got 0'),
     ('eval_batch_size', 0, 'config.eval_batch_size must be a positive integer, got 0'),
     ('implicit.primary_loss', 'hinge', "implicit.primary_loss: unknown loss 'hinge'; choose one of ('ssvm', "),
@@ -205,3 +206,16 @@ def test_main_malformed_data_file_names_file_and_line(tmp_path):
   assert proc.returncode == 1
   assert f'error: {bad}:7:' in proc.stderr, proc.stderr[-1000:]
   assert 'Traceback' not in proc.stderr
+
+
+def test_adamw_weight_decay_setting_shrinks_parameters_by_rate_times_decay():
+  """With a zero gradient AdamW's update is -lr * weight_decay * param; Adam's is zero."""
+  params = {'w': np.full(3, 2.0, np.float32)}
+  zero = {'w': np.zeros(3, np.float32)}
+  for name, expected in (('adamw', 2.0 - 0.1 * 0.5 * 2.0), ('adam', 2.0)):
+    cfg = load_config('tiny').optimizer
+    cfg.update({'name': name, 'learning_rate': 0.1, 'weight_decay': 0.5})
+    opt = methods.make_optimizer(cfg, 'optimizer')
+    updates, _ = opt.update(zero, opt.init(params), params)
+    np.testing.assert_allclose(params['w'] + updates['w'], expected, rtol=1e-6)
+

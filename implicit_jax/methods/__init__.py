@@ -63,15 +63,19 @@ EPS_ROOT = 1e-16
 
 
 def make_optimizer(cfg, field: str, differentiable: bool = False) -> optax.GradientTransformation:
-  """``cfg`` has ``name`` and ``learning_rate``; errors name ``field`` (the config path). ``differentiable``:
-  the updates will be differentiated through (Adam gets ``eps_root``)."""
+  """``cfg`` has ``name`` and ``learning_rate`` (and, read by 'adamw' only, ``weight_decay``); errors name
+  ``field`` (the config path). ``differentiable``: the updates will be differentiated through (Adam gets
+  ``eps_root``)."""
   if cfg.name not in OPTIMIZERS:
     raise ValueError(f'{field}.name: unknown optimizer {cfg.name!r}; choose one of {sorted(OPTIMIZERS)}')
   if not cfg.learning_rate > 0:
     raise ValueError(f'{field}.learning_rate must be > 0, got {cfg.learning_rate}')
+  if not cfg.get('weight_decay', 0.0) >= 0:
+    raise ValueError(f'{field}.weight_decay must be >= 0, got {cfg.weight_decay}')
+  kwargs = {'weight_decay': cfg.get('weight_decay', 1e-4)} if cfg.name == 'adamw' else {}
   if differentiable and cfg.name in ('adam', 'adamw'):
-    return OPTIMIZERS[cfg.name](cfg.learning_rate, eps_root=EPS_ROOT)
-  return OPTIMIZERS[cfg.name](cfg.learning_rate)
+    kwargs['eps_root'] = EPS_ROOT
+  return OPTIMIZERS[cfg.name](cfg.learning_rate, **kwargs)
 
 
 def optimizer_config(learning_rate: float = 1e-3) -> ml_collections.ConfigDict:
