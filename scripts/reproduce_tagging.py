@@ -92,6 +92,9 @@ SWEEP_DIR = ROOT / 'docs' / 'tagging' / 'sweeps'
 # configs/pos.py before the pos-ff sweep (GloVe 50d, BiLSTM); every variant spells out what it changes.
 _POS_BEFORE = {'method': 'feedforward', 'num_epochs': 30, 'optimizer.learning_rate': 1e-3, 'model.dropout': 0.2,
                'data.lowercase': False}
+_POS_PROX = {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1, 'implicit.proximal': 3.0,
+             'implicit.inner_steps': 10, 'implicit.inner_curvature_step': 5,
+             'implicit.inner_optimizer.learning_rate': 100.0, 'implicit.solver.name': 'cg'}
 # sweep -> (dataset, {variant: overrides}); choices read the dev column only.
 SWEEPS = {
     # 2026-11-23: the feed-forward BiLSTM's schedule and word table on POS (configs/pos.py before this sweep:
@@ -118,6 +121,13 @@ SWEEPS = {
         # inference net five times as far per batch. The inner rate divided to match.
         'lam0.1-inner1e-3': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1,
                              'implicit.inner_optimizer.learning_rate': 1e-3},
+        # 2026-11-25: the committed config's median inner stationarity is 0.83 and its implicit term a tenth of the
+        # explicit one (docs/tagging/runs/pos-implicit-cd-seed0.json): what the term adds (its no-term twin), and
+        # the proximal inner problem that made it right on MLC (scripts/reproduce_mlc.py PROXIMAL), with its twin.
+        'lam0.1-inner1e-3-none': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1,
+                                  'implicit.inner_optimizer.learning_rate': 1e-3, 'implicit.solver.name': 'none'},
+        'prox-mu3': {**_POS_PROX},
+        'prox-mu3-none': {**_POS_PROX, 'implicit.solver.name': 'none'},
     }),
 }
 
