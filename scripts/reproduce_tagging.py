@@ -83,8 +83,10 @@ FLAG_REASONS = {'pos': (
     'chosen). The CRF\'s and SPEN\'s energies have no dropout (the energy network takes none) and peak on dev by '
     'epoch 6-8.'),
     # CoNLL: written before any NER/NER+ row was flagged; it lists the known differences, it does not test them.
-    'ner': ('Known differences from the papers\' NER setup, none tested on NER dev: GloVe 50d against 100d, and '
-            'Twitter POS\'s sizes and schedule (configs/ner.py: 128 units, 10 epochs), not tuned for NER.'),
+    'ner': ('The within column says whether a flagged row is above or below. Known differences from the papers\' '
+            'NER setup, none tested on NER dev: GloVe 50d against 100d, and Twitter POS\'s sizes and schedule '
+            '(configs/ner.py: 128 units, 10 epochs), not tuned for NER; our BiLSTM is itself above its '
+            'published 84.9, so every method shares a stronger base.'),
 }
 FLAG_REASONS['ner_plus'] = FLAG_REASONS['ner']
 RUNS = ROOT / 'docs' / 'tagging' / 'runs'
@@ -190,7 +192,8 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
     mark = '—'
     if pub:
       near = any(abs(mean - v) <= TOLERANCE for v in pub.values())
-      mark = 'yes' if near else f'**no** ({min(abs(mean - v) for v in pub.values()):.1f} away)'
+      nearest = min(pub.values(), key=lambda v: abs(mean - v))
+      mark = 'yes' if near else f'**no** ({abs(mean - nearest):.1f} {"above" if mean > nearest else "below"})'
       if not near:
         flagged.append(label)
     lines.append(f'| {label} | {len(rs)} | {fmt([r[f"test_{key}"] for r in rs])} | '
