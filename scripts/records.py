@@ -24,6 +24,23 @@ SUMMARISED = ('stationarity', 'cosine', 'explicit_norm', 'implicit_norm', 'resid
               'loss_aux')
 
 
+def machine() -> str:
+  """The processor model and core count of this machine, e.g. 'Intel(R) Xeon(R) ..., 2 cores'. Records carry it
+  because XLA:CPU's float rounding differs between processors: the same seed's run on another machine can move by
+  a point (bibtex seed 0: 39.54 on an AMD EPYC, 40.52 on an Intel Xeon), so only same-machine pairs are compared."""
+  import os  # pylint: disable=import-outside-toplevel
+  import platform  # pylint: disable=import-outside-toplevel
+  model = platform.processor() or platform.machine()
+  try:
+    for line in Path('/proc/cpuinfo').read_text().splitlines():
+      if line.startswith('model name'):
+        model = line.split(':', 1)[1].strip()
+        break
+  except OSError:
+    pass
+  return f'{model}, {os.cpu_count()} cores'
+
+
 def train_summary(train_log) -> dict:
   """``{metric: {'median', 'first', 'last'}}`` over the logged steps, for the diagnostics in ``SUMMARISED``."""
   if not train_log:

@@ -69,6 +69,7 @@ def run_one(system, seed, args):
   result['command'] = 'python ' + ' '.join(sys.argv)
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
   result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
+  result['machine'] = records.machine()
   records.write(out, result)
 
 

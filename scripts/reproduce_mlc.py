@@ -93,6 +93,7 @@ def save_run(result, out: Path) -> None:
   result['command'] = 'python ' + ' '.join(sys.argv)
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
   result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
+  result['machine'] = records.machine()
   records.write(out, result)
 
 

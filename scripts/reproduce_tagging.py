@@ -149,6 +149,7 @@ def train_and_record(config, workdir, out: Path):
   result['command'] = 'python ' + ' '.join(sys.argv)
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
   result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
+  result['machine'] = records.machine()
   records.write(out, result)
 
 
