@@ -41,6 +41,17 @@ def machine() -> str:
   return f'{model}, {os.cpu_count()} cores'
 
 
+def stamp(result: dict) -> dict:
+  """``result`` with what a fresh run's record says of how it was made: command, date, device and machine."""
+  import datetime  # pylint: disable=import-outside-toplevel
+  import jax  # pylint: disable=import-outside-toplevel
+  result['command'] = 'python ' + ' '.join(sys.argv)
+  result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
+  result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
+  result['machine'] = machine()
+  return result
+
+
 def train_summary(train_log) -> dict:
   """``{metric: {'median', 'first', 'last'}}`` over the logged steps, for the diagnostics in ``SUMMARISED``."""
   if not train_log:

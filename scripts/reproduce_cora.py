@@ -93,16 +93,11 @@ def run_one(system, size, draw, args):
   out = RUNS / f'cora-{system}-l{size}-d{draw}.json'
   if out.exists() or SYSTEMS[system][1] is None:
     return
-  import jax  # pylint: disable=import-outside-toplevel
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   config = base_config(size, draw, args.data_dir, SYSTEMS[system][1])
   print(f'== {system} labeled {size} draw {draw}', flush=True)
   result = train.train_and_evaluate(config, f'{args.workdir}/{system}-l{size}-d{draw}')
-  result['command'] = 'python ' + ' '.join(sys.argv)
-  result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
-  result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
-  result['machine'] = records.machine()
-  records.write(out, result)
+  records.write(out, records.stamp(result))
 
 
 def run_sweep(name, args) -> str:
@@ -112,13 +107,10 @@ def run_sweep(name, args) -> str:
   for variant, overrides in variants.items():
     out = SWEEP_DIR / name / f'{variant}.json'
     if not out.exists() and not args.table_only:
-      import jax  # pylint: disable=import-outside-toplevel
       from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
       config = base_config(size, draw, args.data_dir, overrides)
       result = train.train_and_evaluate(config, f'{args.workdir}/sweep-{name}-{variant}')
-      result.update(command='python ' + ' '.join(sys.argv), device=f'{jax.default_backend()}',
-                    date=datetime.datetime.now().isoformat(timespec='seconds'))
-      records.write(out, result)
+      records.write(out, records.stamp(result))
     if out.exists():
       r = records.load(out)
       lines.append(f'| {variant} | {overrides} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | '

@@ -13,7 +13,6 @@ IoU from each of its published numbers.
 """
 
 import argparse
-import datetime
 import os
 import sys
 from pathlib import Path
@@ -54,7 +53,6 @@ TOLERANCE = 2.0  # IoU points from a published number
 
 def run_one(system, seed, args):
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-  import jax  # pylint: disable=import-outside-toplevel
   out = RUNS / f'{system}-seed{seed}.json'
   if out.exists():
     return
@@ -66,11 +64,7 @@ def run_one(system, seed, args):
     config.num_epochs = args.epochs
   print(f'== {system} seed {seed}', flush=True)
   result = train.train_and_evaluate(config, f'{args.workdir}/{system}-{seed}')
-  result['command'] = 'python ' + ' '.join(sys.argv)
-  result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
-  result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
-  result['machine'] = records.machine()
-  records.write(out, result)
+  records.write(out, records.stamp(result))
 
 
 def load_runs() -> dict:

@@ -87,14 +87,9 @@ PAPER = {
 
 
 def save_run(result, out: Path) -> None:
-  """Adds the command, date and device to a run's result and writes its record atomically (a killed run leaves
-  no half file)."""
-  import jax  # pylint: disable=import-outside-toplevel
-  result['command'] = 'python ' + ' '.join(sys.argv)
-  result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
-  result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
-  result['machine'] = records.machine()
-  records.write(out, result)
+  """Adds the command, date, device and machine to a run's result and writes its record atomically (a killed run
+  leaves no half file)."""
+  records.write(out, records.stamp(result))
 
 
 def run_name(dataset, system, protocol) -> str:

@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / 'scripts'))
 import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+from reproduce_mlc import PROXIMAL  # pylint: disable=wrong-import-position
 
 DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk F1)',
             'ner_plus': 'CoNLL-2003 NER+ (chunk F1; caps, POS and chunk inputs)'}
@@ -94,9 +95,8 @@ SWEEP_DIR = ROOT / 'docs' / 'tagging' / 'sweeps'
 # configs/pos.py before the pos-ff sweep (GloVe 50d, BiLSTM); every variant spells out what it changes.
 _POS_BEFORE = {'method': 'feedforward', 'num_epochs': 30, 'optimizer.learning_rate': 1e-3, 'model.dropout': 0.2,
                'data.lowercase': False}
-_POS_PROX = {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1, 'implicit.proximal': 3.0,
-             'implicit.inner_steps': 10, 'implicit.inner_curvature_step': 5,
-             'implicit.inner_optimizer.learning_rate': 100.0, 'implicit.solver.name': 'cg'}
+# The proximal inner problem exactly as the MLC runs set it (chosen on bibtex dev), on POS's lambda.
+_POS_PROX = {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1, **PROXIMAL}
 # sweep -> (dataset, {variant: overrides}); choices read the dev column only.
 SWEEPS = {
     # 2026-11-23: the feed-forward BiLSTM's schedule and word table on POS (configs/pos.py before this sweep:
@@ -143,14 +143,9 @@ def base_config(dataset, seed, data_dir, overrides):
 
 
 def train_and_record(config, workdir, out: Path):
-  import jax  # pylint: disable=import-outside-toplevel
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   result = train.train_and_evaluate(config, workdir)
-  result['command'] = 'python ' + ' '.join(sys.argv)
-  result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
-  result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
-  result['machine'] = records.machine()
-  records.write(out, result)
+  records.write(out, records.stamp(result))
 
 
 def run_one(dataset, system, seed, args):

@@ -72,7 +72,8 @@ def make_optimizer(cfg, field: str, differentiable: bool = False) -> optax.Gradi
     raise ValueError(f'{field}.learning_rate must be > 0, got {cfg.learning_rate}')
   if not cfg.get('weight_decay', 0.0) >= 0:
     raise ValueError(f'{field}.weight_decay must be >= 0, got {cfg.weight_decay}')
-  kwargs = {'weight_decay': cfg.get('weight_decay', 1e-4)} if cfg.name == 'adamw' else {}
+  # A section without the field (the inner optimisers') leaves AdamW at optax's default decay.
+  kwargs = {'weight_decay': cfg.weight_decay} if cfg.name == 'adamw' and 'weight_decay' in cfg else {}
   if differentiable and cfg.name in ('adam', 'adamw'):
     kwargs['eps_root'] = EPS_ROOT
   return OPTIMIZERS[cfg.name](cfg.learning_rate, **kwargs)
