@@ -36,6 +36,18 @@ DENSE_MBCE = {
                               'model.dropout': 0.2, 'num_epochs': 80},
         'wd1-drop0.2-e80': {'method': 'feedforward', 'optimizer.name': 'adamw', 'optimizer.weight_decay': 1.0,
                             'model.dropout': 0.2, 'num_epochs': 80},
+        # 2026-11-25: no hidden layer, BR-logistic's own model class trained by MBCE: is the gap the MLP's bias?
+        'linear-e80': {'method': 'feedforward', 'model.inference_hidden': (), 'model.dropout': 0.0, 'num_epochs': 80},
+        'h32-drop0-e80': {'method': 'feedforward', 'model.inference_hidden': (32,), 'model.dropout': 0.0,
+                          'num_epochs': 80},
+        # linear-e80 is still climbing at epoch 80 (dev 0.31 after one epoch, 0.92 at 71): Adam at 1e-3 moves a
+        # linear map too slowly, so the same model at a 10x step, and the MLP and skip variants at that step.
+        'linear-lr1e-2-e80': {'method': 'feedforward', 'model.inference_hidden': (), 'model.dropout': 0.0,
+                              'optimizer.learning_rate': 1e-2, 'num_epochs': 80},
+        'skip-drop0.2-lr1e-2-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.2,
+                                    'optimizer.learning_rate': 1e-2, 'num_epochs': 80},
+        'drop0.2-lr3e-3-e80': {'method': 'feedforward', 'model.dropout': 0.2, 'optimizer.learning_rate': 3e-3,
+                               'num_epochs': 80},
     }
 # sweep name -> (dataset config, {variant: overrides on top of it}); 'base' is the config as committed.
 SWEEPS = {
