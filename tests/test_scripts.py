@@ -104,6 +104,18 @@ def test_tagging_table_flags_and_pairs():
   assert 'seed 0 +1.00, seed 1 -1.00; mean +0.00, 1/2 seeds positive' in text
 
 
+def test_tagging_diagnostics_line_averages_run_medians():
+  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  summary = lambda st, cos, imp: {'stationarity': {'median': st, 'first': 0.9, 'last': st - 0.1},
+                                  'cosine': {'median': cos}, 'implicit_norm': {'median': imp},
+                                  'explicit_norm': {'median': 1.0}}
+  rs = [{'train_summary': summary(0.5, -0.2, 0.1)}, {'train_summary': summary(0.7, 0.4, 0.3)}]
+  line = reproduce_tagging.diagnostics_line('implicit CD', rs)
+  assert 'mean over 2 seeds' in line and 'stationarity 0.60 (first 0.90, last 0.50)' in line
+  assert 'cosine(implicit, explicit) +0.10' in line and '|implicit| / |explicit| 0.20' in line
+  assert reproduce_tagging.diagnostics_line('implicit CD', [{'train_summary': {}}]) == ''  # a baseline's record
+
+
 def test_tagging_throughput_rows_are_reproduce_systems():
   """benchmarks/tagging_throughput.py times each method with its reproduce_tagging systems' overrides; a method
   name missing from the registry is skipped with a note, an unknown name refused."""
