@@ -64,7 +64,8 @@ class TagLanguageModel(nn.Module):
       shifted = jnp.concatenate([jnp.zeros_like(words[:, :1]), words], axis=1)             # x_0 = 0, x_1..x_T
       inputs = jnp.concatenate([inputs, shifted * jnp.pad(real, ((0, 0), (1, 0)), constant_values=1.0)[..., None]],
                                axis=-1)
-    h = nn.RNN(nn.OptimizedLSTMCell(self.hidden, name='cell'))(inputs, seq_lengths=lengths + 1)
+    cell = nn.OptimizedLSTMCell(self.hidden, param_dtype=inputs.dtype, name='cell')  # carry in the inputs' dtype
+    h = nn.RNN(cell)(inputs, seq_lengths=lengths + 1)
     log_p = jax.nn.log_softmax(nn.Dense(c + 1, name='next')(h), axis=-1)                    # tags + end symbol
     end = jax.nn.one_hot(lengths, length + 1, dtype=y.dtype)                                 # [N, T + 1]
     target = jnp.concatenate([jnp.pad(y, ((0, 0), (0, 1), (0, 0))), end[..., None]], axis=-1)  # [N, T + 1, C + 1]
@@ -101,8 +102,10 @@ class Encoder(nn.Module):
       h = nn.relu(nn.Conv(self.hidden, (self.kernel_size,), padding='SAME', name='conv')(h))
     else:
       lengths = jnp.sum(batch['mask'] > 0, axis=-1).astype(jnp.int32)
-      rnn = nn.Bidirectional(nn.RNN(nn.OptimizedLSTMCell(self.hidden)), nn.RNN(nn.OptimizedLSTMCell(self.hidden)),
-                             name='bilstm')
+      # The LSTM's zero carry takes the cell's param_dtype: tie it to the inputs', so that parameters cast to
+      # another precision (float64 gradient checks) run through the scan with a carry of their own type.
+      cell = lambda: nn.OptimizedLSTMCell(self.hidden, param_dtype=h.dtype)  # pylint: disable=unnecessary-lambda-assignment
+      rnn = nn.Bidirectional(nn.RNN(cell()), nn.RNN(cell()), name='bilstm')
       h = rnn(h, seq_lengths=lengths)
     if self.dropout:
       h = nn.Dropout(self.dropout, deterministic=not train)(h)

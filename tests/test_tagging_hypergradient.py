@@ -1,0 +1,140 @@
+"""The implicit gradient on sequences, checked against independent routes in float64.
+
+``test_bilevel.py`` checks the solver core on a multi-label problem. Here the losses are the tagging task's own
+(``implicit.make_losses``: BiLSTM inference net, Eq. 7 energy, masked token cross-entropy, CD primary loss over
+sampled tag sequences), so what is checked is the plumbing a sequence task adds: masks, padding, the per-token
+simplex relaxation. At a Newton-polished stationary point of L_aux (plus a weight decay that makes it a strict
+minimum), our dense-solve hypergradient is compared with jaxopt's ``custom_root``, the training route
+(``ImplicitSolve``'s custom_vjp with the configs' iterative solvers run to convergence) with it, and the
+hypergradient of a batch with extra padding with that of the same sentences padded less.
+"""
+
+import functools
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from implicit_jax import bilevel, methods, tasks
+from implicit_jax.engine import data
+from implicit_jax.methods import implicit
+from tests.conftest import float64, load_config
+
+WEIGHT_DECAY = 0.05
+
+
+def rel_err(a, b):
+  a, b = ravel_pytree(a)[0], ravel_pytree(b)[0]
+  return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(b))
+
+
+def to64(tree):
+  return jax.tree.map(lambda a: jnp.asarray(a, jnp.float64) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
+
+
+def pad_to(batch, length):
+  """The same sentences with padding up to ``length`` tokens: mask, word and tag 0 there, and uniform noise (the
+  sampler's input, drawn for every padded position in training) of 0.5."""
+  extra = length - batch['mask'].shape[1]
+  return {k: jnp.pad(v, [(0, 0), (0, extra)] + [(0, 0)] * (v.ndim - 2)) if v.ndim >= 2 and k != 'noise' else v
+          for k, v in batch.items()} | {'noise': jnp.pad(batch['noise'], [(0, 0), (0, 0), (0, extra), (0, 0)],
+                                                          constant_values=0.5)}
+
+
+@functools.lru_cache(maxsize=None)
+def problem():
+  """The tagging task's L_aux (+ weight decay) and L_prim on 4 sentences, and a stationary point theta*."""
+  config = load_config('tiny_tagging')
+  config.model.encoder = 'bilstm'
+  config.model.embedding_dim = config.model.hidden = config.model.energy_hidden = 3
+  config.model.dropout = 0.0
+  config.implicit.primary_loss = 'cd'
+  task = tasks.get_task(config)
+  with float64():
+    l_aux0, l_prim, infnet, energy = implicit.make_losses(task, config)
+    params = to64(methods.init_params(task, jax.random.key(0), {'theta': infnet, 'phi': energy}))
+    batch = next(data.train_batches(task, 4, np.random.default_rng(0)))
+    batch = {k: jnp.asarray(v) for k, v in batch.items()}                 # y is already one-hot (space.gold)
+    batch = to64(implicit.step_batch(batch, jax.random.key(1), task.space, config.implicit.negatives))
+
+    def l_aux(theta, phi, b):
+      decay = 0.5 * WEIGHT_DECAY * sum(jnp.sum(w ** 2) for w in jax.tree.leaves(theta))
+      return l_aux0(theta, phi, b) + decay
+
+    @jax.jit
+    def newton(theta, phi):
+      flat, unravel = ravel_pytree(theta)
+      g = lambda t: l_aux(unravel(t), phi, batch)
+      step = lambda _, t: t - jnp.linalg.solve(jax.hessian(g)(t), jax.grad(g)(t))
+      return unravel(jax.lax.fori_loop(0, 20, step, flat))
+
+    opt = optax.adam(3e-2)
+    theta, _, _ = jax.jit(bilevel.inner_loop, static_argnums=(0, 1, 2))(
+        l_aux, opt, 1500, params['phi'], params['theta'], opt.init(params['theta']), batch)
+    theta_star = newton(theta, params['phi'])
+  return l_aux, l_prim, params['phi'], batch, theta_star, newton
+
+
+def test_tagging_problem_is_solved_to_a_strict_minimum(x64):
+  l_aux, _, phi, batch, theta_star, _ = problem()
+  assert float(jnp.min(batch['mask'])) == 0.0 and float(jnp.max(batch['mask'])) == 1.0  # padding is present
+  assert float(jnp.linalg.norm(ravel_pytree(jax.grad(l_aux)(theta_star, phi, batch))[0])) < 1e-10
+  flat, unravel = ravel_pytree(theta_star)
+  eigs = jnp.linalg.eigvalsh(jax.hessian(lambda t: l_aux(unravel(t), phi, batch))(flat))
+  assert float(eigs.min()) > 0  # the implicit function theorem applies
+
+
+@functools.lru_cache(maxsize=None)
+def dense_hypergradient():
+  l_aux, l_prim, phi, batch, theta_star, _ = problem()
+  with float64():
+    return dense_solve(l_prim, l_aux)(theta_star, phi, batch)
+
+
+def dense_solve(l_prim, l_aux):
+  return jax.jit(lambda theta, phi, b: bilevel.hypergradient(l_prim, l_aux, theta, phi, b, bilevel.Solver('dense')))
+
+
+@pytest.fixture
+def dense_grad(x64):
+  grad, info = dense_hypergradient()
+  # The implicit term is 15% of the explicit one here: an error in it would show far above the tolerances below.
+  assert info['residual'] < 1e-10 and info['implicit_norm'] > 0.05 * info['explicit_norm']
+  return grad
+
+
+def test_tagging_hypergradient_matches_jaxopt_custom_root(dense_grad):
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', DeprecationWarning)
+    import jaxopt  # pylint: disable=import-outside-toplevel
+  l_aux, l_prim, phi, batch, theta_star, newton = problem()
+  solve = functools.partial(jaxopt.linear_solve.solve_cg, tol=1e-14, maxiter=2000)
+
+  @jaxopt.implicit_diff.custom_root(lambda theta, p: jax.grad(l_aux)(theta, p, batch), solve=solve)
+  def inner_solver(init_theta, p):
+    return newton(init_theta, p)
+
+  reference = jax.grad(lambda p: l_prim(inner_solver(theta_star, p), p, batch))(phi)
+  assert rel_err(dense_grad, reference) < 1e-6
+
+
+@pytest.mark.parametrize('solver', [bilevel.Solver('normal_cg', iterations=600, tol=1e-15),
+                                    bilevel.Solver('minres', iterations=600, tol=1e-15)],
+                         ids=lambda s: s.name)
+def test_training_route_agrees_on_sequences(dense_grad, solver):
+  """``ImplicitSolve`` (the custom_vjp training uses) with the configs' solvers, run to convergence."""
+  l_aux, l_prim, phi, batch, theta_star, _ = problem()
+  opt = optax.sgd(1e-4)
+  inner = bilevel.ImplicitSolve(l_aux, opt, 1, solver)  # one tiny step from theta*: stays there
+  _, grad, diag = jax.jit(lambda p: inner.value_and_grad(l_prim, p, theta_star, opt.init(theta_star), batch))(phi)
+  assert rel_err(grad, dense_grad) < 1e-6 and float(diag['residual']) < 1e-6
+
+
+def test_extra_padding_leaves_the_hypergradient_unchanged(dense_grad):
+  l_aux, l_prim, phi, batch, theta_star, _ = problem()
+  padded, _ = dense_solve(l_prim, l_aux)(theta_star, phi, pad_to(batch, batch['mask'].shape[1] + 5))
+  assert rel_err(padded, dense_grad) < 1e-9
