@@ -11,6 +11,7 @@ import pytest
 
 from implicit_jax import methods, tasks
 from implicit_jax.engine import data, train
+from implicit_jax.methods import implicit
 from implicit_jax.tasks.tagging import synthetic
 from tests.conftest import load_config
 
@@ -131,3 +132,58 @@ def test_methods_learn_the_synthetic_tagging_task(tmp_path, method):
   assert result['test_accuracy'] > info['word_only_accuracy'], (result['test_accuracy'], info)
   assert result['test_accuracy'] <= info['bayes_accuracy'] + 0.03  # no better than the truth allows (noise only)
   assert result['dev_accuracy'] == max(h['dev_accuracy'] for h in result['history'])
+
+
+def test_energy_dropout_is_one_mask_per_step_and_off_at_evaluation():
+  """model.energy_dropout: a training batch's ``energy_dropout`` key fixes one mask (E stays a function within the
+  step, as the implicit gradient needs), a batch without it is the deterministic energy, and rate 0 ignores it."""
+  config = load_config('tiny_tagging')
+  config.model.energy_dropout = 0.5
+  task = tasks.get_task(config)
+  energy = task.make_energy()
+  phi = methods.init_params(task, jax.random.key(0), {'phi': energy})['phi']
+  batch = {k: jnp.asarray(v) for k, v in next(data.train_batches(task, 8, np.random.default_rng(0))).items()}
+  key = lambda i: jax.random.key_data(jax.random.key(i))  # pylint: disable=unnecessary-lambda-assignment
+  e = lambda b: energy.apply(phi, b, b['y'])  # pylint: disable=unnecessary-lambda-assignment
+  clean, drop1 = e(batch), e(dict(batch, energy_dropout=key(1)))
+  np.testing.assert_array_equal(drop1, e(dict(batch, energy_dropout=key(1))))     # same key, same function
+  assert not np.allclose(drop1, clean) and not np.allclose(drop1, e(dict(batch, energy_dropout=key(2))))
+  config.model.energy_dropout = 0.0
+  plain = tasks.get_task(config).make_energy()
+  np.testing.assert_array_equal(plain.apply(phi, batch, batch['y']),
+                                plain.apply(phi, dict(batch, energy_dropout=key(1)), batch['y']))
+  config.model.energy_dropout, config.method = 0.5, 'spen'
+  with pytest.raises(ValueError, match=r"model.energy_dropout=0.5 is drawn by methods \('crf', 'implicit'\)"):
+    tasks.get_task(config)
+  config.model.energy_dropout = 1.0
+  with pytest.raises(ValueError, match=r'model.energy_dropout must be in \[0, 1\)'):
+    tasks.get_task(config)
+
+
+@pytest.mark.parametrize('rate', [0.0, 0.3])
+def test_energy_dropout_reaches_the_crf_step_and_the_implicit_losses(rate):
+  """The CRF's step key draws the energy's mask (at rate 0 the key changes nothing); the implicit method's step
+  batch carries one key that both of its losses' energies read."""
+  config = load_config('tiny_tagging')
+  config.method, config.model.energy_dropout = 'crf', rate
+  task = tasks.get_task(config)
+  batch = {k: jnp.asarray(v) for k, v in next(data.train_batches(task, 16, np.random.default_rng(0))).items()}
+  crf = methods.build(task, config)
+  state = crf.init(jax.random.key(0))
+  step = jax.jit(crf.train_step)
+  (a, _), (b, _) = step(state, batch, jax.random.key(1)), step(state, batch, jax.random.key(2))
+  assert np.allclose(ravel(a.params), ravel(b.params)) == (rate == 0.0)
+
+  config.method = 'implicit'
+  task = tasks.get_task(config)
+  losses = implicit.make_losses(task, config)
+  params = methods.init_params(task, jax.random.key(0), {'theta': losses.infnet, 'phi': losses.energy})
+  step_batch = implicit.step_batch(batch, jax.random.key(3), task.space, config.implicit.negatives)
+  other = dict(step_batch, energy_dropout=jax.random.key_data(jax.random.key(4)))
+  for loss in (losses.l_aux, losses.l_prim):
+    same = np.isclose(loss(params['theta'], params['phi'], step_batch), loss(params['theta'], params['phi'], other))
+    assert same == (rate == 0.0)
+
+
+def ravel(tree):
+  return np.concatenate([np.ravel(a) for a in jax.tree.leaves(tree)])

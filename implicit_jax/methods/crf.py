@@ -73,7 +73,7 @@ def build(task, config) -> Method:
     return State(step=jnp.zeros((), jnp.int32), params={'phi': phi}, opt_state={'phi': opt.init(phi)})
 
   def train_step(state, batch, rng):
-    del rng  # no dropout in the energy, no sampling
+    batch = dict(batch, energy_dropout=jax.random.key_data(rng))  # used if model.energy_dropout > 0
     mask = batch['mask'].astype(jnp.float32)
 
     def loss_fn(phi):

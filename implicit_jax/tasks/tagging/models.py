@@ -88,8 +88,12 @@ class Encoder(nn.Module):
   feature_dim: int = 16                   # width of each feature's embedding
 
   @nn.compact
-  def __call__(self, batch: dict, train: bool = False) -> jax.Array:
+  def __call__(self, batch: dict, train: bool = False, key: jax.Array | None = None) -> jax.Array:
+    """``key``: dropout from this key instead of the 'dropout' stream (implies training). The energy's encoder
+    takes its key as data, one per training step, so that E stays a deterministic function within the step."""
     mask = batch['mask'][..., None].astype(jnp.float32)
+    keys = (None, None) if key is None else tuple(jax.random.split(key))
+    train = train or key is not None
     init = {} if self.embedding_init is None else {'embedding_init': self.embedding_init}
     h = nn.Embed(self.vocab_size, self.embedding_dim, name='embed', **init)(batch['x'])
     if self.features:
@@ -97,7 +101,7 @@ class Encoder(nn.Module):
                                  for key, n in self.features], axis=-1)
     h = h * mask
     if self.dropout:
-      h = nn.Dropout(self.dropout, deterministic=not train)(h)
+      h = nn.Dropout(self.dropout, deterministic=not train)(h, rng=keys[0])
     if self.kind == 'conv':
       h = nn.relu(nn.Conv(self.hidden, (self.kernel_size,), padding='SAME', name='conv')(h))
     else:
@@ -108,7 +112,7 @@ class Encoder(nn.Module):
       rnn = nn.Bidirectional(nn.RNN(cell()), nn.RNN(cell()), name='bilstm')
       h = rnn(h, seq_lengths=lengths)
     if self.dropout:
-      h = nn.Dropout(self.dropout, deterministic=not train)(h)
+      h = nn.Dropout(self.dropout, deterministic=not train)(h, rng=keys[1])
     return h * mask
 
 
@@ -168,7 +172,10 @@ class SequenceEnergy(nn.Module):
     return total.reshape(lead + (b,))
 
   def potentials(self, batch: dict) -> tuple[jax.Array, jax.Array]:
-    return self.U(self.encoder(batch)), self.W
+    # Training batches of the methods that regularise the energy (crf, implicit) carry ``energy_dropout``, a key
+    # as data; evaluation batches do not, and an encoder built without dropout ignores it.
+    key = batch.get('energy_dropout') if self.encoder.dropout else None
+    return self.U(self.encoder(batch, key=None if key is None else jax.random.wrap_key_data(key))), self.W
 
   def __call__(self, batch: dict, y: jax.Array) -> jax.Array:
     if y.shape[-1] != self.num_tags:
