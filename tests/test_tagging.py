@@ -152,37 +152,39 @@ def test_energy_dropout_is_one_mask_per_step_and_off_at_evaluation():
   plain = tasks.get_task(config).make_energy()
   np.testing.assert_array_equal(plain.apply(phi, batch, batch['y']),
                                 plain.apply(phi, dict(batch, energy_dropout=key(1)), batch['y']))
-  config.model.energy_dropout, config.method = 0.5, 'spen'
-  with pytest.raises(ValueError, match=r"model.energy_dropout=0.5 is drawn by methods \('crf', 'implicit'\)"):
-    tasks.get_task(config)
   config.model.energy_dropout = 1.0
   with pytest.raises(ValueError, match=r'model.energy_dropout must be in \[0, 1\)'):
     tasks.get_task(config)
 
 
-@pytest.mark.parametrize('rate', [0.0, 0.3])
-def test_energy_dropout_reaches_the_crf_step_and_the_implicit_losses(rate):
-  """The CRF's step key draws the energy's mask (at rate 0 the key changes nothing); the implicit method's step
-  batch carries one key that both of its losses' energies read."""
+@pytest.mark.parametrize('method', ['crf', 'spen', 'implicit'])
+def test_every_methods_step_draws_the_energy_dropout(method):
+  """methods.build gives every method's step the energy's key: from the same state and step key, rate 0.3 moves
+  the energy otherwise than rate 0 (the methods' own random streams are untouched by it, so nothing else differs);
+  the implicit method's two losses read one key."""
   config = load_config('tiny_tagging')
-  config.method, config.model.energy_dropout = 'crf', rate
-  task = tasks.get_task(config)
-  batch = {k: jnp.asarray(v) for k, v in next(data.train_batches(task, 16, np.random.default_rng(0))).items()}
-  crf = methods.build(task, config)
-  state = crf.init(jax.random.key(0))
-  step = jax.jit(crf.train_step)
-  (a, _), (b, _) = step(state, batch, jax.random.key(1)), step(state, batch, jax.random.key(2))
-  assert np.allclose(ravel(a.params), ravel(b.params)) == (rate == 0.0)
-
-  config.method = 'implicit'
-  task = tasks.get_task(config)
-  losses = implicit.make_losses(task, config)
-  params = methods.init_params(task, jax.random.key(0), {'theta': losses.infnet, 'phi': losses.energy})
-  step_batch = implicit.step_batch(batch, jax.random.key(3), task.space, config.implicit.negatives)
-  other = dict(step_batch, energy_dropout=jax.random.key_data(jax.random.key(4)))
-  for loss in (losses.l_aux, losses.l_prim):
-    same = np.isclose(loss(params['theta'], params['phi'], step_batch), loss(params['theta'], params['phi'], other))
-    assert same == (rate == 0.0)
+  config.method = method
+  batch, steps = None, []
+  for rate in (0.0, 0.3):
+    config.model.energy_dropout = rate
+    task = tasks.get_task(config)
+    if batch is None:
+      batch = {k: jnp.asarray(v) for k, v in next(data.train_batches(task, 16, np.random.default_rng(0))).items()}
+    m = methods.build(task, config)
+    state = m.init(jax.random.key(0))
+    steps.append([ravel(jax.jit(m.train_step)(state, batch, jax.random.key(k))[0].params['phi']) for k in (1, 1)])
+  (zero_a, zero_b), (drop_a, drop_b) = steps
+  np.testing.assert_array_equal(zero_a, zero_b)
+  np.testing.assert_array_equal(drop_a, drop_b)  # one step key, one mask
+  assert not np.allclose(zero_a, drop_a)
+  if method == 'implicit':
+    losses = implicit.make_losses(task, config)
+    params = methods.init_params(task, jax.random.key(0), {'theta': losses.infnet, 'phi': losses.energy})
+    one = methods.with_energy_key(implicit.step_batch(batch, jax.random.key(3), task.space, config.implicit.negatives),
+                                  jax.random.key(3))
+    other = methods.with_energy_key(one, jax.random.key(4))
+    for loss in (losses.l_aux, losses.l_prim):
+      assert not np.isclose(loss(params['theta'], params['phi'], one), loss(params['theta'], params['phi'], other))
 
 
 def ravel(tree):

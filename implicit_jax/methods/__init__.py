@@ -143,4 +143,15 @@ def build(task: Any, config: Any) -> Method:
                      f'{task.unlabeled_rows} unlabeled rows: set data.unlabeled=False, or use one of '
                      f'{SEMI_SUPERVISED}')
   module, builder, _ = REGISTRY[config.method]
-  return getattr(importlib.import_module(f'implicit_jax.methods.{module}'), builder)(task, config)
+  method = getattr(importlib.import_module(f'implicit_jax.methods.{module}'), builder)(task, config)
+  train_step = method.train_step
+  return method._replace(train_step=lambda state, batch, rng: train_step(state, with_energy_key(batch, rng), rng))
+
+
+def with_energy_key(batch: dict, rng: jax.Array) -> dict:
+  """The training batch with ``energy_dropout``, a key as data from which an energy with dropout (tagging's
+  ``model.energy_dropout``; other energies ignore it) draws its mask: one mask for every energy evaluation of the
+  step (gold, negatives, inference, the implicit method's inner steps and Hessian), so that E stays a function
+  within the step, and none at evaluation, whose batches lack the key. Folded in, so that the streams the
+  methods draw from ``rng`` are those of earlier runs."""
+  return dict(batch, energy_dropout=jax.random.key_data(jax.random.fold_in(rng, 1)))

@@ -73,7 +73,7 @@ def build(task, config) -> Method:
     return State(step=jnp.zeros((), jnp.int32), params={'phi': phi}, opt_state={'phi': opt.init(phi)})
 
   def train_step(state, batch, rng):
-    batch = dict(batch, energy_dropout=jax.random.key_data(rng))  # used if model.energy_dropout > 0
+    del rng  # no sampling; the energy's dropout key, if any, is in the batch (methods.build)
     mask = batch['mask'].astype(jnp.float32)
 
     def loss_fn(phi):

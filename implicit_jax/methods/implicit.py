@@ -93,7 +93,8 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
 
 class Losses(NamedTuple):
   """The two losses of the bi-level problem, ``f(theta, phi, batch) -> scalar``, and the networks behind them.
-  ``batch`` carries the inputs, the gold ``y``, the negatives' ``noise`` and the ``dropout`` and ``energy_dropout`` keys (``step_batch``)."""
+  ``batch`` carries the inputs, the gold ``y``, the negatives' ``noise``, the ``dropout`` key (``step_batch``) and
+  the energy's ``energy_dropout`` key (``methods.build``)."""
 
   l_aux: Callable
   l_prim: Callable
@@ -184,11 +185,7 @@ def step_batch(batch: dict, rng: jax.Array, space, negatives_config) -> dict:
   ``rng`` (the step's key)."""
   noise_rng, dropout_rng = jax.random.split(rng)
   noise = space.noise(noise_rng, negatives_config.sampler, negatives_config.num_samples, batch['y'].shape)
-  # The energy's own dropout key (tagging's model.energy_dropout), folded in so that the two streams above stay
-  # those of earlier runs.
-  energy_rng = jax.random.fold_in(rng, 1)
-  return dict(batch, noise=noise, dropout=jax.random.key_data(dropout_rng),
-              energy_dropout=jax.random.key_data(energy_rng))
+  return dict(batch, noise=noise, dropout=jax.random.key_data(dropout_rng))
 
 
 class InnerProblem(NamedTuple):

@@ -32,7 +32,6 @@ from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evalu
 from implicit_jax.tasks.tagging.models import ENCODERS, GLOBAL_ENERGIES, Encoder, SequenceEnergy, TaggerNet
 
 DATASETS = ('synthetic', 'twitter_pos', 'conll2003')
-ENERGY_DROPOUT_METHODS = ('crf', 'implicit')  # methods whose training batches carry the energy's dropout key
 
 
 def default_config() -> ml_collections.ConfigDict:
@@ -71,7 +70,7 @@ def default_config() -> ml_collections.ConfigDict:
   m.dropout = 0.0             # inference net: dropout on embeddings and features (training only)
   m.energy_hidden = 64        # energy: width of its own encoder's features b(x, t)
   m.energy_dropout = 0.0      # energy: dropout on its encoder's embeddings and features in training, one mask per
-                              # step (methods crf and implicit; the others train the energy without it)
+                              # training step for every method (methods.with_energy_key); none at evaluation
   m.global_energy = 'none'    # InfNet+'s global energies added to Eq. 7 (models.py): 'none', 'a' (forward tag LM),
                               # 'b' (forward and backward tag LMs), 'c' (those and gamma x word-augmented ones)
   m.global_gamma = 1.0        # global_energy 'c': weight of the word-augmented tag LMs (gamma of Eq. 9)
@@ -89,9 +88,6 @@ def make_task(config) -> Task:
     raise ValueError(f'model.dropout must be in [0, 1), got {m.dropout}')
   if not 0.0 <= m.energy_dropout < 1.0:
     raise ValueError(f'model.energy_dropout must be in [0, 1), got {m.energy_dropout}')
-  if m.energy_dropout and config.get('method') not in ENERGY_DROPOUT_METHODS:
-    raise ValueError(f'model.energy_dropout={m.energy_dropout} is drawn by methods {ENERGY_DROPOUT_METHODS} only; '
-                     f'config.method={config.get("method")!r} would train the energy without it: set it to 0')
   if any(not isinstance(b, int) or b < 1 for b in d.buckets):
     raise ValueError(f'data.buckets must be positive integers, got {d.buckets}')
   if m.embeddings not in embeddings.KINDS:
@@ -132,7 +128,8 @@ def make_task(config) -> Task:
     return TaggerNet(encoder(m.hidden, m.dropout), num_tags, heads)
 
   def make_energy():
-    return SequenceEnergy(encoder(m.energy_hidden, m.energy_dropout), num_tags, m.global_energy, m.global_gamma, m.tlm_hidden)
+    return SequenceEnergy(encoder(m.energy_hidden, m.energy_dropout), num_tags, m.global_energy, m.global_gamma,
+                          m.tlm_hidden)
 
   return Task(d.name, splits, Categorical(num_tags), make_inference_net, make_energy, evaluator,
               score='accuracy', info=info, padded=('x', 'y', 'mask', *feature_sizes), buckets=tuple(sorted(d.buckets)),

@@ -108,8 +108,8 @@ class Encoder(nn.Module):
       lengths = jnp.sum(batch['mask'] > 0, axis=-1).astype(jnp.int32)
       # The LSTM's zero carry takes the cell's param_dtype: tie it to the inputs', so that parameters cast to
       # another precision (float64 gradient checks) run through the scan with a carry of their own type.
-      cell = lambda: nn.OptimizedLSTMCell(self.hidden, param_dtype=h.dtype)  # pylint: disable=unnecessary-lambda-assignment
-      rnn = nn.Bidirectional(nn.RNN(cell()), nn.RNN(cell()), name='bilstm')
+      rnn = nn.Bidirectional(nn.RNN(nn.OptimizedLSTMCell(self.hidden, param_dtype=h.dtype)),
+                             nn.RNN(nn.OptimizedLSTMCell(self.hidden, param_dtype=h.dtype)), name='bilstm')
       h = rnn(h, seq_lengths=lengths)
     if self.dropout:
       h = nn.Dropout(self.dropout, deterministic=not train)(h, rng=keys[1])
@@ -172,8 +172,8 @@ class SequenceEnergy(nn.Module):
     return total.reshape(lead + (b,))
 
   def potentials(self, batch: dict) -> tuple[jax.Array, jax.Array]:
-    # Training batches of the methods that regularise the energy (crf, implicit) carry ``energy_dropout``, a key
-    # as data; evaluation batches do not, and an encoder built without dropout ignores it.
+    # Training batches carry ``energy_dropout``, a key as data (methods.with_energy_key); evaluation batches do
+    # not, and an encoder built without dropout ignores it.
     key = batch.get('energy_dropout') if self.encoder.dropout else None
     return self.U(self.encoder(batch, key=None if key is None else jax.random.wrap_key_data(key))), self.W
 
