@@ -5,7 +5,9 @@ Usage: python scripts/refine_eval.py --workdir=DIR [--data_dir=PATH] [--out=docs
 Loads the run's best-on-dev parameters (``checkpoints.load_trained``) and scores prediction with
 ``implicit.refine.steps`` in {5, 20} and every ``implicit.refine.rule`` and ``.step_size`` of the grid, beside
 ``refine.steps = 0`` (the paper's prediction): dev F1 @0.5, dev F1 at the threshold tuned on dev, and the same on
-test. A choice may use the dev columns only; test is listed so the record is complete. Nothing is trained.
+test; on a task without a calibration (tagging) the dev and test selection metric, for mirror descent on the
+per-token simplex (``GRID_UNCALIBRATED``). A choice may use the dev columns only; test is listed so the record is
+complete. Nothing is trained.
 """
 
 import argparse
@@ -20,8 +22,11 @@ sys.path.insert(0, str(ROOT))
 from implicit_jax import methods  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import train  # pylint: disable=wrong-import-position
+from implicit_jax.tasks import Evaluator  # pylint: disable=wrong-import-position
 
 GRID = {'rule': ('projected', 'mirror'), 'steps': (5, 20), 'step_size': (0.01, 0.03, 0.1, 0.3, 1.0)}
+# Tasks without a calibration (tagging: argmax per token) score one metric; mirror descent is GBI on the simplex.
+GRID_UNCALIBRATED = {'rule': ('mirror',), 'steps': (5, 20), 'step_size': (0.1, 0.3, 1.0, 3.0)}
 
 
 def scores(run, config):
@@ -37,6 +42,41 @@ def scores(run, config):
           final['test_f1'], final['test_f1_tuned'])
 
 
+def uncalibrated_scores(run, config):
+  """``(dev, test)`` of the task's selection metric (tagging: token accuracy or chunk F1), predicted as the
+  training loop does."""
+  method = methods.build(run.task, config)
+  _, replicated, sharded = train.data_parallel(config)
+  predict = train.make_predict(method, replicated, sharded)
+  key = run.task.evaluator.select
+  return tuple(run.task.evaluator.metrics(train.predict_split(run.task, predict, run.params, run.task.splits[s],
+                                                              config, sharded), run.task.splits[s])[key]
+               for s in ('dev', 'test'))
+
+
+def uncalibrated_table(run, args) -> str:
+  key = run.task.evaluator.select
+  rows = []
+  for rule, steps, eta in [(None, 0, None)] + list(itertools.product(*GRID_UNCALIBRATED.values())):
+    config = config_lib.load(config_lib.recorded(run.config))
+    config.implicit.refine.steps = steps
+    if steps:
+      config.implicit.refine.rule, config.implicit.refine.step_size = rule, eta
+    rows.append((rule or '– (A_theta(x))', steps, eta if eta is not None else '–', *uncalibrated_scores(run, config)))
+    print(*rows[-1], flush=True)
+  best = max(range(len(rows)), key=lambda i: rows[i][3])
+  lines = [f'# Refining A_theta(x) by GBI on the learned energy: {run.task.name}', '',
+           f'Made by `python {" ".join(sys.argv)}` on {datetime.date.today()} from the run in `{args.workdir}` '
+           f'(method implicit, loss {run.config.implicit.primary_loss}, solver {run.config.implicit.solver.name}, '
+           f'seed {run.config.seed}, model.energy_dropout {run.config.model.get("energy_dropout", 0.0)}). '
+           f'{key} x 100 of the argmax per token. **Bold**: the best dev row; a choice reads dev only.', '',
+           f'| rule | steps | step size | dev {key} | test {key} |', '|---|---|---|---|---|']
+  for i, (rule, steps, eta, dev, test) in enumerate(rows):
+    shown = f'**{100 * dev:.2f}**' if i == best else f'{100 * dev:.2f}'
+    lines.append(f'| {rule} | {steps} | {eta} | {shown} | {100 * test:.2f} |')
+  return '\n'.join(lines) + '\n'
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--workdir', required=True, help='a finished run of method=implicit')
@@ -49,6 +89,11 @@ def main():
     parser.error(f'--workdir: {e}')
   if run.config.method != 'implicit':
     parser.error(f'--workdir: {args.workdir} holds a {run.config.method!r} run; refinement is for method=implicit')
+  if type(run.task.evaluator).calibrate is Evaluator.calibrate:  # no threshold: one metric per split
+    text = uncalibrated_table(run, args)
+    print(text)
+    write(text, args.out or str(ROOT / 'docs' / 'refine' / f'{run.task.name}.md'))
+    return
   rows = []
   for rule, steps, eta in [(None, 0, None)] + list(itertools.product(*GRID.values())):
     config = config_lib.load(config_lib.recorded(run.config))
@@ -73,7 +118,10 @@ def main():
                  f'{t:.2f} | {100 * t5:.2f} | {100 * tt:.2f} |')
   text = '\n'.join(lines) + '\n'
   print(text)
-  out = args.out or str(ROOT / 'docs' / 'refine' / f'{run.task.name}.md')
+  write(text, args.out or str(ROOT / 'docs' / 'refine' / f'{run.task.name}.md'))
+
+
+def write(text: str, out: str) -> None:
   if out != '-':
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text)
