@@ -54,16 +54,22 @@ def uncalibrated_scores(run, config):
                for s in ('dev', 'test'))
 
 
-def uncalibrated_table(run, args) -> str:
-  key = run.task.evaluator.select
+def grid_rows(run, grid: dict, score) -> list[tuple]:
+  """``(rule, steps, step size, *score(run, config))`` for A_theta(x) itself and every refinement of ``grid``."""
   rows = []
-  for rule, steps, eta in [(None, 0, None)] + list(itertools.product(*GRID_UNCALIBRATED.values())):
+  for rule, steps, eta in [(None, 0, None)] + list(itertools.product(*grid.values())):
     config = config_lib.load(config_lib.recorded(run.config))
     config.implicit.refine.steps = steps
     if steps:
       config.implicit.refine.rule, config.implicit.refine.step_size = rule, eta
-    rows.append((rule or '– (A_theta(x))', steps, eta if eta is not None else '–', *uncalibrated_scores(run, config)))
+    rows.append((rule or '– (A_theta(x))', steps, eta if eta is not None else '–', *score(run, config)))
     print(*rows[-1], flush=True)
+  return rows
+
+
+def uncalibrated_table(run, args) -> str:
+  key = run.task.evaluator.select
+  rows = grid_rows(run, GRID_UNCALIBRATED, uncalibrated_scores)
   best = max(range(len(rows)), key=lambda i: rows[i][3])
   lines = [f'# Refining A_theta(x) by GBI on the learned energy: {run.task.name}', '',
            f'Made by `python {" ".join(sys.argv)}` on {datetime.date.today()} from the run in `{args.workdir}` '
@@ -94,15 +100,7 @@ def main():
     print(text)
     write(text, args.out or str(ROOT / 'docs' / 'refine' / f'{run.task.name}.md'))
     return
-  rows = []
-  for rule, steps, eta in [(None, 0, None)] + list(itertools.product(*GRID.values())):
-    config = config_lib.load(config_lib.recorded(run.config))
-    config.implicit.refine.steps = steps
-    if steps:
-      config.implicit.refine.rule, config.implicit.refine.step_size = rule, eta
-    values = scores(run, config)
-    rows.append((rule or '– (A_theta(x))', steps, eta if eta is not None else '–', *values))
-    print(*rows[-1], flush=True)
+  rows = grid_rows(run, GRID, scores)
   best_half = max(range(len(rows)), key=lambda i: rows[i][3])
   best_tuned = max(range(len(rows)), key=lambda i: rows[i][4])
   lines = [f'# Refining A_theta(x) by GBI on the learned energy: {run.task.name}', '',
