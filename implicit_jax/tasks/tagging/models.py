@@ -97,8 +97,8 @@ class Encoder(nn.Module):
     init = {} if self.embedding_init is None else {'embedding_init': self.embedding_init}
     h = nn.Embed(self.vocab_size, self.embedding_dim, name='embed', **init)(batch['x'])
     if self.features:
-      h = jnp.concatenate([h] + [nn.Embed(n, self.feature_dim, name=f'embed_{key}')(batch[key])
-                                 for key, n in self.features], axis=-1)
+      h = jnp.concatenate([h] + [nn.Embed(n, self.feature_dim, name=f'embed_{name}')(batch[name])
+                                 for name, n in self.features], axis=-1)
     h = h * mask
     if self.dropout:
       h = nn.Dropout(self.dropout, deterministic=not train)(h, rng=keys[0])
