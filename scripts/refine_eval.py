@@ -29,29 +29,29 @@ GRID = {'rule': ('projected', 'mirror'), 'steps': (5, 20), 'step_size': (0.01, 0
 GRID_UNCALIBRATED = {'rule': ('mirror',), 'steps': (5, 20), 'step_size': (0.1, 0.3, 1.0, 3.0)}
 
 
-def scores(run, config):
-  """``(dev @0.5, dev tuned, threshold, test @0.5, test tuned)`` of the method ``config`` builds, with the run's
-  parameters, predicted as the training loop does (padded batches on the data mesh)."""
+def predictions(run, config):
+  """Dev and test predictions of the method ``config`` builds, with the run's parameters, as the training loop
+  makes them (padded batches on the data mesh)."""
   method = methods.build(run.task, config)
   _, replicated, sharded = train.data_parallel(config)
   predict = train.make_predict(method, replicated, sharded)
-  dev, test = run.task.splits['dev'], run.task.splits['test']
-  p_dev, p_test = (train.predict_split(run.task, predict, run.params, s, config, sharded) for s in (dev, test))
+  return tuple(train.predict_split(run.task, predict, run.params, run.task.splits[s], config, sharded)
+               for s in ('dev', 'test'))
+
+
+def scores(run, config):
+  """``(dev @0.5, dev tuned, threshold, test @0.5, test tuned)`` of the method ``config`` builds."""
+  (p_dev, p_test), dev, test = predictions(run, config), run.task.splits['dev'], run.task.splits['test']
   final = run.task.evaluator.final(p_dev, dev, p_test, test)
   return (run.task.evaluator.metrics(p_dev, dev)['f1'], final['dev_f1_tuned'], final['threshold'],
           final['test_f1'], final['test_f1_tuned'])
 
 
 def uncalibrated_scores(run, config):
-  """``(dev, test)`` of the task's selection metric (tagging: token accuracy or chunk F1), predicted as the
-  training loop does."""
-  method = methods.build(run.task, config)
-  _, replicated, sharded = train.data_parallel(config)
-  predict = train.make_predict(method, replicated, sharded)
+  """``(dev, test)`` of the task's selection metric (tagging: token accuracy or chunk F1)."""
   key = run.task.evaluator.select
-  return tuple(run.task.evaluator.metrics(train.predict_split(run.task, predict, run.params, run.task.splits[s],
-                                                              config, sharded), run.task.splits[s])[key]
-               for s in ('dev', 'test'))
+  return tuple(run.task.evaluator.metrics(p, run.task.splits[s])[key]
+               for p, s in zip(predictions(run, config), ('dev', 'test')))
 
 
 def grid_rows(run, grid: dict, score) -> list[tuple]:

@@ -14,6 +14,7 @@ from implicit_jax.engine import data, train
 from implicit_jax.methods import implicit
 from implicit_jax.tasks.tagging import synthetic
 from tests.conftest import load_config
+from tests.test_bilevel import flat64
 
 
 @pytest.fixture(scope='module')
@@ -172,7 +173,7 @@ def test_every_methods_step_draws_the_energy_dropout(method):
       batch = {k: jnp.asarray(v) for k, v in next(data.train_batches(task, 16, np.random.default_rng(0))).items()}
     m = methods.build(task, config)
     state = m.init(jax.random.key(0))
-    steps.append([ravel(jax.jit(m.train_step)(state, batch, jax.random.key(k))[0].params['phi']) for k in (1, 1)])
+    steps.append([flat64(jax.jit(m.train_step)(state, batch, jax.random.key(k))[0].params['phi']) for k in (1, 1)])
   (zero_a, zero_b), (drop_a, drop_b) = steps
   np.testing.assert_array_equal(zero_a, zero_b)
   np.testing.assert_array_equal(drop_a, drop_b)  # one step key, one mask
@@ -185,7 +186,3 @@ def test_every_methods_step_draws_the_energy_dropout(method):
     other = methods.with_energy_key(one, jax.random.key(4))
     for loss in (losses.l_aux, losses.l_prim):
       assert not np.isclose(loss(params['theta'], params['phi'], one), loss(params['theta'], params['phi'], other))
-
-
-def ravel(tree):
-  return np.concatenate([np.ravel(a) for a in jax.tree.leaves(tree)])

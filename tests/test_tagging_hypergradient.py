@@ -23,13 +23,9 @@ from implicit_jax import bilevel, methods, tasks
 from implicit_jax.engine import data
 from implicit_jax.methods import implicit
 from tests.conftest import float64, load_config
+from tests.test_bilevel import dense_hessian, newton_solver, rel_err
 
 WEIGHT_DECAY = 0.05
-
-
-def rel_err(a, b):
-  a, b = ravel_pytree(a)[0], ravel_pytree(b)[0]
-  return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(b))
 
 
 def to64(tree):
@@ -68,27 +64,19 @@ def problem():
       decay = sum(jnp.sum(w ** 2 * (1.0 + jnp.arange(w.shape[-1]) / w.shape[-1])) for w in jax.tree.leaves(theta))
       return l_aux0(theta, phi, b) + 0.5 * WEIGHT_DECAY * decay
 
-    @jax.jit
-    def polish(theta, phi):
-      """20 Newton steps from theta, and the Hessian at the end point (one compile serves both uses)."""
-      flat, unravel = ravel_pytree(theta)
-      g = lambda t: l_aux(unravel(t), phi, batch)
-      step = lambda _, t: t - jnp.linalg.solve(jax.hessian(g)(t), jax.grad(g)(t))
-      flat = jax.lax.fori_loop(0, 20, step, flat)
-      return unravel(flat), jax.hessian(g)(flat)
-
+    newton = newton_solver(l_aux, batch, 20)
     opt = optax.adam(3e-2)
     theta, _, _ = jax.jit(bilevel.inner_loop, static_argnums=(0, 1, 2))(
         l_aux, opt, 1500, params['phi'], params['theta'], opt.init(params['theta']), batch)
-    theta_star, hessian = polish(theta, params['phi'])
-  return l_aux, l_prim, params['phi'], batch, theta_star, lambda t, p: polish(t, p)[0], hessian
+    theta_star = newton(theta, params['phi'])
+  return l_aux, l_prim, params['phi'], batch, theta_star, newton
 
 
 def test_tagging_problem_is_solved_to_a_strict_minimum(x64):
-  l_aux, _, phi, batch, theta_star, _, hessian = problem()
+  l_aux, _, phi, batch, theta_star, _ = problem()
   assert float(jnp.min(batch['mask'])) == 0.0 and float(jnp.max(batch['mask'])) == 1.0  # padding is present
   assert float(jnp.linalg.norm(ravel_pytree(jax.grad(l_aux)(theta_star, phi, batch))[0])) < 1e-10
-  eigs = np.linalg.eigvalsh(np.asarray(hessian))
+  eigs = np.linalg.eigvalsh(np.asarray(dense_hessian(l_aux, theta_star, phi, batch)))
   # The implicit function theorem applies: no zero eigenvalue, the smallest far above float64 round-off (an
   # isotropic decay gave three of size 1e-16: the rotation symmetry of the word vectors).
   assert eigs.min() > 1e-6 * eigs.max()
@@ -96,7 +84,7 @@ def test_tagging_problem_is_solved_to_a_strict_minimum(x64):
 
 @functools.lru_cache(maxsize=None)
 def dense_hypergradient():
-  l_aux, l_prim, phi, batch, theta_star, _, _ = problem()
+  l_aux, l_prim, phi, batch, theta_star, _ = problem()
   with float64():
     return dense_solve(l_prim, l_aux)(theta_star, phi, batch)
 
@@ -117,7 +105,7 @@ def test_tagging_hypergradient_matches_jaxopt_custom_root(dense_grad):
   with warnings.catch_warnings():
     warnings.simplefilter('ignore', DeprecationWarning)
     import jaxopt  # pylint: disable=import-outside-toplevel
-  l_aux, l_prim, phi, batch, theta_star, newton, _ = problem()
+  l_aux, l_prim, phi, batch, theta_star, newton = problem()
   solve = functools.partial(jaxopt.linear_solve.solve_cg, tol=1e-14, maxiter=2000)
 
   @jaxopt.implicit_diff.custom_root(lambda theta, p: jax.grad(l_aux)(theta, p, batch), solve=solve)
@@ -133,7 +121,7 @@ def test_tagging_hypergradient_matches_jaxopt_custom_root(dense_grad):
                          ids=lambda s: s.name)
 def test_training_route_agrees_on_sequences(dense_grad, solver):
   """``ImplicitSolve`` (the custom_vjp training uses) with the configs' solvers, run to convergence."""
-  l_aux, l_prim, phi, batch, theta_star, _, _ = problem()
+  l_aux, l_prim, phi, batch, theta_star, _ = problem()
   opt = optax.sgd(1e-4)
   inner = bilevel.ImplicitSolve(l_aux, opt, 1, solver)  # one tiny step from theta*: stays there
   _, grad, diag = jax.jit(lambda p: inner.value_and_grad(l_prim, p, theta_star, opt.init(theta_star), batch))(phi)
@@ -141,6 +129,6 @@ def test_training_route_agrees_on_sequences(dense_grad, solver):
 
 
 def test_extra_padding_leaves_the_hypergradient_unchanged(dense_grad):
-  l_aux, l_prim, phi, batch, theta_star, _, _ = problem()
+  l_aux, l_prim, phi, batch, theta_star, _ = problem()
   padded, _ = dense_solve(l_prim, l_aux)(theta_star, phi, pad_to(batch, batch['mask'].shape[1] + 5))
   assert rel_err(padded, dense_grad) < 1e-9
