@@ -157,3 +157,17 @@ def test_cora_paired_differences_use_common_draws():
   rec = lambda draw, acc: {'config': {'data': {'draw': draw}}, 'test_accuracy': acc}
   got = reproduce_cora.paired([rec(0, 0.7), rec(1, 0.6), rec(2, 0.5)], [rec(0, 0.65), rec(2, 0.53)])
   assert got == '+1.00 (per draw +5.00, -3.00; 1/2 positive)'
+
+
+def test_compare_sklearn_draws_the_scaled_fixtures_and_names_a_bad_spec(tmp_path):
+  import pytest  # pylint: disable=import-outside-toplevel
+  from scripts import compare_sklearn  # pylint: disable=import-outside-toplevel
+  fixtures = Path(__file__).resolve().parent / 'fixtures' / 'mlc'
+  # the committed files are the generator's draws, so make_scaled:R:S extends the same series
+  for rows, seed, name in ((150, 0, 'scaled.arff'), (1500, 1, 'scaled_1500.arff')):
+    path = Path(compare_sklearn.custom_file(f'make_scaled:{rows}:{seed}', str(tmp_path)))
+    assert path.name == f'scaled_{rows}.arff'
+    assert path.read_bytes() == (fixtures / name).read_bytes()
+  assert compare_sklearn.custom_file('data/mine.arff', str(tmp_path)) == 'data/mine.arff'
+  with pytest.raises(SystemExit, match="'make_scaled:15000'"):
+    compare_sklearn.custom_file('make_scaled:15000', str(tmp_path))
