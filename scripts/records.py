@@ -25,9 +25,9 @@ SUMMARISED = ('stationarity', 'cosine', 'explicit_norm', 'implicit_norm', 'resid
 
 
 def machine() -> str:
-  """The processor model and core count of this machine, e.g. 'Intel(R) Xeon(R) ..., 2 cores'. Records carry it
-  because XLA:CPU's float rounding differs between processors: the same seed's run on another machine can move by
-  a point (bibtex seed 0: 39.54 on an AMD EPYC, 40.52 on an Intel Xeon), so only same-machine pairs are compared."""
+  """The processor model and core count of this machine, e.g. 'Intel(R) Xeon(R) ..., 2 cores' ('1 of 2 cores' for a
+  pinned process). Records carry it because XLA:CPU's float rounding differs between processors: the same seed's
+  run on another machine can move by a point (bibtex seed 0: 39.54 on an AMD EPYC, 40.52 on an Intel Xeon), so only same-machine pairs are compared."""
   import os  # pylint: disable=import-outside-toplevel
   import platform  # pylint: disable=import-outside-toplevel
   model = platform.processor() or platform.machine()
@@ -38,7 +38,10 @@ def machine() -> str:
         break
   except OSError:
     pass
-  return f'{model}, {os.cpu_count()} cores'
+  total = os.cpu_count()
+  # a run pinned to fewer cores (taskset) is that much slower: its s/run is not comparable with an unpinned one's
+  usable = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else total
+  return f'{model}, {total} cores' if usable == total else f'{model}, {usable} of {total} cores'
 
 
 def stamp(result: dict) -> dict:

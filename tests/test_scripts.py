@@ -171,3 +171,12 @@ def test_compare_sklearn_draws_the_scaled_fixtures_and_names_a_bad_spec(tmp_path
   assert compare_sklearn.custom_file('data/mine.arff', str(tmp_path)) == 'data/mine.arff'
   with pytest.raises(SystemExit, match="'make_scaled:15000'"):
     compare_sklearn.custom_file('make_scaled:15000', str(tmp_path))
+
+
+def test_machine_names_the_cores_a_pinned_run_had(monkeypatch):
+  import os  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(os, 'cpu_count', lambda: 2)
+  monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1}, raising=False)
+  assert records.machine().endswith(', 2 cores')
+  monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {1}, raising=False)
+  assert records.machine().endswith(', 1 of 2 cores')
