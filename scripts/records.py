@@ -27,7 +27,8 @@ SUMMARISED = ('stationarity', 'cosine', 'explicit_norm', 'implicit_norm', 'resid
 def machine() -> str:
   """The processor model and core count of this machine, e.g. 'Intel(R) Xeon(R) ..., 2 cores' ('1 of 2 cores' for a
   pinned process). Records carry it because XLA:CPU's float rounding differs between processors: the same seed's
-  run on another machine can move by a point (bibtex seed 0: 39.54 on an AMD EPYC, 40.52 on an Intel Xeon), so only same-machine pairs are compared."""
+  run on another machine can move by a point (bibtex seed 0: 39.54 on an AMD EPYC, 40.52 on an Intel Xeon), so only
+  same-machine pairs are compared."""
   import os  # pylint: disable=import-outside-toplevel
   import platform  # pylint: disable=import-outside-toplevel
   model = platform.processor() or platform.machine()
