@@ -41,7 +41,7 @@ from jax.flatten_util import ravel_pytree
 PyTree = Any
 Loss = Callable[[PyTree, PyTree, PyTree], jax.Array]  # f(theta, phi, batch) -> scalar
 
-SOLVERS = ('neumann', 'cg', 'normal_cg', 'minres', 'dense', 'identity', 'none', 'unrolled')
+SOLVERS = ('neumann', 'cg', 'normal_cg', 'minres', 'gcr', 'dense', 'identity', 'none', 'unrolled')
 HVP_MODES = ('exact', 'fd')
 
 
@@ -58,12 +58,17 @@ class Solver:
       the residual never exceeds ``||v||`` when H is indefinite, as the inner Hessian of a neural network
       usually is), ``minres`` (MINRES on ``H + damping I``: one HVP per iteration, symmetric indefinite H
       allowed, the residual ``||(H + damping I) u - v||`` minimised over the Krylov space and non-increasing),
+      ``gcr`` (the same minimal-residual iterate over the same Krylov space, by generalised conjugate residuals
+      whose every product is fused: one reverse-over-forward pass of L_aux gives ``H d`` and the cross term
+      ``[d_phi d_theta L_aux]^T d`` of a direction together, so the implicit term needs neither a linearisation
+      nor a separate mixed VJP: one pass in all for ``iterations = 1``; see ``implicit_gcr``),
       ``cg`` (conjugate gradient on ``H + damping I``; needs it positive definite), ``neumann``
       (K-term Neumann series ``alpha * sum_k (I - alpha H)^k v``), ``dense`` (materialise H and solve: small
       models and tests only), ``identity`` (``H^{-1} ~= alpha I``, the K = 0 Neumann truncation) or ``none``
       (drop the implicit term: the biased gradient the paper attributes to InfNet+, kept as an ablation), or
       ``unrolled`` (no solve: reverse-mode through the inner steps, ``UnrolledSolve``; memory grows with T).
-    iterations: Neumann terms K (each costs one HVP) or the maximum number of CG / MINRES iterations.
+    iterations: Neumann terms K (each costs one HVP), the maximum number of CG / MINRES iterations, or the
+      number of GCR passes (``gcr`` runs them all: with one or two, a tolerance would save nothing).
     alpha: Neumann step. Convergence needs ``0 < alpha < 2 / lambda_max(H)``. With ``power_iters > 0`` it is an
       upper bound, lowered to ``1 / lambda_max`` estimated on the fly.
     power_iters: power iterations (HVPs) that estimate ``lambda_max(H)`` for the Neumann step; 0 disables.
@@ -75,6 +80,12 @@ class Solver:
     track_residual: report ``||H u - v|| / ||v||`` on the undamped H for every solver, so that solvers compare
       and the bias damping adds shows; costs one HVP, except for ``normal_cg`` and ``dense`` (and ``cg`` and
       ``minres`` without damping), which have it anyway.
+    warm_start: ``gcr`` only: the solution of the previous outer step (``memory``, carried in the training
+      state) is one more direction of the subspace, and the Krylov space grows from the residual it leaves, so
+      that an inner system that changes little between steps starts nearly solved. Costs one fused pass.
+    track_stationarity: ``gcr`` only: report ``||d_theta L_aux||`` at theta_T (``grad_norm`` and the
+      ``stationarity`` diagnostic), which costs one gradient of L_aux there; the other solvers have it for free
+      from their linearisation. False: NaN.
     unroll: run the solver's iterations as straight-line code instead of an XLA loop (``while_loop``): the
       same iterates, more compile time. XLA:CPU runs convolution gradients inside loops several times slower
       than outside them (jax-ml/jax#12868); convolutional tasks on CPU want it.
@@ -89,6 +100,8 @@ class Solver:
   hvp: str = 'exact'
   fd_eps: float = 1e-3
   track_residual: bool = True
+  warm_start: bool = False
+  track_stationarity: bool = True
   unroll: bool = False
 
   def __post_init__(self):
@@ -100,7 +113,11 @@ class Solver:
       value = getattr(self, field)
       if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f'solver.{field} must be a non-negative integer, got {value!r}')
-    if self.name in ('cg', 'minres') and self.iterations < 1:
+    if self.name == 'gcr' and self.hvp != 'exact':
+      raise ValueError("solver.hvp: 'gcr' fuses exact products (reverse-over-forward); use hvp='exact'")
+    if self.warm_start and self.name != 'gcr':
+      raise ValueError(f"solver.warm_start: only 'gcr' carries its solution between steps, not {self.name!r}")
+    if self.name in ('cg', 'minres', 'gcr') and self.iterations < 1:
       raise ValueError(f'solver.iterations must be >= 1 for {self.name}, got {self.iterations}')
     for field, positive in (('alpha', True), ('fd_eps', True), ('tol', False), ('damping', False)):
       value = getattr(self, field)
@@ -377,6 +394,8 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
   elif solver.name == 'dense':
     u, residual = _dense(product, v, solver.damping)
     iterations = jnp.asarray(ravel_pytree(v)[0].size, dtype)
+  elif solver.name == 'gcr':
+    raise ValueError("solver.name: 'gcr' returns the implicit term itself (implicit_gcr), not u alone")
   elif solver.name == 'none':  # the implicit term is dropped.
     u = jax.tree.map(jnp.zeros_like, v)
     residual = jnp.ones((), dtype)
@@ -393,9 +412,81 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
              'grad_norm': _norm(grad_theta).astype(dtype)}
 
 
+def fused_products(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, d: PyTree) -> tuple[PyTree, PyTree]:
+  """``(H d, [d_phi d_theta f]^T d)`` in one pass: the (theta, phi)-gradient of the directional derivative
+  ``<d_theta f, d> = d/de f(theta + e d, phi)``, reverse-over-forward. ``hvp`` and ``mixed_vjp`` give the same
+  two products by two passes that each re-run the network."""
+  check_tangent(theta, d)
+  directional = lambda t, p: jax.jvp(lambda s: f(s, p, batch), (t,), (d,))[1]
+  return tuple(jax.grad(directional, argnums=(0, 1))(theta, phi))
+
+
+def implicit_gcr(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree, solver: Solver,
+                 memory: PyTree | None = None) -> tuple[PyTree, PyTree, dict[str, jax.Array]]:
+  """The implicit term ``-[d_phi d_theta L_aux]^T u`` with ``u ~= (H + damping I)^{-1} v`` by generalised conjugate
+  residuals (Eisenstat, Elman & Schultz 1983), every product fused (``fused_products``).
+
+  Each iteration takes the current residual r as a new direction p, gets ``A p`` (``A = H + damping I``) and
+  ``C^T p`` (``C = d_phi d_theta L_aux``) from one pass, orthogonalises ``A p`` against the earlier ones and
+  moves u to the minimiser of ``||A u - v||`` over all directions so far. Started from u = 0 this is MINRES's
+  iterate (the directions span the Krylov space K_k(A, v)), so H may be indefinite; unlike MINRES it keeps every
+  direction, and ``C^T u`` is accumulated with u from the products already made: no separate mixed VJP.
+
+  ``memory`` (``solver.warm_start``): a previous solution, made the first direction (one more pass), so that the
+  Krylov space grows from the residual it leaves. Returns ``(implicit, u, info)``; ``info`` as
+  ``solve_inverse_hvp``'s (``residual`` on the undamped H; ``iterations`` counts passes) but for ``grad_norm``,
+  which ``solver.track_stationarity`` pays one gradient for.
+  """
+  check_tangent(theta, v)
+  dtype = _norm(v).dtype
+  tiny = jnp.finfo(dtype).tiny
+  zero_t = jax.tree.map(jnp.zeros_like, v)
+  zero_p = jax.tree.map(jnp.zeros_like, phi)
+  basis = []                     # (p, q = A p / ||A p||, H p, C^T p), each scaled by the same 1 / ||A p||
+  x, hx, cx, r = zero_t, zero_t, zero_p, v
+
+  def add(p):
+    nonlocal x, hx, cx, r
+    hp, cp = fused_products(l_aux, theta, phi, batch, p)
+    ap = _axpy(solver.damping, p, hp) if solver.damping else hp
+    for p_i, q_i, hp_i, cp_i in basis:  # modified Gram-Schmidt on the images A p
+      beta = _vdot(ap, q_i)
+      ap, p, hp, cp = (_axpy(-beta, q_i, ap), _axpy(-beta, p_i, p), _axpy(-beta, hp_i, hp),
+                       _axpy(-beta, cp_i, cp))
+    norm = _norm(ap)
+    # A direction whose image vanishes (a zero memory at the first step, or a solved system) adds nothing.
+    scale = jnp.where(norm > jnp.finfo(dtype).eps * _norm(v), 1.0 / jnp.maximum(norm, tiny), 0.0)
+    p, q, hp, cp = _scale(scale, p), _scale(scale, ap), _scale(scale, hp), _scale(scale, cp)
+    alpha = _vdot(r, q)
+    x, hx, cx, r = _axpy(alpha, p, x), _axpy(alpha, hp, hx), _axpy(alpha, cp, cx), _axpy(-alpha, q, r)
+    basis.append((p, q, hp, cp))
+
+  if memory is not None:
+    check_tangent(theta, memory, 'memory')
+    add(memory)
+  for _ in range(solver.iterations):
+    add(r)
+  vnorm = jnp.maximum(_norm(v), tiny)
+  residual = _norm(_axpy(-1.0, v, hx)) / vnorm if solver.damping else _norm(r) / vnorm
+  if solver.track_stationarity:
+    grad_norm = _norm(jax.grad(l_aux)(theta, phi, batch)).astype(dtype)
+  else:
+    grad_norm = jnp.full((), jnp.nan, dtype)
+  info = {'residual': residual.astype(dtype), 'alpha': jnp.zeros((), dtype),
+          'iterations': jnp.asarray(len(basis), dtype), 'grad_norm': grad_norm}
+  return _scale(-1.0, cx), x, info
+
+
 def implicit_vjp(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, g_theta: PyTree,
                  solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
   """The implicit term ``-[d_phi d_theta L_aux]^T H^{-1} g_theta`` (a phi-shaped pytree) and diagnostics."""
+  if solver.name == 'gcr':
+    return implicit_gcr(l_aux, theta, phi, batch, g_theta, solver)[::2]
+  if solver.name == 'none':  # nothing to solve: only the stationarity diagnostic needs a pass
+    dtype = _norm(g_theta).dtype
+    z = jnp.zeros((), dtype)
+    return jax.tree.map(jnp.zeros_like, phi), {'residual': jnp.ones((), dtype), 'alpha': z, 'iterations': z,
+                                               'grad_norm': _norm(jax.grad(l_aux)(theta, phi, batch)).astype(dtype)}
   u, info = solve_inverse_hvp(l_aux, theta, phi, batch, g_theta, solver)
   return _scale(-1.0, mixed_vjp(l_aux, theta, phi, batch, u)), info
 
@@ -468,56 +559,79 @@ class ImplicitSolve:
 
     # `probe` is a zero input whose cotangent carries the implicit term and the solver diagnostics out of the
     # backward pass: jax.grad w.r.t. it returns them at no extra cost (see value_and_grad).
+    # `memory` (solver.warm_start) is the previous step's solution u: data for the solve, like the warm start.
     @jax.custom_vjp
-    def solve(phi, theta0, opt_state0, batch, probe):
-      del probe
+    def solve(phi, theta0, opt_state0, batch, probe, memory):
+      del probe, memory
       theta, state, losses, norms = _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch,
                                                 solver.unroll)
       return theta, state, (losses, norms)
 
-    def fwd(phi, theta0, opt_state0, batch, probe):
-      out = solve(phi, theta0, opt_state0, batch, probe)
-      return out, (out[0], phi, batch)
+    def fwd(phi, theta0, opt_state0, batch, probe, memory):
+      out = solve(phi, theta0, opt_state0, batch, probe, memory)
+      return out, (out[0], phi, batch, memory)
 
     def bwd(residuals, cotangents):
-      theta, phi, batch = residuals
+      theta, phi, batch, memory = residuals
       g_theta = cotangents[0]
-      implicit, info = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)
+      if solver.name == 'gcr':
+        implicit, u, info = implicit_gcr(l_aux, theta, phi, batch, g_theta, solver, memory)
+        info = dict(info, memory=u) if solver.warm_start else info
+      else:
+        implicit, info = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)
       probe_bar = dict(info, implicit=implicit)
-      return implicit, None, None, None, probe_bar
+      return implicit, None, None, None, probe_bar, None
 
     solve.defvjp(fwd, bwd)
     self._solve = solve
 
-  def _probe(self, phi):
+  def _probe(self, phi, theta):
     dtype = jnp.result_type(*jax.tree.leaves(phi))
     z = jnp.zeros((), dtype)
-    return {'residual': z, 'alpha': z, 'iterations': z, 'grad_norm': z,
-            'implicit': jax.tree.map(jnp.zeros_like, phi)}
+    probe = {'residual': z, 'alpha': z, 'iterations': z, 'grad_norm': z,
+             'implicit': jax.tree.map(jnp.zeros_like, phi)}
+    return dict(probe, memory=self.init_memory(theta)) if self.solver.warm_start else probe
+
+  def init_memory(self, theta):
+    """The solver's memory before the first step (zeros shaped as theta), or None when it keeps none."""
+    return jax.tree.map(jnp.zeros_like, theta) if self.solver.warm_start else None
+
+  def _memory(self, theta0, memory):
+    if not self.solver.warm_start:
+      return None
+    return self.init_memory(theta0) if memory is None else memory
 
   def __call__(self, phi, theta0, opt_state0, batch):
-    theta, state, (losses, _) = self._solve(phi, theta0, opt_state0, batch, self._probe(phi))
+    theta, state, (losses, _) = self._solve(phi, theta0, opt_state0, batch, self._probe(phi, theta0),
+                                            self._memory(theta0, None))
     return theta, state, losses
 
-  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
+  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory=None):
     """``(L_prim, (theta_T, opt_state_T, inner_losses)), dL_prim/dphi, diagnostics`` in one pass.
 
     diagnostics: ``residual``, ``alpha``, ``iterations`` of the solver, ``explicit_norm`` (``||d_phi L_prim||``),
     ``implicit_norm`` (norm of the implicit term), ``cosine`` (between the two terms), ``grad_norm``
     (``||d_theta L_aux||`` at theta_T) and ``stationarity``, that norm over the one at the warm start: the IFT
-    premise is ``stationarity`` near 0; near 1 the inner steps barely approached a stationary point.
+    premise is ``stationarity`` near 0; near 1 the inner steps barely approached a stationary point. With
+    ``solver.warm_start``, ``memory`` is the previous call's solution (None: zeros) and diagnostics also hold
+    ``memory``, this call's, to pass to the next one (a pytree: pop it before logging).
     """
+    memory = self._memory(theta0, memory)
+
     def outer(phi, probe):
-      theta, state, (losses, norms) = self._solve(phi, theta0, opt_state0, batch, probe)
+      theta, state, (losses, norms) = self._solve(phi, theta0, opt_state0, batch, probe, memory)
       return l_prim(theta, phi, batch), (theta, state, losses, norms)
 
     (loss, (theta, state, losses, norms)), (grad, probe_bar) = jax.value_and_grad(
-        outer, argnums=(0, 1), has_aux=True)(phi, self._probe(phi))
+        outer, argnums=(0, 1), has_aux=True)(phi, self._probe(phi, theta0))
     implicit = probe_bar.pop('implicit')
+    new_memory = probe_bar.pop('memory', None)
     explicit = jax.tree.map(jnp.subtract, grad, implicit)
     diagnostics = _diagnostics(explicit, implicit, probe_bar)
     if self.num_steps:
       diagnostics['stationarity'] = diagnostics['grad_norm'] / jnp.maximum(norms[0], jnp.finfo(norms.dtype).tiny)
+    if new_memory is not None:
+      diagnostics['memory'] = new_memory
     return (loss, (theta, state, losses)), grad, diagnostics
 
 
@@ -538,8 +652,13 @@ class UnrolledSolve:
   def __call__(self, phi, theta0, opt_state0, batch):
     return inner_loop(self.l_aux, self.optimizer, self.num_steps, phi, theta0, opt_state0, batch, self.unroll)
 
-  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
+  def init_memory(self, theta):
+    del theta
+    return None
+
+  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory=None):
     """As ``ImplicitSolve.value_and_grad``; ``residual`` is 0 (nothing is solved) and ``iterations`` 0."""
+    del memory
     def outer(phi):
       theta, state, losses, norms = _inner_scan(self.l_aux, self.optimizer, self.num_steps, phi, theta0,
                                                 opt_state0, batch, self.unroll)

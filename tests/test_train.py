@@ -54,13 +54,15 @@ def counting_traces(monkeypatch):
   return counts
 
 
-@pytest.mark.parametrize('method', list(METHODS))
+@pytest.mark.parametrize('method', list(METHODS) + ['implicit-gcr-warm'])
 def test_tiny_train_and_evaluate_compiles_the_step_once(tmp_path, monkeypatch, method):
   """The real loop (donated state, checkpoints, dev selection) for every method: 16 steps, 2 dev evaluations and a
   test one, with one trace of the step and one of the predictor (dev and test are padded to one batch shape)."""
   counts = counting_traces(monkeypatch)
-  config = tiny_config(method)
-  if method in ('implicit', 'feedforward'):
+  config = tiny_config(method.split('-')[0])
+  if method == 'implicit-gcr-warm':  # the solver's memory rides in the donated state and the checkpoints
+    config.implicit.solver.update(name='gcr', iterations=1, warm_start=True)
+  if method.startswith('implicit') or method == 'feedforward':
     config.model.dropout = 0.5  # a dropout key per step must not retrace either
   result = train.train_and_evaluate(config, str(tmp_path))
   assert counts == {'train_step': 1, 'predict': 1}, counts
@@ -93,9 +95,10 @@ def test_every_implicit_route_logs_the_same_diagnostics():
   config field apart and log the same keys; only the solvers have a nonzero residual, only 'none' a zero implicit
   term."""
   keys = None
-  for name in ('none', 'identity', 'minres', 'unrolled'):
+  for name in ('none', 'identity', 'minres', 'gcr', 'gcr-warm', 'unrolled'):
     config = tiny_config('implicit')
-    config.implicit.solver.name = name
+    config.implicit.solver.name = name.split('-')[0]
+    config.implicit.solver.warm_start = name.endswith('-warm')
     config.model.dropout = 0.5  # the unrolled route differentiates through dropout-masked Adam steps
     task = tasks.get_task(config)
     m = methods.build(task, config)
@@ -109,6 +112,11 @@ def test_every_implicit_route_logs_the_same_diagnostics():
     assert set(metrics) == keys and {'stationarity', 'cosine', 'residual', 'implicit_norm'} <= keys, name
     assert (metrics['implicit_norm'] == 0) == (name == 'none'), name
     assert (metrics['residual'] == 0) == (name == 'unrolled'), name
+    # The warm route carries its last solution in the state, the others carry none.
+    assert ('solver' in state.opt_state) == (name == 'gcr-warm'), name
+    if name == 'gcr-warm':
+      chex.assert_trees_all_equal_shapes(state.opt_state['solver'], state.params['theta'])
+      assert any(np.any(leaf != 0) for leaf in jax.tree.leaves(state.opt_state['solver']))
 
 
 def test_implicit_training_learns_the_synthetic_structure(tmp_path):

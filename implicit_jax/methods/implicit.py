@@ -69,7 +69,8 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
   c.negatives.temperature = 0.5  # concrete temperature
   c.negatives.scale = 0.1        # gaussian noise scale
   c.solver = ml_collections.ConfigDict()  # inverse-HVP solver (implicit_jax.bilevel.Solver documents each)
-  c.solver.name = 'normal_cg'    # 'normal_cg', 'minres', 'cg', 'neumann', 'dense', 'identity', 'none' (no implicit
+  c.solver.name = 'normal_cg'    # 'normal_cg', 'minres', 'gcr' (MINRES's iterate, products fused: the cheapest),
+                                 # 'cg', 'neumann', 'dense', 'identity', 'none' (no implicit
                                  # term) or 'unrolled' (backprop through the inner steps: their true derivative)
   c.solver.iterations = 5        # Neumann terms K / CG or MINRES max iterations
   c.solver.alpha = 0.03          # Neumann step (upper bound when power_iters > 0)
@@ -79,6 +80,8 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
   c.solver.hvp = 'exact'         # 'exact' (jvp of grad) or 'fd' (finite difference, the paper's)
   c.solver.fd_eps = 1e-3         # finite-difference perturbation length
   c.solver.track_residual = True  # report ||H u - v|| / ||v|| (undamped H, every solver) each step
+  c.solver.warm_start = False    # gcr: the previous step's solution is one more direction (one more fused pass)
+  c.solver.track_stationarity = True  # gcr: one more gradient of L_aux for the grad_norm / stationarity diagnostic
   c.unroll = False               # inner steps and solver iterations as straight-line code, not XLA loops: the same
                                  # numbers, longer compiles; XLA:CPU runs convolution gradients inside loops several
                                  # times slower (jax-ml/jax#12868), so the convolutional tasks set it
@@ -256,20 +259,25 @@ def build(task, config) -> Method:
 
   def init(rng):
     params = init_params(task, rng, {'theta': infnet, 'phi': energy})
-    return State(step=jnp.zeros((), jnp.int32), params=params,
-                 opt_state={'theta': inner_opt.init(params['theta']), 'phi': outer_opt.init(params['phi'])})
+    opt_state = {'theta': inner_opt.init(params['theta']), 'phi': outer_opt.init(params['phi'])}
+    memory = inner.init_memory(params['theta'])
+    if memory is not None:  # the warm-started solver's last solution u, carried as the optimisers' states are
+      opt_state['solver'] = memory
+    return State(step=jnp.zeros((), jnp.int32), params=params, opt_state=opt_state)
 
   def train_step(state, batch, rng):
     p, s = state.params, state.opt_state
     batch = step_batch(batch, rng, space, cfg.negatives)
     batch, theta_state0, extra = start(p['theta'], s['theta'], p['phi'], batch)
     (loss, (theta, theta_state, aux_losses)), grad, diag = inner.value_and_grad(
-        l_prim, p['phi'], p['theta'], theta_state0, batch)
+        l_prim, p['phi'], p['theta'], theta_state0, batch, s.get('solver'))
     updates, phi_state = outer_opt.update(grad, s['phi'], p['phi'])
     phi = optax.apply_updates(p['phi'], updates)
+    opt_state = {'theta': theta_state, 'phi': phi_state}
+    if 'memory' in diag:
+      opt_state['solver'] = diag.pop('memory')
     metrics = dict(diag, loss_prim=loss, loss_aux=aux_losses[-1], **extra)
-    return State(step=state.step + 1, params={'theta': theta, 'phi': phi},
-                 opt_state={'theta': theta_state, 'phi': phi_state}), metrics
+    return State(step=state.step + 1, params={'theta': theta, 'phi': phi}, opt_state=opt_state), metrics
 
   refine = None
   if cfg.refine.steps:

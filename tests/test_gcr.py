@@ -1,0 +1,157 @@
+"""The fused GCR route of the implicit term (``bilevel.implicit_gcr``), checked in float64 against independent routes:
+MINRES's iterates and the dense Krylov least-squares minimiser, a dense solve, the two-pass products (``hvp`` and
+``mixed_vjp``) and dense second derivatives; its warm start on a fixed system, and the memory it carries through
+``ImplicitSolve`` and the implicit method's training state.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from implicit_jax import bilevel
+from tests.test_bilevel import dense_hessian, flat64, rel_err, spen_problem
+
+
+def coupled_quadratic(n=30, m=7, seed=6, spectrum=(-3.0, 5.0)):
+  """``f(t, p) = 1/2 t'Ht - t'Bp`` with symmetric indefinite H: ``d_theta f = H t - B p``, cross term ``-B``.
+  Returns ``(f, h, b)``."""
+  kq, kb = jax.random.split(jax.random.PRNGKey(seed))
+  q, _ = jnp.linalg.qr(jax.random.normal(kq, (n, n)))
+  h = q @ jnp.diag(jnp.linspace(*spectrum, n)) @ q.T
+  b = jax.random.normal(kb, (n, m))
+  return (lambda t, p, batch: 0.5 * t['a'] @ (h @ t['a']) - t['a'] @ (b @ p['w'])), np.asarray(h), np.asarray(b)
+
+
+def gcr(f, v, solver, memory=None, theta=None, phi=None):
+  n, m = v.shape[0], 7
+  theta = {'a': jnp.zeros(n)} if theta is None else theta
+  phi = {'w': jnp.ones(m)} if phi is None else phi
+  mem = None if memory is None else {'a': jnp.asarray(memory)}
+  return bilevel.implicit_gcr(f, theta, phi, None, {'a': jnp.asarray(v)}, solver, mem)
+
+
+def test_fused_products_match_dense_second_derivatives(x64):
+  l_aux, _, phi, batch, theta_star, _ = spen_problem()
+  theta = jax.tree.map(lambda t: t + 0.3, theta_star)  # a generic point
+  flat, unravel = ravel_pytree(theta)
+  flat_phi, unravel_phi = ravel_pytree(phi)
+  hess = dense_hessian(l_aux, theta, phi, batch)
+  cross = jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta, unravel_phi(p), batch))[0])(flat_phi)
+  v = jax.random.normal(jax.random.PRNGKey(3), flat.shape)
+  hv, cv = bilevel.fused_products(l_aux, theta, phi, batch, unravel(v))
+  np.testing.assert_allclose(ravel_pytree(hv)[0], hess @ v, rtol=1e-10, atol=1e-12)
+  np.testing.assert_allclose(ravel_pytree(cv)[0], cross.T @ v, rtol=1e-10, atol=1e-12)
+
+
+def test_gcr_is_minres_and_the_krylov_least_squares_minimiser(x64):
+  """Cold GCR with k passes: the minimiser of ||H u - v|| over span{v, ..., H^(k-1) v} (dense lstsq), the same
+  iterate and residual as our MINRES, and an implicit term equal to -C^T u with that u."""
+  f, h, b = coupled_quadratic()
+  v = np.asarray(jax.random.normal(jax.random.PRNGKey(7), (30,)))
+  previous = 1.0
+  for k in (1, 2, 5, 9):
+    implicit, u, info = gcr(f, v, bilevel.Solver('gcr', iterations=k, damping=0.0))
+    krylov = np.stack([np.linalg.matrix_power(h, i) @ v for i in range(k)], axis=1)
+    c = np.linalg.lstsq(h @ krylov, v, rcond=None)[0]
+    np.testing.assert_allclose(u['a'], krylov @ c, rtol=1e-7, atol=1e-9)
+    m_u, m_info = bilevel.solve_inverse_hvp(f, {'a': jnp.zeros(30)}, {'w': jnp.ones(7)}, None,
+                                            {'a': jnp.asarray(v)}, bilevel.Solver('minres', iterations=k, tol=0.0))
+    np.testing.assert_allclose(u['a'], m_u['a'], rtol=1e-8, atol=1e-10)
+    explicit = np.linalg.norm(h @ np.asarray(u['a']) - v) / np.linalg.norm(v)
+    np.testing.assert_allclose(info['residual'], explicit, rtol=1e-8)
+    np.testing.assert_allclose(m_info['residual'], explicit, rtol=1e-8)
+    np.testing.assert_allclose(implicit['w'], b.T @ np.asarray(u['a']), rtol=1e-8, atol=1e-10)  # -C^T u, C = -B
+    assert 1e-3 < explicit <= previous and info['iterations'] == k  # not converged yet, never worse
+    previous = explicit
+  implicit, u, info = gcr(f, v, bilevel.Solver('gcr', iterations=30, damping=0.0))
+  np.testing.assert_allclose(u['a'], np.linalg.solve(h, v), rtol=1e-7, atol=1e-9)
+  assert info['residual'] < 1e-9
+
+
+def test_gcr_damping_solves_the_shifted_system_and_reports_the_undamped_residual(x64):
+  f, h, _ = coupled_quadratic()
+  v = np.asarray(jax.random.normal(jax.random.PRNGKey(9), (30,)))
+  _, u, info = gcr(f, v, bilevel.Solver('gcr', iterations=30, damping=0.7))
+  np.testing.assert_allclose(u['a'], np.linalg.solve(h + 0.7 * np.eye(30), v), rtol=1e-7, atol=1e-9)
+  undamped = np.linalg.norm(h @ np.asarray(u['a']) - v) / np.linalg.norm(v)
+  np.testing.assert_allclose(info['residual'], undamped, rtol=1e-8)
+  assert undamped > 1e-2  # the damped solution does not solve H u = v: the check is not 0 == 0
+
+
+def test_warm_start_from_the_solution_and_from_zero(x64):
+  f, h, _ = coupled_quadratic()
+  v = np.asarray(jax.random.normal(jax.random.PRNGKey(7), (30,)))
+  solver = bilevel.Solver('gcr', iterations=1, damping=0.0, warm_start=True)
+  _, u, info = gcr(f, v, solver, memory=np.linalg.solve(h, v))
+  assert info['residual'] < 1e-10 and info['iterations'] == 2
+  # A zero memory (the first step) adds no direction: the cold iterate.
+  _, u0, info0 = gcr(f, v, solver, memory=np.zeros(30))
+  _, cold, cold_info = gcr(f, v, bilevel.Solver('gcr', iterations=1, damping=0.0))
+  np.testing.assert_allclose(u0['a'], cold['a'], rtol=1e-12, atol=1e-14)
+  np.testing.assert_allclose(info0['residual'], cold_info['residual'], rtol=1e-12)
+
+
+@pytest.mark.parametrize('spectrum,steps,reached', [((0.5, 5.0), 60, 1e-6), ((-3.0, 5.0), 150, 0.25)])
+def test_warm_start_on_a_fixed_system_never_loses_ground(x64, spectrum, steps, reached):
+  """One pass per step plus the memory: the residual never grows from step to step. On a positive definite H it
+  reaches the solve (the memory and the residual span what a restarted two-term minimal-residual method keeps);
+  on an indefinite one it still falls, more slowly, where the cold one-pass iterate stays where it is."""
+  f, h, b = coupled_quadratic(spectrum=spectrum)
+  v = np.asarray(jax.random.normal(jax.random.PRNGKey(7), (30,)))
+  solver = bilevel.Solver('gcr', iterations=1, damping=0.0, warm_start=True)
+  memory, residuals = np.zeros(30), []
+  for _ in range(steps):
+    implicit, u, info = gcr(f, v, solver, memory=memory)
+    memory = np.asarray(u['a'])
+    residuals.append(float(info['residual']))
+  assert all(later <= earlier * (1 + 1e-9) for earlier, later in zip(residuals, residuals[1:]))
+  assert residuals[0] > 0.1 and residuals[-1] < reached
+  np.testing.assert_allclose(implicit['w'], b.T @ memory, rtol=1e-8, atol=1e-10)
+  if reached < 1e-3:
+    np.testing.assert_allclose(memory, np.linalg.solve(h, v), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize('warm', [False, True])
+def test_custom_vjp_route_is_minres_and_its_memory_is_the_solution(x64, warm):
+  """The training route on the SPEN problem at its stationary point: k fused passes give MINRES's k-iteration
+  hypergradient (two-pass products); the warm route hands back its u as the next step's memory, and from the
+  dense solution as memory it gives the dense-solve hypergradient."""
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  opt = optax.sgd(1e-3)
+  k = 4
+  reference, ref_info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
+                                              bilevel.Solver('minres', iterations=k, tol=0.0, damping=0.0))
+  inner = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver('gcr', iterations=k, damping=0.0, warm_start=warm))
+  step = jax.jit(lambda p, mem: inner.value_and_grad(l_prim, p, theta_star, opt.init(theta_star), batch, mem))
+  (_, (theta_t, _, _)), grad, diag = step(phi, None)
+  assert rel_err(grad, reference) < 1e-8
+  np.testing.assert_allclose(diag['residual'], ref_info['residual'], rtol=1e-8)
+  assert diag['residual'] > 1e-4  # k passes do not solve the system: the comparison is not 0 == 0
+  assert 0 < diag['grad_norm'] < 1e-9  # at theta*: the stationarity diagnostic is paid for, finite and right
+  if not warm:
+    assert 'memory' not in diag
+    return
+  u = diag.pop('memory')
+  g_theta = flat64(jax.grad(l_prim)(theta_t, phi, batch))
+  hess = np.asarray(dense_hessian(l_aux, theta_t, phi, batch))
+  residual = np.linalg.norm(hess @ flat64(u) - g_theta) / np.linalg.norm(g_theta)
+  np.testing.assert_allclose(diag['residual'], residual, rtol=1e-8)
+  unravel = ravel_pytree(theta_t)[1]
+  exact, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense'))
+  _, grad2, diag2 = step(phi, unravel(jnp.asarray(np.linalg.solve(hess, g_theta))))
+  assert rel_err(grad2, exact) < 1e-6 and diag2['residual'] < 1e-8
+
+
+def test_gcr_settings_are_checked():
+  with pytest.raises(ValueError, match='solver.warm_start'):
+    bilevel.Solver('minres', warm_start=True)
+  with pytest.raises(ValueError, match='solver.hvp'):
+    bilevel.Solver('gcr', hvp='fd')
+  with pytest.raises(ValueError, match='solver.iterations'):
+    bilevel.Solver('gcr', iterations=0)
+  assert jnp.isnan(bilevel.implicit_gcr(
+      lambda t, p, b: 0.5 * jnp.sum(t['a'] ** 2) * p['w'], {'a': jnp.ones(3)}, {'w': jnp.ones(())}, None,
+      {'a': jnp.ones(3)}, bilevel.Solver('gcr', track_stationarity=False))[2]['grad_norm'])
