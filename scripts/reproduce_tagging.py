@@ -106,6 +106,9 @@ _POS_BEFORE = {'method': 'feedforward', 'num_epochs': 30, 'optimizer.learning_ra
                'data.lowercase': False}
 # The proximal inner problem exactly as the MLC runs set it (chosen on bibtex dev), on POS's lambda.
 _POS_PROX = {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1, **PROXIMAL}
+# The fast implicit step: one inner step, the implicit term by one fused GCR pass.
+_POS_FAST = {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.inner_steps': 1,
+             'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
 # sweep -> (dataset, {variant: overrides}); choices read the dev column only.
 SWEEPS = {
     # 2026-11-23: the feed-forward BiLSTM's schedule and word table on POS (configs/pos.py before this sweep:
@@ -151,6 +154,15 @@ SWEEPS = {
         # SPEN predicts by GBI on its energy, as the CRF by Viterbi on its.
         'spen': {'method': 'spen'},
         'spen-edrop0.5': {'method': 'spen', 'model.energy_dropout': 0.5},
+    }),
+    # 2026-11-25 (issue: the implicit step at the cost of its rivals): the committed implicit CD step costs 6-8x
+    # InfNet+ stacked's, spent on five inner steps and 11 HVPs (normal_cg). One inner step and the implicit term by
+    # one fused GCR pass (bilevel.implicit_gcr: MINRES's first iterate), at the committed inner rate and at the
+    # BiLSTM's (one step per batch instead of five); the committed rows' dev (docs/tagging/runs) is the reference.
+    'pos-fast': ('pos', {
+        'T1-gcr1': {**_POS_FAST},
+        'T1-gcr1-inner3e-3': {**_POS_FAST, 'implicit.inner_optimizer.learning_rate': 3e-3},
+        'T2-gcr1': {**_POS_FAST, 'implicit.inner_steps': 2},
     }),
     # The CRF's dev choice on POS (energy dropout 0.5), checked on NER dev.
     'ner-energy-dropout': ('ner', {
