@@ -12,7 +12,7 @@ import json
 
 from absl import app, flags, logging
 
-from implicit_jax.engine import checkpoints, cli, config as config_lib
+from implicit_jax.engine import checkpoints, cli, config as config_lib, workdir as workdir_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
@@ -26,6 +26,7 @@ def evaluate_run(workdir: str, splits=('test',), data_dir: str | None = None) ->
   """``{split: {'num_examples': n, **evaluator.score(...)}}`` for the saved model."""
   overrides = {'data.data_dir': data_dir} if data_dir is not None else None
   run = checkpoints.load_trained(workdir, overrides)
+  workdir_lib.check_unchanged(workdir, run.task)  # other data would score rows the run may have trained on
   evaluator = run.task.evaluator
   if run.metrics is not None:
     calibration = evaluator.calibration_of(run.metrics)
