@@ -121,6 +121,27 @@ def test_a_failed_start_writes_nothing_and_leaves_no_record_in_the_way(tmp_path)
   assert json.loads((workdir / 'config.json').read_text())['seed'] == 0 and result['steps'] == 16
 
 
+def test_a_folder_of_the_users_own_files_is_refused_untouched(tmp_path):
+  """A --workdir holding the user's own config.json, metrics.json and data.json (not a run's records) is refused
+  in one line naming them, before anything is written; so is a folder of other files, and ``/``."""
+  mine = tmp_path / 'mine'
+  mine.mkdir()
+  files = {'config.json': '{"lr": 0.1}', 'metrics.json': '{"accuracy": 0.9}', 'data.json': '[1, 2, 3]'}
+  for name, text in files.items():
+    (mine / name).write_text(text)
+  with pytest.raises(ValueError, match=rf'--workdir {mine} holds files a training run did not write \(config.json, '
+                     r'data.json, metrics.json\); nothing was changed'):
+    train.train_and_evaluate(_tiny(), str(mine))
+  assert sorted(p.name for p in mine.iterdir()) == sorted(files)
+  assert all((mine / name).read_text() == text for name, text in files.items())
+  with pytest.raises(ValueError, match=r'--workdir / holds files a training run did not write'):
+    workdir_lib.prepare('/')
+  # A run's own workdir, and one whose start failed after its lock, still pass.
+  (tmp_path / 'started').mkdir()
+  (tmp_path / 'started' / 'lock').write_text('')
+  workdir_lib.prepare(str(tmp_path / 'started'))
+
+
 def test_resuming_on_changed_data_is_refused_naming_the_files(tmp_path):
   """A custom dataset whose file changes at the same path between two runs of one workdir."""
   rng = np.random.default_rng(0)

@@ -10,13 +10,15 @@
   naming the task's files; ``evaluate`` refuses it too (``check_unchanged``). The record also holds the task's
   column names and preprocessing (``Task.names``, ``Task.preprocess``): ``predict`` prepares a new file with the
   run's own (``recorded_inputs``), not with statistics refitted on the training files as they are later.
-* ``prepare``: the workdir exists and is a writable folder, or one line says why not.
+* ``prepare``: the workdir exists and is a writable folder that holds nothing but a run's files, or one line
+  says why not (a folder of the user's own files, ``/``, is refused before anything is written).
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import socket
 import sys
@@ -33,10 +35,46 @@ class WorkdirBusy(ValueError):
   """Another trainer holds the workdir."""
 
 
+# What a run writes in its workdir (checkpoints.py's layout); ``<name>.tmp`` are atomic writes cut short.
+RUN_FILES = ('config.json', 'metrics.json', 'metrics.jsonl', 'data.json', 'lock', 'checkpoints', 'best',
+             'tensorboard', 'corrupt')
+
+
+def _is_record(path: str, keys: tuple[str, ...]) -> bool:
+  """Whether ``path`` is a JSON object holding ``keys``: a file a run of this project wrote."""
+  try:
+    with open(path) as f:
+      record = json.load(f)
+  except (OSError, ValueError):
+    return False
+  return isinstance(record, dict) and all(k in record for k in keys)
+
+
+def foreign_files(workdir: str) -> list[str]:
+  """The entries of an existing ``workdir`` that a run of this project did not write: without a run's config
+  record, anything but the run's own names; and the run's JSON files that are not a run's records (a user's own
+  config.json, metrics.json or data.json)."""
+  entries = sorted(os.listdir(workdir))
+  own = {'config.json': ('method', 'seed', 'batch_size'), 'metrics.json': ('method', 'config'),
+         'data.json': ('fingerprint',)}
+  foreign = [name for name, keys in own.items()
+             if name in entries and not _is_record(os.path.join(workdir, name), keys)]
+  if 'config.json' not in entries or 'config.json' in foreign:
+    foreign += [name for name in entries if name not in RUN_FILES and name.removesuffix('.tmp') not in RUN_FILES]
+  return sorted(set(foreign))
+
+
 def prepare(workdir: str) -> None:
-  """Creates ``workdir``; raises OSError with one clear line when it cannot be a writable folder."""
+  """Creates ``workdir``; raises OSError with one clear line when it cannot be a writable folder, and ValueError
+  when it holds files a run of this project did not write (they are left untouched; ``/`` is such a folder)."""
   if os.path.exists(workdir) and not os.path.isdir(workdir):
     raise NotADirectoryError(errno.ENOTDIR, '--workdir names an existing file, not a folder', workdir)
+  if os.path.isdir(workdir):
+    foreign = foreign_files(workdir)
+    if foreign:
+      shown = ', '.join(foreign[:5]) + (f' (+{len(foreign) - 5} more)' if len(foreign) > 5 else '')
+      raise ValueError(f'--workdir {workdir} holds files a training run did not write ({shown}); nothing was '
+                       'changed: give a new or empty folder')
   try:
     os.makedirs(workdir, exist_ok=True)
   except OSError as e:
