@@ -389,3 +389,24 @@ def test_ctrl_c_while_training_is_one_line_and_the_run_resumes(tmp_path):
   assert lines == [f'interrupted: {workdir} keeps its last checkpoint; the same command resumes from it'], err[-3000:]
   code, out, err = _finish(_cli('main', *args[:2], '--config.num_epochs=2', '--config.checkpoint_every=4'))
   assert code == 0 and 'resuming from step' in out, (out[-1000:], err[-2000:])
+
+
+def test_evaluate_warns_of_labels_never_positive_in_a_split(tmp_path):
+  """A custom dataset whose label 'l2' is 0 in every row: F1 cannot tell whether the model can predict it, so
+  ``evaluate`` names it in a warning for each split it scores."""
+  rng = np.random.default_rng(0)
+  x, y = rng.integers(0, 2, (60, 8)), rng.integers(0, 2, (60, 3))
+  y[:, 2] = 0
+  path = tmp_path / 'data.arff'
+  names = [f'f{j}' for j in range(8)] + [f'l{j}' for j in range(3)]
+  path.write_text('@relation r -C -3\n' + ''.join(f'@attribute {n} {{0,1}}\n' for n in names) + '@data\n' +
+                  '\n'.join(','.join(map(str, r)) for r in np.concatenate([x, y], axis=1)) + '\n')
+  config = load_config('bibtex')
+  config.data.update(name='custom', train_file=str(path), protocol='resplit')
+  config.update(method='feedforward', num_epochs=1, batch_size=12, eval_batch_size=12)
+  train.train_and_evaluate(config, str(tmp_path / 'run'))
+  code, _, err = _finish(_cli('evaluate', f'--workdir={tmp_path / "run"}', '--split=all'))
+  assert code == 0, err[-2000:]
+  assert [line for line in err.splitlines() if line.strip()] == [
+      f"warning: the {split} split has no positive example of 1 of 3 labels: 'l2'; its scores say nothing about them"
+      for split in ('train', 'dev', 'test')]
