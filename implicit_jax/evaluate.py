@@ -5,14 +5,18 @@ r"""Metrics of a trained run's saved (best-on-dev) model on any split.
 Scores the split with the task's evaluator under the run's calibration (multi-label: F1 at 0.5 and at the
 dev-tuned threshold), read from ``metrics.json``, or chosen on dev now when the run has not finished.
 ``--data_dir`` points a run at its data when it moved. Works on a run that is still training: it reads the best
-parameters saved so far and writes nothing.
+parameters saved so far and writes nothing. Data whose fingerprint differs from the run's record is refused; a
+multi-label split in which some label is never positive is scored with a warning naming those labels.
 """
 
 import json
+import sys
 
+import numpy as np
 from absl import app, flags, logging
 
-from implicit_jax.engine import checkpoints, cli, config as config_lib
+from implicit_jax.engine import checkpoints, cli, config as config_lib, workdir as workdir_lib
+from implicit_jax.spaces.binary import Binary
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
@@ -22,10 +26,25 @@ flags.DEFINE_bool('json', False, 'Print one JSON object instead of a table.')
 flags.mark_flags_as_required(['workdir'])
 
 
+def _warn_never_positive(task, split: str, y) -> None:
+  """Multi-label: a label no example of the split holds scores as perfectly predicted whenever it is never
+  predicted (F1 1.0 on an all-zero column), which says nothing: warn, naming the labels."""
+  y = np.asarray(y)
+  if not isinstance(task.space, Binary) or y.ndim != 2 or not len(y):
+    return
+  never = np.flatnonzero(~np.any(y > 0, axis=0))
+  if never.size:
+    names = task.names.get('y') or [str(j) for j in range(y.shape[1])]
+    shown = ', '.join(repr(names[j]) for j in never[:5]) + (f' (+{never.size - 5} more)' if never.size > 5 else '')
+    print(f'warning: the {split} split has no positive example of {never.size} of {y.shape[1]} labels: {shown}; '
+          'its scores say nothing about them', file=sys.stderr, flush=True)
+
+
 def evaluate_run(workdir: str, splits=('test',), data_dir: str | None = None) -> dict:
   """``{split: {'num_examples': n, **evaluator.score(...)}}`` for the saved model."""
   overrides = {'data.data_dir': data_dir} if data_dir is not None else None
   run = checkpoints.load_trained(workdir, overrides)
+  workdir_lib.check_unchanged(workdir, run.task)  # other data would score rows the run may have trained on
   evaluator = run.task.evaluator
   if run.metrics is not None:
     calibration = evaluator.calibration_of(run.metrics)
@@ -35,6 +54,7 @@ def evaluate_run(workdir: str, splits=('test',), data_dir: str | None = None) ->
   out = {}
   for split in splits:
     arrays = run.task.splits[split]
+    _warn_never_positive(run.task, split, arrays['y'])
     out[split] = {'num_examples': len(arrays['y']), **evaluator.score(run.predict(arrays), arrays, calibration)}
   return out
 

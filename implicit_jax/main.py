@@ -25,7 +25,10 @@ def main(argv):
   if FLAGS.distributed:
     import jax  # pylint: disable=import-outside-toplevel
     jax.distributed.initialize()
-  train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
+  try:
+    train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
+  except KeyboardInterrupt:
+    raise cli.Interrupted(f'{FLAGS.workdir} keeps its last checkpoint; the same command resumes from it') from None
 
 
 if __name__ == '__main__':

@@ -71,6 +71,10 @@ def main(argv):
   logging.set_verbosity(logging.WARNING)  # Orbax logs every restore at INFO
   if FLAGS.output and not os.path.isdir(os.path.dirname(os.path.abspath(FLAGS.output))):
     raise FileNotFoundError(f'--output: the folder of {FLAGS.output} does not exist')  # before the work
+  if FLAGS.output and (os.path.realpath(FLAGS.output) == os.path.realpath(FLAGS.input) or (
+      os.path.exists(FLAGS.output) and os.path.exists(FLAGS.input) and os.path.samefile(FLAGS.output, FLAGS.input))):
+    raise ValueError(f'--output={FLAGS.output} is the input file: writing predictions there would replace it; '
+                     'give another path')
   pred, lines = predict_file(FLAGS.workdir, FLAGS.input, FLAGS.threshold, FLAGS.data_dir)
   if FLAGS.scores:
     lines = [' '.join(f'{s:.6f}' for s in np.ravel(row)) for row in pred]

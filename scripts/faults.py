@@ -256,6 +256,33 @@ def main():
   t.add('`predict --output` into a missing folder', '`predict`', code, shown(err), one_error(code, err),
         'one line, before any work')
 
+  # Command lines and workdirs that ended in a traceback or lost the user's files.
+  code, _, err = cli('main', *TINY, f'--workdir={tmp / "w"}', '--config.optimizer.learning_rat=1')
+  t.add('misspelt nested config override', '`main --config.optimizer.learning_rat=1`', code, shown(err),
+        one_error(code, err, 2) and 'learning_rat' in err, 'one line naming the field; exit 2')
+  broken_configs = {'a syntax error': 'def get_config(:\n  pass\n', 'no get_config()': 'X = 1\n',
+                    'get_config() raising': 'def get_config():\n  raise RuntimeError("boom")\n',
+                    'get_config() returning a dict': 'def get_config():\n  return {"seed": 0}\n'}
+  for k, (what, text) in enumerate(broken_configs.items()):
+    path = tmp / f'config_{k}.py'
+    path.write_text(text)
+    code, _, err = cli('main', f'--config={path}', f'--workdir={tmp / "w"}')
+    t.add(f'config file with {what}', '`main --config=FILE`', code, shown(err),
+          one_error(code, err, 2) and str(path) in err, 'one line naming the file; exit 2')
+  own = tmp / 'own_files'
+  own.mkdir()
+  mine = {'config.json': '{"lr": 0.1}', 'metrics.json': '{"accuracy": 0.9}', 'data.json': '[1, 2, 3]'}
+  for name, text in mine.items():
+    (own / name).write_text(text)
+  code, _, err = cli('main', *TINY, f'--workdir={own}')
+  t.add('`--workdir` holding the user\'s own config.json, metrics.json, data.json', '`main`', code, shown(err),
+        one_error(code, err) and all((own / n).read_text() == v for n, v in mine.items()) and
+        len(list(own.iterdir())) == 3, 'refused in one line naming them; nothing written')
+  before = rows_arff.read_text()
+  code, _, err = cli('predict', f'--workdir={bib}', f'--input={rows_arff}', f'--output={rows_arff}')
+  t.add('`predict --output` equal to `--input`', '`predict`', code, shown(err),
+        one_error(code, err) and rows_arff.read_text() == before, 'refused in one line; the input untouched')
+
   # --- prediction inputs ---------------------------------------------------------------------------------
   code, original, _ = cli('predict', f'--workdir={bib}', f'--input={rows_arff}', '--threshold=0.2')
   order = list(range(len(test.feature_names)))[::-1]

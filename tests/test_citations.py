@@ -231,6 +231,22 @@ def test_split_is_disjoint_and_draws_differ():
   assert np.all(train_split['mask'][unlabeled].sum(axis=1) > 0)  # the tokens are there, the tags are not
 
 
+def test_accuracy_on_the_training_split_counts_labeled_tokens_only():
+  """``evaluate --split=all`` scores the training split, whose unlabeled rows carry gold -1 on real tokens: the gold
+  tagging itself scores 1.0 there (they are not errors), and a tagging wrong only on unlabeled rows too."""
+  task = tasks.get_task(fixture_config())
+  train_split = task.splits['train']
+  gold = np.maximum(train_split['y'], 0)
+  assert np.any((train_split['y'] == -1) & (train_split['mask'] > 0))  # the case at issue is in the split
+  pred = np.eye(len(reader.FIELDS), dtype=np.float32)[gold]
+  assert task.evaluator.score(pred, train_split, {})['accuracy'] == 1.0
+  unlabeled = train_split['labeled'] == 0
+  pred[unlabeled] = np.roll(pred[unlabeled], 1, axis=-1)  # every unlabeled token gets another tag
+  assert task.evaluator.metrics(pred, train_split)['accuracy'] == 1.0
+  pred[~unlabeled] = np.roll(pred[~unlabeled], 1, axis=-1)
+  assert task.evaluator.metrics(pred, train_split)['accuracy'] == 0.0
+
+
 def test_bad_settings_name_the_field(tmp_path):
   with pytest.raises(ValueError, match='data.labeled'):
     tasks.get_task(fixture_config(labeled=0))

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -119,6 +120,27 @@ def test_a_failed_start_writes_nothing_and_leaves_no_record_in_the_way(tmp_path)
   (workdir / 'config.json').write_text(json.dumps({**json.loads(json.dumps(_tiny().to_dict())), 'seed': 7}))
   result = train.train_and_evaluate(_tiny(), str(workdir))
   assert json.loads((workdir / 'config.json').read_text())['seed'] == 0 and result['steps'] == 16
+
+
+def test_a_folder_of_the_users_own_files_is_refused_untouched(tmp_path):
+  """A --workdir holding the user's own config.json, metrics.json and data.json (not a run's records) is refused
+  in one line naming them, before anything is written; so is a folder of other files, and ``/``."""
+  mine = tmp_path / 'mine'
+  mine.mkdir()
+  files = {'config.json': '{"lr": 0.1}', 'metrics.json': '{"accuracy": 0.9}', 'data.json': '[1, 2, 3]'}
+  for name, text in files.items():
+    (mine / name).write_text(text)
+  with pytest.raises(ValueError, match=rf'--workdir {mine} holds files a training run did not write \(config.json, '
+                     r'data.json, metrics.json\); nothing was changed'):
+    train.train_and_evaluate(_tiny(), str(mine))
+  assert sorted(p.name for p in mine.iterdir()) == sorted(files)
+  assert all((mine / name).read_text() == text for name, text in files.items())
+  with pytest.raises(ValueError, match=r'--workdir / holds files a training run did not write'):
+    workdir_lib.prepare('/')
+  # A run's own workdir, and one whose start failed after its lock, still pass.
+  (tmp_path / 'started').mkdir()
+  (tmp_path / 'started' / 'lock').write_text('')
+  workdir_lib.prepare(str(tmp_path / 'started'))
 
 
 def test_resuming_on_changed_data_is_refused_naming_the_files(tmp_path):
@@ -297,3 +319,94 @@ def test_a_read_only_workdir_is_named(tmp_path):
     assert err.value.errno == errno.EACCES and err.value.filename == str(workdir)
   finally:
     workdir.chmod(0o700)
+
+
+def _one_error_line(proc, want_code):
+  code, _, err = _finish(proc)
+  lines = [line for line in err.splitlines() if line.strip() and not line.startswith('(run ')]
+  assert code == want_code, (code, err[-2000:])
+  assert len(lines) == 1 and lines[0].startswith('error: '), err[-2000:]
+  return lines[0]
+
+
+def test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line(tmp_path):
+  """A misspelt field inside a section, and config files that do not parse, define no get_config(), whose
+  get_config() raises or returns a dict: one line naming the field or the file (and line), exit 2, nothing
+  written."""
+  files = {'syntax.py': 'def get_config(:\n  pass\n', 'no_get.py': 'X = 1\n',
+           'raises.py': 'def get_config():\n  raise RuntimeError("boom")\n',
+           'a_dict.py': 'def get_config():\n  return {"seed": 0}\n'}
+  for name, text in files.items():
+    (tmp_path / name).write_text(text)
+  workdir = tmp_path / 'w'
+  procs = {'nested': _cli('main', '--config=configs/tiny.py', f'--workdir={workdir}',
+                          '--config.optimizer.learning_rat=1', '--config.seed=1'),
+           **{name: _cli('main', f'--config={tmp_path / name}', f'--workdir={workdir}') for name in files}}
+  want = {
+      'nested': 'error: --config.optimizer.learning_rat: the config has no field \'learning_rat\'. Did you mean '
+                '"learning_rate" instead of "learning_rat"?',
+      'syntax.py': f'error: --config={tmp_path / "syntax.py"}: cannot load it: SyntaxError at line 1: invalid syntax',
+      'no_get.py': f'error: --config={tmp_path / "no_get.py"}: cannot load it: the file defines no get_config()',
+      'raises.py': f'error: --config={tmp_path / "raises.py"}: get_config() failed at line 2: RuntimeError: boom',
+      'a_dict.py': f'error: --config={tmp_path / "a_dict.py"}: get_config() returned a dict, not an '
+                   'ml_collections.ConfigDict',
+  }
+  for name, proc in procs.items():
+    assert _one_error_line(proc, 2).startswith(want[name]), name
+  assert not workdir.exists()
+
+
+def test_predict_refuses_to_write_over_its_input(tmp_path):
+  """``--output`` naming the input file (or a link to it) is refused before any work; the input is untouched."""
+  source = tmp_path / 'rows.arff'
+  source.write_text('@relation r\n@attribute a numeric\n@data\n1\n')
+  link = tmp_path / 'link.arff'
+  link.symlink_to(source)
+  empty = tmp_path / 'empty'
+  empty.mkdir()
+  for output in (source, link):
+    line = _one_error_line(_cli('predict', f'--workdir={empty}', f'--input={source}', f'--output={output}'), 1)
+    assert line == (f'error: --output={output} is the input file: writing predictions there would replace it; give '
+                    'another path')
+  assert source.read_text() == '@relation r\n@attribute a numeric\n@data\n1\n'
+
+
+def test_ctrl_c_while_training_is_one_line_and_the_run_resumes(tmp_path):
+  """SIGINT once the first checkpoint is saved: one line saying the run resumes, exit 130; the same command then
+  resumes from that checkpoint and finishes."""
+  workdir = tmp_path / 'run'
+  args = ['--config=configs/tiny.py', f'--workdir={workdir}', '--config.num_epochs=200', '--config.checkpoint_every=4']
+  proc = _cli('main', *args)
+  deadline = time.time() + 240
+  while time.time() < deadline and proc.poll() is None and not (
+      (workdir / 'checkpoints').is_dir() and any(d.name.isdigit() for d in (workdir / 'checkpoints').iterdir())):
+    time.sleep(0.05)
+  assert proc.poll() is None, 'the run ended before it was interrupted'
+  proc.send_signal(signal.SIGINT)
+  code, _, err = _finish(proc)
+  lines = [line for line in err.splitlines() if line.strip()]
+  assert code == 130, err[-2000:]
+  assert lines == [f'interrupted: {workdir} keeps its last checkpoint; the same command resumes from it'], err[-3000:]
+  code, out, err = _finish(_cli('main', *args[:2], '--config.num_epochs=2', '--config.checkpoint_every=4'))
+  assert code == 0 and 'resuming from step' in out, (out[-1000:], err[-2000:])
+
+
+def test_evaluate_warns_of_labels_never_positive_in_a_split(tmp_path):
+  """A custom dataset whose label 'l2' is 0 in every row: F1 cannot tell whether the model can predict it, so
+  ``evaluate`` names it in a warning for each split it scores."""
+  rng = np.random.default_rng(0)
+  x, y = rng.integers(0, 2, (60, 8)), rng.integers(0, 2, (60, 3))
+  y[:, 2] = 0
+  path = tmp_path / 'data.arff'
+  names = [f'f{j}' for j in range(8)] + [f'l{j}' for j in range(3)]
+  path.write_text('@relation r -C -3\n' + ''.join(f'@attribute {n} {{0,1}}\n' for n in names) + '@data\n' +
+                  '\n'.join(','.join(map(str, r)) for r in np.concatenate([x, y], axis=1)) + '\n')
+  config = load_config('bibtex')
+  config.data.update(name='custom', train_file=str(path), protocol='resplit')
+  config.update(method='feedforward', num_epochs=1, batch_size=12, eval_batch_size=12)
+  train.train_and_evaluate(config, str(tmp_path / 'run'))
+  code, _, err = _finish(_cli('evaluate', f'--workdir={tmp_path / "run"}', '--split=all'))
+  assert code == 0, err[-2000:]
+  assert [line for line in err.splitlines() if line.strip()] == [
+      f"warning: the {split} split has no positive example of 1 of 3 labels: 'l2'; its scores say nothing about them"
+      for split in ('train', 'dev', 'test')]

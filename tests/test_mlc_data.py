@@ -326,12 +326,15 @@ def test_auto_keeps_binary_and_sparse_features_as_read():
 
 
 def test_prediction_inputs_are_scaled_as_the_training_run_scaled_them():
-  """``read_for_prediction`` with the run's decision gives the features the run evaluated its test split on."""
+  """``read_for_prediction`` with what the run records (names, codes, statistics) gives the features the run
+  evaluated its test split on."""
   kwargs = dict(train_file='scaled.arff', test_file='scaled.arff')
   splits, info = load_mlc('custom', str(FIXTURES), 'official', 0.2, 0, **kwargs)
-  data = mlc_datasets.read_for_prediction(str(FIXTURES / 'scaled.arff'), 'custom', str(FIXTURES), 'official', 0.2,
-                                          0, num_labels=3, standardised=info['standardised'], **kwargs)
-  np.testing.assert_allclose(data.x, splits['test'][0], rtol=1e-6, atol=1e-6)
+  assert info['standardised'] and info['preprocess']['standardisation'] is not None
+  data = mlc_datasets.read_for_prediction(str(FIXTURES / 'scaled.arff'), 'mulan', label_names=info['names']['y'],
+                                          feature_names=info['names']['x'], nominal=info['preprocess']['nominal'],
+                                          statistics=info['preprocess']['standardisation'])
+  np.testing.assert_array_equal(data.x, splits['test'][0])
 
 
 @pytest.mark.parametrize('heads', [1, 2])

@@ -1,6 +1,8 @@
 """The predict CLI: a bibtex model's predictions for a MULAN file of bibtex test rows."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -11,6 +13,8 @@ from implicit_jax.engine import checkpoints, train
 from implicit_jax.tasks.mlc.arff import read_mulan
 from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex
 from tests.conftest import ROOT, load_config
+
+FIXTURES = ROOT / 'tests' / 'fixtures' / 'mlc'
 
 
 
@@ -106,3 +110,132 @@ def test_predict_names_a_non_finite_input(workdir, tmp_path):
   proc = _predict(f'--workdir={workdir}', f'--input={bad}')
   assert proc.returncode == 1
   assert f'error: {bad}: predict: x holds NaN or Inf (first at index (2, 5): example 2)' in proc.stderr
+
+
+def _rows_arff(source, path, label_order=None, rename_label=None, nominal=None):
+  """``source``'s rows with the label columns in ``label_order`` (names moved with their columns),
+  ``rename_label`` (old, new), every attribute declared with the values ``nominal`` (default '{0,1}'; rows dense
+  then, so that no value is implied by the declared order)."""
+  data = read_mulan(source, num_labels=159)
+  order = np.arange(159) if label_order is None else np.asarray(label_order)
+  names = list(data.feature_names) + [data.label_names[j] for j in order]
+  if rename_label:
+    names = [rename_label[1] if n == rename_label[0] else n for n in names]
+  rows = np.concatenate([data.x, data.y[:, order]], axis=1).astype(int)
+  if nominal is None:
+    body = ['{' + ','.join(f'{j} 1' for j in np.flatnonzero(r)) + '}' for r in rows]
+  else:
+    body = [','.join(map(str, r)) for r in rows]
+  path.write_text('@relation rows\n' + ''.join(f"@attribute '{n}' {nominal or '{0,1}'}\n" for n in names) +
+                  '@data\n' + '\n'.join(body) + '\n')
+  return path
+
+
+def test_predict_matches_labels_by_name(workdir, arff, tmp_path):
+  """Label columns in another order give the same label names as the original file (the run's labels, not the
+  file's order); a renamed label is one error line naming the file and the label."""
+  original = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=0.2').stdout
+  reversed_labels = _rows_arff(arff, tmp_path / 'labels_reversed.arff', label_order=np.arange(159)[::-1])
+  proc = _predict(f'--workdir={workdir}', f'--input={reversed_labels}', '--threshold=0.2')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert proc.stdout == original and original.strip()
+  renamed = _rows_arff(arff, tmp_path / 'label_renamed.arff', rename_label=('TAG_apob', 'TAG_apoB'))
+  proc = _predict(f'--workdir={workdir}', f'--input={renamed}')
+  assert proc.returncode == 1 and 'Traceback' not in proc.stderr
+  assert (f"error: {renamed}: no attribute for 1 of the run's labels: 'TAG_apob' (labels are matched by name)"
+          in proc.stderr)
+
+
+def test_predict_reads_nominal_values_by_value(workdir, arff, tmp_path):
+  """Every attribute declared {1,0} instead of the training file's {0,1}: the same predictions; a value the
+  training file never declared is one error line naming the file, line, feature and value."""
+  original = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=0.2').stdout
+  swapped = _rows_arff(arff, tmp_path / 'swapped.arff', nominal='{1,0}')
+  proc = _predict(f'--workdir={workdir}', f'--input={swapped}', '--threshold=0.2')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert proc.stdout == original and original.strip()
+  text = _rows_arff(arff, tmp_path / 'unknown.arff', nominal='{0,1,2}').read_text().split('\n')
+  header = text.index('@data')
+  first = text[header + 1].split(',')
+  first[0] = '2'  # the first feature, '0', takes a value the model never saw
+  text[header + 1] = ','.join(first)
+  unknown = tmp_path / 'unknown.arff'
+  unknown.write_text('\n'.join(text))
+  proc = _predict(f'--workdir={workdir}', f'--input={unknown}')
+  assert proc.returncode == 1 and 'Traceback' not in proc.stderr
+  assert (f"error: {unknown}:{header + 2}: feature '0': value '2' is not one the model was trained on {{0,1}}"
+          in proc.stderr)
+
+
+def _evaluate(*args):
+  return subprocess.run([sys.executable, '-m', 'implicit_jax.evaluate', *args], cwd=ROOT, capture_output=True,
+                        text=True, timeout=300, env=dict(os.environ, JAX_PLATFORMS='cpu'))
+
+
+@pytest.fixture(scope='module')
+def dense_run(tmp_path_factory):
+  """A one-epoch MBCE run on a copy of the dense, standardised fixture ``scaled.arff`` (``data_dir``/train.arff,
+  split 60/20/20), and ``(workdir, data_dir, the file's lines)``."""
+  data_dir = tmp_path_factory.mktemp('dense_data')
+  shutil.copy(FIXTURES / 'scaled.arff', data_dir / 'train.arff')
+  config = load_config('custom')
+  config.method, config.num_epochs, config.batch_size, config.eval_batch_size = 'feedforward', 1, 10, 10
+  config.data.data_dir, config.data.train_file = str(data_dir), 'train.arff'
+  workdir = tmp_path_factory.mktemp('dense_run')
+  train.train_and_evaluate(config, str(workdir))
+  assert json.loads((workdir / 'metrics.json').read_text())['task_info']['standardised']
+  return workdir, data_dir, (data_dir / 'train.arff').read_text().split('\n')
+
+
+def _changed_copy(lines, folder, change):
+  """The training file with ``change(data rows) -> rows`` applied, as ``folder``/train.arff."""
+  start = lines.index('@data') + 1
+  rows = [line for line in lines[start:] if line.strip()]
+  folder.mkdir()
+  (folder / 'train.arff').write_text('\n'.join(lines[:start] + change(rows)) + '\n')
+  return folder
+
+
+def test_predict_applies_the_runs_own_standardisation_after_the_training_file_changed(dense_run, tmp_path):
+  """The training file's last feature scaled by 3 after training: predictions (scores) are those made with the
+  run's own statistics, recorded at its start, not refitted on today's file. A run older than that record, with
+  its data changed, is refused in one line; with its data unchanged it predicts as before."""
+  workdir, data_dir, lines = dense_run
+  new = tmp_path / 'new.arff'
+  new.write_text('\n'.join(lines[:lines.index('@data') + 11]) + '\n')  # 10 rows to predict
+  before = _predict(f'--workdir={workdir}', f'--input={new}', '--scores', f'--data_dir={data_dir}')
+  assert before.returncode == 0, before.stderr[-2000:]
+
+  def scale_last_feature(rows):
+    return [','.join(v if j != 4 else f'{float(v) * 3:g}' for j, v in enumerate(r.split(','))) for r in rows]
+
+  changed = _changed_copy(lines, tmp_path / 'changed', scale_last_feature)
+  after = _predict(f'--workdir={workdir}', f'--input={new}', '--scores', f'--data_dir={changed}')
+  assert after.returncode == 0, after.stderr[-2000:]
+  assert after.stdout == before.stdout and len(before.stdout.split('\n')) == 11
+
+  old = tmp_path / 'old_run'
+  shutil.copytree(workdir, old)
+  record = json.loads((old / 'data.json').read_text())
+  (old / 'data.json').write_text(json.dumps({k: record[k] for k in ('fingerprint', 'files')}))
+  proc = _predict(f'--workdir={old}', f'--input={new}', '--scores', f'--data_dir={changed}')
+  assert proc.returncode == 1 and 'Traceback' not in proc.stderr
+  assert (f'error: workdir {old}: the training data changed since the run (train.x, dev.x, test.x differ from '
+          f'{old / "data.json"})') in proc.stderr
+  proc = _predict(f'--workdir={old}', f'--input={new}', '--scores', f'--data_dir={data_dir}')
+  assert proc.returncode == 0 and proc.stdout == before.stdout, proc.stderr[-2000:]
+
+
+def test_evaluate_refuses_data_that_differs_from_the_runs(dense_run, tmp_path):
+  """The rows of the training file shuffled after training: the 60/20/20 split now puts training rows into the
+  test split, so ``evaluate`` refuses in one line naming the splits that differ; the run's data still evaluates."""
+  workdir, data_dir, lines = dense_run
+  shuffled = _changed_copy(lines, tmp_path / 'shuffled',
+                           lambda rows: [rows[i] for i in np.random.default_rng(0).permutation(len(rows))])
+  proc = _evaluate(f'--workdir={workdir}', f'--data_dir={shuffled}', '--split=all')
+  assert proc.returncode == 1 and 'Traceback' not in proc.stderr, proc.stderr[-2000:]
+  error = [line for line in proc.stderr.splitlines() if line.strip()]
+  assert len(error) == 1 and error[0].startswith(f'error: workdir {workdir} was trained on other data: the train, '
+                                                 f'dev, test splits read now from {shuffled / "train.arff"} differ')
+  proc = _evaluate(f'--workdir={workdir}', f'--data_dir={data_dir}')
+  assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,16 +1,21 @@
 """What the command lines (``main``, ``evaluate``, ``predict``) share: bad input ends in one line, not a traceback.
 
-``run(main)`` is ``absl.app.run`` with two guards. Flags are parsed by ``parse_flags``: a misspelt config override,
-a config file that does not exist or fails to load, a value of the wrong type, each print ``error: ...`` naming the
-flag and exit with status 2. While ``main`` runs, the errors that mean bad input or a bad environment (a field out
-of range, a missing or malformed file, a diverged run, a full disk) print ``error: ...`` and exit with status 1.
-Anything else is a bug and keeps its traceback.
+``run(main)`` is ``absl.app.run`` with two guards. Flags are parsed by ``parse_flags``: a misspelt config override
+(nested ones too), a config file that does not exist, does not parse, defines no ``get_config()``, whose
+``get_config()`` raises or returns something other than a ConfigDict, a value of the wrong type, each print
+``error: ...`` naming the flag or file and exit with status 2. While ``main`` runs, the errors that mean bad input
+or a bad environment (a field out of range, a missing or malformed file, a diverged run, a full disk) print
+``error: ...`` and exit with status 1; Ctrl-C prints one line and exits with status 130. Anything else is a bug
+and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
+import ml_collections
 from absl import app, flags
 
 # ValueError: settings and file contents; OSError: paths, permissions, disk space; FloatingPointError: a run
@@ -31,13 +36,26 @@ def one_line(error: BaseException) -> str:
 
 def _config_error(error: BaseException, argv) -> str:
   overrides = [a.split('=', 1)[0] for a in argv if a.startswith('--config.')]
+  config = next((a.split('=', 1)[1] for a in argv if a.startswith('--config=')), '?')
+  if isinstance(error, AttributeError) and error.args and isinstance(error.args[0], KeyError):
+    error = error.args[0]  # a misspelt nested field (--config.optimizer.learning_rat): ml_collections wraps it
   if isinstance(error, KeyError):
     name, *hint = str(error.args[0]).splitlines() if error.args else ['?']
     hint = ' '.join(hint)
-    return f'{", ".join(overrides) or "--config"}: the config has no field {name}. {hint}'.strip()
+    field = name.strip('\'"')
+    named = [o for o in overrides if field in o[len('--config.'):].split('.')]  # the override at fault
+    return f'{", ".join(named or overrides) or "--config"}: the config has no field {name}. {hint}'.strip()
   if isinstance(error, OSError):
-    config = next((a.split('=', 1)[1] for a in argv if a.startswith('--config=')), '?')
     return f'--config={config}: cannot load it: {str(error).strip().splitlines()[-1].strip()}'
+  # The config file's own code failed: a syntax error, no get_config(), get_config() raising.
+  if isinstance(error, SyntaxError):
+    return f'--config={config}: cannot load it: {type(error).__name__} at line {error.lineno}: {error.msg}'
+  if isinstance(error, AttributeError) and 'get_config' in str(error):
+    return f'--config={config}: cannot load it: the file defines no get_config()'
+  path = os.path.abspath(config.split(':', 1)[0])
+  lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
+  if lines:
+    return f'--config={config}: get_config() failed at line {lines[-1]}: {type(error).__name__}: {one_line(error)}'
   return one_line(error)
 
 
@@ -48,15 +66,24 @@ def parse_flags(argv):
     if 'config' in flags.FLAGS and flags.FLAGS.config is not None:
       # A config file that failed to load is a placeholder raising on first use: use it now.
       'seed' in flags.FLAGS.config  # pylint: disable=pointless-statement
+      if not isinstance(flags.FLAGS.config, ml_collections.ConfigDict):
+        config = next((a.split('=', 1)[1] for a in argv if a.startswith('--config=')), '?')
+        raise ValueError(f'--config={config}: get_config() returned a {type(flags.FLAGS.config).__name__}, not an '
+                         'ml_collections.ConfigDict (start from config_lib.from_file or base_config)')
     return args
-  except (flags.Error, KeyError, *USER_ERRORS) as e:
+  except Exception as e:  # pylint: disable=broad-except  # while parsing, only flags and the config file run
     print(f'error: {_config_error(e, argv)}', file=sys.stderr)
     print(f'(run {argv[0] if argv else "the command"} --help for the flags)', file=sys.stderr)
     sys.exit(2)
 
 
+class Interrupted(KeyboardInterrupt):
+  """Ctrl-C, with what the user should know (e.g. that the run resumes)."""
+
+
 def run(main) -> None:
-  """``app.run(main)``; errors of ``USER_ERRORS`` end the program with one line and status 1."""
+  """``app.run(main)``; errors of ``USER_ERRORS`` end the program with one line and status 1, Ctrl-C with one line
+  and status 130."""
 
   def guarded(argv):
     try:
@@ -64,5 +91,8 @@ def run(main) -> None:
     except USER_ERRORS as e:
       print(f'error: {one_line(e)}', file=sys.stderr, flush=True)
       sys.exit(1)
+    except KeyboardInterrupt as e:
+      print(f'interrupted{": " + one_line(e) if str(e) else ""}', file=sys.stderr, flush=True)
+      sys.exit(130)  # the shell's status for a SIGINT
 
   app.run(guarded, flags_parser=parse_flags)

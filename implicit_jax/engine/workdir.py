@@ -7,16 +7,21 @@
   lock only within one host, so there the guard is per host.
 * ``check_data``: ``workdir/data.json`` records a fingerprint of every split array the run trains and selects
   on; a resumed run whose data differs (a file changed at the same path, other split settings) is refused,
-  naming the task's files.
-* ``prepare``: the workdir exists and is a writable folder, or one line says why not.
+  naming the task's files; ``evaluate`` refuses it too (``check_unchanged``). The record also holds the task's
+  column names and preprocessing (``Task.names``, ``Task.preprocess``): ``predict`` prepares a new file with the
+  run's own (``recorded_inputs``), not with statistics refitted on the training files as they are later.
+* ``prepare``: the workdir exists and is a writable folder that holds nothing but a run's files, or one line
+  says why not (a folder of the user's own files, ``/``, is refused before anything is written).
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import socket
+import sys
 
 import numpy as np
 
@@ -30,10 +35,46 @@ class WorkdirBusy(ValueError):
   """Another trainer holds the workdir."""
 
 
+# What a run writes in its workdir (checkpoints.py's layout); ``<name>.tmp`` are atomic writes cut short.
+RUN_FILES = ('config.json', 'metrics.json', 'metrics.jsonl', 'data.json', 'lock', 'checkpoints', 'best',
+             'tensorboard', 'corrupt')
+
+
+def _is_record(path: str, keys: tuple[str, ...]) -> bool:
+  """Whether ``path`` is a JSON object holding ``keys``: a file a run of this project wrote."""
+  try:
+    with open(path) as f:
+      record = json.load(f)
+  except (OSError, ValueError):
+    return False
+  return isinstance(record, dict) and all(k in record for k in keys)
+
+
+def foreign_files(workdir: str) -> list[str]:
+  """The entries of an existing ``workdir`` that a run of this project did not write: without a run's config
+  record, anything but the run's own names; and the run's JSON files that are not a run's records (a user's own
+  config.json, metrics.json or data.json)."""
+  entries = sorted(os.listdir(workdir))
+  own = {'config.json': ('method', 'seed', 'batch_size'), 'metrics.json': ('method', 'config'),
+         'data.json': ('fingerprint',)}
+  foreign = [name for name, keys in own.items()
+             if name in entries and not _is_record(os.path.join(workdir, name), keys)]
+  if 'config.json' not in entries or 'config.json' in foreign:
+    foreign += [name for name in entries if name not in RUN_FILES and name.removesuffix('.tmp') not in RUN_FILES]
+  return sorted(set(foreign))
+
+
 def prepare(workdir: str) -> None:
-  """Creates ``workdir``; raises OSError with one clear line when it cannot be a writable folder."""
+  """Creates ``workdir``; raises OSError with one clear line when it cannot be a writable folder, and ValueError
+  when it holds files a run of this project did not write (they are left untouched; ``/`` is such a folder)."""
   if os.path.exists(workdir) and not os.path.isdir(workdir):
     raise NotADirectoryError(errno.ENOTDIR, '--workdir names an existing file, not a folder', workdir)
+  if os.path.isdir(workdir):
+    foreign = foreign_files(workdir)
+    if foreign:
+      shown = ', '.join(foreign[:5]) + (f' (+{len(foreign) - 5} more)' if len(foreign) > 5 else '')
+      raise ValueError(f'--workdir {workdir} holds files a training run did not write ({shown}); nothing was '
+                       'changed: give a new or empty folder')
   try:
     os.makedirs(workdir, exist_ok=True)
   except OSError as e:
@@ -84,24 +125,78 @@ def fingerprint(task) -> dict:
   return out
 
 
-def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
-  """Records the data's fingerprint for a new run; for a resumed one, refuses data that differs from the
-  recorded fingerprint. A run recorded before fingerprints existed gets one now (nothing to compare)."""
-  from implicit_jax.engine import checkpoints, config as config_lib  # pylint: disable=import-outside-toplevel
+def _changed(stored: dict, task) -> list[str]:
+  """The split arrays (``'train.x'``, ...) whose fingerprint differs from the record ``stored``."""
+  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
+  old, new = config_lib.flatten(stored['fingerprint']), config_lib.flatten(fingerprint(task))
+  order = {'train': 0, 'dev': 1, 'test': 2}  # splits in the order a user thinks of them
+  names = sorted(set(old) | set(new), key=lambda n: (order.get(n.split('.')[0], 3), n))
+  return [name for name in names if old.get(name) != new.get(name)]
+
+
+def _read_record(workdir: str) -> tuple[str, dict | None]:
+  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
   path = os.path.join(workdir, 'data.json')
-  current = {'fingerprint': fingerprint(task), 'files': list(task.info.get('files', []))}
-  if resuming and os.path.exists(path):
-    stored = checkpoints.read_json(path)
-    if not isinstance(stored.get('fingerprint'), dict):
-      raise ValueError(f'{path}: unreadable data record (no fingerprint); move it away to resume without the '
-                       'check')
-    old, new = config_lib.flatten(stored['fingerprint']), config_lib.flatten(current['fingerprint'])
-    changed = [name for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+  if not os.path.exists(path):
+    return path, None
+  stored = checkpoints.read_json(path)
+  if not isinstance(stored, dict) or not isinstance(stored.get('fingerprint'), dict):
+    raise ValueError(f'{path}: unreadable data record (no fingerprint); move it away to go on without the '
+                     'check')
+  return path, stored
+
+
+def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
+  """Records the data's fingerprint, column names and preprocessing for a new run; for a resumed one, refuses data
+  that differs from the recorded fingerprint. A run recorded before fingerprints existed gets one now (nothing to
+  compare), and one recorded before names and preprocessing were gets them (its data is the run's)."""
+  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
+  current = {'fingerprint': fingerprint(task), 'files': list(task.info.get('files', [])), 'names': task.names,
+             'preprocess': task.preprocess}
+  path, stored = _read_record(workdir) if resuming else (os.path.join(workdir, 'data.json'), None)
+  if stored is not None:
+    changed = _changed(stored, task)
     if changed:
       files = ', '.join(current['files'] or stored.get('files', [])) or 'the data settings in config.json'
       raise ValueError(f'workdir {workdir} was trained on other data: {", ".join(changed[:6])} differ from the '
                        f'run\'s record ({path}); the data read now comes from {files}. Restore that data or '
                        'start a new workdir')
-    return
+    if 'preprocess' in stored or not write:
+      return
   if write:
     checkpoints.write_json(path, current)
+
+
+def check_unchanged(workdir: str, task) -> None:
+  """For a reader (``evaluate``): refuses data whose fingerprint differs from the run's record, in one line naming
+  the splits that differ (a data file changed or reshuffled, other split settings): scoring it would score rows the
+  run may have trained on. A run without a record is not checked."""
+  path, stored = _read_record(workdir)
+  if stored is None:
+    return
+  changed = _changed(stored, task)
+  if changed:
+    splits = list(dict.fromkeys(name.split('.')[0] for name in changed))
+    files = ', '.join(task.info.get('files', []) or stored.get('files', [])) or 'the data settings in config.json'
+    raise ValueError(f'workdir {workdir} was trained on other data: the {", ".join(splits)} split'
+                     f'{"s" if len(splits) > 1 else ""} read now from {files} differ from the run\'s record '
+                     f'({path}: {", ".join(changed[:6])}). Restore the run\'s data to evaluate it')
+
+
+def recorded_inputs(workdir: str, task) -> tuple[dict, dict]:
+  """``(names, preprocess)`` of the run's training data, as ``data.json`` recorded them at its start: what
+  ``predict`` applies to a new file. A run recorded before they were gets the task's own, read from today's data,
+  if that data is the run's (same fingerprint); if it is not, a one-line ValueError; with no record at all, a
+  warning."""
+  path, stored = _read_record(workdir)
+  if stored is not None and 'preprocess' in stored:
+    return stored.get('names') or {}, stored['preprocess']
+  changed = _changed(stored, task) if stored is not None else []
+  if stored is None:
+    print(f'warning: {workdir} has no data record ({path}): new inputs are prepared from the training data as it '
+          'is now, which may differ from the run\'s', file=sys.stderr, flush=True)
+  elif changed:
+    raise ValueError(f'workdir {workdir}: the training data changed since the run ({", ".join(changed[:6])} differ '
+                     f'from {path}), and the run is older than the record of its preprocessing: restore the '
+                     'run\'s data to predict with it')
+  return task.names, task.preprocess

@@ -107,7 +107,10 @@ class Task:
     padded: split arrays padded along axis 1 (variable-length outputs; needs ``mask``); () for fixed shapes.
     buckets: the padded lengths batches are cut to (the split's full length is always the last resort).
     names: column names where the task has them, e.g. ``{'x': feature names, 'y': label names}``: prediction
-      inputs are matched to the training data by them. Not recorded with a run.
+      inputs are matched to the training data by them. Recorded in the workdir's ``data.json`` at the run's start.
+    preprocess: what turning a new file into the model's inputs must repeat of the training data (MLC: nominal
+      value codes, standardisation statistics), in JSON types; recorded with ``names``, so that ``predict``
+      applies the run's own, not those of the training files as they are later.
     augment: ``(batch, rng: np.random.Generator) -> batch``, applied to each training batch on the host (e.g.
       random flips of images and masks), or None. It draws from the epoch's data generator only, so the data of
       a step depends on (seed, epoch) alone and a resumed run sees the batches of an uninterrupted one.
@@ -128,6 +131,7 @@ class Task:
   padded: tuple[str, ...] = ()
   buckets: tuple[int, ...] = ()
   names: dict = dataclasses.field(default_factory=dict)  # column names of inputs/outputs where known ({'x': ...})
+  preprocess: dict = dataclasses.field(default_factory=dict)
   augment: Callable | None = None
   reward: Callable | None = None
 

@@ -70,7 +70,8 @@ def check_config(config) -> None:
                      f'need a dev split, got {data.dev_fraction}')
 
 
-def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict, names: dict | None = None) -> Task:
+def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict, names: dict | None = None,
+             preprocess: dict | None = None) -> Task:
   """A multi-label ``Task`` on ``splits`` (``{split: (x [N, D], y [N, L])}``), networks from ``config.model``."""
   m = config.model
   if not 0.0 <= m.dropout < 1.0:
@@ -85,7 +86,8 @@ def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict, names
                      m.energy_activation)
 
   return Task(name, {s: {'x': x, 'y': y} for s, (x, y) in splits.items()}, Binary((num_labels,)),
-              make_inference_net, make_energy, F1Evaluator(config.data.get('empty_f1', 1.0)), score='f1', info=info, names=names or {})
+              make_inference_net, make_energy, F1Evaluator(config.data.get('empty_f1', 1.0)), score='f1', info=info,
+              names=names or {}, preprocess=preprocess or {})
 
 
 def make_task(config) -> Task:
@@ -95,24 +97,25 @@ def make_task(config) -> Task:
       d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, train_file=d.train_file,
       test_file=d.test_file, xml_file=d.xml_file, num_labels=d.num_labels, file_format=d.format,
       source=d.source, tfds_dir=d.tfds_dir, standardise=d.standardise)
-  names = info.pop('names', {})  # kept on the task (prediction matches features by name), out of run records
-  return mlc_task(d.name, splits, info['num_labels'], config, info, names)
+  # Kept on the task and recorded in data.json (what predict repeats), out of metrics.json.
+  names, preprocess = info.pop('names', {}), info.pop('preprocess', {})
+  return mlc_task(d.name, splits, info['num_labels'], config, info, names, preprocess)
 
 
 # The predict command line ---------------------------------------------------------------------------------
 
 
 def read_inputs(run, path: str):
-  """An ARFF file in the run's dataset format, features transformed as the run's training features were.
+  """An ARFF file in the run's dataset format, features transformed as the run's training features were: labels
+  and features matched by name, nominal values by value, standardised with the run's recorded statistics.
 
-  Returns ``({'x': [N, D]}, label names)``."""
-  d = run.config.data
-  num_labels = run.task.space.units
+  Returns ``({'x': [N, D]}, the run's label names)``."""
+  from implicit_jax.engine import workdir as workdir_lib  # pylint: disable=import-outside-toplevel
+  names, preprocess = workdir_lib.recorded_inputs(run.workdir, run.task)
   data = datasets.read_for_prediction(
-      path, d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, num_labels=num_labels,
-      train_file=d.train_file, test_file=d.test_file, xml_file=d.xml_file, file_format=d.format,
-      feature_names=run.task.names.get('x'), standardised=bool(run.task.info.get('standardised')))
-  return {'x': data.x.astype(np.float32)}, list(data.label_names)
+      path, datasets.file_format(run.config.data.name, run.config.data.format), label_names=names['y'],
+      feature_names=names['x'], nominal=preprocess.get('nominal'), statistics=preprocess.get('standardisation'))
+  return {'x': data.x.astype(np.float32)}, list(names['y'])
 
 
 def format_predictions(run, pred: np.ndarray, names, threshold: float) -> list[str]:

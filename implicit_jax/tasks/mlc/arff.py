@@ -60,6 +60,8 @@ __all__ = [
     'impute_and_standardise',
     'read_clus_hmc',
     'read_mulan',
+    'standardisation',
+    'standardise',
 ]
 
 # A nominal feature with more declared values than this is taken to be a row identifier (see module doc).
@@ -85,6 +87,9 @@ class MultiLabelData:
     label_names: tuple[str, ...]
     source: str
     row_lines: np.ndarray | None = dataclasses.field(default=None, compare=False, repr=False)  # [n] file lines
+    # {feature name: {declared value: code}} of the nominal features coded by value (``read_mulan``): a run records
+    # its training file's, so that a file declaring the values in another order is read the same way.
+    nominal: dict | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         # Coerce once here so that every consumer can rely on the dtypes.
@@ -426,27 +431,34 @@ def _decode(arff: _Arff, columns: Sequence[int], coders: Sequence[Coder]) -> np.
     position[columns] = np.arange(len(columns))
     out = np.empty((arff.num_rows, len(columns)), dtype=np.float64)
     # Omitted sparse values: numeric 0, nominal the first declared value.
+    unknown_default = {}  # column -> the error of a first declared value the coder refuses: only rows omitting it fail
     for j, (c, coder) in enumerate(zip(columns, coders)):
         attr = arff.attributes[c]
-        out[:, j] = coder(attr.values[0]) if attr.kind == 'nominal' else 0.0
-    keep = np.flatnonzero(position[arff.entry_cols] >= 0)
-    if keep.size == 0:
-        return out
-    rows, cols = arff.entry_rows[keep], arff.entry_cols[keep]
-    unique_vals, val_ids = np.unique(arff.entry_vals[keep].astype(str), return_inverse=True)
-    keys = cols * len(unique_vals) + val_ids
-    unique_keys, key_ids = np.unique(keys, return_inverse=True)
-    decoded, bad = np.empty(len(unique_keys)), {}
-    for k, key in enumerate(unique_keys):
-        col, val = divmod(int(key), len(unique_vals))
         try:
-            decoded[k] = coders[position[col]](str(unique_vals[val]))
+            out[:, j] = coder(attr.values[0]) if attr.kind == 'nominal' else 0.0
         except _LineError as e:
-            bad[key] = e
-    if bad:  # report the earliest offending entry in file order
-        e = np.flatnonzero(np.isin(keys, list(bad)))[0]
-        raise arff.fail(rows[e], str(bad[keys[e]]))
-    out[rows, position[cols]] = decoded[key_ids]
+            out[:, j], unknown_default[j] = np.inf, e  # codes are finite: inf marks the rows still omitting it
+    keep = np.flatnonzero(position[arff.entry_cols] >= 0)
+    if keep.size:
+        rows, cols = arff.entry_rows[keep], arff.entry_cols[keep]
+        unique_vals, val_ids = np.unique(arff.entry_vals[keep].astype(str), return_inverse=True)
+        keys = cols * len(unique_vals) + val_ids
+        unique_keys, key_ids = np.unique(keys, return_inverse=True)
+        decoded, bad = np.empty(len(unique_keys)), {}
+        for k, key in enumerate(unique_keys):
+            col, val = divmod(int(key), len(unique_vals))
+            try:
+                decoded[k] = coders[position[col]](str(unique_vals[val]))
+            except _LineError as e:
+                bad[key] = e
+        if bad:  # report the earliest offending entry in file order
+            e = np.flatnonzero(np.isin(keys, list(bad)))[0]
+            raise arff.fail(rows[e], str(bad[keys[e]]))
+        out[rows, position[cols]] = decoded[key_ids]
+    for j, error in unknown_default.items():
+        omitted = np.flatnonzero(np.isinf(out[:, j]))
+        if omitted.size:
+            raise arff.fail(omitted[0], str(error))
     return out
 
 
@@ -502,8 +514,18 @@ def _warn_unlisted_labels(arff: _Arff, columns: Sequence[int], xml_path: StrPath
                       UserWarning, stacklevel=3)
 
 
-def _label_columns(arff: _Arff, xml_path: StrPath | None, num_labels: int | None) -> list[int]:
+def _label_columns(arff: _Arff, xml_path: StrPath | None, num_labels: int | None,
+                   label_names: Sequence[str] | None = None) -> list[int]:
     total = len(arff.attributes)
+    if label_names is not None:  # a trained run's labels: found by name, in the run's order
+        index = {a.name: i for i, a in enumerate(arff.attributes)}
+        missing = [n for n in label_names if n not in index]
+        if missing:
+            shown = ', '.join(repr(n) for n in missing[:5]) + (f' (+{len(missing) - 5} more)' if len(missing) > 5
+                                                               else '')
+            raise ValueError(f'{arff.path}: no attribute for {len(missing)} of the run\'s labels: {shown} (labels are '
+                             'matched by name)')
+        return [index[n] for n in label_names]
     if xml_path is not None:
         names = _read_xml_labels(xml_path)
         index = {a.name: i for i, a in enumerate(arff.attributes)}
@@ -587,6 +609,8 @@ def read_mulan(
     num_labels: int | None = None,
     *,
     drop_features: Iterable[str] | None = None,
+    label_names: Sequence[str] | None = None,
+    nominal: dict | None = None,
 ) -> MultiLabelData:
     """Reads a MULAN (ARFF + XML label list) or MEKA (``-C n`` in ``@relation``) multi-label file.
 
@@ -595,14 +619,24 @@ def read_mulan(
     ``drop_features``: names of feature attributes to drop; ``None`` drops nominal features with more than
     ``ID_LIKE_NOMINAL_VALUES`` values (identifiers such as genbase's ``protein``).  ``string`` attributes are
     always dropped.  See the module docstring for the value encodings.
+
+    For a file given to a trained run: ``label_names`` (the run's) are the labels, found by name in that order
+    (``xml_path``, ``-C`` and ``num_labels`` are then not used); ``nominal`` (the run's ``MultiLabelData.nominal``)
+    decodes the features it names by value with the training file's codes, whatever order this file declares them
+    in; a value the training file did not declare is an error naming the file, line and feature.
     """
     arff = _read_arff(arff_path)
-    label_columns = _label_columns(arff, xml_path, num_labels)
+    label_columns = _label_columns(arff, xml_path, num_labels, label_names)
     feature_columns = _mulan_feature_columns(arff, label_columns, drop_features)
+    attributes = [arff.attributes[c] for c in feature_columns]
     coders = [
-        _nominal_coder(a, truthy_is_one=True) if a.kind == 'nominal' else _numeric_coder(a)
-        for a in (arff.attributes[c] for c in feature_columns)
+        _trained_coder(a, nominal[a.name]) if nominal and a.name in nominal
+        else _nominal_coder(a, truthy_is_one=True) if a.kind == 'nominal' else _numeric_coder(a)
+        for a in attributes
     ]
+    codes = {a.name: _nominal_codes(a, truthy_is_one=True) for a in attributes if a.kind == 'nominal'}
+    if nominal:
+        codes.update({n: nominal[n] for n in codes if n in nominal})
     return MultiLabelData(
         x=_decode(arff, feature_columns, coders).astype(np.float32),
         y=_mulan_labels(arff, label_columns),
@@ -610,7 +644,24 @@ def read_mulan(
         label_names=tuple(arff.attributes[c].name for c in label_columns),
         source=arff.path,
         row_lines=arff.row_lines,
+        nominal=codes,
     )
+
+
+def _trained_coder(attr: _Attribute, codes: dict) -> Coder:
+    """Values decoded with a training file's codes (value -> code) instead of this file's declared order."""
+
+    def code(value: str) -> float:
+        if value == '?':
+            return np.nan
+        try:
+            return float(codes[value])
+        except KeyError:
+            declared = ','.join(list(codes)[:10]) + (',...' if len(codes) > 10 else '')
+            raise _LineError(f'feature {attr.name!r}: value {value!r} is not one the model was trained on '
+                             f'{{{declared}}}') from None
+
+    return code
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -731,19 +782,26 @@ def impute_and_standardise(train_x: np.ndarray, *others: np.ndarray) -> tuple[np
     training value gets mean 0, and a constant column std 1, so neither produces NaN or inf.
     Returns float32 arrays ``(train, *others)``.
     """
+    mean, std = standardisation(train_x)
+    return tuple(standardise(x, mean, std, f'array {k}') for k, x in enumerate((train_x, *others)))
+
+
+def standardisation(train_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 ``(mean, std)`` per column that ``impute_and_standardise`` fits on ``train_x``."""
     train = np.asarray(train_x, dtype=np.float64)
     if train.ndim != 2:
         raise ValueError(f'train_x must be 2-D, got shape {train.shape}')
     observed = ~np.isnan(train)
     counts = observed.sum(axis=0)
     mean = np.where(counts > 0, np.where(observed, train, 0.0).sum(axis=0) / np.maximum(counts, 1), 0.0)
-    filled = np.where(observed, train, mean)
-    std = filled.std(axis=0)
-    std = np.where(std > 0, std, 1.0)
-    outputs = []
-    for k, x in enumerate((train_x, *others)):
-        x = np.asarray(x, dtype=np.float64)
-        if x.ndim != 2 or x.shape[1] != train.shape[1]:
-            raise ValueError(f'array {k} has shape {x.shape}, expected [n, {train.shape[1]}]')
-        outputs.append(((np.where(np.isnan(x), mean, x) - mean) / std).astype(np.float32))
-    return tuple(outputs)
+    std = np.where(observed, train, mean).std(axis=0)
+    return mean, np.where(std > 0, std, 1.0)
+
+
+def standardise(x: np.ndarray, mean: np.ndarray, std: np.ndarray, what: str = 'x') -> np.ndarray:
+    """``x`` mean-imputed and standardised with given statistics (``standardisation``'s), as float32."""
+    x = np.asarray(x, dtype=np.float64)
+    mean, std = np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64)
+    if x.ndim != 2 or x.shape[1] != len(mean):
+        raise ValueError(f'{what} has shape {x.shape}, expected [n, {len(mean)}]')
+    return ((np.where(np.isnan(x), mean, x) - mean) / std).astype(np.float32)

@@ -26,7 +26,8 @@ Preprocessing (``standardise``, the ``data.standardise`` setting), always fitted
   * FunCat's statistics come from train and valid pooled under ``official``, as C-HMCNN does (valid is the dev
     split here, so dev rows inform the scaling, never the test ones); everything else from the train split.
   ``info['preprocessing']`` says what was done and why, ``info['standardised']`` whether; both are recorded in
-  the run's ``metrics.json``, and ``read_for_prediction`` repeats the run's choice.
+  the run's ``metrics.json``; the statistics themselves are recorded in the workdir's ``data.json`` at the run's
+  start, and ``read_for_prediction`` applies them to new inputs (not statistics refitted on today's files).
 
 ``data_dir=''``: bibtex is read from the embedded copy; any other dataset uses the ``IMPLICIT_JAX_DATA_DIR``
 environment variable, or fails with a message saying what to set.  ``info`` pins the run's data: dataset,
@@ -50,7 +51,8 @@ from typing import Sequence
 import numpy as np
 
 from implicit_jax.tasks.mlc import splits as splitlib
-from implicit_jax.tasks.mlc.arff import MultiLabelData, impute_and_standardise, read_clus_hmc, read_mulan
+from implicit_jax.tasks.mlc.arff import MultiLabelData, read_clus_hmc, read_mulan, standardisation
+from implicit_jax.tasks.mlc.arff import standardise as standardise_with
 
 __all__ = ['DATASETS', 'DATA_DIR_ENV', 'PROTOCOLS', 'SOURCES', 'Dataset', 'load_embedded_bibtex', 'load_mlc']
 
@@ -109,7 +111,8 @@ def load_embedded_bibtex() -> dict[str, MultiLabelData]:
       out[split] = MultiLabelData(
           x=_from_pattern(z[f'{split}_x_indices'], z[f'{split}_x_indptr'], len(feature_names)),
           y=_from_pattern(z[f'{split}_y_indices'], z[f'{split}_y_indptr'], len(label_names)),
-          feature_names=feature_names, label_names=label_names, source=f'{EMBEDDED_BIBTEX}:{split}')
+          feature_names=feature_names, label_names=label_names, source=f'{EMBEDDED_BIBTEX}:{split}',
+          nominal={n: {'0': 0.0, '1': 1.0} for n in feature_names})  # MULAN's bibtex declares every feature {0,1}
   return out
 
 
@@ -228,17 +231,18 @@ def _stratified(parts, split_seed, note):
 
 
 def _scale(rows: dict, dataset: Dataset, fit_x: np.ndarray | None, standardise: str,
-           parts) -> tuple[dict, bool, str]:
-  """``(rows, standardised, what was done)``: the rows scaled as ``standardise`` decides on the training rows."""
+           parts) -> tuple[dict, dict | None, str]:
+  """``(rows, statistics or None, what was done)``: the rows scaled as ``standardise`` decides on the training
+  rows; ``statistics`` (``{'mean', 'std'}``, lists) is what predict applies to new inputs."""
   fit = rows['train'][0] if fit_x is None else fit_x
   standardised, why = scaling_decision(standardise, dataset, fit)
   _check_missing(parts.values(), standardised)
   if not standardised:
-    return rows, False, f'none, features as read ({why})'
-  names = list(rows)
-  scaled = impute_and_standardise(fit, *(rows[s][0] for s in names))[1:]
+    return rows, None, f'none, features as read ({why})'
+  mean, std = standardisation(fit)
   what = 'train+valid' if fit_x is not None else 'train'
-  return ({s: (x, rows[s][1]) for s, x in zip(names, scaled)}, True,
+  return ({s: (standardise_with(x, mean, std), y) for s, (x, y) in rows.items()},
+          {'mean': mean.tolist(), 'std': std.tolist()},
           f'mean-impute and standardise with {what} statistics ({why})')
 
 
@@ -276,7 +280,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
   else:
     note = 'train(+valid)+test rows pooled, stratified 60/20/20 by split_seed'
     rows, train_idx, note, fit_x = _stratified(parts, split_seed, note)
-  rows, standardised, scaling = _scale(rows, dataset, fit_x, standardise, parts)
+  rows, statistics, scaling = _scale(rows, dataset, fit_x, standardise, parts)
   splits = {s: (np.asarray(x, np.float32), np.asarray(y, np.float32)) for s, (x, y) in rows.items()}
   first = parts['train']
   info = {
@@ -284,8 +288,10 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
       'sizes': {s: int(x.shape[0]) for s, (x, _) in splits.items()},
       'num_features': len(first.feature_names), 'num_labels': len(first.label_names),
       'source': source, 'files': files, 'train_sha1': _sha1(train_idx), 'split_note': note, 'preprocessing': scaling,
-      'standardised': standardised,
+      'standardised': statistics is not None,
       'names': {'x': list(first.feature_names), 'y': list(first.label_names)},  # make_task moves it to Task.names
+      # make_task moves it to Task.preprocess (recorded in the workdir's data.json, what predict repeats)
+      'preprocess': {'nominal': dict(first.nominal or {}), 'standardisation': statistics},
   }
   return splits, info
 
@@ -335,43 +341,42 @@ def align_features(data: MultiLabelData, names: Sequence[str]) -> MultiLabelData
   return dataclasses.replace(data, x=data.x[:, order], feature_names=names)
 
 
-def read_for_prediction(path: str, name: str, data_dir: str = '', protocol: str = 'official',
-                        dev_fraction: float = 0.1, split_seed: int = 0, *, num_labels: int, train_file: str = '',
-                        test_file: str = '', xml_file: str = '', file_format: str = 'mulan',
-                        feature_names: Sequence[str] | None = None, standardised: bool = False) -> MultiLabelData:
-  """A new file of dataset ``name``'s format, its features transformed exactly as the run's training features.
-
-  Labels are read as in training (XML when the data directory has it, else the last ``num_labels``
-  attributes); a file with unknown labels may hold zeros there. ``feature_names`` (the training data's): the
-  file's features are matched to them by name (``align_features``). ``standardised``: the run's decision
-  (``info['standardised']``); the features are then scaled with statistics refitted on the run's own training
-  rows, which the settings here reproduce.
-  """
-  if name != 'custom' and name not in DATASETS:
+def file_format(name: str, custom_format: str = 'mulan') -> str:
+  """The file format of dataset ``name`` ('mulan' or 'clus'; ``custom_format`` is data.format of a custom one)."""
+  if name == 'custom':
+    return custom_format
+  if name not in DATASETS:
     raise ValueError(f'data.name: unknown dataset {name!r}; choose one of {sorted(DATASETS) + ["custom"]}')
-  dataset = (_custom(train_file, test_file, xml_file, num_labels, file_format) if name == 'custom'
-             else DATASETS[name])
+  return DATASETS[name].format
+
+
+def read_for_prediction(path: str, file_format: str = 'mulan', *, label_names: Sequence[str],
+                        feature_names: Sequence[str], nominal: dict | None = None,
+                        statistics: dict | None = None) -> MultiLabelData:
+  """A new file in a run's format (``file_format``), its features transformed exactly as the run's training
+  features were, from what the run recorded of its training data (never the training files as they are now).
+
+  ``label_names``: the run's labels, found in the file by name (the file may order them otherwise; one missing,
+  or a Clus hierarchy with other nodes, is an error naming it). ``feature_names``: the file's features are matched
+  to them by name (``align_features``). ``nominal``: the training file's codes of its nominal features, so values
+  are read by value, not by their declared position. ``statistics``: the run's standardisation (``{'mean',
+  'std'}``), or None when the run used the features as read.
+  """
   source = Path(path)
   if not source.is_file():
     raise FileNotFoundError(f'{path}: no such file')
-  if dataset.format == 'clus':
+  if file_format == 'clus':
     data = read_clus_hmc(source)
+    if set(data.label_names) != set(label_names):
+      missing = [n for n in label_names if n not in set(data.label_names)]
+      unknown = [n for n in data.label_names if n not in set(label_names)]
+      raise ValueError(f'{path}: its class hierarchy is not the run\'s (missing {missing[:5]}, unknown '
+                       f'{unknown[:5]})')
   else:
-    root = Path(data_dir or os.environ.get(DATA_DIR_ENV, '') or '.')
-    xml = root / dataset.xml if dataset.xml and (root / dataset.xml).is_file() else None
-    data = read_mulan(source, xml, None if xml else num_labels)
-  if len(data.label_names) != num_labels:
-    raise ValueError(f'{path}: {len(data.label_names)} labels, the run was trained on {num_labels}')
+    data = read_mulan(source, label_names=list(label_names), nominal=nominal)
   data.check_finite(allow_missing=True)
-  _check_missing([data], standardised)
-  if feature_names is not None:
-    data = align_features(data, feature_names)
-  if not standardised:
+  _check_missing([data], statistics is not None)
+  data = align_features(data, feature_names)
+  if statistics is None:
     return data
-  parts, _, _ = _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format)
-  if protocol == 'official':
-    rows, _, _, fit_x = _official(parts, dev_fraction, split_seed)
-  else:
-    rows, _, _, fit_x = _stratified(parts, split_seed, '')
-  fit = rows['train'][0] if fit_x is None else fit_x
-  return dataclasses.replace(data, x=impute_and_standardise(fit, data.x)[1])
+  return dataclasses.replace(data, x=standardise_with(data.x, statistics['mean'], statistics['std'], str(path)))

@@ -11,9 +11,13 @@ from implicit_jax.tasks.tagging.chunks import chunk_f1
 
 
 def token_accuracy(pred_tags: np.ndarray, gold_tags: np.ndarray, mask: np.ndarray) -> float:
-  """Share of real tokens whose predicted tag is the gold one."""
-  real = np.asarray(mask) > 0
-  return float(np.mean(np.asarray(pred_tags)[real] == np.asarray(gold_tags)[real]))
+  """Share of real tokens whose predicted tag is the gold one. Tokens without a gold tag (-1: the unlabeled rows
+  of a semi-supervised training split, Cora's) are not counted; NaN when no token has one."""
+  gold = np.asarray(gold_tags)
+  scored = (np.asarray(mask) > 0) & (gold >= 0)
+  if not scored.any():
+    return float('nan')
+  return float(np.mean(np.asarray(pred_tags)[scored] == gold[scored]))
 
 
 def sentences(tag_ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
