@@ -7,7 +7,7 @@ Run:    python -m implicit_jax.main --config=configs/cora.py --config.data.data_
 Others: --config.method=dvn (regress the reward) | rspen (rank by the reward) | feedforward or crf with
         --config.data.unlabeled=False (the labeled citations alone); scripts/reproduce_cora.py runs every method
         over the 3 sizes x 5 draws (docs/cora.md).
-Reached: BiLSTM, labeled only (cross-entropy) test accuracy 5: 71.21 ± 5.62, 10: 80.40 ± 2.65, 50: 91.75 ± 0.52; implicit CD (reward rank on unlabeled) test accuracy 5: 76.57 ± 6.75, 10: 85.69 ± 1.84, 50: 92.87 ± 1.30 (5 draws each; CPU, docs/cora.md).
+Reached: BiLSTM, labeled only (cross-entropy) test accuracy 5: 71.21 ± 6.29, 10: 80.40 ± 2.96, 50: 91.75 ± 0.58; implicit CD (reward rank on unlabeled) test accuracy 5: 76.57 ± 7.55, 10: 85.69 ± 2.05, 50: 92.87 ± 1.45 (5 draws each; CPU, docs/cora.md).
 """
 
 from implicit_jax.engine import config as config_lib

@@ -2,7 +2,7 @@ r"""delicious (MULAN split; needs the data directory): implicit CD, sized for 98
 
 Run: python -m implicit_jax.main --config=configs/delicious.py --workdir=/tmp/implicit_jax/delicious \
        --config.data.data_dir=PATH/TO/data     (a folder holding mulan/delicious/...)
-Reached: implicit-cd test example-F1 28.97 ± 0.39 @0.5, 36.54 ± 0.01 tuned (3 seeds); mbce test example-F1 27.14 ± 0.09 @0.5, 37.22 ± 0.01 tuned (3 seeds); official split, docs/mlc_results.md.
+Reached: implicit-cd test example-F1 28.97 ± 0.47 @0.5, 36.54 ± 0.01 tuned (3 seeds); mbce test example-F1 27.14 ± 0.11 @0.5, 37.22 ± 0.02 tuned (3 seeds); official split, docs/mlc_results.md.
 
 Settings chosen on dev F1 (seed 0, 15 epochs): dropout 0.2 beat 0.5 (implicit 0.243 vs 0.191 dev F1 @0.5),
 lambda 0.3 beat 1.0 (0.262 vs 0.243). Then, 20 epochs with the normal_cg solver (docs/sweeps/delicious-cd.md,

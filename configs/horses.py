@@ -7,7 +7,7 @@ Others: --config.method=feedforward (FCN trained with CE), dvn (GBI on the energ
         seal_dynamic with --config.seal.energy_loss=regression|nce, --config.implicit.primary_loss=dvn.
 Sizes:  the networks have half the channels of DVN's and SEAL's (32/64/64 against 64/128/128) so that every
         method trains on a 2-core CPU; --config.model.channels='(64,128,128)' and energy_channels restore them.
-Reached: implicit CD (1 - soft IoU) test mean IoU 65.92 ± 1.53 (3 seeds); FCN (cross-entropy) test mean IoU 62.63 ± 0.59 (3 seeds); CPU, docs/horses.md.
+Reached: implicit CD (1 - soft IoU) test mean IoU 65.92 ± 1.88 (3 seeds); FCN (cross-entropy) test mean IoU 62.63 ± 0.72 (3 seeds); CPU, docs/horses.md.
 """
 
 from implicit_jax.engine import config as config_lib

@@ -66,10 +66,7 @@ def runs_of(dataset: str, name: str) -> list[dict]:
 
 
 def fmt(values, scale=100.0, digits=2) -> str:
-  if not values:
-    return '–'
-  values = scale * np.asarray(values, dtype=float)
-  return f'{values.mean():.{digits}f}' + (f' ± {values.std():.{digits}f}' if len(values) > 1 else '')
+  return records.mean_std(values, scale, digits)
 
 
 def summary_value(run, metric):
@@ -182,7 +179,7 @@ def main():
       '',
       'Implicit CD on the official split, every setting of `configs/<dataset>.py` equal except the route of the '
       'outer gradient (rows: see the script\'s docstring); "width" is the inference network\'s hidden units. '
-      'Example F1 x 100, mean ± std over seeds, empty gold and empty prediction scoring 1 (`data.empty_f1`); '
+      f'Example F1 x 100, {records.spread()}, empty gold and empty prediction scoring 1 (`data.empty_f1`); '
       'dev F1 is that of the epoch selected on dev @0.5, test is evaluated once at that epoch. "minus its no-term '
       'twin" / "minus MBCE": paired over the seeds both rows have; the no-term twin of every row is `none`, except '
       'for `best` and `proximal`, whose twins are `best-none` and `proximal-none`. Diagnostics (medians over the '

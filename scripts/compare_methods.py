@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / 'scripts'))
 
+import records  # pylint: disable=wrong-import-position
 import reproduce_mlc  # pylint: disable=wrong-import-position
 
 # system -> config overrides on configs/<dataset>.py. Systems of reproduce_mlc keep its overrides and files.
@@ -170,7 +171,7 @@ def build_table():
       'budget: the implicit rows train for the dataset config\'s epochs (T_inner = 5 inference-net steps per '
       'batch), MBCE and every baseline for twice as many (one update per batch). The official MULAN train/test '
       'files with a seeded 10% dev hold-out (cal500: seeded 60/20/20; spo_fun: its own train/valid/test), best '
-      'epoch on dev F1 @0.5, test evaluated once. Example F1 x 100, mean ± standard deviation over seeds. '
+      'epoch on dev F1 @0.5, test evaluated once. Example F1 x 100, ' + records.spread() + '. '
       '"@0.5": threshold 0.5; "tuned": threshold chosen on dev. Published numbers: SEAL Table 1 (Lee et al. '
       '2022) and the implicit paper\'s Table 1 (Shankar & Piratla), both compared with our @0.5 (the implicit '
       'paper does not state its threshold, but its MBCE matches SEAL\'s CE at 0.5 on both datasets, and every '

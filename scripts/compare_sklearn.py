@@ -32,6 +32,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import records  # pylint: disable=wrong-import-position
 from implicit_jax import tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import train  # pylint: disable=wrong-import-position
@@ -97,8 +98,7 @@ def mbce(config) -> dict:
 
 
 def stat(values) -> str:
-  values = 100 * np.asarray(values)
-  return f'{values.mean():.2f}' + (f' ± {values.std():.2f}' if len(values) > 1 else '')
+  return records.mean_std(values)
 
 
 def main():
@@ -149,7 +149,7 @@ def main():
       '',
       f'Made by `{command}` on {datetime.date.today().isoformat()} (CPU). Seeds {seeds}: seed k sets the model '
       'seed and the split seed (datasets without an official split are split 60/20/20 by it), so both systems see '
-      'the same rows. Example F1 x 100 on test, mean ± std over seeds, empty gold and empty prediction scoring 1 '
+      f'the same rows. Example F1 x 100 on test, {records.spread()}, empty gold and empty prediction scoring 1 '
       '(`data.empty_f1`). "MBCE": `configs/<dataset>.py` (custom files: `configs/custom.py`) with `method=feedforward`, every data setting at its default (`data.standardise=auto`). '
       '"MBCE never": the same with `data.standardise=never`, the features as read, as before `auto` existed. '
       '"BR-logistic": one scikit-learn `LogisticRegression` (C = 1) per label after `StandardScaler` on the same '

@@ -12,8 +12,8 @@ docs/cora/runs/cora-<system>-l<size>-d<draw>.json; a record that exists is not r
 The rules decoder (``rules.decode``: the best reward under contiguous fields) needs no training and no labels: its
 test accuracy is computed here, the same for every draw.
 
-The table (docs/cora.md, README block results:cora) reports test token accuracy, mean ± std over the draws, the
-epoch chosen on dev accuracy, and the paired differences the issue asks for: implicit CD minus the supervised
+The table (docs/cora.md, README block results:cora) reports test token accuracy, mean ± sample std (ddof 1) over the
+draws, the epoch chosen on dev accuracy, and the paired differences the issue asks for: implicit CD minus the supervised
 BiLSTM at every size, minus DVN at 50.
 """
 
@@ -146,8 +146,7 @@ def load_runs() -> dict:
 
 
 def fmt(values) -> str:
-  v = 100 * np.asarray(values, float)
-  return f'{v.mean():.2f} ± {v.std():.2f}' if len(v) > 1 else f'{v.mean():.2f}'
+  return records.mean_std(values)
 
 
 def paired(a, b) -> str:
@@ -232,7 +231,7 @@ def plot(rules_acc: float | None, path: Path) -> None:
       continue
     acc = [100 * np.array([r['test_accuracy'] for r in runs[(system, s)]]) for s in sizes]
     shift = 1.0 + 0.025 * (k - len(SYSTEMS) / 2)  # side by side, so the error bars stay readable
-    ax.errorbar([s * shift for s in sizes], [a.mean() for a in acc], yerr=[a.std() for a in acc], marker='o', capsize=3, label=label)
+    ax.errorbar([s * shift for s in sizes], [a.mean() for a in acc], yerr=[a.std(ddof=1) for a in acc], marker='o', capsize=3, label=label)
   ax.plot(SIZES, PUBLISHED['implicit CD'], 'k--', marker='x', label='implicit CD, paper (1000 unlabeled)')
   if rules_acc is not None:
     ax.axhline(100 * rules_acc, color='gray', ls=':', label='rules alone')
@@ -241,7 +240,7 @@ def plot(rules_acc: float | None, path: Path) -> None:
   ax.set_xticks(SIZES, [str(s) for s in SIZES])
   ax.set_xlabel('labeled citations')
   ax.set_ylabel('test token accuracy (%)')
-  ax.set_title('Cora citation fields: mean and std over 5 labeled draws')
+  ax.set_title('Cora citation fields: mean and sample std (ddof 1) over 5 labeled draws')
   ax.legend(fontsize=7, loc='lower right')
   fig.tight_layout()
   fig.savefig(path, dpi=120)
@@ -254,7 +253,7 @@ def update_readme(table: str) -> None:
   if start not in text:
     return
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ')) and not line.startswith('- `')]
-  block = (f'{start}\n\nTest token accuracy x 100, mean ± std over 5 labeled draws, from the committed runs '
+  block = (f'{start}\n\nTest token accuracy x 100, {records.spread("labeled draws")}, from the committed runs '
            '([docs/cora.md](docs/cora.md): split, rules, the 500-against-1000 data difference).\n\n'
            + '\n'.join(kept).replace('\n| published', '\n\n| published', 1).replace('\n- ', '\n\n- ', 1)
            + f'\n{end}')

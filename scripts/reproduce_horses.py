@@ -4,12 +4,12 @@
                                                                                   # write docs/horses.md
   python scripts/reproduce_horses.py --table_only                                 # the table from the records
 
-Each run is configs/horses.py with the system's overrides and the seed (the split stays split_seed 0: one split,
-several initialisations and data orders). A run's compact record goes to docs/horses/runs/<system>-seed<k>.json
-(the per-step log stays in its workdir under /tmp); a system and seed with a record is not run again, so the
-script resumes where it was stopped. The table reports test mean IoU (threshold 0.5) as mean ± std over seeds,
-global IoU beside it, the implicit method's paired difference with the FCN, and flags every baseline more than 2
-IoU from each of its published numbers.
+Each run is configs/horses.py with the system's overrides and the seed (the split stays split_seed 0: one split, several
+initialisations and data orders). A run's compact record goes to docs/horses/runs/<system>-seed<k>.json (the per-step
+log stays in its workdir under /tmp); a system and seed with a record is not run again, so the script resumes where it
+was stopped. The table reports test mean IoU (threshold 0.5) as mean ± sample std (ddof 1) over seeds, global IoU beside
+it, the implicit method's paired difference with the FCN, and flags every baseline more than 2 IoU from each of its
+published numbers.
 """
 
 import argparse
@@ -76,8 +76,7 @@ def load_runs() -> dict:
 
 
 def fmt(values) -> str:
-  v = 100 * np.asarray(values)
-  return f'{v.mean():.2f} ± {v.std():.2f}' if len(v) > 1 else f'{v.mean():.2f}'
+  return records.mean_std(values)
 
 
 def build_table() -> str:
@@ -193,7 +192,7 @@ def update_readme(table: str) -> None:
   if start not in text:
     return
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '**CPU'))]
-  block = (f'{start}\n\nTest mean IoU x 100 at threshold 0.5, mean ± std over seeds, from the committed runs '
+  block = (f'{start}\n\nTest mean IoU x 100 at threshold 0.5, {records.spread()}, from the committed runs '
            '([docs/horses.md](docs/horses.md): commands, split, protocol differences, flags).\n\n'
            + '\n'.join(kept) + f'\n{end}')
   head, rest = text.split(start, 1)

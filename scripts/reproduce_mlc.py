@@ -157,8 +157,7 @@ def run_one(dataset, system, seed, args):
 
 
 def fmt(values):
-  values = 100 * np.asarray(values)
-  return f'{values.mean():.2f} ± {values.std():.2f}' if len(values) > 1 else f'{values.mean():.2f}'
+  return records.mean_std(values)
 
 
 def build_table():
@@ -181,7 +180,7 @@ def build_table():
       '`.devdata` a copy of `../shared/data/mulan` sent along to it; s/run is only comparable within one '
       'device).',
       '',
-      'Example F1 x 100 on the test split, mean ± standard deviation over seeds (seed k also seeds the dev '
+      f'Example F1 x 100 on the test split, {records.spread()} (seed k also seeds the dev '
       'split); an example with empty gold and empty prediction scores 1 (`data.empty_f1`, SPEN\'s and InfNet\'s '
       'convention; scikit-learn, hence DVN\'s and SEAL\'s code, scores it 0: see docs/empty_f1.md). "@0.5": fixed threshold 0.5 (DVN/SEAL protocol); "tuned": threshold chosen on dev (SPEN/InfNet '
       'protocol). Best epoch chosen on dev F1 at 0.5; test evaluated once. Split "official": the MULAN '

@@ -3,6 +3,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
 from scripts import ablation_mlc, records, reproduce_mlc  # pylint: disable=wrong-import-position
@@ -80,6 +82,15 @@ def test_ablation_verdict_needs_every_seed():
   assert ablation_mlc.verdict(np.array([0.5])) == 'one seed'
 
 
+def test_mean_std_is_the_sample_standard_deviation():
+  # x 100: 40, 42, 47, mean 43, squared deviations 9 + 1 + 16 = 26, / (3 - 1) = 13, sqrt 3.61 (ddof 0: 2.94)
+  assert records.mean_std([0.40, 0.42, 0.47]) == '43.00 ± 3.61'
+  assert records.mean_std([0.5]) == '50.00' and records.mean_std([]) == '–'
+  assert records.mean_std([1.0, 2.0], scale=1.0, digits=3) == '1.500 ± 0.707'  # np.std would say 0.500
+  assert 'sample standard deviation (ddof 1) over N seeds' in records.spread()
+  assert 'over N labeled draws' in records.spread('labeled draws')
+
+
 def test_tagging_systems_and_sweeps_are_valid_overrides():
   from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
@@ -99,9 +110,29 @@ def test_tagging_table_flags_and_pairs():
   runs = {'pos-bilstm': [run(0, 0.88), run(1, 0.87)], 'pos-implicit-cd': [run(0, 0.89), run(1, 0.86)]}
   lines, flagged = reproduce_tagging.dataset_section('pos', runs)
   text = '\n'.join(lines)
-  assert '| BiLSTM (cross-entropy) | 2 | 87.50 ± 0.50 |' in text and '| yes |' in text   # 87.5 vs 88.7 / 88.8
+  assert '| BiLSTM (cross-entropy) | 2 | 87.50 ± 0.71 |' in text and '| yes |' in text   # 87.5 vs 88.7 / 88.8
   assert flagged == ['implicit CD'] and '**no** (2.6 below)' in text                     # 87.5 vs 90.1
   assert 'seed 0 +1.00, seed 1 -1.00; mean +0.00, 1/2 seeds positive' in text
+
+
+def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule():
+  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  ner = {'data': {'name': 'conll2003'}}
+  run = lambda seed, f1, **extra: {'seed': seed, 'test_f1': f1, 'dev_f1': f1, 'train_seconds': 1.0, 'config': ner,
+                                   **extra}
+  runs = {'ner-bilstm': [run(0, 0.86), run(1, 0.87, test_f1_conlleval=0.85)],  # an old record beside a new one
+          'ner-crf': [run(0, 0.86)], 'ner-spen': [run(0, 0.86, test_f1_conlleval=0.84),
+                                                  run(1, 0.88, test_f1_conlleval=0.86)]}
+  text = '\n'.join(reproduce_tagging.dataset_section('ner', runs)[0])
+  assert '| test F1 conlleval | test F1 strict | dev F1 strict (selects) |' in text
+  assert '| BiLSTM (cross-entropy) | 2 | 85.00 (1 of 2 seeds) | 86.50 ± 0.71 |' in text
+  assert '| BiLSTM-CRF (forward algorithm, Viterbi) | 1 | not recorded | 86.00 |' in text
+  assert '| SPEN (GBI, mirror descent) | 2 | 85.00 ± 1.41 | 87.00 ± 1.41 |' in text
+  assert 'minus BiLSTM, paired by seed (test F1 strict)' in text
+  # a record selected on conlleval's dev F1 cannot sit in a row selected on strict F1
+  runs['ner-crf'].append(run(1, 0.86, config={'data': {'name': 'conll2003', 'chunk_select': 'f1_conlleval'}}))
+  with pytest.raises(SystemExit, match="ner-crf: records selected on dev \\['f1_conlleval'\\]"):
+    reproduce_tagging.dataset_section('ner', runs)
 
 
 def test_tagging_diagnostics_line_averages_run_medians():

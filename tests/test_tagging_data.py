@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from implicit_jax.tasks.tagging import chunks
-from implicit_jax.tasks.tagging.chunks import bioes_to_chunks, chunk_f1, split_tag
+from implicit_jax.tasks.tagging.chunks import bioes_to_chunks, chunk_f1, conlleval_chunks, split_tag
 from implicit_jax.tasks.tagging.readers import (
     CONLL2003_BIOES_TAGS,
     PAD_ID,
@@ -258,21 +258,22 @@ def test_tag_index():
 def test_chunk_f1_by_hand():
   gold = [['B-PER', 'E-PER', 'O', 'S-LOC'], ['S-ORG', 'O'], ['O']]
   pred = [['B-PER', 'E-PER', 'O', 'S-ORG'], ['B-ORG', 'E-ORG'], ['I-PER']]  # 1 right, 1 wrong type, 1 wrong end
-  m = chunk_f1(gold, pred)
+  m = chunk_f1(gold, pred, scheme='strict')
   assert (m['num_gold'], m['num_pred'], m['num_correct']) == (3, 3, 1)
   assert m['precision'] == m['recall'] == m['f1'] == pytest.approx(1 / 3)
-  ill = chunk_f1(gold, [['B-PER', 'I-PER', 'O', 'S-LOC'], ['I-ORG', 'O'], ['O']])  # ill-formed runs: no chunk
+  ill = chunk_f1(gold, [['B-PER', 'I-PER', 'O', 'S-LOC'], ['I-ORG', 'O'], ['O']], scheme='strict')  # no chunk
   assert (ill['num_pred'], ill['num_correct'], ill['precision'], ill['recall']) == (1, 1, 1.0, 1 / 3)
   assert ill['f1'] == pytest.approx(0.5)
-  none = chunk_f1([['O']], [['O']])
+  none = chunk_f1([['O']], [['O']], scheme='strict')
   assert none == {'precision': 0.0, 'recall': 0.0, 'f1': 0.0, 'num_gold': 0, 'num_pred': 0, 'num_correct': 0}
   # tag ids, e.g. argmax rows cut to their lengths
   index = TagIndex(CONLL2003_BIOES_TAGS)
-  assert chunk_f1([index.encode(g) for g in gold], [index.encode(p) for p in pred], CONLL2003_BIOES_TAGS) == m
+  assert chunk_f1([index.encode(g) for g in gold], [index.encode(p) for p in pred], CONLL2003_BIOES_TAGS,
+                  scheme='strict') == m
   with pytest.raises(ValueError, match='sentence 1: 2 gold tags but 1 predicted'):
-    chunk_f1(gold, [pred[0], ['O'], pred[2]])
+    chunk_f1(gold, [pred[0], ['O'], pred[2]], scheme='conlleval')
   with pytest.raises(ValueError, match='3 gold sequences but 2 predicted'):
-    chunk_f1(gold, pred[:2])
+    chunk_f1(gold, pred[:2], scheme='strict')
 
 
 def random_sequences(rng: np.random.Generator, n: int, types=('PER', 'LOC', 'ORG')) -> list[list[str]]:
@@ -328,16 +329,168 @@ def test_chunk_f1_matches_seqeval_strict_iobes():
   with warnings.catch_warnings():
     warnings.simplefilter('ignore')  # seqeval warns where a denominator is 0 (and, like us, returns 0)
     for g, p in batches:
-      ours = chunk_f1(g, p)
+      ours = chunk_f1(g, p, scheme='strict')
       kwargs = dict(mode='strict', scheme=IOBES)
       assert ours['precision'] == pytest.approx(seqeval_metrics.precision_score(g, p, **kwargs), abs=1e-12)
       assert ours['recall'] == pytest.approx(seqeval_metrics.recall_score(g, p, **kwargs), abs=1e-12)
       assert ours['f1'] == pytest.approx(seqeval_metrics.f1_score(g, p, **kwargs), abs=1e-12)
-  assert 0.2 < chunk_f1(gold, pred)['f1'] < 0.9
+  assert 0.2 < chunk_f1(gold, pred, scheme='strict')['f1'] < 0.9
 
 
 def test_chunk_counts_are_exposed():
-  assert chunks.chunk_counts([['S-PER', 'O']], [['S-PER', 'S-LOC']]) == (1, 2, 1)
+  assert chunks.chunk_counts([['S-PER', 'O']], [['S-PER', 'S-LOC']], scheme='strict') == (1, 2, 1)
+  with pytest.raises(ValueError, match='scheme: unknown'):
+    chunks.chunk_counts([['O']], [['O']], scheme='seqeval')
+
+
+# conlleval: (gold, predicted, conlleval's counts, strict counts), each count (found correct, found guessed, correct
+# chunks) as conlleval.pl printed it ("... with N phrases; found: M phrases; correct: K.") for that one sentence
+# written as IOB2 (S- -> B-, E- -> I-), and as the strict reading gives it.
+CONLLEVAL_BY_HAND = [
+    (['O', 'B-PER', 'E-PER', 'O'], ['O', 'I-PER', 'E-PER', 'O'], (1, 1, 1), (1, 0, 0)),   # a stray I- opens a chunk
+    (['O', 'B-PER', 'E-PER', 'O'], ['O', 'I-PER', 'I-PER', 'O'], (1, 1, 1), (1, 0, 0)),
+    (['B-ORG', 'I-ORG', 'E-ORG'], ['B-ORG', 'I-LOC', 'E-ORG'], (1, 3, 0), (1, 0, 0)),     # types must match
+    (['O', 'O', 'O'], ['I-MISC', 'O', 'E-LOC'], (0, 2, 0), (0, 0, 0)),                    # two false positives
+    (['B-PER', 'E-PER', 'O'], ['B-PER', 'I-PER', 'O'], (1, 1, 1), (1, 0, 0)),             # unclosed B- I-
+    (['B-LOC', 'E-LOC', 'B-LOC', 'E-LOC'], ['B-LOC', 'E-LOC', 'E-LOC', 'E-LOC'], (2, 1, 0), (2, 1, 1)),
+    (['B-PER', 'E-PER'], ['B-PER', 'B-PER'], (1, 2, 0), (1, 0, 0)),
+    (['B-PER', 'E-PER', 'O', 'B-ORG', 'E-ORG'], ['B-PER', 'I-PER', 'I-PER', 'I-ORG', 'E-ORG'], (2, 2, 1), (2, 0, 0)),
+    (['S-PER', 'O', 'S-LOC'], ['S-PER', 'I-PER', 'S-ORG'], (2, 2, 0), (2, 2, 1)),
+    (['S-PER', 'S-PER', 'O'], ['S-PER', 'E-PER', 'E-LOC'], (2, 2, 0), (2, 1, 1)),
+    (['B-MISC', 'E-MISC', 'S-MISC'], ['B-MISC', 'E-MISC', 'S-MISC'], (2, 2, 2), (2, 2, 2)),
+]
+CONLLEVAL_ALL_BY_HAND = (15, 19, 6)  # conlleval.pl on the sentences above as one file
+
+
+@pytest.mark.parametrize('gold, pred, conlleval, strict', CONLLEVAL_BY_HAND)
+def test_conlleval_counts_by_hand(gold, pred, conlleval, strict):
+  assert chunks.chunk_counts([gold], [pred], scheme='conlleval') == conlleval
+  assert chunks.chunk_counts([gold], [pred], scheme='strict') == strict
+  assert conlleval_pl_counts([gold], [pred]) == conlleval  # the reimplementation below agrees with conlleval.pl
+
+
+def test_conlleval_f1_by_hand():
+  gold, pred = [c[0] for c in CONLLEVAL_BY_HAND], [c[1] for c in CONLLEVAL_BY_HAND]
+  m = chunk_f1(gold, pred, scheme='conlleval')
+  assert (m['num_gold'], m['num_pred'], m['num_correct']) == CONLLEVAL_ALL_BY_HAND
+  assert (m['precision'], m['recall']) == (6 / 19, 6 / 15) and m['f1'] == pytest.approx(2 * 6 / (19 + 15))
+  # strict scores the same predictions higher: it does not count the stray runs conlleval charges as false positives
+  assert chunk_f1(gold, pred, scheme='strict')['f1'] == pytest.approx(2 * 5 / (6 + 15))
+
+
+@pytest.mark.parametrize('tags, expected', [
+    (['O', 'I-PER', 'O'], [('PER', 1, 2)]),                     # a stray I- after O is a chunk
+    (['O', 'E-LOC'], [('LOC', 1, 2)]),
+    (['B-PER', 'I-PER'], [('PER', 0, 2)]),                      # closed by the sentence's end
+    (['B-PER', 'E-LOC'], [('PER', 0, 1), ('LOC', 1, 2)]),       # a type change ends one and opens another
+    (['B-PER', 'I-PER', 'S-LOC'], [('PER', 0, 2), ('LOC', 2, 3)]),
+    (['B-PER', 'B-PER', 'E-PER'], [('PER', 0, 1), ('PER', 1, 3)]),
+    (['B-PER', 'E-PER', 'E-PER'], [('PER', 0, 3)]),             # E- is I- to conlleval: the chunk goes on
+    (['S-LOC', 'I-LOC', 'E-LOC'], [('LOC', 0, 3)]),
+    (['S-PER', 'S-PER'], [('PER', 0, 1), ('PER', 1, 2)]),
+    (['B-PER', 'E-PER', 'B-PER', 'E-PER'], [('PER', 0, 2), ('PER', 2, 4)]),
+])
+def test_conlleval_chunks_by_hand(tags, expected):
+  assert conlleval_chunks(tags) == expected
+
+
+def _iob2(tag: str) -> str:
+  return {'S': 'B', 'E': 'I'}.get(tag[0], tag[0]) + tag[1:]
+
+
+def _pl_end(prev, tag, prev_type, kind) -> bool:
+  """conlleval.pl's endOfChunk (the CoNLL-2000 version, IOB and IOE rules)."""
+  return ((prev, tag) in {('B', 'B'), ('B', 'O'), ('I', 'B'), ('I', 'O'), ('E', 'E'), ('E', 'I'), ('E', 'O')}
+          or (prev not in ('O', '.') and prev_type != kind))
+
+
+def _pl_start(prev, tag, prev_type, kind) -> bool:
+  """conlleval.pl's startOfChunk."""
+  return ((prev, tag) in {('B', 'B'), ('I', 'B'), ('O', 'B'), ('O', 'I'), ('E', 'E'), ('E', 'I'), ('O', 'E')}
+          or (tag not in ('O', '.') and prev_type != kind))
+
+
+def conlleval_pl_counts(gold_seqs, pred_seqs) -> tuple[int, int, int]:
+  """conlleval.pl's main loop, transcribed: the sentences as one file of IOB2 tags with an empty line after each
+  (read as O O), chunks counted as they start and a correct one when both end together with one type; returns
+  (found correct, found guessed, correct chunks). It shares nothing with chunks.py but the tag names."""
+  found_correct = found_guessed = correct_chunks = 0
+  in_correct, last_c, last_ct, last_g, last_gt = False, 'O', '', 'O', ''
+  for gold, pred in zip(gold_seqs, pred_seqs):
+    for c_tag, g_tag in [*zip(gold, pred), ('O', 'O')]:
+      c, _, ct = _iob2(c_tag).partition('-')
+      g, _, gt = _iob2(g_tag).partition('-')
+      if in_correct:
+        c_end, g_end = _pl_end(last_c, c, last_ct, ct), _pl_end(last_g, g, last_gt, gt)
+        if c_end and g_end and last_gt == last_ct:
+          in_correct, correct_chunks = False, correct_chunks + 1
+        elif c_end != g_end or gt != ct:
+          in_correct = False
+      c_start, g_start = _pl_start(last_c, c, last_ct, ct), _pl_start(last_g, g, last_gt, gt)
+      if c_start and g_start and gt == ct:
+        in_correct = True
+      found_correct += c_start
+      found_guessed += g_start
+      last_c, last_ct, last_g, last_gt = c, ct, g, gt
+  return found_correct, found_guessed, correct_chunks + in_correct
+
+
+def adversarial_sequences() -> list[list[str]]:
+  """Every sequence of up to 4 tags over two types: each ill-formed pattern, at the start, middle and end."""
+  import itertools  # pylint: disable=import-outside-toplevel
+  alphabet = ['O'] + [f'{p}-{t}' for t in ('A', 'B') for p in 'BIES']
+  return [list(s) for n in range(5) for s in itertools.product(alphabet, repeat=n)]
+
+
+def test_conlleval_matches_conlleval_pl_counting():
+  rng = np.random.default_rng(1)
+  gold = random_sequences(rng, 400)
+  alphabet = ['O'] + [f'{p}-{t}' for t in ('PER', 'LOC', 'ORG') for p in 'BIES']
+  pred = [perturb(rng, g) if rng.random() < 0.7 else [alphabet[i] for i in rng.integers(0, len(alphabet), len(g))]
+          for g in gold]
+  # sentence by sentence and all together: the same three counts as conlleval.pl's loop
+  for g, p in zip(gold, pred):
+    assert chunks.chunk_counts([g], [p], scheme='conlleval') == conlleval_pl_counts([g], [p]), (g, p)
+  assert chunks.chunk_counts(gold, pred, scheme='conlleval') == conlleval_pl_counts(gold, pred)
+  # every short sequence, as a prediction against a well-formed gold of its length, and as gold against itself
+  well_formed = {}
+  for seq in gold[::2]:  # random_sequences: the even ones are well-formed
+    well_formed.setdefault(len(seq), []).append(seq)
+  short = adversarial_sequences()
+  paired = [well_formed[len(seq)][k % len(well_formed[len(seq)])] for k, seq in enumerate(short)]
+  for g, p in zip(paired, short):
+    assert chunks.chunk_counts([g], [p], scheme='conlleval') == conlleval_pl_counts([g], [p]), (g, p)
+    assert chunks.chunk_counts([p], [p], scheme='conlleval') == conlleval_pl_counts([p], [p]), p
+  assert chunks.chunk_counts(paired, short, scheme='conlleval') == conlleval_pl_counts(paired, short)
+
+
+def test_conlleval_matches_seqeval_default_mode():
+  seqeval_metrics = pytest.importorskip('seqeval.metrics')
+  from seqeval.metrics.sequence_labeling import get_entities
+
+  rng = np.random.default_rng(2)
+  gold = random_sequences(rng, 400)
+  alphabet = ['O'] + [f'{p}-{t}' for t in ('PER', 'LOC', 'ORG') for p in 'BIES']
+  pred = [perturb(rng, g) if rng.random() < 0.7 else [alphabet[i] for i in rng.integers(0, len(alphabet), len(g))]
+          for g in gold]
+  iob2 = lambda seqs: [[_iob2(t) for t in s] for s in seqs]  # pylint: disable=unnecessary-lambda-assignment
+  # Per sequence: seqeval's conlleval-style reader of the IOB2 tags finds the same chunks.
+  for seq in gold + pred + adversarial_sequences():
+    assert conlleval_chunks(seq) == [(t, s, e + 1) for t, s, e in get_entities(iob2([seq])[0])], seq
+  assert sum(conlleval_chunks(s) != bioes_to_chunks(s) for s in pred) > 50  # the schemes differ on these
+  starts = np.concatenate([[0], np.cumsum(rng.integers(1, 9, 120))])
+  batches = [(gold[a:b], pred[a:b]) for a, b in zip(starts[:-1], starts[1:]) if a < len(gold)] + [(gold, pred)]
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore')  # seqeval warns where a denominator is 0 (and, like us, returns 0)
+    for g, p in batches:
+      ours = chunk_f1(g, p, scheme='conlleval')
+      assert ours['precision'] == pytest.approx(seqeval_metrics.precision_score(iob2(g), iob2(p)), abs=1e-12)
+      assert ours['recall'] == pytest.approx(seqeval_metrics.recall_score(iob2(g), iob2(p)), abs=1e-12)
+      assert ours['f1'] == pytest.approx(seqeval_metrics.f1_score(iob2(g), iob2(p)), abs=1e-12)
+  # Where seqeval's default mode, given BIOES itself, reads E- and S- as closing a chunk, it parts from conlleval
+  # on IOB2: the one difference between the two "conlleval-style" scores (chunks.py's docstring).
+  assert get_entities(['B-PER', 'E-PER', 'E-PER']) == [('PER', 0, 1), ('PER', 2, 2)]
+  assert conlleval_chunks(['B-PER', 'E-PER', 'E-PER']) == [('PER', 0, 3)]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -370,7 +523,10 @@ def test_real_conll2003():
   # Published entity counts (train / dev / test), and gold scored against itself.
   counts = {split: sum(len(bioes_to_chunks(t.tags)) for t in s) for split, s in corpus.splits().items()}
   assert counts == {'train': 23499, 'dev': 5942, 'test': 5648}
-  assert chunk_f1([s.tags for s in corpus.dev], [s.tags for s in corpus.dev])['f1'] == 1.0
+  for scheme in chunks.SCHEMES:
+    assert chunk_f1([s.tags for s in corpus.dev], [s.tags for s in corpus.dev], scheme=scheme)['f1'] == 1.0
+  # gold is well-formed: both readings give the same chunks
+  assert all(conlleval_chunks(t.tags) == bioes_to_chunks(t.tags) for s in corpus.splits().values() for t in s)
   s = corpus.train[0]
   assert len(s.features['pos']) == len(s.features['chunk']) == len(s.features['caps']) == len(s.tokens)
 

@@ -179,34 +179,52 @@ def test_new_fields_leave_the_synthetic_task_as_it_was():
 def test_chunk_evaluator_is_chunk_f1_of_the_argmax_tags(data_dir):
   task = tasks.get_task(tiny_config('conll2003', data_dir))
   evaluator, dev = task.evaluator, task.splits['dev']
+  assert evaluator.select == 'f1'  # strict, as every committed NER record selected (data.chunk_select)
   sentences = read_conll2003(data_dir / 'conll2003' / 'eng.testa')
   gold = [list(s.tags) for s in sentences]
   rng = np.random.default_rng(0)
   perfect = task.space.gold(dev['y'])  # one-hot gold rows, zero on padding
   m = evaluator.metrics(perfect, dev)
-  assert m == {'f1': 1.0, 'precision': 1.0, 'recall': 1.0, 'accuracy': 1.0}
+  keys = {'f1', 'precision', 'recall', 'f1_conlleval', 'precision_conlleval', 'recall_conlleval', 'accuracy'}
+  assert m == dict.fromkeys(keys, 1.0)
+  differ = 0
   for trial in range(20):
     # Near the gold tags (random tags at ~30% of the tokens), or random scores everywhere; random padding scores.
     noise = rng.random(perfect.shape)
     pred = perfect + (noise * (rng.random(perfect.shape[:2]) < 0.3)[..., None] * 2 if trial % 2 else noise)
     decoded = [[CONLL2003_BIOES_TAGS[k] for k in np.argmax(pred[i, :len(g)], axis=-1)] for i, g in enumerate(gold)]
-    expected = chunk_f1(gold, decoded)
     m = evaluator.metrics(pred, dev)
-    assert set(m) == {'f1', 'precision', 'recall', 'accuracy'} and all(isinstance(v, float) for v in m.values())
-    assert (m['f1'], m['precision'], m['recall']) == (expected['f1'], expected['precision'], expected['recall'])
+    scored = evaluator.score(pred, dev, {})
+    assert set(m) == keys and all(isinstance(v, float) for v in m.values())
+    for scheme, suffix in (('strict', ''), ('conlleval', '_conlleval')):
+      expected = chunk_f1(gold, decoded, scheme=scheme)
+      assert [m[f'{k}{suffix}'] for k in ('f1', 'precision', 'recall')] == [
+          expected[k] for k in ('f1', 'precision', 'recall')]
+      assert [scored[f'{k}{suffix}'] for k in ('num_gold', 'num_pred', 'num_correct')] == [
+          expected[k] for k in ('num_gold', 'num_pred', 'num_correct')]
+    differ += m['f1'] != m['f1_conlleval']
     tokens = [(d == g) for dd, gg in zip(decoded, gold) for d, g in zip(dd, gg)]
     assert m['accuracy'] == pytest.approx(np.mean(tokens))
-    scored = evaluator.score(pred, dev, {})
-    assert {k: scored[k] for k in ('num_gold', 'num_pred', 'num_correct')} == {
-        k: expected[k] for k in ('num_gold', 'num_pred', 'num_correct')}
-  assert 'chunk F1' in evaluator.describe(m)
+  assert differ >= 5  # random tags are often ill-formed, where the two schemes part (7 of 20 trials here)
+  assert 'chunk F1 conlleval' in evaluator.describe(m) and 'strict' in evaluator.describe(m)
   final = evaluator.final(perfect, dev, pred, task.splits['test'])
-  assert final['test_f1'] == evaluator.metrics(pred, task.splits['test'])['f1'] and final['test_num_gold'] == 7
+  test_m = evaluator.metrics(pred, task.splits['test'])
+  assert final['test_f1'] == test_m['f1'] and final['test_f1_conlleval'] == test_m['f1_conlleval']
+  assert final['test_num_gold'] == final['test_num_gold_conlleval'] == 7
   assert evaluator.calibrate(perfect, dev) == {} and evaluator.calibration_of({'test_f1': 0.5}) == {}
   line = evaluator.summary({**final, 'best_epoch': 3})
-  assert line.startswith('test chunk F1 ') and '(best dev epoch 3)' in line
+  assert line.startswith('test chunk F1 conlleval ') and '(best dev epoch 3, selected on dev f1)' in line
   with pytest.raises(ValueError, match='17 tag names'):
     evaluator.metrics(perfect[..., :5], dev)
+
+
+def test_chunk_select_picks_the_selection_metric(data_dir):
+  config = tiny_config('conll2003', data_dir)
+  config.data.chunk_select = 'f1_conlleval'
+  assert tasks.get_task(config).evaluator.select == 'f1_conlleval'
+  config.data.chunk_select = 'conlleval'
+  with pytest.raises(ValueError, match="select 'conlleval' is not one of"):
+    tasks.get_task(config)
 
 
 # --------------------------------------------------------------------------------------------------------------

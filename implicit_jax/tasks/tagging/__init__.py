@@ -3,8 +3,8 @@
 Output space: ``Categorical(num_tags)``, a softmax per token over the tag set, with the padding mask; its per-token
 ``accuracy`` is the task score (DVN's regression target) on every dataset. Networks (``models.py``): a token
 encoder (``conv`` or ``bilstm``), the per-token softmax inference net and the paper's Eq. 7 energy (unary +
-tag-transition terms). Evaluators (``evaluator.py``): token accuracy, or strict BIOES chunk F1 for NER. Batches are
-cut to ``data.buckets`` lengths, so the jitted step compiles once per bucket.
+tag-transition terms). Evaluators (``evaluator.py``): token accuracy, or chunk F1 for NER (conlleval's and strict
+BIOES). Batches are cut to ``data.buckets`` lengths, so the jitted step compiles once per bucket.
 
 Datasets (``data.name``):
 
@@ -12,7 +12,8 @@ Datasets (``data.name``):
 * ``twitter_pos``: Twitter POS, 25 tags, InfNet's splits (train oct27.traindev 1327 tweets, dev oct27.test 500,
   test daily547 547); selected on token accuracy;
 * ``conll2003``: CoNLL-2003 English NER, words only, BIOES tags (17); train eng.train 14041 sentences, dev
-  eng.testa 3250, test eng.testb 3453; selected on chunk F1 (precision, recall and token accuracy beside it).
+  eng.testa 3250, test eng.testb 3453; selected on strict chunk F1 (``data.chunk_select``), conlleval's chunk
+  F1, precision, recall and token accuracy beside it.
 
 NER+ is ``conll2003`` with ``data.features`` (capitalisation, POS and chunk tags as embeddings beside the word).
 Word tables start from pretrained vectors with ``model.embeddings='glove'`` (``embeddings.py``: GloVe 6B 50d from
@@ -44,6 +45,8 @@ def default_config() -> ml_collections.ConfigDict:
   d.lowercase = False         # twitter_pos, conll2003: words are looked up lower-cased (vocabulary too)
   d.min_count = 1             # twitter_pos, conll2003: training words seen fewer times map to UNK (1 = none);
                               # dev and test words absent from training are UNK anyway
+  d.chunk_select = 'f1'       # conll2003: the dev chunk F1 that picks the best epoch, 'f1' (strict BIOES, what every
+                              # committed NER record selected on) or 'f1_conlleval' (the papers' metric; evaluator.py)
   d.features = ()            # conll2003: NER+ inputs beside the words, any of 'caps' (first letter upper-case),
                               # 'pos' and 'chunk' (the file's columns), each an embedding of model.feature_dim
   d.buckets = (8, 16)         # padded batch lengths: a batch is cut to the smallest that holds its longest sentence
@@ -115,7 +118,8 @@ def make_task(config) -> Task:
     if vectors is not None:
       table, stats = embeddings.initial_table(loaded.vocab, vectors, seed=config.get('seed', 0))
       info.update(stats)
-    evaluator = ChunkF1Evaluator(loaded.tags) if d.name == 'conll2003' else AccuracyEvaluator()
+    evaluator = (ChunkF1Evaluator(loaded.tags, d.get('chunk_select', 'f1')) if d.name == 'conll2003'
+                 else AccuracyEvaluator())
   # The table is the initial value of a trainable parameter: the energy's encoder starts from it too.
   embedding_init = None if table is None else (lambda *_: jnp.asarray(table))
   features = tuple(feature_sizes.items())
