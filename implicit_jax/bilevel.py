@@ -218,6 +218,22 @@ def while_loop(cond, body, init, maxiter: int, unroll: bool = False):
   return state
 
 
+def scan(step, init, length: int, unroll: bool = False):
+  """``jax.lax.scan(step, init, None, length)``, with ``unroll`` as straight-line code: XLA unrolls two trips and
+  more, but keeps a one-trip loop as a loop, with the slow convolution gradients loops have on CPU."""
+  if not unroll or length != 1:  # XLA does unroll two trips and more
+    return jax.lax.scan(step, init, None, length=length, unroll=bool(unroll))
+  carry, out = step(init, None)
+  return carry, jax.tree.map(lambda x: x[None], out)
+
+
+def _fori(lower, upper, body, init, unroll: bool = False):
+  """``jax.lax.fori_loop``; with ``unroll``, straight-line code (see ``scan``)."""
+  if not unroll or upper - lower != 1:
+    return jax.lax.fori_loop(lower, upper, body, init, unroll=bool(unroll) or None)
+  return body(lower, init)
+
+
 def _neumann(matvec, v, iterations, alpha, unroll=False):
   # p_k = (I - alpha H)^k v;  u = alpha * sum_{k=0..K} p_k  (K HVPs, K + 1 terms).
   def body(_, carry):
@@ -225,7 +241,7 @@ def _neumann(matvec, v, iterations, alpha, unroll=False):
     p = _axpy(-alpha, matvec(p), p)
     return p, jax.tree.map(jnp.add, acc, p)
 
-  _, acc = jax.lax.fori_loop(0, iterations, body, (v, v), unroll=max(iterations, 1) if unroll else None)
+  _, acc = _fori(0, iterations, body, (v, v), unroll)
   return _scale(alpha, acc)
 
 
@@ -333,8 +349,7 @@ def power_iteration(matvec, v: PyTree, iterations: int, unroll: bool = False) ->
     hx = matvec(x)
     return hx, _norm(hx)
 
-  _, lam = jax.lax.fori_loop(0, iterations, body, (v, jnp.zeros((), _norm(v).dtype)),
-                              unroll=max(iterations, 1) if unroll else None)
+  _, lam = _fori(0, iterations, body, (v, jnp.zeros((), _norm(v).dtype)), unroll)
   return lam
 
 
@@ -515,8 +530,7 @@ def _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch, unr
     updates, state = optimizer.update(grad, state, theta)
     return (optax.apply_updates(theta, updates), state), (loss, _norm(grad))
 
-  (theta, state), (losses, norms) = jax.lax.scan(step, (theta0, opt_state0), None, length=num_steps,
-                                                 unroll=bool(unroll) and max(num_steps, 1))
+  (theta, state), (losses, norms) = scan(step, (theta0, opt_state0), num_steps, unroll)
   return theta, state, losses, norms
 
 

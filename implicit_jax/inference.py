@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
+from implicit_jax import bilevel
 from implicit_jax.spaces import OutputSpace, check_rule
 
 
@@ -65,7 +66,7 @@ def gradient_based_inference(space: OutputSpace, energy: Callable[[jax.Array], j
 
   batch = y0.shape[0]
   init = (y0, jnp.full((batch,), jnp.inf, y0.dtype), jnp.zeros((batch,), bool))
-  (y, _, _), energies = jax.lax.scan(step, init, None, length=steps, unroll=bool(unroll) and max(steps, 1))
+  (y, _, _), energies = bilevel.scan(step, init, steps, unroll)
   return y, jnp.concatenate([energies, energy(y)[None]], axis=0)
 
 
