@@ -30,12 +30,20 @@ from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-im
 from implicit_jax.tasks.mlc.datasets import PROTOCOLS  # pylint: disable=wrong-import-position
 
 # system name -> config overrides (applied on top of configs/<dataset>.py)
+# The rows below ran normal_cg (5 iterations, 11 HVPs), the configs' solver until 2026-11-26: it is spelled out so
+# that their records stay reproducible now that configs/bibtex.py solves by one fused GCR pass ('implicit-cd-gcr').
+_NCG = {'implicit.solver.name': 'normal_cg'}
 SYSTEMS = {
     'mbce': {'method': 'feedforward'},
-    'implicit-cd': {'method': 'implicit', 'implicit.primary_loss': 'cd'},
-    'implicit-ssvm': {'method': 'implicit', 'implicit.primary_loss': 'ssvm'},
-    'implicit-dvn': {'method': 'implicit', 'implicit.primary_loss': 'dvn'},
-    'implicit-nce': {'method': 'implicit', 'implicit.primary_loss': 'nce'},
+    'implicit-cd': {'method': 'implicit', 'implicit.primary_loss': 'cd', **_NCG},
+    'implicit-ssvm': {'method': 'implicit', 'implicit.primary_loss': 'ssvm', **_NCG},
+    'implicit-dvn': {'method': 'implicit', 'implicit.primary_loss': 'dvn', **_NCG},
+    'implicit-nce': {'method': 'implicit', 'implicit.primary_loss': 'nce', **_NCG},
+    # The implicit term by one fused GCR pass (bilevel.implicit_gcr: MINRES's first iterate, its HVP and cross term
+    # in one reverse-over-forward pass), five inner steps as before: configs/bibtex.py's default since 2026-11-26
+    # (sweep bibtex-fast, docs/sweeps/bibtex-fast.md: dev tied with normal_cg; one inner step lost on dev).
+    'implicit-cd-gcr': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.name': 'gcr',
+                        'implicit.solver.iterations': 1},
     # The paper's own solver (Algorithm 1, supplement section 2): K = 5 Neumann terms, 5 HVPs (+1 for the
     # logged residual) against normal_cg's 11; the configuration benchmarks/epoch.py times.
     'implicit-cd-neumann': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.name': 'neumann',
@@ -46,7 +54,8 @@ SYSTEMS = {
     # SEAL's task-net width (two 400-unit layers), which the bibtex-h400/bibtex-cd/delicious-cd sweeps chose on
     # dev @0.5 for both MBCE and implicit CD; MBCE again with the same network, so the pair stays like for like.
     'mbce-h400': {'method': 'feedforward', 'model.inference_hidden': (400, 400)},
-    'implicit-cd-h400': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'model.inference_hidden': (400, 400)},
+    'implicit-cd-h400': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'model.inference_hidden': (400, 400),
+                         **_NCG},
 }
 # The implicit-term ablation (scripts/ablation_mlc.py): implicit CD with everything equal but the route of the
 # outer gradient: no implicit term, H^-1 ~ alpha I, MINRES, and backprop through the T_inner steps; both widths.
@@ -78,6 +87,10 @@ NOTES = {
                            'CG-type solvers',
     'implicit-cd-minres': 'MINRES with 5 iterations (5 HVPs against normal_cg\'s 11): the solver that is '
                           'cheaper per step and still handles the indefinite inner Hessian',
+    'implicit-cd-gcr': 'configs/bibtex.py since 2026-11-26: the implicit term by one fused GCR pass (MINRES\'s '
+                       'first iterate; its HVP and cross term from one reverse-over-forward pass), about half the '
+                       'step of normal_cg (docs/benchmarks.md, implicit_cost_mlc); `implicit-cd` is the former '
+                       'default, normal_cg',
 }
 # Shankar & Piratla, Table 1 (example F1 x 100; their split: stratified 60/20/20 re-split).
 PAPER = {
