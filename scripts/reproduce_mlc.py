@@ -256,7 +256,7 @@ def update_config_docstrings(groups):
     if not path.exists():
       continue
     parts = []
-    for system in ('implicit-cd', 'mbce'):
+    for system in ('implicit-cd-gcr', 'implicit-cd', 'mbce'):  # the config's own solver first where it has rows
       rs = groups.get((task, 'official', system))
       if rs:
         parts.append(f'{system} test example-F1 {fmt([r["test_f1"] for r in rs])} @0.5, '
@@ -294,7 +294,7 @@ def system_of(result):
   if c['method'] == 'feedforward':
     return 'mbce' + size
   solver = c['implicit']['solver']['name']
-  shown = ('neumann',) + ABLATION_ROUTES
+  shown = ('neumann', 'gcr') + ABLATION_ROUTES
   steps = c['implicit'].get('inner_steps', 5)
   prox = '-prox' if c['implicit'].get('proximal', 0.0) else ''
   return (f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in shown else '') +

@@ -1,0 +1,215 @@
+r"""The implicit method's training step beside every rival of its task, one process per task family.
+
+Usage: python benchmarks/implicit_cost.py --task mlc|pos|ner|horses|cora [--data_dir ../shared/data] [--reps 10]
+           [--write [--out docs/benchmarks.md]]
+       python benchmarks/implicit_cost.py --summary   # one table over the tasks, docs and README
+
+For one task family: the task's config (configs/bibtex.py, pos.py, ner.py, horses.py, cora.py at 10 labeled), one
+training batch (the training loop's first batch with the config's seed; POS: the first batch in the bucket of 32
+tokens, as benchmarks/tagging_throughput.py), and every method of the task's reproduce script built as train.py
+builds it: the loop's jitted step (``train.make_train_step``: donated state, dropout and negatives drawn inside),
+called on its own output state. Medians of ``--reps`` interleaved calls (A, B, ..., then ..., B, A) after a warm-up
+call that compiles; ratios are against the rival the goal names (``REFERENCE``), measured in the same process on
+the same batch.
+
+The implicit rows: ``before`` is the design the tables were made with until 2026-11-25 (spelled out in
+``BEFORE``), ``gcr`` the implicit term by one fused GCR pass after one inner step (``FAST``, bilevel.implicit_gcr),
+``committed`` whatever the task's config holds now, ``none`` the no-term ablation on the fast design's inner step
+(the floor of any implicit term).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import common  # pylint: disable=wrong-import-order
+
+import jax  # pylint: disable=wrong-import-position
+import numpy as np  # pylint: disable=wrong-import-position
+
+from implicit_jax import methods, tasks  # pylint: disable=wrong-import-position
+from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+from implicit_jax.engine import data, train  # pylint: disable=wrong-import-position
+from scripts import reproduce_cora, reproduce_horses, reproduce_tagging  # pylint: disable=wrong-import-position
+from scripts import compare_methods  # pylint: disable=wrong-import-position
+
+SUMMARY_DIR = common.ROOT / 'docs' / 'benchmarks' / 'implicit_cost'
+# The fast design: one inner step, the implicit term by one fused GCR pass (MINRES's first iterate).
+FAST = {'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
+NONE = {'implicit.inner_steps': 1, 'implicit.solver.name': 'none'}
+# Each task's implicit design before the gcr route (the committed configs of 2026-11-25, as its tables ran it).
+BEFORE = {
+    'mlc': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
+    'pos': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
+    'ner': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
+    'horses': {'implicit.inner_steps': 2, 'implicit.solver.name': 'minres', 'implicit.solver.iterations': 3},
+    'cora': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
+}
+# task -> (config, the rival of the goal, goal ratio, rows: label -> overrides)
+_TAGGING = {label: o for label, o in reproduce_tagging.SYSTEMS.values()
+            if not o.get('method', '').startswith('implicit')}
+_CD = {'method': 'implicit', 'implicit.primary_loss': 'cd'}
+TASKS = {
+    'mlc': ('bibtex', 'MBCE', 4.0, {
+        'MBCE': {'method': 'feedforward'},
+        **{name: o for name, o in compare_methods.BASELINES.items()},
+    }),
+    'pos': ('pos', 'InfNet+ stacked', 2.0, _TAGGING),
+    'ner': ('ner', 'InfNet+ stacked', 2.0, _TAGGING),
+    'horses': ('horses', 'SEAL-dynamic (regression)', 2.0, {
+        label: o for label, o in reproduce_horses.SYSTEMS.values() if not o['method'].startswith('implicit')}),
+    'cora': ('cora', 'R-SPEN-style rank by reward', 3.0, {
+        label: o for label, o in reproduce_cora.SYSTEMS.values() if o and not o['method'].startswith('implicit')}),
+}
+
+
+def implicit_rows(task: str) -> dict:
+  cd = {**_CD, 'implicit.cost': 'iou'} if task == 'horses' else _CD
+  return {'implicit CD, before': {**cd, **BEFORE[task]}, 'implicit CD, committed': dict(cd),
+          'implicit CD, gcr (T_inner 1, 1 pass)': {**cd, **FAST},
+          'implicit CD, no term (T_inner 1)': {**cd, **NONE}}
+
+
+def base_config(task: str, data_dir: str):
+  name = TASKS[task][0]
+  if task == 'cora':
+    return reproduce_cora.base_config(10, 0, data_dir, {})
+  config = config_lib.from_file(common.ROOT / 'configs' / f'{name}.py')
+  config.data.data_dir = data_dir
+  return config
+
+
+def first_batch(task_obj, config, task: str) -> dict:
+  rng = np.random.default_rng([config.seed, 0])
+  for batch in data.train_batches(task_obj, config.batch_size, rng):
+    if task != 'pos' or batch['x'].shape[1] == 32:
+      return batch
+  raise ValueError(f'{task}: no training batch found')
+
+
+def fill(text: str) -> str:
+  return textwrap.fill(text, 115, break_long_words=False, break_on_hyphens=False)
+
+
+def main():
+  p = common.parser(__doc__, reps=10)
+  p.add_argument('--task', choices=sorted(TASKS))
+  p.add_argument('--summary', action='store_true', help='rebuild the summary section (and README block) from the '
+                 'tasks\' last --write runs, then exit')
+  shared = common.ROOT.parent / 'shared' / 'data'
+  p.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR') or str(shared))
+  p.add_argument('--write', action='store_true', help='write the section into --out (otherwise print only)')
+  args = p.parse_args()
+  if args.summary:
+    print(summary(args.out))
+    return
+  if not args.task:
+    p.error('--task is required (or --summary)')
+  m = common.machine()
+  print(common.machine_line(m), flush=True)
+  base = base_config(args.task, args.data_dir)
+  task_obj = tasks.get_task(base)
+  batch = first_batch(task_obj, base, args.task)
+  _, replicated, sharded = train.data_parallel(base)
+  train_batch = train.shard_batch(batch, sharded)
+  _, reference, goal, rivals = TASKS[args.task]
+  rows = {**rivals, **implicit_rows(args.task)}
+  steps, configs = {}, {}
+  for label, overrides in rows.items():
+    config = base.copy_and_resolve_references()
+    config.update_from_flattened_dict(overrides)
+    method = methods.build(task_obj, config)
+    rng = jax.random.key(config.seed)
+    state = method.init(jax.random.fold_in(rng, 0))
+    step = train.make_train_step(method, jax.random.fold_in(rng, 1), replicated, sharded)
+    steps[label] = _Stepper(step, state, train_batch, replicated)
+    configs[label] = config
+  print(f'timing {len(steps)} steps, {args.reps} reps (the warm-up round compiles)', flush=True)
+  times = common.time_interleaved(steps, args.reps)
+  med = {k: common.median(v) for k, v in times.items()}
+  ref = med[reference]
+  table_rows = []
+  for label in rows:
+    c = configs[label]
+    design = ''
+    if c.method == 'implicit':
+      s = c.implicit.solver
+      design = f'T_inner {c.implicit.inner_steps}, {s.name}' + (f' {s.iterations}' if s.name not in ('none',) else '')
+      residual = np.median([float(mt['residual']) for mt in steps[label].metrics])
+      design += f', residual {residual:.2f}' if s.name != 'none' else ''
+    ratio = med[label] / ref
+    mark = ''
+    if label.startswith('implicit') and 'no term' not in label:
+      mark = 'yes' if ratio <= goal else 'no'
+    table_rows.append([label, f'`{c.method}`', design, common.ms(med[label]), common.spread(times[label]),
+                       f'{ratio:.2f}x', mark])
+  table = common.table(['system', 'method', 'implicit design (median solver residual over the timed steps)',
+                        'train ms/step', 'p25-p75 ms', f'vs {reference}', f'within the goal ({goal:g}x)'],
+                       table_rows)
+  setup = (f'configs/{TASKS[args.task][0]}.py{" at 10 labeled citations" if args.task == "cora" else ""}, one '
+           f'training batch of {len(batch["x"])} examples; every row is the training loop\'s jitted step on it, '
+           f'medians of {args.reps} interleaved calls after a compiling call. Goal: the implicit step at most '
+           f'{goal:g}x {reference}\'s.')
+  body = (f'## Implicit step against its rivals: {args.task} (`benchmarks/implicit_cost.py --task {args.task}`)\n\n'
+          f'{common.section_header(m)}\n{fill(setup)}\n\n{table}\n')
+  print(body, flush=True)
+  if args.write:
+    common.write_section(args.out, f'implicit_cost_{args.task}', body)
+    SUMMARY_DIR.mkdir(parents=True, exist_ok=True)
+    record = {'task': args.task, 'reference': reference, 'goal': goal, 'reps': args.reps,
+              'command': common.command_line(), 'machine': common.machine_line(m),
+              'date': common.section_header(m).split('— ', 1)[1].split('.\n', 1)[0],
+              'ms': {k: med[k] * 1e3 for k in rows}, 'design': {r[0]: r[2] for r in table_rows}}
+    (SUMMARY_DIR / f'{args.task}.json').write_text(json.dumps(record, indent=1) + '\n', encoding='utf-8')
+
+
+def summary(out: str) -> str:
+  """One table over the task families from their last ``--write`` runs (docs/benchmarks/implicit_cost/*.json):
+  the implicit step before and now, against the goal's rival, measured in one process per task."""
+  rows = []
+  for task in TASKS:
+    path = SUMMARY_DIR / f'{task}.json'
+    if not path.exists():
+      rows.append([task, '', '', 'not measured', '', '', ''])
+      continue
+    r = json.loads(path.read_text(encoding='utf-8'))
+    ms, ref = r['ms'], r['ms'][r['reference']]
+    before, now = ms['implicit CD, before'] / ref, ms['implicit CD, committed'] / ref
+    fast = ms['implicit CD, gcr (T_inner 1, 1 pass)'] / ref
+    rows.append([task, r['reference'], f'{r["goal"]:g}x', f'{before:.1f}x', f'{now:.1f}x', f'{fast:.1f}x',
+                 'yes' if now <= r['goal'] else 'no', r['design']['implicit CD, committed'].split(', residual')[0],
+                 r['date']])
+  table = common.table(['task', 'rival (the goal\'s)', 'goal', 'implicit CD before', 'implicit CD committed',
+                        'T_inner 1 + one GCR pass', 'committed within goal', 'committed design', 'measured'], rows)
+  body = ('## The implicit step against the goal\'s rival, every task (`benchmarks/implicit_cost.py --summary`)\n\n'
+          + fill('Step time of implicit CD over the rival\'s, each task measured in one process on one batch '
+                 '(the task sections below, `--task`). "before": the design of the configs until 2026-11-26; '
+                 '"committed": the task\'s config now; the T_inner 1 + one GCR pass row is the fastest design '
+                 'with an implicit term, committed only where it held on dev.') + f'\n\n{table}\n')
+  common.write_section(out, 'implicit_cost_summary', body)
+  readme = common.ROOT / 'README.md'
+  if out != '-' and '<!-- bench:implicit_cost_summary -->' in readme.read_text(encoding='utf-8'):
+    common.write_section(str(readme), 'implicit_cost_summary',
+                         f'Written by `python benchmarks/implicit_cost.py --summary`; each task\'s measurement, '
+                         f'machine and every rival: [docs/benchmarks.md](docs/benchmarks.md).\n\n{table}')
+  return body
+
+
+class _Stepper:
+  """Calls a donating jitted step on its own output state, keeping its metrics (read after timing)."""
+
+  def __init__(self, step, state, batch, replicated):
+    self.step, self.batch = step, batch
+    self.state = jax.device_put(jax.tree.map(lambda a: a.copy(), state), replicated)
+    self.metrics = []
+
+  def __call__(self):
+    self.state, metrics = self.step(self.state, self.batch)
+    self.metrics.append(metrics)
+    return self.state
+
+
+if __name__ == '__main__':
+  main()
