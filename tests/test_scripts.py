@@ -111,7 +111,7 @@ def test_tagging_table_flags_and_pairs():
   lines, flagged = reproduce_tagging.dataset_section('pos', runs)
   text = '\n'.join(lines)
   assert '| BiLSTM (cross-entropy) | 2 | 87.50 ± 0.71 |' in text and '| yes |' in text   # 87.5 vs 88.7 / 88.8
-  assert flagged == ['implicit CD'] and '**no** (2.6 below)' in text                     # 87.5 vs 90.1
+  assert flagged == ['implicit CD (T_inner 1, gcr)'] and '**no** (2.6 below)' in text    # 87.5 vs 90.1
   assert 'seed 0 +1.00, seed 1 -1.00; mean +0.00, 1/2 seeds positive' in text
 
 
