@@ -280,7 +280,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
     lines.append(f'| {label} | {len(rs)} | {conlleval_cell(rs) + " | " if chunked else ""}'
                  f'{fmt([r[f"test_{key}"] for r in rs])} | '
                  f'{fmt([r[f"dev_{key}"] for r in rs])} | {shown} | {mark} | '
-                 f'{np.median([r["train_seconds"] for r in rs]):.0f} |')
+                 f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} |')
   lines.append('')
   base = {r['seed']: r[f'test_{key}'] for r in runs.get(f'{dataset}-bilstm', [])}
   for system in ('implicit-cd', 'implicit-cd-before', 'implicit-ssvm', 'crf', 'infnet-plus-stacked'):
@@ -291,11 +291,21 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
       lines.append(f'- {SYSTEMS[system][0]} minus BiLSTM, paired by seed (test {"F1 strict" if chunked else key}): '
                    + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
                    + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
+  gpu = [SYSTEMS[system][0] for system in SYSTEMS if gpu_mark(runs.get(f'{dataset}-{system}', []))]
+  if gpu:
+    lines.append(f'- Ran on one NVIDIA GPU, same config and seeds (s/run marked GPU): {", ".join(gpu)}. Their paired '
+                 'differences set GPU runs against the BiLSTM\'s CPU runs: the same computation in another '
+                 'floating-point order, not the same trajectory.')
   for system in ('implicit-cd', 'implicit-cd-before', 'implicit-ssvm'):
     line = diagnostics_line(SYSTEMS[system][0], runs.get(f'{dataset}-{system}', []))
     if line:
       lines.append(line)
   return lines + [''], flagged
+
+
+def gpu_mark(rs) -> str:
+  """' (GPU)' when a row's runs were made on a GPU: their seconds are not the 2-core CPU's of the other rows."""
+  return ' (GPU)' if any(str(r.get('device', '')).startswith('gpu') for r in rs) else ''
 
 
 def diagnostics_line(label, rs) -> str:
