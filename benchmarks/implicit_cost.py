@@ -25,6 +25,7 @@ import os
 import textwrap
 
 import common  # pylint: disable=wrong-import-order
+import step_cost  # pylint: disable=wrong-import-order
 
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
@@ -131,7 +132,7 @@ def main():
     rng = jax.random.key(config.seed)
     state = method.init(jax.random.fold_in(rng, 0))
     step = train.make_train_step(method, jax.random.fold_in(rng, 1), replicated, sharded)
-    steps[label] = _Stepper(step, state, row_batch, replicated)
+    steps[label] = step_cost.Stepper(step, state, row_batch, replicated)
     configs[label] = config
   print(f'timing {len(steps)} steps, {args.reps} reps (the warm-up round compiles)', flush=True)
   times = common.time_interleaved(steps, args.reps)
@@ -203,20 +204,6 @@ def summary(out: str) -> str:
                          f'Written by `python benchmarks/implicit_cost.py --summary`; each task\'s measurement, '
                          f'machine and every rival: [docs/benchmarks.md](docs/benchmarks.md).\n\n{table}')
   return body
-
-
-class _Stepper:
-  """Calls a donating jitted step on its own output state, keeping its metrics (read after timing)."""
-
-  def __init__(self, step, state, batch, replicated):
-    self.step, self.batch = step, batch
-    self.state = jax.device_put(jax.tree.map(lambda a: a.copy(), state), replicated)
-    self.metrics = []
-
-  def __call__(self):
-    self.state, metrics = self.step(self.state, self.batch)
-    self.metrics.append(metrics)
-    return self.state
 
 
 if __name__ == '__main__':

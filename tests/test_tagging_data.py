@@ -309,15 +309,20 @@ def perturb(rng: np.random.Generator, tags: list[str]) -> list[str]:
   return out
 
 
+def predictions(rng: np.random.Generator, gold: list[list[str]]) -> list[list[str]]:
+  """Mostly near the gold sequence (``perturb``), else random tags: the same draws as the tests made inline."""
+  alphabet = ['O'] + [f'{p}-{t}' for t in ('PER', 'LOC', 'ORG') for p in 'BIES']
+  return [perturb(rng, g) if rng.random() < 0.7 else [alphabet[i] for i in rng.integers(0, len(alphabet), len(g))]
+          for g in gold]
+
+
 def test_chunk_f1_matches_seqeval_strict_iobes():
   seqeval_metrics = pytest.importorskip('seqeval.metrics')
   from seqeval.scheme import IOBES, Tokens
 
   rng = np.random.default_rng(0)
   gold = random_sequences(rng, 400)
-  alphabet = ['O'] + [f'{p}-{t}' for t in ('PER', 'LOC', 'ORG') for p in 'BIES']
-  pred = [perturb(rng, g) if rng.random() < 0.7 else [alphabet[i] for i in rng.integers(0, len(alphabet), len(g))]
-          for g in gold]  # mostly near the gold sequence, else random tags
+  pred = predictions(rng, gold)
   # Per sequence: the same chunks as seqeval's strict IOBES reader.
   for seq in gold + pred:
     theirs = [(e.tag, e.start, e.end) for e in Tokens(seq, IOBES).entities]
@@ -470,9 +475,7 @@ def test_conlleval_matches_seqeval_default_mode():
 
   rng = np.random.default_rng(2)
   gold = random_sequences(rng, 400)
-  alphabet = ['O'] + [f'{p}-{t}' for t in ('PER', 'LOC', 'ORG') for p in 'BIES']
-  pred = [perturb(rng, g) if rng.random() < 0.7 else [alphabet[i] for i in rng.integers(0, len(alphabet), len(g))]
-          for g in gold]
+  pred = predictions(rng, gold)
   iob2 = lambda seqs: [[_iob2(t) for t in s] for s in seqs]  # pylint: disable=unnecessary-lambda-assignment
   # Per sequence: seqeval's conlleval-style reader of the IOB2 tags finds the same chunks.
   for seq in gold + pred + adversarial_sequences():
