@@ -83,6 +83,8 @@ class Solver:
     warm_start: ``gcr`` only: the solution of the previous outer step (``memory``, carried in the training
       state) is one more direction of the subspace, and the Krylov space grows from the residual it leaves, so
       that an inner system that changes little between steps starts nearly solved. Costs one fused pass.
+    refresh: the implicit term is computed on every ``refresh``-th outer step and reused (with the diagnostics
+      of that step) on the steps in between, carried in the training state as ``memory``; 1: every step.
     track_stationarity: ``gcr`` only: report ``||d_theta L_aux||`` at theta_T (``grad_norm`` and the
       ``stationarity`` diagnostic), which costs one gradient of L_aux there; the other solvers have it for free
       from their linearisation. False: NaN.
@@ -101,6 +103,7 @@ class Solver:
   fd_eps: float = 1e-3
   track_residual: bool = True
   warm_start: bool = False
+  refresh: int = 1
   track_stationarity: bool = True
   unroll: bool = False
 
@@ -109,6 +112,11 @@ class Solver:
       raise ValueError(f'solver.name: unknown inverse-HVP solver {self.name!r}; choose one of {SOLVERS}')
     if self.hvp not in HVP_MODES:
       raise ValueError(f'solver.hvp: unknown HVP mode {self.hvp!r}; choose one of {HVP_MODES}')
+    if isinstance(self.refresh, bool) or not isinstance(self.refresh, int) or self.refresh < 1:
+      raise ValueError(f'solver.refresh must be a positive integer, got {self.refresh!r}')
+    if self.refresh > 1 and (self.warm_start or self.name in ('none', 'unrolled')):
+      raise ValueError(f'solver.refresh: reusing the implicit term needs a solver that computes one and keeps no '
+                       f'other memory, not {self.name!r}{" with warm_start" if self.warm_start else ""}')
     for field in ('iterations', 'power_iters'):
       value = getattr(self, field)
       if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -585,14 +593,27 @@ class ImplicitSolve:
       out = solve(phi, theta0, opt_state0, batch, probe, memory)
       return out, (out[0], phi, batch, memory)
 
+    def term(theta, phi, batch, g_theta, memory):
+      if solver.name == 'gcr':
+        implicit, u, info = implicit_gcr(l_aux, theta, phi, batch, g_theta, solver, memory)
+        return implicit, (dict(info, memory=u) if solver.warm_start else info)
+      return implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)
+
     def bwd(residuals, cotangents):
       theta, phi, batch, memory = residuals
       g_theta = cotangents[0]
-      if solver.name == 'gcr':
-        implicit, u, info = implicit_gcr(l_aux, theta, phi, batch, g_theta, solver, memory)
-        info = dict(info, memory=u) if solver.warm_start else info
-      else:
-        implicit, info = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)
+      if solver.refresh == 1:
+        implicit, info = term(theta, phi, batch, g_theta, memory)
+      else:  # a new term on every refresh-th step (only that branch runs), the carried one in between
+        def reuse():
+          z = jnp.zeros_like(memory['residual'])
+          return memory['implicit'], {'residual': memory['residual'], 'alpha': z, 'iterations': z,
+                                      'grad_norm': memory['grad_norm']}
+        fresh = lambda: jax.tree.map(lambda a, b: a.astype(b.dtype), term(theta, phi, batch, g_theta, None),
+                                     reuse())
+        implicit, info = jax.lax.cond(jnp.mod(memory['count'], solver.refresh) == 0, fresh, reuse)
+        info = dict(info, memory={'count': memory['count'] + 1, 'implicit': implicit,
+                                  'residual': info['residual'], 'grad_norm': info['grad_norm']})
       probe_bar = dict(info, implicit=implicit)
       return implicit, None, None, None, probe_bar, None
 
@@ -604,20 +625,26 @@ class ImplicitSolve:
     z = jnp.zeros((), dtype)
     probe = {'residual': z, 'alpha': z, 'iterations': z, 'grad_norm': z,
              'implicit': jax.tree.map(jnp.zeros_like, phi)}
-    return dict(probe, memory=self.init_memory(theta)) if self.solver.warm_start else probe
+    memory = self.init_memory(theta, phi)
+    return probe if memory is None else dict(probe, memory=memory)
 
-  def init_memory(self, theta):
-    """The solver's memory before the first step (zeros shaped as theta), or None when it keeps none."""
-    return jax.tree.map(jnp.zeros_like, theta) if self.solver.warm_start else None
+  def init_memory(self, theta, phi=None):
+    """What the solver carries between steps before the first one, or None when it keeps nothing: the previous
+    solution u (zeros shaped as theta) for ``warm_start``; the reused term, its diagnostics and a step count
+    (floats: the probe that returns them is differentiated) for ``refresh > 1``, which needs ``phi``."""
+    if self.solver.warm_start:
+      return jax.tree.map(jnp.zeros_like, theta)
+    if self.solver.refresh > 1:
+      z = jnp.zeros((), jnp.result_type(*jax.tree.leaves(phi)))
+      return {'count': z, 'implicit': jax.tree.map(jnp.zeros_like, phi), 'residual': z, 'grad_norm': z}
+    return None
 
-  def _memory(self, theta0, memory):
-    if not self.solver.warm_start:
-      return None
-    return self.init_memory(theta0) if memory is None else memory
+  def _memory(self, theta0, phi, memory):
+    return self.init_memory(theta0, phi) if memory is None else memory
 
   def __call__(self, phi, theta0, opt_state0, batch):
     theta, state, (losses, _) = self._solve(phi, theta0, opt_state0, batch, self._probe(phi, theta0),
-                                            self._memory(theta0, None))
+                                            self._memory(theta0, phi, None))
     return theta, state, losses
 
   def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory=None):
@@ -627,10 +654,11 @@ class ImplicitSolve:
     ``implicit_norm`` (norm of the implicit term), ``cosine`` (between the two terms), ``grad_norm``
     (``||d_theta L_aux||`` at theta_T) and ``stationarity``, that norm over the one at the warm start: the IFT
     premise is ``stationarity`` near 0; near 1 the inner steps barely approached a stationary point. With
-    ``solver.warm_start``, ``memory`` is the previous call's solution (None: zeros) and diagnostics also hold
-    ``memory``, this call's, to pass to the next one (a pytree: pop it before logging).
+    ``solver.warm_start`` or ``solver.refresh > 1``, ``memory`` is what the previous call carried (None: the
+    first step's, ``init_memory``) and diagnostics also hold ``memory``, this call's, to pass to the next one (a
+    pytree: pop it before logging).
     """
-    memory = self._memory(theta0, memory)
+    memory = self._memory(theta0, phi, memory)
 
     def outer(phi, probe):
       theta, state, (losses, norms) = self._solve(phi, theta0, opt_state0, batch, probe, memory)
@@ -666,8 +694,8 @@ class UnrolledSolve:
   def __call__(self, phi, theta0, opt_state0, batch):
     return inner_loop(self.l_aux, self.optimizer, self.num_steps, phi, theta0, opt_state0, batch, self.unroll)
 
-  def init_memory(self, theta):
-    del theta
+  def init_memory(self, theta, phi=None):
+    del theta, phi
     return None
 
   def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory=None):

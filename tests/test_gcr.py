@@ -155,3 +155,43 @@ def test_gcr_settings_are_checked():
   assert jnp.isnan(bilevel.implicit_gcr(
       lambda t, p, b: 0.5 * jnp.sum(t['a'] ** 2) * p['w'], {'a': jnp.ones(3)}, {'w': jnp.ones(())}, None,
       {'a': jnp.ones(3)}, bilevel.Solver('gcr', track_stationarity=False))[2]['grad_norm'])
+
+
+@pytest.mark.parametrize('name', ['gcr', 'minres'])
+def test_refresh_computes_the_term_every_kth_step_and_reuses_it_between(x64, name):
+  """refresh = 2: the first call's term is the every-step route's; the second call, at another phi, returns the
+  first call's term and diagnostics unchanged; the third computes again at its own phi."""
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  opt = optax.sgd(1e-3)
+  solver = bilevel.Solver(name, iterations=3, tol=0.0, damping=0.0)
+  every = bilevel.ImplicitSolve(l_aux, opt, 1, solver)
+  every_k = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver(name, iterations=3, tol=0.0, damping=0.0,
+                                                                refresh=2))
+  run = lambda inner, p, mem: jax.jit(lambda p, mem: inner.value_and_grad(
+      l_prim, p, theta_star, opt.init(theta_star), batch, mem))(p, mem)
+  explicit = lambda theta, p: jax.grad(l_prim, argnums=1)(theta, p, batch)
+  other = jax.tree.map(lambda a: a * 1.1, phi)
+  memory = None
+  for k, p in enumerate((phi, other, other)):
+    (_, (theta_t, _, _)), grad, diag = run(every_k, p, memory)
+    memory = diag.pop('memory')
+    _, reference, ref_diag = run(every, p, None)
+    assert float(memory['count']) == k + 1
+    if k != 1:  # computed here
+      assert rel_err(grad, reference) < 1e-12
+      np.testing.assert_allclose(diag['residual'], ref_diag['residual'], rtol=1e-10)
+      if k == 0:
+        term_0, residual_0 = jax.tree.map(jnp.subtract, grad, explicit(theta_t, p)), diag['residual']
+    else:  # reused: the first step's term beside this phi's explicit gradient
+      assert rel_err(grad, jax.tree.map(jnp.add, explicit(theta_t, p), term_0)) < 1e-12
+      assert rel_err(grad, reference) > 1e-6  # the reused term is not this phi's: the check is not 0 == 0
+      assert diag['residual'] == residual_0 and diag['iterations'] == 0
+
+
+def test_refresh_settings_are_checked():
+  with pytest.raises(ValueError, match='solver.refresh'):
+    bilevel.Solver('gcr', refresh=0)
+  with pytest.raises(ValueError, match='solver.refresh'):
+    bilevel.Solver('gcr', refresh=2, warm_start=True)
+  with pytest.raises(ValueError, match='solver.refresh'):
+    bilevel.Solver('none', refresh=2)

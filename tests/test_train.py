@@ -95,10 +95,11 @@ def test_every_implicit_route_logs_the_same_diagnostics():
   config field apart and log the same keys; only the solvers have a nonzero residual, only 'none' a zero implicit
   term."""
   keys = None
-  for name in ('none', 'identity', 'minres', 'gcr', 'gcr-warm', 'unrolled'):
+  for name in ('none', 'identity', 'minres', 'gcr', 'gcr-warm', 'gcr-refresh', 'unrolled'):
     config = tiny_config('implicit')
     config.implicit.solver.name = name.split('-')[0]
     config.implicit.solver.warm_start = name.endswith('-warm')
+    config.implicit.solver.refresh = 2 if name.endswith('-refresh') else 1
     config.model.dropout = 0.5  # the unrolled route differentiates through dropout-masked Adam steps
     task = tasks.get_task(config)
     m = methods.build(task, config)
@@ -112,8 +113,10 @@ def test_every_implicit_route_logs_the_same_diagnostics():
     assert set(metrics) == keys and {'stationarity', 'cosine', 'residual', 'implicit_norm'} <= keys, name
     assert (metrics['implicit_norm'] == 0) == (name == 'none'), name
     assert (metrics['residual'] == 0) == (name == 'unrolled'), name
-    # The warm route carries its last solution in the state, the others carry none.
-    assert ('solver' in state.opt_state) == (name == 'gcr-warm'), name
+    # The warm route carries its last solution in the state, the refreshed one its term; the others nothing.
+    assert ('solver' in state.opt_state) == (name in ('gcr-warm', 'gcr-refresh')), name
+    if name == 'gcr-refresh':
+      assert float(state.opt_state['solver']['count']) == 3
     if name == 'gcr-warm':
       chex.assert_trees_all_equal_shapes(state.opt_state['solver'], state.params['theta'])
       assert any(np.any(leaf != 0) for leaf in jax.tree.leaves(state.opt_state['solver']))

@@ -81,6 +81,7 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
   c.solver.fd_eps = 1e-3         # finite-difference perturbation length
   c.solver.track_residual = True  # report ||H u - v|| / ||v|| (undamped H, every solver) each step
   c.solver.warm_start = False    # gcr: the previous step's solution is one more direction (one more fused pass)
+  c.solver.refresh = 1           # k > 1: the implicit term computed every k-th step, reused in between
   c.solver.track_stationarity = True  # gcr: one more gradient of L_aux for the grad_norm / stationarity diagnostic
   c.unroll = False               # inner steps and solver iterations as straight-line code, not XLA loops: the same
                                  # numbers, longer compiles; XLA:CPU runs convolution gradients inside loops several
@@ -260,8 +261,8 @@ def build(task, config) -> Method:
   def init(rng):
     params = init_params(task, rng, {'theta': infnet, 'phi': energy})
     opt_state = {'theta': inner_opt.init(params['theta']), 'phi': outer_opt.init(params['phi'])}
-    memory = inner.init_memory(params['theta'])
-    if memory is not None:  # the warm-started solver's last solution u, carried as the optimisers' states are
+    memory = inner.init_memory(params['theta'], params['phi'])
+    if memory is not None:  # what the solver carries between steps (bilevel.ImplicitSolve.init_memory)
       opt_state['solver'] = memory
     return State(step=jnp.zeros((), jnp.int32), params=params, opt_state=opt_state)
 
