@@ -635,8 +635,8 @@ class ImplicitSolve:
     if self.solver.warm_start:
       return jax.tree.map(jnp.zeros_like, theta)
     if self.solver.refresh > 1:
-      z = jnp.zeros((), jnp.result_type(*jax.tree.leaves(phi)))
-      return {'count': z, 'implicit': jax.tree.map(jnp.zeros_like, phi), 'residual': z, 'grad_norm': z}
+      z = lambda: jnp.zeros((), jnp.result_type(*jax.tree.leaves(phi)))  # one buffer each: the state is donated
+      return {'count': z(), 'implicit': jax.tree.map(jnp.zeros_like, phi), 'residual': z(), 'grad_norm': z()}
     return None
 
   def _memory(self, theta0, phi, memory):

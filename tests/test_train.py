@@ -54,7 +54,7 @@ def counting_traces(monkeypatch):
   return counts
 
 
-@pytest.mark.parametrize('method', list(METHODS) + ['implicit-gcr-warm'])
+@pytest.mark.parametrize('method', list(METHODS) + ['implicit-gcr-warm', 'implicit-gcr-refresh'])
 def test_tiny_train_and_evaluate_compiles_the_step_once(tmp_path, monkeypatch, method):
   """The real loop (donated state, checkpoints, dev selection) for every method: 16 steps, 2 dev evaluations and a
   test one, with one trace of the step and one of the predictor (dev and test are padded to one batch shape)."""
@@ -62,6 +62,8 @@ def test_tiny_train_and_evaluate_compiles_the_step_once(tmp_path, monkeypatch, m
   config = tiny_config(method.split('-')[0])
   if method == 'implicit-gcr-warm':  # the solver's memory rides in the donated state and the checkpoints
     config.implicit.solver.update(name='gcr', iterations=1, warm_start=True)
+  if method == 'implicit-gcr-refresh':  # so do a reused term and its scalars (one buffer each, or donation fails)
+    config.implicit.solver.update(name='gcr', iterations=1, refresh=2)
   if method.startswith('implicit') or method == 'feedforward':
     config.model.dropout = 0.5  # a dropout key per step must not retrace either
   result = train.train_and_evaluate(config, str(tmp_path))
