@@ -38,8 +38,11 @@ def _comparable(metrics):
 def _cli(module, *args, code=None):
   """A command line started in the background: ``python -m implicit_jax.<module>`` (or ``-c code``)."""
   cmd = [sys.executable, *(['-c', code] if code else ['-m', f'implicit_jax.{module}']), *args]
+  # SIGINT as a terminal delivers it: a runner started in the background (CI, nohup, `&`) ignores SIGINT, and a
+  # Python started with it ignored never raises KeyboardInterrupt.
+  default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # pylint: disable=unnecessary-lambda-assignment
   return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, JAX_PLATFORMS='cpu'), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
+                          stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
 
 
 def _finish(proc, timeout=300):
