@@ -38,11 +38,14 @@ def _comparable(metrics):
 def _cli(module, *args, code=None):
   """A command line started in the background: ``python -m implicit_jax.<module>`` (or ``-c code``)."""
   cmd = [sys.executable, *(['-c', code] if code else ['-m', f'implicit_jax.{module}']), *args]
-  # SIGINT as a terminal delivers it: a runner started in the background (CI, nohup, `&`) ignores SIGINT, and a
-  # Python started with it ignored never raises KeyboardInterrupt.
-  default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # pylint: disable=unnecessary-lambda-assignment
   return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, JAX_PLATFORMS='cpu'), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+                          stderr=subprocess.PIPE, text=True)
+
+
+# `python -m implicit_jax.main` with SIGINT as a terminal delivers it: a runner started in the background (CI,
+# nohup, `&`) ignores SIGINT, its children inherit that, and a Python started so never raises KeyboardInterrupt.
+MAIN_WITH_SIGINT = ('import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); '
+                    "sys.argv[0] = 'implicit_jax.main'; runpy.run_module('implicit_jax.main', run_name='__main__')")
 
 
 def _finish(proc, timeout=300):
@@ -379,7 +382,7 @@ def test_ctrl_c_while_training_is_one_line_and_the_run_resumes(tmp_path):
   resumes from that checkpoint and finishes."""
   workdir = tmp_path / 'run'
   args = ['--config=configs/tiny.py', f'--workdir={workdir}', '--config.num_epochs=200', '--config.checkpoint_every=4']
-  proc = _cli('main', *args)
+  proc = _cli('main', *args, code=MAIN_WITH_SIGINT)
   deadline = time.time() + 240
   while time.time() < deadline and proc.poll() is None and not (
       (workdir / 'checkpoints').is_dir() and any(d.name.isdigit() for d in (workdir / 'checkpoints').iterdir())):
