@@ -500,11 +500,13 @@ def implicit_gcr(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTr
   return _scale(-1.0, cx), x, info
 
 
-def implicit_vjp(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, g_theta: PyTree,
-                 solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
-  """The implicit term ``-[d_phi d_theta L_aux]^T H^{-1} g_theta`` (a phi-shaped pytree) and diagnostics."""
+def implicit_vjp(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, g_theta: PyTree, solver: Solver,
+                 memory: PyTree | None = None) -> tuple[PyTree, dict[str, jax.Array]]:
+  """The implicit term ``-[d_phi d_theta L_aux]^T H^{-1} g_theta`` (a phi-shaped pytree) and diagnostics; with
+  ``solver.warm_start``, ``memory`` is the previous solution and the diagnostics hold this one as ``memory``."""
   if solver.name == 'gcr':
-    return implicit_gcr(l_aux, theta, phi, batch, g_theta, solver)[::2]
+    implicit, u, info = implicit_gcr(l_aux, theta, phi, batch, g_theta, solver, memory)
+    return implicit, (dict(info, memory=u) if solver.warm_start else info)
   if solver.name == 'none':  # nothing to solve: only the stationarity diagnostic needs a pass
     dtype = _norm(g_theta).dtype
     z = jnp.zeros((), dtype)
@@ -581,7 +583,7 @@ class ImplicitSolve:
 
     # `probe` is a zero input whose cotangent carries the implicit term and the solver diagnostics out of the
     # backward pass: jax.grad w.r.t. it returns them at no extra cost (see value_and_grad).
-    # `memory` (solver.warm_start) is the previous step's solution u: data for the solve, like the warm start.
+    # `memory` (init_memory) is what the solver carried from the previous step: data, like the warm start.
     @jax.custom_vjp
     def solve(phi, theta0, opt_state0, batch, probe, memory):
       del probe, memory
@@ -593,24 +595,18 @@ class ImplicitSolve:
       out = solve(phi, theta0, opt_state0, batch, probe, memory)
       return out, (out[0], phi, batch, memory)
 
-    def term(theta, phi, batch, g_theta, memory):
-      if solver.name == 'gcr':
-        implicit, u, info = implicit_gcr(l_aux, theta, phi, batch, g_theta, solver, memory)
-        return implicit, (dict(info, memory=u) if solver.warm_start else info)
-      return implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)
-
     def bwd(residuals, cotangents):
       theta, phi, batch, memory = residuals
       g_theta = cotangents[0]
       if solver.refresh == 1:
-        implicit, info = term(theta, phi, batch, g_theta, memory)
+        implicit, info = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver, memory)
       else:  # a new term on every refresh-th step (only that branch runs), the carried one in between
         def reuse():
           z = jnp.zeros_like(memory['residual'])
           return memory['implicit'], {'residual': memory['residual'], 'alpha': z, 'iterations': z,
                                       'grad_norm': memory['grad_norm']}
-        fresh = lambda: jax.tree.map(lambda a, b: a.astype(b.dtype), term(theta, phi, batch, g_theta, None),
-                                     reuse())
+        fresh = lambda: jax.tree.map(lambda a, b: a.astype(b.dtype),
+                                     implicit_vjp(l_aux, theta, phi, batch, g_theta, solver), reuse())
         implicit, info = jax.lax.cond(jnp.mod(memory['count'], solver.refresh) == 0, fresh, reuse)
         info = dict(info, memory={'count': memory['count'] + 1, 'implicit': implicit,
                                   'residual': info['residual'], 'grad_norm': info['grad_norm']})
@@ -620,13 +616,12 @@ class ImplicitSolve:
     solve.defvjp(fwd, bwd)
     self._solve = solve
 
-  def _probe(self, phi, theta):
+  def _probe(self, phi, memory):
     dtype = jnp.result_type(*jax.tree.leaves(phi))
     z = jnp.zeros((), dtype)
     probe = {'residual': z, 'alpha': z, 'iterations': z, 'grad_norm': z,
              'implicit': jax.tree.map(jnp.zeros_like, phi)}
-    memory = self.init_memory(theta, phi)
-    return probe if memory is None else dict(probe, memory=memory)
+    return probe if memory is None else dict(probe, memory=jax.tree.map(jnp.zeros_like, memory))
 
   def init_memory(self, theta, phi=None):
     """What the solver carries between steps before the first one, or None when it keeps nothing: the previous
@@ -643,8 +638,8 @@ class ImplicitSolve:
     return self.init_memory(theta0, phi) if memory is None else memory
 
   def __call__(self, phi, theta0, opt_state0, batch):
-    theta, state, (losses, _) = self._solve(phi, theta0, opt_state0, batch, self._probe(phi, theta0),
-                                            self._memory(theta0, phi, None))
+    memory = self._memory(theta0, phi, None)
+    theta, state, (losses, _) = self._solve(phi, theta0, opt_state0, batch, self._probe(phi, memory), memory)
     return theta, state, losses
 
   def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory=None):
@@ -665,7 +660,7 @@ class ImplicitSolve:
       return l_prim(theta, phi, batch), (theta, state, losses, norms)
 
     (loss, (theta, state, losses, norms)), (grad, probe_bar) = jax.value_and_grad(
-        outer, argnums=(0, 1), has_aux=True)(phi, self._probe(phi, theta0))
+        outer, argnums=(0, 1), has_aux=True)(phi, self._probe(phi, memory))
     implicit = probe_bar.pop('implicit')
     new_memory = probe_bar.pop('memory', None)
     explicit = jax.tree.map(jnp.subtract, grad, implicit)
