@@ -4,6 +4,12 @@ Run:    python -m implicit_jax.main --config=configs/bibtex.py --workdir=/tmp/im
 Others: --config.method=feedforward (MBCE baseline), --config.implicit.primary_loss=ssvm|dvn|nce,
         --config.method=spen|dvn|infnet|infnet_plus|seal_dynamic|... (the rivals, each reading its section),
         --config.data.protocol=resplit (stratified 60/20/20 of all rows, the paper's and SEAL's protocol).
+Rows:   --config=configs/bibtex.py:ROW trains a row of the results tables (docs/mlc_results.md, mlc_ablation.md,
+        baselines.md name each row's ROW); --config.seed=K --config.data.split_seed=K its seed K (the seed also
+        draws the dev split). ROW = SYSTEM[,resplit]: SYSTEM is a name of implicit_jax/experiments/mlc.py's
+        SYSTEMS or BASELINES, e.g. mbce, implicit-cd (normal_cg: the design before the GCR pass),
+        implicit-cd-gcr (this config as it is), implicit-cd-h400, seal-dynamic_nce (a space written _);
+        ",resplit": the paper's stratified 60/20/20 re-split of all rows.
 Proximal inner problem (--config.implicit.proximal=3 --config.implicit.inner_steps=10
   --config.implicit.inner_curvature_step=5 --config.implicit.inner_optimizer.learning_rate=100
   --config.implicit.solver.name=cg): stationarity 0.10 instead of 0.72, higher dev F1 @0.5 but lower dev-tuned F1,
@@ -12,9 +18,10 @@ Reached: implicit-cd-gcr test example-F1 39.30 ± 0.53 @0.5, 43.78 ± 0.12 tuned
 """
 
 from implicit_jax.engine import config as config_lib
+from implicit_jax.experiments import mlc
 
 
-def get_config():
+def get_config(arg=None):
   c = config_lib.base_config(task='mlc', method='implicit')
   c.data.name = 'bibtex'
   c.model.inference_hidden = (150, 150)
@@ -34,4 +41,4 @@ def get_config():
   c.implicit.negatives.num_samples = 5
   c.num_epochs = 40
   c.log_every = 500
-  return c
+  return mlc.apply(c, arg)

@@ -7,13 +7,18 @@ Others: --config.method=feedforward (FCN trained with CE), dvn (GBI on the energ
         seal_dynamic with --config.seal.energy_loss=regression|nce, --config.implicit.primary_loss=dvn.
 Sizes:  the networks have half the channels of DVN's and SEAL's (32/64/64 against 64/128/128) so that every
         method trains on a 2-core CPU; --config.model.channels='(64,128,128)' and energy_channels restore them.
+Rows:   --config=configs/horses.py:ROW trains a row of docs/horses.md (its config column names the ROW), seed K
+        with --config.seed=K. ROW = SYSTEM[,full]: SYSTEM a system of implicit_jax/experiments/horses.py (fcn,
+        dvn, seal-regression, seal-nce, implicit-cd (this config as it is), implicit-cd-t1-gcr,
+        implicit-cd-before, implicit-dvn); ",full": the published channels (64, 128, 128) and 100 epochs.
 Reached: implicit CD (1 - soft IoU; T_inner 2, gcr) test mean IoU 66.36 ± 1.20 (3 seeds); FCN (cross-entropy) test mean IoU 62.63 ± 0.72 (3 seeds); CPU, docs/horses.md.
 """
 
 from implicit_jax.engine import config as config_lib
+from implicit_jax.experiments import horses
 
 
-def get_config():
+def get_config(arg=None):
   c = config_lib.base_config(task='segmentation', method='implicit')
   c.model.channels = (32, 64, 64)
   c.model.energy_channels = (32, 64, 64)
@@ -46,4 +51,4 @@ def get_config():
   c.num_epochs = 12
   c.log_every = 25
   c.checkpoint_every = 0
-  return c
+  return horses.apply(c, arg)

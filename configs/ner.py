@@ -8,6 +8,9 @@ Run:    python -m implicit_jax.main --config=configs/ner.py --config.data.data_d
             --workdir=/tmp/implicit_jax/ner
 Others: --config.method=implicit (CD loss, Hamming cost) | crf | spen | infnet | infnet_plus | seal_dynamic;
         scripts/reproduce_tagging.py --dataset=ner runs them over seeds (docs/tagging.md).
+Rows:   --config=configs/ner.py:ROW trains a row of docs/tagging.md (its config column names the ROW), seed K
+        with --config.seed=K. ROW: a system of implicit_jax/experiments/tagging.py, e.g. bilstm (this config as it
+        is), crf, infnet-plus-stacked, implicit-cd, implicit-cd-before.
 Sizes and schedule are Twitter POS's (configs/pos.py, with cased words), not tuned on NER dev; as there, the CRF and
 SPEN rows add --config.model.energy_dropout=0.5 (CRF dev 91.45 -> 91.89,
 docs/tagging/sweeps/ner-energy-dropout.md).
@@ -15,9 +18,10 @@ Reached: BiLSTM (cross-entropy) test f1 86.16 ± 0.52 (3 seeds); implicit CD (T_
 """
 
 from implicit_jax.engine import config as config_lib
+from implicit_jax.experiments import tagging
 
 
-def get_config():
+def get_config(arg=None):
   # Twitter POS's settings (the energy-based methods' sections too), sized for CoNLL's longer sentences.
   c = config_lib.from_file('pos.py', relative_to=__file__)
   c.data.name = 'conll2003'
@@ -29,4 +33,4 @@ def get_config():
   c.eval_batch_size = 512
   c.num_epochs = 10
   c.log_every = 100             # 438 steps per epoch
-  return c
+  return tagging.apply(c, arg, 'configs/ner.py')

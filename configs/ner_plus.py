@@ -8,14 +8,18 @@ Run:    python -m implicit_jax.main --config=configs/ner_plus.py --config.data.d
             --workdir=/tmp/implicit_jax/ner_plus
 Others: --config.method=implicit | crf | spen | infnet | infnet_plus | seal_dynamic; scripts/reproduce_tagging.py
         --dataset=ner_plus runs them all (docs/tagging.md).
+Rows:   --config=configs/ner_plus.py:ROW trains a row of docs/tagging.md (its config column names the ROW), seed K
+        with --config.seed=K. ROW: a system of implicit_jax/experiments/tagging.py, e.g. bilstm (this config as it
+        is), crf, infnet-plus-stacked, implicit-cd, implicit-cd-before.
 Reached: BiLSTM (cross-entropy) test f1 88.25 ± 0.44 (3 seeds); implicit CD (T_inner 1, gcr) test f1 88.83 ± 0.53 (3 seeds); CPU, docs/tagging.md.
 """
 
 from implicit_jax.engine import config as config_lib
+from implicit_jax.experiments import tagging
 
 
-def get_config():
+def get_config(arg=None):
   c = config_lib.from_file('ner.py', relative_to=__file__)
   c.data.features = ('caps', 'pos', 'chunk')
   c.model.feature_dim = 16
-  return c
+  return tagging.apply(c, arg, 'configs/ner_plus.py')

@@ -8,6 +8,9 @@ Run:    python -m implicit_jax.main --config=configs/pos.py --config.data.data_d
 Others: --config.method=implicit (CD loss, Hamming cost) | crf | spen | infnet | infnet_plus | seal_dynamic,
         --config.model.encoder=conv, --config.model.embeddings=random (no download); scripts/reproduce_tagging.py
         runs every method over seeds (docs/tagging.md).
+Rows:   --config=configs/pos.py:ROW trains a row of docs/tagging.md (its config column names the ROW), seed K
+        with --config.seed=K. ROW: a system of implicit_jax/experiments/tagging.py, e.g. bilstm (this config as it
+        is), crf, infnet-plus-stacked, implicit-cd, implicit-cd-before.
 Word table, rate, dropout and casing chosen on dev for the BiLSTM (python scripts/reproduce_tagging.py
 --sweep=pos-ff, docs/tagging/sweeps/pos-ff.md): GloVe 50d lower-cased 83.67 dev against 75.98 for random 100d
 vectors; 50 epochs reached 83.99, 30 kept for the cost of the energy-based methods (about 30x the BiLSTM's step).
@@ -18,9 +21,10 @@ Reached: BiLSTM (cross-entropy) test accuracy 84.33 ± 0.27 (3 seeds); implicit 
 """
 
 from implicit_jax.engine import config as config_lib
+from implicit_jax.experiments import tagging
 
 
-def get_config():
+def get_config(arg=None):
   c = config_lib.base_config(task='tagging', method='feedforward')
   c.data.name = 'twitter_pos'
   c.data.buckets = (16, 24, 32)  # tweets have 1-38 tokens (median 14)
@@ -58,4 +62,4 @@ def get_config():
   c.eval_batch_size = 256
   c.num_epochs = 30
   c.log_every = 20              # 41 steps per epoch
-  return c
+  return tagging.apply(c, arg, 'configs/pos.py')

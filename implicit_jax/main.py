@@ -11,7 +11,8 @@ from ml_collections import config_flags
 from implicit_jax.engine import cli, train
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file('config', None, 'Path to a config file with get_config().', lock_config=True)
+config_flags.DEFINE_config_file('config', None, 'Path to a config file with get_config(), or path:arg for '
+                                'get_config(arg) (e.g. configs/bibtex.py:mbce, a published row).', lock_config=True)
 flags.DEFINE_string('workdir', None, 'Directory for metrics and checkpoints.')
 flags.DEFINE_bool('distributed', False, 'Call jax.distributed.initialize() first (one process per host; the '
                   'coordinator comes from the cluster environment or JAX_COORDINATOR_ADDRESS etc.).')
@@ -25,6 +26,8 @@ def main(argv):
   if FLAGS.distributed:
     import jax  # pylint: disable=import-outside-toplevel
     jax.distributed.initialize()
+  # The run records which file (and argument) its values came from: config.json then names the row it reproduces.
+  FLAGS.config.config_file = config_flags.get_config_filename(FLAGS['config'])
   try:
     train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
   except KeyboardInterrupt:

@@ -6,12 +6,12 @@ Usage (the runs behind docs/baselines.md are recorded in that file):
   python scripts/compare_methods.py --systems=spen,dvn --datasets=bibtex --seeds=0   # a subset
   python scripts/compare_methods.py --table_only                                       # rebuild the table
 
-A system is ``configs/<dataset>.py`` plus the overrides in SYSTEMS, nothing else: every method shares the
-dataset's networks, energy, split, seeds, epochs and evaluation (best epoch on dev F1 @0.5, test once, F1 at 0.5
-and at the dev-tuned threshold). The MBCE and implicit rows are the runs of ``scripts/reproduce_mlc.py``, which
-this script calls (same ``run_one``, same overrides, same files in docs/mlc/runs); the other systems write
-docs/baselines/runs/<dataset>-<system>-seed<k>.json. A run whose file exists is not repeated, so the script can
-be stopped and restarted.
+A system is the row ``configs/<dataset>.py:<system>`` (implicit_jax/experiments/mlc.py), nothing else: every
+method shares the dataset's networks, energy, split, seeds, epochs and evaluation (best epoch on dev F1 @0.5, test
+once, F1 at 0.5 and at the dev-tuned threshold). The MBCE and implicit rows are the runs of
+``scripts/reproduce_mlc.py``, which this script calls (same ``run_one``, same rows, same files in docs/mlc/runs);
+the other systems write docs/baselines/runs/<dataset>-<system>-seed<k>.json. A run whose file exists is not
+repeated, so the script can be stopped and restarted.
 """
 
 import argparse
@@ -30,35 +30,11 @@ sys.path.insert(0, str(ROOT / 'scripts'))
 
 import records  # pylint: disable=wrong-import-position
 import reproduce_mlc  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import mlc  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.mlc import BASELINES  # pylint: disable=wrong-import-position
 
-# system -> config overrides on configs/<dataset>.py. Systems of reproduce_mlc keep its overrides and files.
-# Sampled energy losses draw K = 10 samples of the task net on every dataset (SEAL's K is not stated).
-_K = {'seal.num_samples': 10}
-BASELINES = {
-    'spen': {'method': 'spen'},
-    'dvn': {'method': 'dvn'},
-    'nce-gbi': {'method': 'nce_gbi', 'nce_gbi.num_samples': 10},
-    'infnet': {'method': 'infnet'},
-    'infnet+ separated': {'method': 'infnet_plus', 'infnet.parameterization': 'separated'},
-    'infnet+ shared': {'method': 'infnet_plus', 'infnet.parameterization': 'shared'},
-    'infnet+ stacked': {'method': 'infnet_plus', 'infnet.parameterization': 'stacked'},
-    'seal-static margin': {'method': 'seal_static', 'seal.energy_loss': 'margin'},
-    'seal-static regression': {'method': 'seal_static', 'seal.energy_loss': 'regression'},
-    'seal-static nce': {'method': 'seal_static', 'seal.energy_loss': 'nce', **_K},
-    'seal-dynamic margin': {'method': 'seal_dynamic', 'seal.energy_loss': 'margin'},
-    'seal-dynamic regression': {'method': 'seal_dynamic', 'seal.energy_loss': 'regression'},
-    'seal-dynamic regression-s': {'method': 'seal_dynamic', 'seal.energy_loss': 'regression_s', **_K},
-    'seal-dynamic nce': {'method': 'seal_dynamic', 'seal.energy_loss': 'nce', **_K},
-}
-# Settings chosen on dev by scripts/sweep.py (docs/sweeps/<dataset>-<method>.md), applied after BASELINES.
-DEV_CHOSEN = {
-    ('bibtex', 'spen'): {'spen.gbi.steps': 50, 'spen.gbi.step_size': 0.3},     # dev @0.5 40.11 vs 38.98 committed
-    ('bibtex', 'dvn'): {'dvn.gbi.rule': 'mirror', 'dvn.gbi.step_size': 1.0},   # dev @0.5 42.08 vs 40.83
-    # docs/sweeps/bibtex-seal.md (80 epochs): the energy's weight in the task-net loss, lambda1 (lambda2 = 1)
-    ('bibtex', 'seal-dynamic nce'): {'seal.energy_weight': 0.3},          # dev @0.5 39.89 vs 39.17
-    ('bibtex', 'seal-static nce'): {'seal.energy_weight': 0.1},           # dev @0.5 40.05 vs 33.17
-    ('bibtex', 'seal-static margin'): {'seal.energy_weight': 0.1},        # dev @0.5 39.95 vs 36.49
-}
+# system -> its row configs/<dataset>.py:<system> (implicit_jax/experiments/mlc.py: BASELINES, and the settings
+# chosen on dev by scripts/sweep.py in AS_RUN). Systems of reproduce_mlc keep its files.
 SYSTEMS = {**reproduce_mlc.SYSTEMS, **BASELINES}
 ORDER = ['mbce', 'spen', 'dvn', 'nce-gbi', 'infnet', 'infnet+ separated', 'infnet+ shared', 'infnet+ stacked',
          'seal-static margin', 'seal-static regression', 'seal-static nce', 'seal-dynamic margin',
@@ -105,15 +81,12 @@ def run_one(dataset, system, seed, args):
   out = run_file(dataset, system, seed, args.protocol)
   if out.exists():
     return
-  config = reproduce_mlc.base_config(dataset, seed, args.protocol, args.data_dir)
-  config.update_from_flattened_dict(BASELINES[system])
-  config.update_from_flattened_dict(DEV_CHOSEN.get((dataset, system), {}))
-  if args.epochs:
-    config.num_epochs = args.epochs
   # Every baseline updates its networks once per batch, as MBCE does, where the implicit method takes T_inner
-  # steps: it gets MBCE's budget, twice the config's epochs (reproduce_mlc's rule; at 40 epochs most
+  # steps: its row gets MBCE's budget, twice the config's epochs (mlc.epochs_factor; at 40 epochs most
   # baselines still improved in their last epochs).
-  config.num_epochs *= 2
+  config = reproduce_mlc.base_config(dataset, seed, args.protocol, args.data_dir, system)
+  if args.epochs:
+    config.num_epochs = args.epochs * mlc.epochs_factor(system)
   print(f'== {dataset} {system} seed {seed}', flush=True)
   workdir = f'/tmp/compare_methods/{reproduce_mlc.run_name(dataset, system, args.protocol)}-{seed}'
   reproduce_mlc.save_run(train.train_and_evaluate(config, workdir), out)
@@ -219,7 +192,7 @@ def build_table():
               'the same epoch budget as MBCE, GBI settings for SPEN and DVN '
               '([bibtex-spen](sweeps/bibtex-spen.md), [bibtex-dvn](sweeps/bibtex-dvn.md)), the energy weight of '
               'SEAL\'s task-net loss ([bibtex-seal](sweeps/bibtex-seal.md)); the chosen settings are in '
-              '`DEV_CHOSEN` of `scripts/compare_methods.py`. NCE with GBI is far above both published numbers.']
+              '`AS_RUN` of `implicit_jax/experiments/mlc.py`. NCE with GBI is far above both published numbers.']
   missing = [(d, s) for d in ('bibtex', 'delicious') for s in ORDER if (d, s) not in groups]
   if missing:
     lines += ['', 'Not run yet: ' + ', '.join(f'{d} {s}' for d, s in missing) + '.']

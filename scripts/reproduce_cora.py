@@ -31,31 +31,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / 'scripts'))
 import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+# The rows: configs/cora.py:<system> applies implicit_jax/experiments/cora.py's overrides (SYSTEMS: system ->
+# (label, overrides or None: no training), in table order).
+from implicit_jax.experiments import cora  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.cora import SYSTEMS  # pylint: disable=wrong-import-position
 
 SIZES = (5, 10, 50)
 DRAWS = (0, 1, 2, 3, 4)
 _LABELED_ONLY = {'data.unlabeled': False}
-# The labeled-only taggers' schedule: 15 steps an epoch, so 150 epochs (sweeps bilstm-*-epochs: best on dev at 10
-# and 50 labeled, tied at 5), the CRF on the BiLSTM's schedule.
-_FLOOR = {**_LABELED_ONLY, 'num_epochs': 150}
-# system -> (label, overrides). Order = table order.
-SYSTEMS = {
-    'rules': ('rules alone (best reward, contiguous fields; no labels)', None),
-    'bilstm': ('BiLSTM, labeled only (cross-entropy)', {'method': 'feedforward', **_FLOOR}),
-    'crf': ('BiLSTM-CRF, labeled only', {'method': 'crf', **_FLOOR}),
-    'dvn': ('DVN regressing the reward', {'method': 'dvn'}),
-    'rspen': ('R-SPEN-style rank by reward', {'method': 'rspen'}),
-    'implicit-cd-labeled': ('implicit CD, labeled only (no reward)', {'method': 'implicit', **_LABELED_ONLY}),
-    'implicit-cd': ('implicit CD (reward rank on unlabeled)', {'method': 'implicit'}),
-    # 2026-11-26: the fast step of the tagging configs (one inner step at 3e-3, the implicit term by one fused GCR
-    # pass, bilevel.implicit_gcr), as a row beside the config's five steps with normal_cg; run at 10 labeled only,
-    # draw 0: dev 78.57 against 82.73, so stopped there. Then the solver alone swapped (bibtex's choice).
-    'implicit-cd-gcr': ('implicit CD, T_inner 1 and one GCR pass (reward rank on unlabeled)',
-                        {'method': 'implicit', 'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr',
-                         'implicit.solver.iterations': 1, 'implicit.inner_optimizer.learning_rate': 3e-3}),
-    'implicit-cd-gcr-t5': ('implicit CD, one GCR pass (reward rank on unlabeled)',
-                           {'method': 'implicit', 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}),
-}
 # Paper Table 4 (token accuracy at 5 / 10 / 50 labeled; 1000 unlabeled citations).
 PUBLISHED = {'GE': (54.7, 57.9, 68.0), 'R-SPEN': (55.0, 65.0, 81.5), 'DVN': (57.4, 60.9, 79.4),
              'SG-SPEN': (53.0, 62.4, 82.6), 'implicit CD': (55.9, 67.8, 82.9)}
@@ -88,9 +71,15 @@ SWEEPS = {
 }
 
 
-def base_config(size, draw, data_dir, overrides):
-  config = config_lib.from_file(ROOT / 'configs' / 'cora.py')
-  config.update_from_flattened_dict(overrides)
+def base_config(size, draw, data_dir, row):
+  """The run's config: ``row`` a system, configs/cora.py:<row>, or a sweep variant's overrides (a dict) on
+  configs/cora.py; with the labeled set's size and draw (the draw also seeds the run)."""
+  if isinstance(row, str):
+    config = config_lib.from_file(ROOT / 'configs' / 'cora.py', arg=row)
+    config.config_file = cora.config_name(row)
+  else:
+    config = config_lib.from_file(ROOT / 'configs' / 'cora.py')
+    config.update_from_flattened_dict(row)
   config.seed = draw
   config.data.labeled, config.data.draw = size, draw
   config.data.data_dir = data_dir
@@ -102,7 +91,7 @@ def run_one(system, size, draw, args):
   if out.exists() or SYSTEMS[system][1] is None:
     return
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-  config = base_config(size, draw, args.data_dir, SYSTEMS[system][1])
+  config = base_config(size, draw, args.data_dir, system)
   print(f'== {system} labeled {size} draw {draw}', flush=True)
   result = train.train_and_evaluate(config, f'{args.workdir}/{system}-l{size}-d{draw}')
   records.write(out, records.stamp(result))

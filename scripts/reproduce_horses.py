@@ -26,30 +26,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / 'scripts'))
 import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+# The rows: configs/horses.py:<system>[,full] applies implicit_jax/experiments/horses.py's overrides (SYSTEMS:
+# system -> (label, overrides), in table order; VARIANTS: the scales).
+from implicit_jax.experiments import horses  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.horses import SYSTEMS  # pylint: disable=wrong-import-position
 
-_BEFORE = {'implicit.inner_steps': 2, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'implicit.solver.name': 'minres',
-           'implicit.solver.iterations': 3}
-# system -> (label, config overrides). Order = table order.
-SYSTEMS = {
-    'fcn': ('FCN (cross-entropy)', {'method': 'feedforward'}),
-    'dvn': ('DVN (GBI, soft-IoU regression)', {'method': 'dvn'}),
-    'seal-regression': ('SEAL-dynamic (regression)', {'method': 'seal_dynamic', 'seal.energy_loss': 'regression'}),
-    'seal-nce': ('SEAL-dynamic (NCE)', {'method': 'seal_dynamic', 'seal.energy_loss': 'nce'}),
-    'implicit-cd': ('implicit CD (1 - soft IoU; T_inner 2, gcr)', {'method': 'implicit',
-                                                                   'implicit.primary_loss': 'cd'}),
-    # One inner step at the FCN's rate with one GCR pass: the cheapest step, but under the former rows on dev on
-    # every seed (-5.27, -1.85, -4.57 IoU), so not the default.
-    'implicit-cd-t1-gcr': ('implicit CD, T_inner 1, gcr', {'method': 'implicit', 'implicit.primary_loss': 'cd',
-                                                           'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr',
-                                                           'implicit.solver.iterations': 1,
-                                                           'implicit.inner_optimizer.learning_rate': 3e-3}),
-    # The design of configs/horses.py until 2026-11-26 (two inner steps, MINRES with 3 HVPs), spelled out so that
-    # these rows' records stay reproducible.
-    'implicit-cd-before': ('implicit CD, before (T_inner 2, minres)', {'method': 'implicit',
-                                                                       'implicit.primary_loss': 'cd', **_BEFORE}),
-    'implicit-dvn': ('implicit DVN-style regression (T_inner 2, minres)', {'method': 'implicit',
-                                                                           'implicit.primary_loss': 'dvn', **_BEFORE}),
-}
 # Published test mean IoU (x 100): Shankar & Piratla Table 10 (their split and resolution protocol of Lu & Huang
 # 2020) and SEAL Table 4 (160 training images, 24x24 crops, 36-crop test averaging, DVN's protocol).
 PUBLISHED = {
@@ -66,20 +47,19 @@ OTHERS = 'Also published, not run here: cGLOW 81.2 and ALEN 85.7 (implicit paper
 RUNS = ROOT / 'docs' / 'horses' / 'runs'
 # --scale: 'half' is configs/horses.py as committed (half the published channels, 12 epochs: every method on a 2-core
 # CPU); 'full' is the published channels and a schedule long enough for every dev curve to flatten (an accelerator's
-# work). Each scale keeps its own records and table section.
+# work): the config's variant 'full'. Each scale keeps its own records and table section.
 SCALES = {
-    'half': ({}, RUNS),
-    'full': ({'model.channels': (64, 128, 128), 'model.energy_channels': (64, 128, 128), 'num_epochs': 100},
-             ROOT / 'docs' / 'horses' / 'runs_full'),
+    'half': ('', RUNS),
+    'full': ('full', ROOT / 'docs' / 'horses' / 'runs_full'),
 }
 TOLERANCE = 2.0  # IoU points from a published number
 
 
 def scaled_config(system: str, scale: str = 'half'):
-  """configs/horses.py with the scale's and the system's overrides (the seed and data_dir are the caller's)."""
-  config = config_lib.from_file(ROOT / 'configs' / 'horses.py')
-  config.update_from_flattened_dict(SCALES[scale][0])
-  config.update_from_flattened_dict(SYSTEMS[system][1])
+  """configs/horses.py:<system>[,full], the row at the scale (the seed and data_dir are the caller's)."""
+  path, arg = horses.config_name(system, scale).split(':', 1)
+  config = config_lib.from_file(ROOT / path, arg=arg)
+  config.config_file = f'{path}:{arg}'
   return config
 
 

@@ -28,56 +28,11 @@ sys.path.insert(0, str(ROOT / 'scripts'))
 import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.tasks.mlc.datasets import PROTOCOLS  # pylint: disable=wrong-import-position
+# The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/mlc.py's overrides (SYSTEMS).
+from implicit_jax.experiments import mlc  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.mlc import (  # pylint: disable=wrong-import-position
+    ABLATION_ONLY, ABLATION_ROUTES, SYSTEMS)
 
-# system name -> config overrides (applied on top of configs/<dataset>.py)
-# The rows below ran normal_cg (5 iterations, 11 HVPs), the configs' solver until 2026-11-26: it is spelled out so
-# that their records stay reproducible now that configs/bibtex.py solves by one fused GCR pass ('implicit-cd-gcr').
-_NCG = {'implicit.solver.name': 'normal_cg'}
-SYSTEMS = {
-    'mbce': {'method': 'feedforward'},
-    'implicit-cd': {'method': 'implicit', 'implicit.primary_loss': 'cd', **_NCG},
-    'implicit-ssvm': {'method': 'implicit', 'implicit.primary_loss': 'ssvm', **_NCG},
-    'implicit-dvn': {'method': 'implicit', 'implicit.primary_loss': 'dvn', **_NCG},
-    'implicit-nce': {'method': 'implicit', 'implicit.primary_loss': 'nce', **_NCG},
-    # The implicit term by one fused GCR pass (bilevel.implicit_gcr: MINRES's first iterate, its HVP and cross term
-    # in one reverse-over-forward pass), five inner steps as before: configs/bibtex.py's default since 2026-11-26
-    # (sweep bibtex-fast, docs/sweeps/bibtex-fast.md: dev tied with normal_cg; one inner step lost on dev).
-    'implicit-cd-gcr': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.name': 'gcr',
-                        'implicit.solver.iterations': 1},
-    # The paper's own solver (Algorithm 1, supplement section 2): K = 5 Neumann terms, 5 HVPs (+1 for the
-    # logged residual) against normal_cg's 11; the configuration benchmarks/epoch.py times.
-    'implicit-cd-neumann': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.name': 'neumann',
-                            'implicit.solver.iterations': 5},
-    # MINRES: the residual of H u = v minimised over the Krylov space at one HVP per iteration (5 HVPs).
-    'implicit-cd-minres': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.name': 'minres',
-                           'implicit.solver.iterations': 5},
-    # SEAL's task-net width (two 400-unit layers), which the bibtex-h400/bibtex-cd/delicious-cd sweeps chose on
-    # dev @0.5 for both MBCE and implicit CD; MBCE again with the same network, so the pair stays like for like.
-    'mbce-h400': {'method': 'feedforward', 'model.inference_hidden': (400, 400)},
-    'implicit-cd-h400': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'model.inference_hidden': (400, 400),
-                         **_NCG},
-}
-# The implicit-term ablation (scripts/ablation_mlc.py): implicit CD with everything equal but the route of the
-# outer gradient: no implicit term, H^-1 ~ alpha I, MINRES, and backprop through the T_inner steps; both widths.
-ABLATION_ROUTES = ('none', 'identity', 'minres', 'unrolled')
-for _route in ABLATION_ROUTES:
-  SYSTEMS.setdefault(f'implicit-cd-{_route}', {'method': 'implicit', 'implicit.primary_loss': 'cd',
-                                               'implicit.solver.name': _route})
-  SYSTEMS[f'implicit-cd-{_route}-h400'] = dict(SYSTEMS[f'implicit-cd-{_route}'], **{'model.inference_hidden': (400, 400)})
-# The best design found on dev (docs/sweeps/bibtex-stationarity.md): 20 inner steps, with and without the term.
-for _name in ('implicit-cd', 'implicit-cd-none'):
-  SYSTEMS[f'{_name}-T20'] = dict(SYSTEMS[_name], **{'implicit.inner_steps': 20})
-  SYSTEMS[f'{_name}-T20-h400'] = dict(SYSTEMS[f'{_name}-T20'], **{'model.inference_hidden': (400, 400)})
-# The proximal inner problem (implicit.proximal, docs/sweeps/bibtex-proximal.md): mu chosen on bibtex dev, 10
-# Nesterov steps at 1 / lambda_max reach stationarity ~0.05 (against 0.7 for 5 Adam steps on Eq. 6); CG on H + mu I.
-PROXIMAL = {'implicit.proximal': 3.0, 'implicit.inner_steps': 10, 'implicit.inner_curvature_step': 5,
-            'implicit.inner_optimizer.learning_rate': 100.0, 'implicit.solver.name': 'cg'}
-for _name in ('implicit-cd', 'implicit-cd-none'):
-  SYSTEMS[f'{_name}-T10-prox'] = {**SYSTEMS['implicit-cd'], **PROXIMAL,
-                                   **({'implicit.solver.name': 'none'} if _name.endswith('none') else {})}
-  SYSTEMS[f'{_name}-T10-prox-h400'] = dict(SYSTEMS[f'{_name}-T10-prox'], **{'model.inference_hidden': (400, 400)})
-ABLATION_ONLY = {s for s in SYSTEMS if any(s.startswith(f'implicit-cd-{r}') for r in ('none', 'identity', 'unrolled', 'T20'))
-                 } | {'implicit-cd-minres-h400'} | {s for s in SYSTEMS if s.endswith(('-prox', '-prox-h400'))}
 # Shown under the table: what a row that is not the committed config is for.
 NOTES = {
     'implicit-cd-neumann': 'the paper\'s Neumann series (K = 5, the config\'s fixed alpha = 0.03) is unstable: '
@@ -111,9 +66,15 @@ def run_name(dataset, system, protocol) -> str:
   return name if protocol == 'official' else f'{dataset}-{protocol}-{system.replace(" ", "_")}'
 
 
-def base_config(dataset, seed, protocol, data_dir):
-  """configs/<dataset>.py with the run's seed (which also seeds the dev split) and split protocol."""
-  config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py')
+def base_config(dataset, seed, protocol, data_dir, system=None):
+  """configs/<dataset>.py, or its row ``system`` (configs/<dataset>.py:<system>[,<protocol>]), with the run's seed
+  (which also seeds the dev split) and split protocol."""
+  if system is None:
+    config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py')
+  else:
+    path, arg = mlc.config_name(dataset, system, protocol).split(':', 1)
+    config = config_lib.from_file(ROOT / path, arg=arg)
+    config.config_file = f'{path}:{arg}'
   config.seed = config.data.split_seed = seed
   config.data.protocol = protocol
   if dataset != 'bibtex' or protocol != 'official':  # bibtex's official split ships inside the package
@@ -146,14 +107,9 @@ def run_one(dataset, system, seed, args):
       return None
   elif out.exists():
     return None
-  config = base_config(dataset, seed, args.protocol, args.data_dir)
-  config.update_from_flattened_dict(SYSTEMS[system])
-  if args.epochs:
-    config.num_epochs = args.epochs
-  if system.startswith('mbce'):
-    # MBCE updates the network once per batch, the implicit method T_inner times: twice the epochs let it
-    # converge too (best-on-dev selection picks the epoch either way).
-    config.num_epochs *= 2
+  config = base_config(dataset, seed, args.protocol, args.data_dir, system)
+  if args.epochs:  # MBCE's row doubles the epochs (mlc.epochs_factor): --epochs counts the implicit method's
+    config.num_epochs = args.epochs * mlc.epochs_factor(system)
   print(f'== {dataset} {system} seed {seed}', flush=True)
   if not args.verify:
     save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)

@@ -30,7 +30,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / 'scripts'))
 import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-from reproduce_mlc import PROXIMAL  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.mlc import PROXIMAL  # pylint: disable=wrong-import-position
+# The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/tagging.py's overrides (SYSTEMS:
+# system -> (label, overrides), in table order).
+from implicit_jax.experiments import tagging  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
 
 DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk F1)',
             'ner_plus': 'CoNLL-2003 NER+ (chunk F1; caps, POS and chunk inputs)'}
@@ -41,40 +45,6 @@ DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk
 SELECT = {'pos': 'accuracy', 'ner': 'f1', 'ner_plus': 'f1'}
 # The papers' own chunk metric, shown first on NER / NER+ where the records have it (runs from this commit on).
 CONLLEVAL = 'f1_conlleval'
-_PLUS = {'method': 'infnet_plus', 'infnet.truncate': False}
-_BEFORE = {'implicit.inner_steps': 5, 'implicit.inner_optimizer.learning_rate': 1e-3,
-           'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5}
-# system -> (label, config overrides). Order = table order.
-SYSTEMS = {
-    'bilstm': ('BiLSTM (cross-entropy)', {'method': 'feedforward'}),
-    # The two that predict from the energy alone train it with dropout on its encoder, as the inference nets
-    # have on theirs: POS dev 82.42 -> 84.09 (CRF), 82.47 -> 84.33 (SPEN), sweep pos-energy-dropout.
-    'crf': ('BiLSTM-CRF (forward algorithm, Viterbi)', {'method': 'crf', 'model.energy_dropout': 0.5}),
-    'spen': ('SPEN (GBI, mirror descent)', {'method': 'spen', 'model.energy_dropout': 0.5}),
-    'infnet': ('InfNet (2018)', {'method': 'infnet'}),
-    'infnet-plus-separated': ('InfNet+ separated', {**_PLUS, 'infnet.parameterization': 'separated'}),
-    'infnet-plus-shared': ('InfNet+ shared', {**_PLUS, 'infnet.parameterization': 'shared'}),
-    'infnet-plus-stacked': ('InfNet+ stacked', {**_PLUS, 'infnet.parameterization': 'stacked'}),
-    # InfNet+ Table 4: the stacked compound objective with global energies added to the energy (models.py).
-    'infnet-plus-stacked-ge-a': ('InfNet+ stacked + GE(a)', {**_PLUS, 'infnet.parameterization': 'stacked',
-                                                            'model.global_energy': 'a'}),
-    'infnet-plus-stacked-ge-b': ('InfNet+ stacked + GE(b)', {**_PLUS, 'infnet.parameterization': 'stacked',
-                                                            'model.global_energy': 'b'}),
-    'infnet-plus-stacked-ge-c': ('InfNet+ stacked + GE(c)', {**_PLUS, 'infnet.parameterization': 'stacked',
-                                                            'model.global_energy': 'c'}),
-    'seal-margin': ('SEAL-dynamic (margin)', {'method': 'seal_dynamic', 'seal.energy_loss': 'margin'}),
-    'seal-nce': ('SEAL-dynamic (NCE)', {'method': 'seal_dynamic', 'seal.energy_loss': 'nce'}),
-    # The SSVM rows and the "before" CD rows ran the design of the configs until 2026-11-26 (five inner steps,
-    # normal_cg with 11 HVPs), spelled out here so that their records stay reproducible.
-    'implicit-ssvm': ('implicit SSVM (T_inner 5, normal_cg)', {'method': 'implicit', 'implicit.primary_loss': 'ssvm',
-                                                               **_BEFORE}),
-    'implicit-cd-before': ('implicit CD, before (T_inner 5, normal_cg)', {'method': 'implicit',
-                                                                         'implicit.primary_loss': 'cd', **_BEFORE}),
-    'implicit-cd': ('implicit CD (T_inner 1, gcr)', {'method': 'implicit', 'implicit.primary_loss': 'cd'}),
-    # POS: the term on every step, before configs/pos.py reused it for two steps of three (refresh 3).
-    'implicit-cd-r1': ('implicit CD (T_inner 1, gcr, the term every step)',
-                       {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 1}),
-}
 # Published test numbers (x 100): implicit paper Tables 3 and 9 ("impl"), InfNet+ Tables 2 and 4 ("InfNet+").
 # InfNet (2018) is Tu & Gimpel's 2018 method: InfNet+ Table 2's "SPENs with inference networks (Tu and Gimpel,
 # 2018)" margin-rescaled row (Table 1's starred setting) gives it on all three datasets. The implicit paper's Table 9
@@ -201,9 +171,15 @@ SWEEPS = {
 }
 
 
-def base_config(dataset, seed, data_dir, overrides):
-  config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py')
-  config.update_from_flattened_dict(overrides)
+def base_config(dataset, seed, data_dir, row):
+  """The run's config: ``row`` a system, configs/<dataset>.py:<row>, or a sweep variant's overrides (a dict) on
+  configs/<dataset>.py."""
+  if isinstance(row, str):
+    config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py', arg=row)
+    config.config_file = tagging.config_name(dataset, row)
+  else:
+    config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py')
+    config.update_from_flattened_dict(row)
   config.seed = seed
   config.data.data_dir = data_dir
   return config
@@ -219,7 +195,7 @@ def run_one(dataset, system, seed, args):
   out = RUNS / f'{dataset}-{system}-seed{seed}.json'
   if out.exists():
     return
-  config = base_config(dataset, seed, args.data_dir, SYSTEMS[system][1])
+  config = base_config(dataset, seed, args.data_dir, system)
   if args.epochs:
     config.num_epochs = args.epochs
   print(f'== {dataset} {system} seed {seed}', flush=True)

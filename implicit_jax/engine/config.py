@@ -33,7 +33,7 @@ import ml_collections
 # Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
 # machine; the data-parallel step computes the same function, up to the order of float sums).
 MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices', 'eval_batch_size',
-           'divergence.max_loss', 'divergence.max_residual')
+           'divergence.max_loss', 'divergence.max_residual', 'config_file')
 TASK_SECTIONS = ('data', 'model')
 
 
@@ -63,6 +63,9 @@ def core_config() -> ml_collections.ConfigDict:
                               # and the last good checkpoint (as a NaN does); 0 turns a check off
   c.divergence.max_loss = 1e6       # largest |loss| logged (every metric named loss*) before the run is stopped
   c.divergence.max_residual = 1e3   # largest relative residual ||H u - v|| / ||v|| of the implicit solver
+  c.config_file = ''          # the --config that made the run, 'path[:arg]' (e.g. 'configs/bibtex.py:mbce'):
+                              # where its values came from, so a record names the row it reproduces. Set by the
+                              # command line (or the script that loaded it); '' for a config built in code
   return c
 
 
@@ -78,9 +81,14 @@ def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collect
   return c
 
 
-def from_file(path, relative_to: str | None = None) -> ml_collections.ConfigDict:
-  """``get_config()`` of a config file. A relative ``path`` is taken from the folder of the file
-  ``relative_to`` when given (configs building on a sibling pass their ``__file__``), else the working directory."""
+def from_file(path, relative_to: str | None = None, arg: str | None = None) -> ml_collections.ConfigDict:
+  """``get_config()`` of a config file, or ``get_config(arg)``: ``arg`` given, or ``path`` of the form
+  ``'file.py:arg'`` as ``--config=`` takes it (ml_collections passes what follows the first ':' to
+  ``get_config``; big_vision's convention for a config file holding several experiments). A relative ``path`` is
+  taken from the folder of the file ``relative_to`` when given (configs building on a sibling pass their
+  ``__file__``), else the working directory."""
+  if arg is None and isinstance(path, str) and ':' in path:
+    path, arg = path.split(':', 1)
   p = Path(path)
   if relative_to is not None and not p.is_absolute():
     p = Path(relative_to).resolve().parent / p
@@ -89,7 +97,7 @@ def from_file(path, relative_to: str | None = None) -> ml_collections.ConfigDict
   spec = importlib.util.spec_from_file_location(f'implicit_jax_config_{p.stem}', p)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
-  return module.get_config()
+  return module.get_config() if arg is None else module.get_config(arg)
 
 
 # ----------------------------------------------------------------------------------------------- checks
