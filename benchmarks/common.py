@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-  sys.path.insert(0, str(ROOT))  # `configs` is a top-level folder, importable from the repository root
 
 import jax  # pylint: disable=wrong-import-position
 

@@ -16,11 +16,7 @@ in this process can reduce it. Inference: ``predict`` over the test split in bat
 of 1024 as ``train.predict_split`` does (the last one padded), median of ``--reps``.
 """
 
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # pylint: disable=wrong-import-position
 

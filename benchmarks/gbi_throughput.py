@@ -8,11 +8,6 @@ energy gradient), on the same batch of test rows, both jitted. SEAL reports GBI 
 Parameter values do not change the cost, so freshly initialised ones are used.
 """
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import common  # pylint: disable=wrong-import-position
 
 import jax  # pylint: disable=wrong-import-position

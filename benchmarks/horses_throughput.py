@@ -11,10 +11,6 @@ against the straight-line code the config uses.
 """
 
 import os
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # pylint: disable=wrong-import-position
 

@@ -34,8 +34,8 @@ import numpy as np  # pylint: disable=wrong-import-position
 from implicit_jax import methods, tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import data, train  # pylint: disable=wrong-import-position
-from scripts import reproduce_cora, reproduce_horses, reproduce_tagging  # pylint: disable=wrong-import-position
-from scripts import compare_methods  # pylint: disable=wrong-import-position
+# The rows of the results tables (their labels and overrides).
+from implicit_jax.experiments import cora, horses, mlc, tagging  # pylint: disable=wrong-import-position
 
 SUMMARY_DIR = common.ROOT / 'docs' / 'benchmarks' / 'implicit_cost'
 # The fast design: one inner step, the implicit term by one fused GCR pass (MINRES's first iterate).
@@ -51,20 +51,20 @@ BEFORE = {  # each with refresh 1 (below), as every config ran until 2026-11-26
     'cora': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
 }
 # task -> (config, the rival of the goal, goal ratio, rows: label -> overrides)
-_TAGGING = {label: o for label, o in reproduce_tagging.SYSTEMS.values()
+_TAGGING = {label: o for label, o in tagging.SYSTEMS.values()
             if not o.get('method', '').startswith('implicit')}
 _CD = {'method': 'implicit', 'implicit.primary_loss': 'cd'}
 TASKS = {
     'mlc': ('bibtex', 'MBCE', 4.0, {
         'MBCE': {'method': 'feedforward'},
-        **{name: o for name, o in compare_methods.BASELINES.items()},
+        **{name: o for name, o in mlc.BASELINES.items()},
     }),
     'pos': ('pos', 'InfNet+ stacked', 2.0, _TAGGING),
     'ner': ('ner', 'InfNet+ stacked', 2.0, _TAGGING),
     'horses': ('horses', 'SEAL-dynamic (regression)', 2.0, {
-        label: o for label, o in reproduce_horses.SYSTEMS.values() if not o['method'].startswith('implicit')}),
+        label: o for label, o in horses.SYSTEMS.values() if not o['method'].startswith('implicit')}),
     'cora': ('cora', 'R-SPEN-style rank by reward', 3.0, {
-        label: o for label, o in reproduce_cora.SYSTEMS.values() if o and not o['method'].startswith('implicit')}),
+        label: o for label, o in cora.SYSTEMS.values() if o and not o['method'].startswith('implicit')}),
 }
 
 
@@ -79,10 +79,11 @@ def implicit_rows(task: str) -> dict:
 
 def base_config(task: str, data_dir: str):
   name = TASKS[task][0]
-  if task == 'cora':
-    return reproduce_cora.base_config(10, 0, data_dir, {})
   config = config_lib.from_file(common.ROOT / 'configs' / f'{name}.py')
   config.data.data_dir = data_dir
+  if task == 'cora':  # 10 labeled citations, draw 0 (the draw also seeds the run)
+    config.seed = config.data.draw = 0
+    config.data.labeled = 10
   return config
 
 

@@ -17,10 +17,6 @@ Done for the committed solver (``normal_cg``, 5 iterations), ``minres`` and ``cg
 """
 
 import dataclasses
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # pylint: disable=wrong-import-position
 

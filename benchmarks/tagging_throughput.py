@@ -15,10 +15,10 @@ by ``block_until_ready``; tokens are the batch's real (unpadded) ones. Ratios ar
 cross-entropy (method ``feedforward``), which is always timed.
 
 ``--methods`` takes method names of ``implicit_jax.methods.REGISTRY`` (a name it lacks is skipped with a note) or
-system names of scripts/reproduce_tagging.py; each method is timed with the POS overrides of its systems there
-(``ROWS``): implicit with its CD and SSVM primary losses, infnet_plus in its three parameterisations and stacked
-with the global energies GE(a/b/c) (tag language models; NER systems in the table, timed here on the POS batch),
-seal_dynamic with its margin and NCE energy losses.
+system names of implicit_jax/experiments/tagging.py (scripts/reproduce_tagging.py's rows); each method is timed
+with the POS overrides of its systems there (``ROWS``): implicit with its CD and SSVM primary losses, infnet_plus in
+its three parameterisations and stacked with the global energies GE(a/b/c) (tag language models; NER systems in the
+table, timed here on the POS batch), seal_dynamic with its margin and NCE energy losses.
 
 Cost model of the implicit CD step (benchmarks/step_cost.py's, whose ``unit_functions`` and ``Stepper`` it reuses):
 predicted = T_inner t_grad + n_hvp t_hvp + t_lin + t_mixed + t_prim, with ``grad`` one inner step (gradient of
@@ -33,12 +33,7 @@ Prints the markdown section; ``--write`` puts it into ``--out`` (docs/benchmarks
 """
 
 import os
-import sys
 import textwrap
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
 
 import common  # pylint: disable=wrong-import-position
 import step_cost  # pylint: disable=wrong-import-position
@@ -51,9 +46,9 @@ from implicit_jax import methods, tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import data, train  # pylint: disable=wrong-import-position
 from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit  # pylint: disable=wrong-import-position
-from reproduce_tagging import SYSTEMS  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
 
-# method name -> the systems of scripts/reproduce_tagging.py timed for it, in table order.
+# method name -> the rows of implicit_jax/experiments/tagging.py timed for it, in table order.
 ROWS = {
     'feedforward': ('bilstm',),
     'crf': ('crf',),

@@ -15,10 +15,6 @@ CPU backend has no runtime peak-memory counter), so it compares programs, not pr
 """
 
 import functools
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # pylint: disable=wrong-import-position
 

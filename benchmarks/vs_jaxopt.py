@@ -22,11 +22,7 @@ than ours).
 """
 
 import functools
-import sys
 import warnings
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # pylint: disable=wrong-import-position
 

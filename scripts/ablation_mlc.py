@@ -30,17 +30,14 @@ the dev F1 of the selected epoch beside test.
 
 import argparse
 import datetime
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / 'scripts'))
-import records  # pylint: disable=wrong-import-position
-import reproduce_mlc  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import mlc  # pylint: disable=wrong-import-position
 
 ROWS = ('mbce', 'none', 'identity', 'normal_cg', 'minres', 'unrolled', 'best', 'best-none', 'proximal',
         'proximal-none')
@@ -62,7 +59,7 @@ def system(row: str, width: int) -> str:
 
 def runs_of(dataset: str, name: str) -> list[dict]:
   paths = sorted((ROOT / 'docs' / 'mlc' / 'runs').glob(f'{dataset}-{name}-seed*.json'))
-  return [r for r in map(records.load, paths) if reproduce_mlc.system_of(r) == name]
+  return [r for r in map(records.load, paths) if mlc.system_of(r) == name]
 
 
 def fmt(values, scale=100.0, digits=2) -> str:
@@ -74,7 +71,7 @@ def summary_value(run, metric):
 
 
 def paired(a_runs, b_runs, field='test_f1'):
-  seeds, diffs = reproduce_mlc.paired(a_runs, b_runs, field)
+  seeds, diffs = mlc.paired(a_runs, b_runs, field)
   return seeds, 100 * np.asarray(diffs)
 
 
@@ -114,7 +111,7 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
         med = lambda m: [v for v in (summary_value(r, m) for r in rs) if v is not None]
         ratio = [summary_value(r, 'implicit_norm') / summary_value(r, 'explicit_norm') for r in rs
                  if summary_value(r, 'implicit_norm') is not None and summary_value(r, 'explicit_norm')]
-        device = ', '.join(sorted({reproduce_mlc.device_of(r) for r in rs}))
+        device = ', '.join(sorted({mlc.device_of(r) for r in rs}))
         lines.append(
             f'| {dataset} | {width} | {row} | {len(rs)} | {fmt([r["dev_f1"] for r in rs])} | '
             f'{fmt([r["test_f1"] for r in rs])} | {fmt([r["test_f1_tuned"] for r in rs])} | '
@@ -158,6 +155,9 @@ def main():
   if any(w not in (150, 400) for w in widths):
     parser.error('--widths: 150 and/or 400')
   if not args.table_only:
+    # Training goes through reproduce_mlc's run_one (same rows, records and files): the script beside this one,
+    # importable because Python puts a script's folder on sys.path.
+    import reproduce_mlc  # pylint: disable=import-outside-toplevel
     run_args = argparse.Namespace(protocol='official', verify=False, epochs=0, data_dir=args.data_dir)
     for dataset in datasets:
       for width in widths:
@@ -170,7 +170,7 @@ def main():
             print(f'   {time.perf_counter() - t:.0f}s', flush=True)
   lines, claims = table(['bibtex', 'delicious'], [150, 400])
   all_runs = [r for d in ('bibtex', 'delicious') for w in (150, 400) for row in ROWS for r in runs_of(d, system(row, w))]
-  commands = '; '.join(f'`{c}`' for c in reproduce_mlc.merged_commands(r['command'] for r in all_runs))
+  commands = '; '.join(f'`{c}`' for c in mlc.merged_commands(r['command'] for r in all_runs))
   text = '\n'.join([
       '# Multi-label: what the implicit term adds (ablation)',
       '',

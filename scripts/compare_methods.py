@@ -18,24 +18,21 @@ import argparse
 import datetime
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / 'scripts'))
 
-import records  # pylint: disable=wrong-import-position
-import reproduce_mlc  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import mlc  # pylint: disable=wrong-import-position
+from implicit_jax.tasks.mlc.datasets import PROTOCOLS  # pylint: disable=wrong-import-position
 from implicit_jax.experiments.mlc import BASELINES  # pylint: disable=wrong-import-position
 
 # system -> its row configs/<dataset>.py:<system> (implicit_jax/experiments/mlc.py: BASELINES, and the settings
 # chosen on dev by scripts/sweep.py in AS_RUN). Systems of reproduce_mlc keep its files.
-SYSTEMS = {**reproduce_mlc.SYSTEMS, **BASELINES}
+SYSTEMS = {**mlc.SYSTEMS, **BASELINES}
 ORDER = ['mbce', 'spen', 'dvn', 'nce-gbi', 'infnet', 'infnet+ separated', 'infnet+ shared', 'infnet+ stacked',
          'seal-static margin', 'seal-static regression', 'seal-static nce', 'seal-dynamic margin',
          'seal-dynamic regression', 'seal-dynamic regression-s', 'seal-dynamic nce', 'implicit-ssvm',
@@ -62,19 +59,21 @@ SEAL = {system: dict(zip(DATASETS, values)) for system, values in _SEAL.items()}
 # with SEAL's CE at 0.5 (42.40 / 29.89) and far below any tuned-threshold delicious F1 here (above 36): F1 @0.5.
 IMPLICIT_PAPER = {'spen': {'bibtex': 43.12, 'delicious': 26.56}, 'dvn': {'bibtex': 42.73, 'delicious': 29.71},
                   'nce-gbi': {'bibtex': 20.12, 'delicious': 16.97}}
-for _dataset, _rows in reproduce_mlc.PAPER.items():  # MBCE and the implicit losses
+for _dataset, _rows in mlc.PAPER.items():  # MBCE and the implicit losses
   for _system, _value in _rows.items():
     IMPLICIT_PAPER.setdefault(_system, {})[_dataset] = _value
 TOLERANCE = 1.5  # F1 points: a baseline further than this from its published bibtex number is flagged
 
 
 def run_file(dataset, system, seed, protocol='official') -> Path:
-  folder = 'mlc' if system in reproduce_mlc.SYSTEMS else 'baselines'
-  return ROOT / 'docs' / folder / 'runs' / f'{reproduce_mlc.run_name(dataset, system, protocol)}-seed{seed}.json'
+  folder = 'mlc' if system in mlc.SYSTEMS else 'baselines'
+  return ROOT / 'docs' / folder / 'runs' / f'{mlc.run_name(dataset, system, protocol)}-seed{seed}.json'
 
 
 def run_one(dataset, system, seed, args):
-  if system in reproduce_mlc.SYSTEMS:
+  if system in mlc.SYSTEMS:
+    # reproduce_mlc's own rows and files: the script beside this one (Python puts a script's folder on sys.path).
+    import reproduce_mlc  # pylint: disable=import-outside-toplevel
     reproduce_mlc.run_one(dataset, system, seed, args)
     return
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
@@ -84,12 +83,12 @@ def run_one(dataset, system, seed, args):
   # Every baseline updates its networks once per batch, as MBCE does, where the implicit method takes T_inner
   # steps: its row gets MBCE's budget, twice the config's epochs (mlc.epochs_factor; at 40 epochs most
   # baselines still improved in their last epochs).
-  config = reproduce_mlc.base_config(dataset, seed, args.protocol, args.data_dir, system)
+  config = mlc.row_config(ROOT / 'configs', dataset, seed, args.protocol, args.data_dir, system)
   if args.epochs:
     config.num_epochs = args.epochs * mlc.epochs_factor(system)
   print(f'== {dataset} {system} seed {seed}', flush=True)
-  workdir = f'/tmp/compare_methods/{reproduce_mlc.run_name(dataset, system, args.protocol)}-{seed}'
-  reproduce_mlc.save_run(train.train_and_evaluate(config, workdir), out)
+  workdir = f'/tmp/compare_methods/{mlc.run_name(dataset, system, args.protocol)}-{seed}'
+  records.write(out, records.stamp(train.train_and_evaluate(config, workdir)))
 
 
 def published(system, dataset):
@@ -106,7 +105,7 @@ def over_mbce(groups, dataset, system) -> str:
   """``ours / SEAL``: @0.5 F1 over MBCE (ours: paired on the seeds both have), against SEAL's over its CE."""
   if system == 'mbce':
     return ''
-  seeds, gains = reproduce_mlc.paired(groups.get((dataset, system), []), groups.get((dataset, 'mbce'), []), 'test_f1')
+  seeds, gains = mlc.paired(groups.get((dataset, system), []), groups.get((dataset, 'mbce'), []), 'test_f1')
   if not seeds:
     return ''
   text = f'{100 * np.mean(gains):+.2f}'
@@ -121,7 +120,7 @@ def load_runs():
     for system in SYSTEMS:
       for path in sorted(run_file(dataset, system, 0).parent.glob(
           f'{dataset}-{system.replace(" ", "_")}-seed*.json')):
-        r = reproduce_mlc.records.load(path)
+        r = records.load(path)
         if r['task_info']['protocol'] == 'official':
           groups.setdefault((dataset, system), []).append(r)
   return groups
@@ -172,8 +171,8 @@ def build_table():
         flag = 'gap > 1.5'
         flagged.append((system, gaps))
       lines.append(
-          f'| {dataset} | {system} | {len(rs)} | {reproduce_mlc.fmt([r["test_f1"] for r in rs])} | '
-          f'{reproduce_mlc.fmt([r["test_f1_tuned"] for r in rs])} | '
+          f'| {dataset} | {system} | {len(rs)} | {records.mean_std([r["test_f1"] for r in rs])} | '
+          f'{records.mean_std([r["test_f1_tuned"] for r in rs])} | '
           f'{"; ".join(f"{v:.2f} ({src})" for v, src, _ in pubs) or "none on MLC"} | '
           f'{"; ".join(f"{g:+.2f}" for g in gaps) or "–"} | {flag} | {over_mbce(groups, dataset, system)} | '
           f'{np.mean([r["train_seconds"] for r in rs]):.0f} |')
@@ -206,7 +205,7 @@ def main():
   parser.add_argument('--datasets', default='bibtex,delicious')
   parser.add_argument('--systems', default=','.join(ORDER))
   parser.add_argument('--seeds', default='0,1,2')
-  parser.add_argument('--protocol', default='official', choices=reproduce_mlc.PROTOCOLS)
+  parser.add_argument('--protocol', default='official', choices=PROTOCOLS)
   parser.add_argument('--epochs', type=int, default=0, help='override num_epochs (0: the config\'s)')
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()

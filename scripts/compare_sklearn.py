@@ -31,8 +31,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import records  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax import tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import train  # pylint: disable=wrong-import-position
@@ -47,8 +46,11 @@ def custom_file(spec: str, tmpdir: str) -> str:
     rows, seed = int(rows), int(seed)
   except ValueError:
     raise SystemExit(f'--custom entry {spec!r}: expected make_scaled:ROWS:SEED, for example make_scaled:15000:2')
-  sys.path.insert(0, str(ROOT / 'tests' / 'fixtures' / 'mlc'))
-  import make_scaled  # pylint: disable=import-outside-toplevel
+  # The fixtures' generator (tests/fixtures/mlc/make_scaled.py), loaded by path as a config file is.
+  import importlib.util  # pylint: disable=import-outside-toplevel
+  spec = importlib.util.spec_from_file_location('make_scaled', ROOT / 'tests' / 'fixtures' / 'mlc' / 'make_scaled.py')
+  make_scaled = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(make_scaled)
   return str(make_scaled.write(rows, seed, Path(tmpdir) / f'scaled_{rows}.arff'))
 
 

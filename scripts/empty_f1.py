@@ -19,9 +19,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / 'scripts'))
-import records  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax import tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import train  # pylint: disable=wrong-import-position

@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from implicit_jax.engine import config as config_lib, plots  # pylint: disable=wrong-import-position
 from implicit_jax.tasks.mlc import analysis  # pylint: disable=wrong-import-position

@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 TINY = ['--config=configs/tiny.py']
 ENV = dict(os.environ, JAX_PLATFORMS='cpu')

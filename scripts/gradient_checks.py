@@ -2,18 +2,17 @@ r"""Print and record how closely the implicit gradient matches independent route
 
 Usage: python scripts/gradient_checks.py        -> docs/gradient_checks.md
 
-Uses the problems of tests/test_bilevel.py (ridge regression with a closed form; a SPEN-like MLC problem
-solved to stationarity by Newton's method) and reports relative errors instead of pass/fail.
+Uses the problems the tests check (implicit_jax/testing.py, shared with tests/test_bilevel.py and
+tests/test_proximal.py: ridge regression with a closed form; a SPEN-like MLC problem solved to stationarity by
+Newton's method; the proximal inner problem) and reports relative errors instead of pass/fail.
 """
 
 import datetime
 import functools
-import sys
 import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import jax  # pylint: disable=wrong-import-position
 import jax.numpy as jnp  # pylint: disable=wrong-import-position
@@ -23,7 +22,9 @@ jax.config.update('jax_enable_x64', True)
 
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit as implicit_lib  # pylint: disable=wrong-import-position
-from tests.test_bilevel import dense_hessian, flat64, rel_err, ridge_problem, spen_problem  # pylint: disable=wrong-import-position
+from implicit_jax import testing  # pylint: disable=wrong-import-position
+from implicit_jax.testing import (  # pylint: disable=wrong-import-position
+    dense_hessian, flat64, rel_err, ridge_problem, spen_problem)
 
 
 def central_fd(outer, phi, eps=1e-5):
@@ -108,19 +109,18 @@ def main():
 
   # The proximal inner problem (implicit.proximal): Eq. 6 without weight decay, made strongly convex around the
   # warm start; the implicit gradient after T plain gradient steps at 1 / lambda_max (tests/test_proximal.py).
-  from tests import test_proximal as prox  # pylint: disable=import-outside-toplevel
-  _, l_prox, l_prim, phi, batch, anchor, newton = prox.problem()
+  _, l_prox, l_prim, phi, batch, anchor, newton = testing.proximal_problem()
   lam = implicit_lib.curvature(l_prox, anchor, phi, batch, iterations=3000)
   opt = optax.sgd(1.0 / lam)
-  solve = bilevel.ImplicitSolve(l_prox, opt, prox.T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13))
+  solve = bilevel.ImplicitSolve(l_prox, opt, testing.PROX_T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13))
   (_, (theta, _, _)), ours, info = solve.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)
   stat = float(info['stationarity'])
   fd = central_fd(lambda p: l_prim(newton(theta, p), p, batch), phi)
-  what = f'proximal (mu {prox.MU:g}), {prox.T_INNER} GD steps (stationarity {stat:.0e})'
+  what = f'proximal (mu {testing.PROX_MU:g}), {testing.PROX_T_INNER} GD steps (stationarity {stat:.0e})'
   rows.append((f'{what}, central FD through the Newton-resolved minimum', 'cg', rel_err(ours, fd),
                float(info['residual'])))
-  unrolled = bilevel.UnrolledSolve(l_prox, opt, 2 * prox.T_INNER)
-  rows.append((f'{what}, unrolled through {2 * prox.T_INNER} steps', 'cg',
+  unrolled = bilevel.UnrolledSolve(l_prox, opt, 2 * testing.PROX_T_INNER)
+  rows.append((f'{what}, unrolled through {2 * testing.PROX_T_INNER} steps', 'cg',
                rel_err(ours, unrolled.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)[1]),
                float('nan')))
 

@@ -9,13 +9,11 @@ on that image.
 """
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from implicit_jax.engine import checkpoints  # pylint: disable=wrong-import-position
 from implicit_jax.tasks.segmentation import horses  # pylint: disable=wrong-import-position
 from implicit_jax.tasks.segmentation.evaluator import iou_scores  # pylint: disable=wrong-import-position

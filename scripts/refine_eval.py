@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from implicit_jax import methods  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, config as config_lib  # pylint: disable=wrong-import-position

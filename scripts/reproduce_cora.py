@@ -20,16 +20,13 @@ BiLSTM at every size, minus DVN at 50.
 import argparse
 import datetime
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_cora_xla_cache')
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / 'scripts'))
-import records  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 # The rows: configs/cora.py:<system> applies implicit_jax/experiments/cora.py's overrides (SYSTEMS: system ->
 # (label, overrides or None: no training), in table order).

@@ -14,7 +14,6 @@ published numbers.
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +21,7 @@ import numpy as np
 # Runs of one system differ only in the seed: their programs are the same, so compile each once.
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_horses_xla_cache')
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / 'scripts'))
-import records  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 # The rows: configs/horses.py:<system>[,full] applies implicit_jax/experiments/horses.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order; VARIANTS: the scales).

@@ -7,7 +7,7 @@ Usage (the run that produced docs/mlc_results.md is recorded at the top of that 
   python scripts/reproduce_mlc.py --datasets=bibtex --systems=implicit-cd,mbce --seeds=0,1,2 --verify
 
 Each run writes docs/mlc/runs/<dataset>-<system>-seed<k>.json (its record: train_and_evaluate's result without the
-per-step log, scripts/records.py); an existing file is not run again, so the script can be stopped and restarted.
+per-step log, implicit_jax/experiments/records.py); an existing file is not run again, so the script can be stopped and restarted.
 The table is rebuilt from all run files at the end (--table_only rebuilds it without training). --verify reruns
 runs that have a committed record, in a scratch workdir, and compares each with it instead of writing anything:
 the regression test of the science after a change to the code.
@@ -15,23 +15,19 @@ the regression test of the science after a change to the code.
 
 import argparse
 import datetime
-import re
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from implicit_jax.experiments import mlc, records
+# The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/mlc.py's overrides (SYSTEMS); the
+# helpers the MLC scripts share live there too.
+from implicit_jax.experiments.mlc import (ABLATION_ONLY, PAPER, SYSTEMS, device_of, merged_commands, paired, run_name,
+                                          system_of)
+from implicit_jax.tasks.mlc.datasets import PROTOCOLS
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / 'scripts'))
-import records  # pylint: disable=wrong-import-position
-from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-from implicit_jax.tasks.mlc.datasets import PROTOCOLS  # pylint: disable=wrong-import-position
-# The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/mlc.py's overrides (SYSTEMS).
-from implicit_jax.experiments import mlc  # pylint: disable=wrong-import-position
-from implicit_jax.experiments.mlc import (  # pylint: disable=wrong-import-position
-    ABLATION_ONLY, ABLATION_ROUTES, SYSTEMS)
 
 # Shown under the table: what a row that is not the committed config is for.
 NOTES = {
@@ -47,51 +43,16 @@ NOTES = {
                        'step of normal_cg (docs/benchmarks.md, implicit_cost_mlc); `implicit-cd` is the former '
                        'default, normal_cg',
 }
-# Shankar & Piratla, Table 1 (example F1 x 100; their split: stratified 60/20/20 re-split).
-PAPER = {
-    'bibtex': {'mbce': 42.47, 'implicit-ssvm': 44.55, 'implicit-dvn': 44.94, 'implicit-cd': 46.21},
-    'delicious': {'mbce': 30.12, 'implicit-ssvm': 30.34, 'implicit-dvn': 28.87, 'implicit-cd': 35.12},
-}
-
-
 def save_run(result, out: Path) -> None:
   """Adds the command, date, device and machine to a run's result and writes its record atomically (a killed run
   leaves no half file)."""
   records.write(out, records.stamp(result))
 
 
-def run_name(dataset, system, protocol) -> str:
-  """A run's file and workdir stem; official-split runs keep the names they had before other protocols."""
-  name = f'{dataset}-{system.replace(" ", "_")}'
-  return name if protocol == 'official' else f'{dataset}-{protocol}-{system.replace(" ", "_")}'
-
-
 def base_config(dataset, seed, protocol, data_dir, system=None):
   """configs/<dataset>.py, or its row ``system`` (configs/<dataset>.py:<system>[,<protocol>]), with the run's seed
   (which also seeds the dev split) and split protocol."""
-  if system is None:
-    config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py')
-  else:
-    path, arg = mlc.config_name(dataset, system, protocol).split(':', 1)
-    config = config_lib.from_file(ROOT / path, arg=arg)
-    config.config_file = f'{path}:{arg}'
-  config.seed = config.data.split_seed = seed
-  config.data.protocol = protocol
-  if dataset != 'bibtex' or protocol != 'official':  # bibtex's official split ships inside the package
-    config.data.data_dir = data_dir
-  return config
-
-
-def device_of(run) -> str:
-  """'cpu' or 'gpu': runs made before the device was recorded were all made on the 2-core CPU machine."""
-  return run.get('device', 'cpu').split(':')[0]
-
-
-def paired(runs_a, runs_b, field):
-  """``(seeds, [a - b])``: ``field`` of two systems' runs differenced seed by seed, on the seeds both have."""
-  a, b = ({r['seed']: r[field] for r in runs} for runs in (runs_a, runs_b))
-  seeds = sorted(set(a) & set(b))
-  return seeds, [a[k] - b[k] for k in seeds]
+  return mlc.row_config(ROOT / 'configs', dataset, seed, protocol, data_dir, system)
 
 
 VERIFIED = ('test_f1', 'test_f1_tuned', 'dev_f1', 'best_epoch', 'threshold')
@@ -195,16 +156,6 @@ def build_table():
   print('\n'.join(lines))
 
 
-def merged_commands(commands):
-  """The distinct commands, those that differ only in --seeds shown once with their seeds joined."""
-  seeds = {}
-  for c in commands:
-    m = re.search(r'--seeds=(\S+)', c)
-    key = re.sub(r'--seeds=\S+', '--seeds={}', c) if m else c
-    seeds.setdefault(key, set()).update(m.group(1).split(',') if m else [])
-  return sorted(k.replace('{}', ','.join(sorted(v, key=int))) if v else k for k, v in seeds.items())
-
-
 def update_config_docstrings(groups):
   """Writes each dataset config's "Reached:" line from the runs (official split, implicit CD and MBCE)."""
   for task in {k[0] for k in groups}:
@@ -242,19 +193,6 @@ def update_readme(lines):
 def solver_of(runs):
   names = sorted({r['config']['implicit']['solver']['name'] for r in runs if r['config']['method'] == 'implicit'})
   return ', '.join(names) if names else '–'
-
-
-def system_of(result):
-  c = result['config']
-  size = '-h400' if list(c['model']['inference_hidden']) == [400, 400] else ''
-  if c['method'] == 'feedforward':
-    return 'mbce' + size
-  solver = c['implicit']['solver']['name']
-  shown = ('neumann', 'gcr') + ABLATION_ROUTES
-  steps = c['implicit'].get('inner_steps', 5)
-  prox = '-prox' if c['implicit'].get('proximal', 0.0) else ''
-  return (f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in shown else '') +
-          (f'-T{steps}' if steps != 5 else '') + prox + size)
 
 
 def main():

@@ -19,16 +19,13 @@ for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained vectors on t
 import argparse
 import datetime
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_tagging_xla_cache')
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / 'scripts'))
-import records  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.experiments.mlc import PROXIMAL  # pylint: disable=wrong-import-position
 # The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/tagging.py's overrides (SYSTEMS:

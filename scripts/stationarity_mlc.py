@@ -30,7 +30,6 @@ import jax.numpy as jnp
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, data  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit  # pylint: disable=wrong-import-position

@@ -4,22 +4,22 @@ Usage:
   python scripts/sweep.py --sweep=delicious-cd --data_dir=../shared/data [--only=lam0.1,lr3e-4] [--seeds=0]
   python scripts/sweep.py --sweep=delicious-cd --table_only
 
-Each run writes docs/sweeps/<sweep>/<variant>-seed<k>.json (its record, scripts/records.py: config, command,
-date, per-epoch dev history and final metrics); an existing file is not run again. docs/sweeps/<sweep>.md is rebuilt from the run files: the dev numbers
-are what a choice may use; test is listed only so the record is complete.
+Each run writes docs/sweeps/<sweep>/<variant>-seed<k>.json (its record, implicit_jax/experiments/records.py:
+config, command, date, per-epoch dev history and final metrics); an existing file is not run again.
+docs/sweeps/<sweep>.md is rebuilt from the run files: the dev numbers are what a choice may use; test is listed
+only so the record is complete.
 """
 
 import argparse
 import datetime
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from scripts.reproduce_mlc import base_config, device_of, records, save_run  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import mlc, records  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.mlc import device_of  # pylint: disable=wrong-import-position
 
 DENSE_MBCE = {
         'base': {'method': 'feedforward'},
@@ -223,10 +223,11 @@ def run_one(sweep, variant, seed, args):
   out = ROOT / 'docs' / 'sweeps' / sweep / f'{variant}-seed{seed}.json'
   if out.exists():
     return
-  config = base_config(dataset, seed, variants[variant].get('data.protocol', 'official'), args.data_dir)
+  config = mlc.row_config(ROOT / 'configs', dataset, seed, variants[variant].get('data.protocol', 'official'),
+                         args.data_dir)
   config.update_from_flattened_dict(variants[variant])
   print(f'== {sweep} {variant} seed {seed}', flush=True)
-  save_run(train.train_and_evaluate(config, f'/tmp/sweep/{sweep}-{variant}-{seed}'), out)
+  records.write(out, records.stamp(train.train_and_evaluate(config, f'/tmp/sweep/{sweep}-{variant}-{seed}')))
 
 
 def build_table(sweep):

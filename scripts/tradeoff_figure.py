@@ -2,8 +2,8 @@ r"""Dev score against training seconds, every method of a task family one point:
 
 Usage: python scripts/tradeoff_figure.py [--families mlc,pos,ner,horses,cora]
 
-Reads the committed run records only (scripts/records.py: each holds its dev score at the selected epoch and the
-run's training seconds) and writes docs/tradeoff/<family>.png and docs/tradeoff/<family>.md (the points as a table).
+Reads the committed run records only (implicit_jax/experiments/records.py: each holds its dev score at the selected
+epoch and the run's training seconds) and writes docs/tradeoff/<family>.png and docs/tradeoff/<family>.md (the points as a table).
 A point is the mean over the seeds (or Cora's draws) of a system; its bars are the sample standard deviations
 (ddof 1) of both coordinates. Runs recorded on a GPU are drawn hollow and named "(GPU)": their seconds measure another
 machine. Seconds are wall time on the shared 2-core machine the project runs on, so a row run beside another job is slower

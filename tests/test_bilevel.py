@@ -19,52 +19,12 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from implicit_jax import bilevel, losses
-from implicit_jax.spaces.binary import Binary
-from implicit_jax.tasks.mlc.models import MLCEnergy, MLPInferenceNet
+# The reference problems are shared with scripts/gradient_checks.py, which reports these checks as numbers.
+from implicit_jax.testing import dense_hessian, rel_err, ridge_problem, spen_problem
 from tests.conftest import float64
 
 
-def flat64(tree):
-  return np.concatenate([np.ravel(np.asarray(leaf, np.float64)) for leaf in jax.tree.leaves(tree)])
-
-
-def rel_err(a, b):
-  a, b = flat64(a), flat64(b)
-  return float(np.linalg.norm(a - b) / np.linalg.norm(b))
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def dense_hessian(f, theta, phi, batch):
-  """The materialised d_theta d_theta f, the reference the matrix-free products are checked against."""
-  flat, unravel = ravel_pytree(theta)
-  return jax.hessian(lambda t: f(unravel(t), phi, batch))(flat)
-
-
 # ------------------------------------------------------------------------------------------------ ridge
-
-def ridge_problem():
-  k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
-  x = jax.random.normal(k1, (30, 6))
-  y = x @ jnp.arange(1.0, 7.0) + jax.random.normal(k2, (30,))
-  xv = jax.random.normal(k3, (12, 6))
-  yv = xv @ jnp.ones(6)
-  batch = {'x': x, 'y': y, 'xv': xv, 'yv': yv}
-
-  def l_aux(w, phi, b):  # ridge, one regularisation strength per coordinate: lambda = exp(phi)
-    return 0.5 * jnp.sum((b['x'] @ w['w'] - b['y']) ** 2) + 0.5 * jnp.sum(jnp.exp(phi['log_lam']) * w['w'] ** 2)
-
-  def l_prim(w, phi, b):  # validation error
-    del phi
-    return 0.5 * jnp.sum((b['xv'] @ w['w'] - b['yv']) ** 2)
-
-  def theta_star(phi):
-    a = x.T @ x + jnp.diag(jnp.exp(phi['log_lam']))
-    return {'w': jnp.linalg.solve(a, x.T @ y)}
-
-  phi = {'log_lam': jnp.linspace(-1.0, 2.0, 6)}
-  exact = jax.grad(lambda p: l_prim(theta_star(p), p, batch))(phi)  # autodiff through the closed form
-  return l_aux, l_prim, theta_star, phi, batch, exact
-
 
 @pytest.mark.parametrize('solver,tol', [
     (bilevel.Solver('dense'), 1e-6),
@@ -101,31 +61,6 @@ def test_neumann_without_safe_step_diverges_and_says_so(x64):
 
 # ------------------------------------------------------------------------------------------- SPEN-like
 
-LAMBDA, WEIGHT_DECAY = 0.5, 0.1
-
-
-def tiny_spen(seed):
-  """A float64 batch of 8 examples with 3 labels, an MLP inference net and a SPEN energy with their initial
-  parameters: ``(batch, net, energy, theta0, phi, space)``. Call inside ``float64()``."""
-  kx, ky, kt, kp = jax.random.split(jax.random.PRNGKey(seed), 4)
-  batch = {'x': jax.random.normal(kx, (8, 4)), 'y': (jax.random.uniform(ky, (8, 3)) < 0.4).astype(jnp.float64)}
-  net = MLPInferenceNet(3, hidden=(5,), act='tanh')
-  energy = MLCEnergy(3, feature_hidden=(4,), feature_dim=4, global_hidden=3)
-  to64 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), tree)  # Flax inits float32
-  return batch, net, energy, to64(net.init(kt, batch)), to64(energy.init(kp, batch, batch['y'])), Binary((3,))
-
-
-def newton_solver(f, batch, steps):
-  """``newton(theta, phi)``: ``steps`` Newton steps on ``f(., phi, batch)`` with the dense Hessian, jitted."""
-  @jax.jit
-  def newton(theta, phi):
-    flat, unravel = ravel_pytree(theta)
-    g = lambda t: f(unravel(t), phi, batch)
-    step = lambda _, t: t - jnp.linalg.solve(jax.hessian(g)(t), jax.grad(g)(t))
-    return unravel(jax.lax.fori_loop(0, steps, step, flat))
-  return newton
-
-
 def assert_directional_fd(grad, outer, phi, first_key, atol, directions=3, eps=1e-5):
   """``grad`` agrees with central differences of ``outer`` along random unit directions of phi."""
   flat_phi, unravel = ravel_pytree(phi)
@@ -135,31 +70,6 @@ def assert_directional_fd(grad, outer, phi, first_key, atol, directions=3, eps=1
     d = d / jnp.linalg.norm(d)
     fd = (outer(unravel(flat_phi + eps * d)) - outer(unravel(flat_phi - eps * d))) / (2 * eps)
     np.testing.assert_allclose(float(flat_grad @ d), float(fd), rtol=1e-6, atol=atol)
-
-
-@functools.lru_cache(maxsize=None)
-def spen_problem():
-  """Tiny MLC problem; returns losses, phi, batch and a stationary point theta* found by Newton's method."""
-  with float64():
-    batch, net, energy, theta0, phi, space = tiny_spen(1)
-
-    def l_aux(theta, phi, b):  # Eq. 6 plus weight decay, so that a strict local minimum exists
-      logits = net.apply(theta, b)
-      e = jnp.mean(energy.apply(phi, b, jax.nn.sigmoid(logits)))
-      decay = 0.5 * WEIGHT_DECAY * sum(jnp.sum(w ** 2) for w in jax.tree.leaves(theta))
-      return space.local_loss(logits, b['y']) + LAMBDA * e + decay
-
-    def l_prim(theta, phi, b):  # SSVM margin with the inference net's relaxed output as negative
-      y_bar = jax.nn.sigmoid(net.apply(theta, b))
-      return losses.ssvm_margin(energy.apply(phi, b, y_bar), energy.apply(phi, b, b['y']),
-                                space.cost('l1')(y_bar, b['y']))
-
-    newton = newton_solver(l_aux, batch, 30)
-    opt = optax.adam(1e-2)
-    theta, _, _ = jax.jit(bilevel.inner_loop, static_argnums=(0, 1, 2))(l_aux, opt, 3000, phi, theta0,
-                                                                         opt.init(theta0), batch)
-    theta_star = newton(theta, phi)
-    return l_aux, l_prim, phi, batch, theta_star, newton
 
 
 def test_spen_problem_is_solved_to_stationarity(x64):

@@ -10,39 +10,19 @@ import warnings
 
 import chex
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
-from implicit_jax import bilevel, losses, methods, tasks
+from implicit_jax import bilevel, methods, tasks
 from implicit_jax.engine import data
 from implicit_jax.methods import implicit
 from tests.conftest import float64, load_config
-from tests.test_bilevel import assert_directional_fd, dense_hessian, newton_solver, rel_err, tiny_spen
-
-# 150 steps at 1 / lambda_max contract the error by (1 - 0.24 / 1.62)^150 ~ 4e-11 (the spectrum of H + mu I here)
-MU, LAMBDA, T_INNER = 1.0, 1.0, 150
-
-
-@functools.lru_cache(maxsize=None)
-def problem():
-  """Eq. 6 exactly as trained (no weight decay), made proximal around a random initialisation ``anchor``."""
-  with float64():
-    batch, net, energy, anchor, phi, space = tiny_spen(3)
-
-    def l_aux(theta, phi, b):
-      logits = net.apply(theta, b)
-      return space.local_loss(logits, b['y']) + LAMBDA * jnp.mean(energy.apply(phi, b, jax.nn.sigmoid(logits)))
-
-    def l_prim(theta, phi, b):
-      y_bar = jax.nn.sigmoid(net.apply(theta, b))
-      return losses.contrastive_divergence(energy.apply(phi, b, y_bar)[None], energy.apply(phi, b, b['y']),
-                                           space.cost('l1')(y_bar, b['y'])[None])
-
-    batch = dict(batch, anchor=anchor)
-    l_prox = implicit.proximal(l_aux, MU)
-    return l_aux, l_prox, l_prim, phi, batch, anchor, newton_solver(l_prox, batch, 20)
+# The problem is shared with scripts/gradient_checks.py, which reports these checks as numbers.
+from implicit_jax.testing import PROX_LAMBDA as LAMBDA, PROX_MU as MU, PROX_T_INNER as T_INNER  # pylint: disable=unused-import
+from implicit_jax.testing import dense_hessian, rel_err
+from implicit_jax.testing import proximal_problem as problem
+from tests.test_bilevel import assert_directional_fd
 
 
 def test_proximal_term_shifts_the_hessian_by_mu_and_centres_at_the_anchor(x64):

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
-from scripts import ablation_mlc, records, reproduce_mlc  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import mlc, records  # pylint: disable=wrong-import-position
+from scripts import ablation_mlc  # pylint: disable=wrong-import-position
 
 
 def _run(method, hidden, solver='normal_cg', loss='cd', inner_steps=5, proximal=0.0):
@@ -17,18 +17,18 @@ def _run(method, hidden, solver='normal_cg', loss='cd', inner_steps=5, proximal=
 
 
 def test_system_of_names_width_and_solver():
-  assert reproduce_mlc.system_of(_run('feedforward', [150, 150])) == 'mbce'
-  assert reproduce_mlc.system_of(_run('feedforward', [400, 400])) == 'mbce-h400'
-  assert reproduce_mlc.system_of(_run('implicit', [400, 400])) == 'implicit-cd-h400'
-  assert reproduce_mlc.system_of(_run('implicit', [150, 150], solver='minres')) == 'implicit-cd-minres'
-  assert reproduce_mlc.system_of(_run('implicit', [150, 150], loss='ssvm')) == 'implicit-ssvm'
+  assert mlc.system_of(_run('feedforward', [150, 150])) == 'mbce'
+  assert mlc.system_of(_run('feedforward', [400, 400])) == 'mbce-h400'
+  assert mlc.system_of(_run('implicit', [400, 400])) == 'implicit-cd-h400'
+  assert mlc.system_of(_run('implicit', [150, 150], solver='minres')) == 'implicit-cd-minres'
+  assert mlc.system_of(_run('implicit', [150, 150], loss='ssvm')) == 'implicit-ssvm'
   # every name system_of can return for these is a key of SYSTEMS, so --systems can rerun it
   for name in ('mbce-h400', 'implicit-cd-h400', 'implicit-cd-minres'):
-    assert name in reproduce_mlc.SYSTEMS
+    assert name in mlc.SYSTEMS
 
 
 def test_merged_commands_joins_seeds_only():
-  merged = reproduce_mlc.merged_commands([
+  merged = mlc.merged_commands([
       'python s.py --datasets=bibtex --seeds=2', 'python s.py --datasets=bibtex --seeds=0',
       'python s.py --datasets=bibtex --seeds=1,10', 'python s.py --datasets=delicious --seeds=0',
       'python s.py --table_only'])
@@ -39,15 +39,15 @@ def test_merged_commands_joins_seeds_only():
 def test_paired_uses_only_shared_seeds():
   a = [{'seed': 0, 'f': 0.5}, {'seed': 1, 'f': 0.25}, {'seed': 2, 'f': 0.75}]
   b = [{'seed': 2, 'f': 0.5}, {'seed': 0, 'f': 0.25}]
-  assert reproduce_mlc.paired(a, b, 'f') == ([0, 2], [0.25, 0.25])
-  assert reproduce_mlc.paired(a, [], 'f') == ([], [])
+  assert mlc.paired(a, b, 'f') == ([0, 2], [0.25, 0.25])
+  assert mlc.paired(a, [], 'f') == ([], [])
 
 
 def test_run_name_keeps_official_names_and_separates_protocols():
-  assert reproduce_mlc.run_name('bibtex', 'implicit-cd', 'official') == 'bibtex-implicit-cd'
-  assert reproduce_mlc.run_name('bibtex', 'implicit-cd', 'resplit') == 'bibtex-resplit-implicit-cd'
+  assert mlc.run_name('bibtex', 'implicit-cd', 'official') == 'bibtex-implicit-cd'
+  assert mlc.run_name('bibtex', 'implicit-cd', 'resplit') == 'bibtex-resplit-implicit-cd'
   # compare_methods' baseline names (with spaces) go through the same rule
-  assert reproduce_mlc.run_name('bibtex', 'seal-static nce', 'resplit') == 'bibtex-resplit-seal-static_nce'
+  assert mlc.run_name('bibtex', 'seal-static nce', 'resplit') == 'bibtex-resplit-seal-static_nce'
 
 
 def test_ablation_rows_are_reproduce_systems_and_named_back():
@@ -55,14 +55,14 @@ def test_ablation_rows_are_reproduce_systems_and_named_back():
   for width in (150, 400):
     for row in ablation_mlc.ROWS:
       name = ablation_mlc.system(row, width)
-      assert name in reproduce_mlc.SYSTEMS, name
-      overrides = reproduce_mlc.SYSTEMS[name]
+      assert name in mlc.SYSTEMS, name
+      overrides = mlc.SYSTEMS[name]
       run = _run(overrides['method'], list(overrides.get('model.inference_hidden', (150, 150))),
                  solver=overrides.get('implicit.solver.name', 'normal_cg'),
                  inner_steps=overrides.get('implicit.inner_steps', 5),
                  proximal=overrides.get('implicit.proximal', 0.0))
-      assert reproduce_mlc.system_of(run) == name
-  assert 'implicit-cd-none' in reproduce_mlc.ABLATION_ONLY and 'implicit-cd' not in reproduce_mlc.ABLATION_ONLY
+      assert mlc.system_of(run) == name
+  assert 'implicit-cd-none' in mlc.ABLATION_ONLY and 'implicit-cd' not in mlc.ABLATION_ONLY
 
 
 def test_train_summary_keeps_medians_of_the_diagnostics():

@@ -10,6 +10,9 @@ steps per batch. Variant ``resplit``: the paper's protocol (all rows pooled, str
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from implicit_jax import experiments
 from implicit_jax.tasks.mlc.datasets import PROTOCOLS
 
@@ -137,3 +140,70 @@ def apply(config, arg: str | None):
 def config_name(dataset: str, system: str, protocol: str = 'official') -> str:
   """The row's config as the tables name it: ``configs/<dataset>.py:<system>[,<protocol>]``."""
   return f'configs/{dataset}.py:{experiments.arg_name(system)}' + (f',{protocol}' if protocol != 'official' else '')
+
+
+# Shankar & Piratla, Table 1 (example F1 x 100; their split: stratified 60/20/20 re-split).
+PAPER = {
+    'bibtex': {'mbce': 42.47, 'implicit-ssvm': 44.55, 'implicit-dvn': 44.94, 'implicit-cd': 46.21},
+    'delicious': {'mbce': 30.12, 'implicit-ssvm': 30.34, 'implicit-dvn': 28.87, 'implicit-cd': 35.12},
+}
+
+
+def row_config(configs, dataset: str, seed: int, protocol: str, data_dir: str, system: str | None = None):
+  """configs/<dataset>.py (``configs``: the folder), or its row ``system`` (configs/<dataset>.py:<system>[,resplit]),
+  with the run's seed (which also seeds the dev split), split protocol and data directory."""
+  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
+  if system is None:
+    config = config_lib.from_file(Path(configs) / f'{dataset}.py')
+  else:
+    path, arg = config_name(dataset, system, protocol).split(':', 1)
+    config = config_lib.from_file(Path(configs) / Path(path).name, arg=arg)
+    config.config_file = f'{path}:{arg}'
+  config.seed = config.data.split_seed = seed
+  config.data.protocol = protocol
+  if dataset != 'bibtex' or protocol != 'official':  # bibtex's official split ships inside the package
+    config.data.data_dir = data_dir
+  return config
+
+
+def run_name(dataset, system, protocol) -> str:
+  """A run's file and workdir stem; official-split runs keep the names they had before other protocols."""
+  name = f'{dataset}-{system.replace(" ", "_")}'
+  return name if protocol == 'official' else f'{dataset}-{protocol}-{system.replace(" ", "_")}'
+
+
+def device_of(run) -> str:
+  """'cpu' or 'gpu': runs made before the device was recorded were all made on the 2-core CPU machine."""
+  return run.get('device', 'cpu').split(':')[0]
+
+
+def paired(runs_a, runs_b, field):
+  """``(seeds, [a - b])``: ``field`` of two systems' runs differenced seed by seed, on the seeds both have."""
+  a, b = ({r['seed']: r[field] for r in runs} for runs in (runs_a, runs_b))
+  seeds = sorted(set(a) & set(b))
+  return seeds, [a[k] - b[k] for k in seeds]
+
+
+def merged_commands(commands):
+  """The distinct commands, those that differ only in --seeds shown once with their seeds joined."""
+  seeds = {}
+  for c in commands:
+    m = re.search(r'--seeds=(\S+)', c)
+    key = re.sub(r'--seeds=\S+', '--seeds={}', c) if m else c
+    seeds.setdefault(key, set()).update(m.group(1).split(',') if m else [])
+  return sorted(k.replace('{}', ','.join(sorted(v, key=int))) if v else k for k, v in seeds.items())
+
+
+def system_of(result):
+  """The row of ``SYSTEMS`` a run record is, from its config (records made before ``config_file`` existed do not
+  name it)."""
+  c = result['config']
+  size = '-h400' if list(c['model']['inference_hidden']) == [400, 400] else ''
+  if c['method'] == 'feedforward':
+    return 'mbce' + size
+  solver = c['implicit']['solver']['name']
+  shown = ('neumann', 'gcr') + ABLATION_ROUTES
+  steps = c['implicit'].get('inner_steps', 5)
+  prox = '-prox' if c['implicit'].get('proximal', 0.0) else ''
+  return (f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in shown else '') +
+          (f'-T{steps}' if steps != 5 else '') + prox + size)

@@ -4,7 +4,7 @@ A record keeps what a table or a reader needs: the run's config (in the current 
 split record (``task_info``), final metrics and seconds, and the per-epoch dev history as columns (one row per
 epoch). The per-step training log stays in the run's workdir (``metrics.json``), out of git.
 
-  python scripts/records.py --compact docs/    # rewrite older, full records in this form (idempotent)
+  python -m implicit_jax.experiments.records --compact docs/   # rewrite older, full records in this form (idempotent)
 """
 
 import argparse
@@ -14,9 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+from implicit_jax.engine import config as config_lib
 
 
 # Training diagnostics a record keeps in summary (the per-step log itself stays in the workdir).
