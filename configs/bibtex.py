@@ -14,7 +14,6 @@ Proximal inner problem (--config.implicit.proximal=3 --config.implicit.inner_ste
   --config.implicit.inner_curvature_step=5 --config.implicit.inner_optimizer.learning_rate=100
   --config.implicit.solver.name=cg): stationarity 0.10 instead of 0.72, higher dev F1 @0.5 but lower dev-tuned F1,
   so not the default (docs/sweeps/bibtex-proximal.md, docs/mlc_ablation.md).
-Reached: implicit-cd-gcr test example-F1 39.30 ± 0.53 @0.5, 43.78 ± 0.12 tuned (3 seeds); implicit-cd test example-F1 39.50 ± 0.27 @0.5, 43.86 ± 0.15 tuned (3 seeds); mbce test example-F1 38.13 ± 0.45 @0.5, 42.19 ± 0.16 tuned (3 seeds); official split, docs/mlc_results.md.
 """
 
 from implicit_jax.engine import config as config_lib

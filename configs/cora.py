@@ -11,7 +11,6 @@ Rows:   --config=configs/cora.py:ROW trains a row of docs/cora.md (its config co
         sets its size and draw: --config.data.labeled=N --config.data.draw=K --config.seed=K. ROW: a trained
         system of implicit_jax/experiments/cora.py: bilstm, crf, dvn, rspen, implicit-cd-labeled, implicit-cd
         (this config as it is), implicit-cd-gcr, implicit-cd-gcr-t5.
-Reached: BiLSTM, labeled only (cross-entropy) test accuracy 5: 71.21 ± 6.29, 10: 80.40 ± 2.96, 50: 91.75 ± 0.58; implicit CD (reward rank on unlabeled) test accuracy 5: 76.57 ± 7.55, 10: 85.69 ± 2.05, 50: 92.87 ± 1.45 (5 draws each; CPU, docs/cora.md).
 """
 
 from implicit_jax.engine import config as config_lib

@@ -8,7 +8,6 @@ Rows:   --config=configs/delicious.py:ROW trains a row of the results tables (do
         SYSTEMS or BASELINES, e.g. mbce, implicit-cd (this config as it is), implicit-ssvm,
         dvn, infnet+_stacked (a space written _);
         ",resplit": the paper's stratified 60/20/20 re-split of all rows.
-Reached: implicit-cd test example-F1 28.97 ± 0.47 @0.5, 36.54 ± 0.01 tuned (3 seeds); mbce test example-F1 27.14 ± 0.11 @0.5, 37.22 ± 0.02 tuned (3 seeds); official split, docs/mlc_results.md.
 
 Settings chosen on dev F1 (seed 0, 15 epochs): dropout 0.2 beat 0.5 (implicit 0.243 vs 0.191 dev F1 @0.5),
 lambda 0.3 beat 1.0 (0.262 vs 0.243). Then, 20 epochs with the normal_cg solver (docs/sweeps/delicious-cd.md,

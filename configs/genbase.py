@@ -8,7 +8,6 @@ Rows:   --config=configs/genbase.py:ROW trains a row of the results tables (docs
         SYSTEMS or BASELINES, e.g. mbce, implicit-cd (this config as it is), implicit-ssvm,
         dvn, infnet+_stacked (a space written _);
         ",resplit": the paper's stratified 60/20/20 re-split of all rows.
-Reached: implicit-cd test example-F1 98.25 @0.5, 98.09 tuned (1 seed); mbce test example-F1 99.13 @0.5, 99.23 tuned (1 seed); official split, docs/mlc_results.md.
 """
 
 from implicit_jax.engine import config as config_lib

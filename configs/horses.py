@@ -11,7 +11,6 @@ Rows:   --config=configs/horses.py:ROW trains a row of docs/horses.md (its confi
         with --config.seed=K. ROW = SYSTEM[,full]: SYSTEM a system of implicit_jax/experiments/horses.py (fcn,
         dvn, seal-regression, seal-nce, implicit-cd (this config as it is), implicit-cd-t1-gcr,
         implicit-cd-before, implicit-dvn); ",full": the published channels (64, 128, 128) and 100 epochs.
-Reached: implicit CD (1 - soft IoU; T_inner 2, gcr) test mean IoU 66.36 ± 1.20 (3 seeds); FCN (cross-entropy) test mean IoU 62.63 ± 0.72 (3 seeds); CPU, docs/horses.md.
 """
 
 from implicit_jax.engine import config as config_lib

@@ -14,7 +14,6 @@ Rows:   --config=configs/ner.py:ROW trains a row of docs/tagging.md (its config 
 Sizes and schedule are Twitter POS's (configs/pos.py, with cased words), not tuned on NER dev; as there, the CRF and
 SPEN rows add --config.model.energy_dropout=0.5 (CRF dev 91.45 -> 91.89,
 docs/tagging/sweeps/ner-energy-dropout.md).
-Reached: BiLSTM (cross-entropy) test f1 86.16 ± 0.52 (3 seeds); implicit CD (T_inner 1, gcr) test f1 86.76 ± 0.35 (3 seeds); CPU, docs/tagging.md.
 """
 
 from implicit_jax.engine import config as config_lib

@@ -17,7 +17,6 @@ vectors; 50 epochs reached 83.99, 30 kept for the cost of the energy-based metho
 The other methods share these settings, untuned, but for the energy's own dropout: the CRF and SPEN rows add
 --config.model.energy_dropout=0.5 (dev 82.42 -> 84.09 and 82.47 -> 84.33,
 docs/tagging/sweeps/pos-energy-dropout.md).
-Reached: BiLSTM (cross-entropy) test accuracy 84.33 ± 0.27 (3 seeds); implicit CD (T_inner 1, gcr) test accuracy 84.30 ± 0.80 (3 seeds); CPU, docs/tagging.md.
 """
 
 from implicit_jax.engine import config as config_lib

@@ -8,7 +8,6 @@ Rows:   --config=configs/spo_fun.py:ROW trains a row of the results tables (docs
         SYSTEMS or BASELINES, e.g. mbce, implicit-cd (this config as it is), implicit-ssvm,
         dvn, infnet+_stacked (a space written _);
         ",resplit": the paper's stratified 60/20/20 re-split of all rows.
-Reached: implicit-cd test example-F1 14.33 @0.5, 19.13 tuned (1 seed); mbce test example-F1 14.09 @0.5, 18.15 tuned (1 seed); official split, docs/mlc_results.md.
 """
 
 from implicit_jax.engine import config as config_lib

@@ -255,22 +255,6 @@ def update_readme(table: str) -> None:
   readme.write_text(head + block + rest.split(end, 1)[1], encoding='utf-8')
 
 
-def update_config_docstring() -> None:
-  runs = load_runs()
-  parts = []
-  for system in ('bilstm', 'implicit-cd'):
-    got = [f'{size}: {fmt([r["test_accuracy"] for r in runs[(system, size)]])}' for size in SIZES
-           if (system, size) in runs]
-    if got:
-      parts.append(f'{SYSTEMS[system][0]} test accuracy {", ".join(got)}')
-  path = ROOT / 'configs' / 'cora.py'
-  lines = path.read_text(encoding='utf-8').splitlines()
-  if parts:
-    reached = f'Reached: {"; ".join(parts)} (5 draws each; CPU, docs/cora.md).'
-    lines = [reached if line.startswith('Reached:') else line for line in lines]
-  path.write_text('\n'.join(lines) + '\n', encoding='utf-8')
-
-
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
@@ -300,7 +284,6 @@ def main():
   (ROOT / 'docs' / 'cora.md').write_text(table + '\n![test accuracy against labeled citations](cora/accuracy.png)\n')
   plot(rules_acc, ROOT / 'docs' / 'cora' / 'accuracy.png')
   update_readme(table)
-  update_config_docstring()
   print(table)
 
 

@@ -243,22 +243,7 @@ def main():
     text += '\n' + build_table('full')
   (ROOT / 'docs' / 'horses.md').write_text(text)
   update_readme(table)
-  update_config_docstring()
   print(table)
-
-
-def update_config_docstring() -> None:
-  """Writes configs/horses.py's "Reached:" line from the records (implicit CD, the config's method, and the FCN)."""
-  runs = load_runs()
-  parts = [f'{SYSTEMS[s][0]} test mean IoU {fmt([r["test_mean_iou"] for r in runs[s]])} ({len(runs[s])} seeds)'
-           for s in ('implicit-cd', 'fcn') if s in runs]
-  if not parts:
-    return
-  path = ROOT / 'configs' / 'horses.py'
-  lines = path.read_text(encoding='utf-8').splitlines()
-  lines = [f'Reached: {"; ".join(parts)}; CPU, docs/horses.md.' if line.startswith('Reached:') else line
-           for line in lines]
-  path.write_text('\n'.join(lines) + '\n', encoding='utf-8')
 
 
 def update_readme(table: str) -> None:

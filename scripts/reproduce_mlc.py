@@ -151,28 +151,8 @@ def build_table():
                      f'{np.mean(d05):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in d05)}); tuned '
                      f'{np.mean(dtu):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in dtu)})')
   (ROOT / 'docs' / 'mlc_results.md').write_text('\n'.join(lines) + '\n')
-  update_config_docstrings(groups)
   update_readme(lines)
   print('\n'.join(lines))
-
-
-def update_config_docstrings(groups):
-  """Writes each dataset config's "Reached:" line from the runs (official split, implicit CD and MBCE)."""
-  for task in {k[0] for k in groups}:
-    path = ROOT / 'configs' / f'{task}.py'
-    if not path.exists():
-      continue
-    parts = []
-    for system in ('implicit-cd-gcr', 'implicit-cd', 'mbce'):  # the config's own solver first where it has rows
-      rs = groups.get((task, 'official', system))
-      if rs:
-        parts.append(f'{system} test example-F1 {fmt([r["test_f1"] for r in rs])} @0.5, '
-                     f'{fmt([r["test_f1_tuned"] for r in rs])} tuned ({len(rs)} seed{"s" if len(rs) > 1 else ""})')
-    if parts:
-      text = path.read_text().splitlines()
-      text = [f'Reached: {"; ".join(parts)}; official split, docs/mlc_results.md.' if line.startswith('Reached:')
-              else line for line in text]
-      path.write_text('\n'.join(text) + '\n')
 
 
 def update_readme(lines):

@@ -360,25 +360,6 @@ def build_sweep_table(sweep) -> str:
   return text
 
 
-def update_config_docstrings() -> None:
-  """Writes each dataset config's "Reached:" line from the records (BiLSTM and implicit CD)."""
-  runs = load_runs(RUNS)
-  for dataset in DATASETS:
-    key = SELECT[dataset]
-    parts = []
-    for s in ('bilstm', 'implicit-cd'):
-      if f'{dataset}-{s}' in runs:
-        scores = [r[f'test_{key}'] for r in runs[f'{dataset}-{s}']]
-        parts.append(f'{SYSTEMS[s][0]} test {key} {fmt(scores)} ({len(scores)} seed{"s" * (len(scores) > 1)})')
-    path = ROOT / 'configs' / f'{dataset}.py'
-    if not parts or not path.exists():
-      continue
-    lines = path.read_text(encoding='utf-8').splitlines()
-    lines = [f'Reached: {"; ".join(parts)}; CPU, docs/tagging.md.' if line.startswith('Reached:') else line
-             for line in lines]
-    path.write_text('\n'.join(lines) + '\n', encoding='utf-8')
-
-
 def update_readme(table: str) -> None:
   """Copies the tables into README.md's results:tagging block (if the README has one)."""
   readme = ROOT / 'README.md'
@@ -444,7 +425,6 @@ def main():
   table = build_table()
   (ROOT / 'docs' / 'tagging.md').write_text(table)
   update_readme(table)
-  update_config_docstrings()
   print(table)
 
 
