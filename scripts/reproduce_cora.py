@@ -12,9 +12,9 @@ docs/cora/runs/cora-<system>-l<size>-d<draw>.json; a record that exists is not r
 The rules decoder (``rules.decode``: the best reward under contiguous fields) needs no training and no labels: its
 test accuracy is computed here, the same for every draw.
 
-The table (docs/cora.md, README block results:cora) reports test token accuracy, mean ± sample std (ddof 1) over the
-draws, the epoch chosen on dev accuracy, and the paired differences the issue asks for: implicit CD minus the supervised
-BiLSTM at every size, minus DVN at 50.
+The table (docs/cora.md; block results:cora of docs/results.md; rows of README's summary) reports test token
+accuracy, mean ± sample std (ddof 1) over the draws, the epoch chosen on dev accuracy, and the paired differences the
+issue asks for: implicit CD minus the supervised BiLSTM at every size, minus DVN at 50.
 """
 
 import argparse
@@ -30,7 +30,7 @@ from implicit_jax.experiments import records  # pylint: disable=wrong-import-pos
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 # The rows: configs/cora.py:<system> applies implicit_jax/experiments/cora.py's overrides (SYSTEMS: system ->
 # (label, overrides or None: no training), in table order).
-from implicit_jax.experiments import cora  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import cora, summary  # pylint: disable=wrong-import-position
 from implicit_jax.experiments.cora import SYSTEMS  # pylint: disable=wrong-import-position
 
 SIZES = (5, 10, 50)
@@ -241,18 +241,37 @@ def plot(rules_acc: float | None, path: Path) -> None:
 
 
 def update_readme(table: str) -> None:
-  readme = ROOT / 'README.md'
+  """Copies the table and the paired differences into docs/results.md's results:cora block, and the rows of each
+  labeled-set size into README.md's summary table."""
+  summary.update(ROOT / 'README.md', 'cora', summary_rows(load_runs()))
+  readme = ROOT / 'docs' / 'results.md'
   text = readme.read_text(encoding='utf-8')
   start, end = '<!-- results:cora -->', '<!-- /results:cora -->'
   if start not in text:
     return
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ')) and not line.startswith('- `')]
   block = (f'{start}\n\nTest token accuracy x 100, {records.spread("labeled draws")}, from the committed runs '
-           '([docs/cora.md](docs/cora.md): split, rules, the 500-against-1000 data difference).\n\n'
+           '([cora.md](cora.md): split, rules, the 500-against-1000 data difference).\n\n'
            + '\n'.join(kept).replace('\n| published', '\n\n| published', 1).replace('\n- ', '\n\n- ', 1)
            + f'\n{end}')
   head, rest = text.split(start, 1)
   readme.write_text(head + block + rest.split(end, 1)[1], encoding='utf-8')
+
+
+def summary_rows(runs) -> list[str]:
+  """README summary rows, one per labeled-set size: the best implicit row against the best other one, on dev
+  accuracy, over the labeled draws."""
+  rows = []
+  for k, size in enumerate(SIZES):
+    groups = {system: runs.get((system, size), []) for system in cora.TRAINED}
+    implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit') and rs}
+    rivals = {s: rs for s, rs in groups.items() if not s.startswith('implicit') and rs}
+    a, b = summary.best(implicit, 'dev_accuracy'), summary.best(rivals, 'dev_accuracy')
+    if a and b:
+      rows.append(summary.row('cora', f'Cora, {size} labeled, token accuracy', (cora.config_name(a), implicit[a]),
+                              (cora.config_name(b), rivals[b]), 'test_accuracy',
+                              f'{PUBLISHED["implicit CD"][k]:.1f}'))
+  return rows
 
 
 def main():

@@ -25,7 +25,7 @@ from implicit_jax.experiments import records  # pylint: disable=wrong-import-pos
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 # The rows: configs/horses.py:<system>[,full] applies implicit_jax/experiments/horses.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order; VARIANTS: the scales).
-from implicit_jax.experiments import horses  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import horses, summary  # pylint: disable=wrong-import-position
 from implicit_jax.experiments.horses import SYSTEMS  # pylint: disable=wrong-import-position
 
 # Published test mean IoU (x 100): Shankar & Piratla Table 10 (their split and resolution protocol of Lu & Huang
@@ -246,16 +246,31 @@ def main():
   print(table)
 
 
+def summary_rows(runs) -> list[str]:
+  """The README summary row of configs/horses.py as committed (half width, CPU schedule): the best implicit row
+  against the best other one, on dev mean IoU."""
+  implicit = {s: rs for s, rs in runs.items() if s.startswith('implicit')}
+  rivals = {s: rs for s, rs in runs.items() if not s.startswith('implicit')}
+  a, b = summary.best(implicit, 'dev_mean_iou'), summary.best(rivals, 'dev_mean_iou')
+  if not (a and b):
+    return []
+  return [summary.row('horses', 'Weizmann horses 32x32 (half width, 12 epochs), mean IoU',
+                      (horses.config_name(a), implicit[a]), (horses.config_name(b), rivals[b]), 'test_mean_iou',
+                      f'{PUBLISHED["implicit-cd"]["implicit T10"]:.1f}')]
+
+
 def update_readme(table: str) -> None:
-  """Copies the table and the paired differences into README.md's results:horses block."""
-  readme = ROOT / 'README.md'
+  """Copies the table and the paired differences into docs/results.md's results:horses block, and the horses row
+  into README.md's summary table."""
+  summary.update(ROOT / 'README.md', 'horses', summary_rows(load_runs()))
+  readme = ROOT / 'docs' / 'results.md'
   text = readme.read_text(encoding='utf-8')
   start, end = '<!-- results:horses -->', '<!-- /results:horses -->'
   if start not in text:
     return
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '**CPU'))]
   block = (f'{start}\n\nTest mean IoU x 100 at threshold 0.5, {records.spread()}, from the committed runs '
-           '([docs/horses.md](docs/horses.md): commands, split, protocol differences, flags).\n\n'
+           '([horses.md](horses.md): commands, split, protocol differences, flags).\n\n'
            + '\n'.join(kept) + f'\n{end}')
   head, rest = text.split(start, 1)
   readme.write_text(head + block + rest.split(end, 1)[1], encoding='utf-8')

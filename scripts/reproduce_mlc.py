@@ -7,7 +7,8 @@ Usage (the run that produced docs/mlc_results.md is recorded at the top of that 
   python scripts/reproduce_mlc.py --datasets=bibtex --systems=implicit-cd,mbce --seeds=0,1,2 --verify
 
 Each run writes docs/mlc/runs/<dataset>-<system>-seed<k>.json (its record: train_and_evaluate's result without the
-per-step log, implicit_jax/experiments/records.py); an existing file is not run again, so the script can be stopped and restarted.
+per-step log, implicit_jax/experiments/records.py); an existing file is not run again, so the script can be stopped
+and restarted.
 The table is rebuilt from all run files at the end (--table_only rebuilds it without training). --verify reruns
 runs that have a committed record, in a scratch workdir, and compares each with it instead of writing anything:
 the regression test of the science after a change to the code.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from implicit_jax.experiments import mlc, records
+from implicit_jax.experiments import mlc, records, summary
 # The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/mlc.py's overrides (SYSTEMS); the
 # helpers the MLC scripts share live there too.
 from implicit_jax.experiments.mlc import (ABLATION_ONLY, PAPER, SYSTEMS, device_of, merged_commands, paired, run_name,
@@ -151,23 +152,57 @@ def build_table():
                      f'{np.mean(d05):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in d05)}); tuned '
                      f'{np.mean(dtu):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in dtu)})')
   (ROOT / 'docs' / 'mlc_results.md').write_text('\n'.join(lines) + '\n')
-  update_readme(lines)
+  update_readme(lines, groups)
   print('\n'.join(lines))
 
 
-def update_readme(lines):
-  """Copies the main table into README.md between its results markers."""
-  readme = ROOT / 'README.md'
-  text = readme.read_text()
+def update_readme(lines, groups):
+  """Copies the main table into docs/results.md between its results markers, and writes README.md's main-job line
+  and the multi-label rows of its summary table."""
+  results = ROOT / 'docs' / 'results.md'
+  text = results.read_text()
   start, end = '<!-- results:mlc -->', '<!-- /results:mlc -->'
   table = [line for line in lines if line.startswith('|')]
   notes = [line for line in lines if line.startswith('- `')]
   header = lines[2][:lines[2].index(' from the runs')] + '; the commands that made the runs, the protocols and ' \
-      'the implicit-vs-MBCE paired differences are in [docs/mlc_results.md](docs/mlc_results.md).'
+      'the implicit-vs-MBCE paired differences are in [mlc_results.md](mlc_results.md).'
   paired = lines[lines.index('## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)') + 2:]
   block = '\n'.join([start, '', header, '', lines[4], '', *table, '', *notes, '',
                      'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', *paired, end])
-  readme.write_text(text[:text.index(start)] + block + text[text.index(end) + len(end):])
+  results.write_text(text[:text.index(start)] + block + text[text.index(end) + len(end):])
+  readme = ROOT / 'README.md'
+  main_job = groups.get(('bibtex', 'official', 'implicit-cd-gcr'), [])
+  if main_job and '<!-- results:main -->' in readme.read_text():
+    text = readme.read_text()
+    start, end = '<!-- results:main -->', '<!-- /results:main -->'
+    line = (f'Its committed runs ({len(main_job)} seeds; `configs/bibtex.py` is the row '
+            f'`{mlc.config_name("bibtex", "implicit-cd-gcr")}`): test example F1 '
+            f'{fmt([r["test_f1"] for r in main_job])} at threshold 0.5, {fmt([r["test_f1_tuned"] for r in main_job])} '
+            'at the dev-tuned one ([docs/mlc_results.md](docs/mlc_results.md)).')
+    readme.write_text(text[:text.index(start)] + f'{start}\n{line}\n{end}' + text[text.index(end) + len(end):])
+  summary.update(readme, 'mlc', summary_rows(groups))
+
+
+def summary_rows(groups) -> list[str]:
+  """README summary rows, one per dataset with rows on enough seeds: the implicit rows of the main table against
+  MBCE and every baseline of scripts/compare_methods.py (docs/baselines/runs), official split."""
+  rows = []
+  for dataset in mlc.DATASETS:
+    implicit = {s: rs for (d, p, s), rs in groups.items() if (d, p) == (dataset, 'official') and
+                s.startswith('implicit')}
+    rivals = {s: rs for (d, p, s), rs in groups.items() if (d, p) == (dataset, 'official') and
+              not s.startswith('implicit')}
+    for system in mlc.BASELINES:
+      stem = mlc.run_name(dataset, system, 'official')
+      paths = sorted((ROOT / 'docs' / 'baselines' / 'runs').glob(f'{stem}-seed*.json'))
+      if paths:
+        rivals[system] = [records.load(p) for p in paths]
+    a, b = summary.best(implicit, 'dev_f1'), summary.best(rivals, 'dev_f1')
+    if a and b:
+      paper = PAPER.get(dataset, {}).get('implicit-cd')
+      rows.append(summary.row('mlc', f'{dataset}, example F1 @0.5', (mlc.config_name(dataset, a), implicit[a]),
+                              (mlc.config_name(dataset, b), rivals[b]), 'test_f1', f'{paper:.2f}' if paper else '–'))
+  return rows
 
 
 def solver_of(runs):

@@ -10,9 +10,9 @@ record goes to docs/tagging/runs/<dataset>-<system>-seed<k>.json (per-step logs 
 record that exists is not run again, so the script resumes where it was stopped. Sweeps (``SWEEPS``) write to
 docs/tagging/sweeps/<sweep>/ and a table docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
 
-The table (docs/tagging.md, README block results:tagging) reports the test score (POS token accuracy, NER strict chunk
-F1) as mean ± sample std (ddof 1) over seeds, the implicit method's paired difference with the BiLSTM, and flags every
-baseline more than 1.5 points from each of its published numbers. The papers used 100d embeddings (skip-gram on tweets
+The table (docs/tagging.md; block results:tagging of docs/results.md; rows of README's summary) reports the test
+score (POS token accuracy, NER strict chunk F1) as mean ± sample std (ddof 1) over seeds, the implicit method's paired
+difference with the BiLSTM, and flags every baseline more than 1.5 points from each of its published numbers. The papers used 100d embeddings (skip-gram on tweets
 for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained vectors on the package index.
 """
 
@@ -30,7 +30,7 @@ from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-im
 from implicit_jax.experiments.mlc import PROXIMAL  # pylint: disable=wrong-import-position
 # The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/tagging.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order).
-from implicit_jax.experiments import tagging  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import summary, tagging  # pylint: disable=wrong-import-position
 from implicit_jax.experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
 
 DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk F1)',
@@ -361,8 +361,10 @@ def build_sweep_table(sweep) -> str:
 
 
 def update_readme(table: str) -> None:
-  """Copies the tables into README.md's results:tagging block (if the README has one)."""
-  readme = ROOT / 'README.md'
+  """Copies the tables into docs/results.md's results:tagging block, and the sequence-labeling rows into README.md's
+  summary table."""
+  summary.update(ROOT / 'README.md', 'tagging', summary_rows(load_runs(RUNS)))
+  readme = ROOT / 'docs' / 'results.md'
   text = readme.read_text(encoding='utf-8')
   start, end = '<!-- results:tagging -->', '<!-- /results:tagging -->'
   if start not in text:
@@ -376,10 +378,28 @@ def update_readme(table: str) -> None:
 
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run'))]
   block = (f'{start}\n\nTest scores x 100, {records.spread()}, from the committed runs '
-           '([docs/tagging.md](docs/tagging.md): commands, flags, published numbers).\n\n'
+           '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
            + '\n'.join(spaced(line) for line in kept) + f'\n{end}')
   head, rest = text.split(start, 1)
   readme.write_text(head + block + rest.split(end, 1)[1], encoding='utf-8')
+
+
+def summary_rows(runs) -> list[str]:
+  """README summary rows, one per dataset: the best implicit row against the best other one, on the dev metric
+  that selects their epochs."""
+  rows = []
+  for dataset, title in DATASETS.items():
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS}
+    implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit') and rs}
+    rivals = {s: rs for s, rs in groups.items() if not s.startswith('implicit') and rs}
+    key = SELECT[dataset]
+    a, b = summary.best(implicit, f'dev_{key}'), summary.best(rivals, f'dev_{key}')
+    if a and b:
+      published = ', '.join(f'{v:.1f}' for v in PUBLISHED.get(dataset, {}).get('implicit-cd', {}).values()) or '–'
+      rows.append(summary.row('tagging', title, (tagging.config_name(dataset, a), implicit[a]),
+                              (tagging.config_name(dataset, b), rivals[b]), f'test_{key}', published,
+                              extra='' if dataset == 'pos' else f'test_{CONLLEVAL}'))
+  return rows
 
 
 def main():

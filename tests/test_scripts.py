@@ -211,3 +211,56 @@ def test_machine_names_the_cores_a_pinned_run_had(monkeypatch):
   assert records.machine().endswith(', 2 cores')
   monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {1}, raising=False)
   assert records.machine().endswith(', 1 of 2 cores')
+
+
+def _block(text: str, key: str) -> str:
+  start, end = f'<!-- results:{key} -->', f'<!-- /results:{key} -->'
+  return text[text.index(start):text.index(end) + len(end)]
+
+
+def test_table_only_writes_docs_and_readme_blocks_only_and_the_readme_is_up_to_date(tmp_path):
+  """The four reproduce scripts' --table_only, run on a copy of the checkout: they rewrite docs/ and README's
+  generated blocks, no source file (configs, scripts), and the README's main-job line and summary table are
+  exactly what they build from the committed records (a number typed by hand, or a stale one, fails here)."""
+  import hashlib  # pylint: disable=import-outside-toplevel
+  import os  # pylint: disable=import-outside-toplevel
+  import shutil  # pylint: disable=import-outside-toplevel
+  import subprocess  # pylint: disable=import-outside-toplevel
+  root = Path(__file__).resolve().parents[1]
+  copy = tmp_path / 'repo'
+  for folder in ('configs', 'scripts', 'docs'):
+    shutil.copytree(root / folder, copy / folder, ignore=shutil.ignore_patterns('__pycache__'))
+  shutil.copy(root / 'README.md', copy / 'README.md')
+  digest = lambda: {p.relative_to(copy): hashlib.sha256(p.read_bytes()).hexdigest()
+                    for folder in ('configs', 'scripts') for p in sorted((copy / folder).rglob('*.py'))}
+  before = digest()
+  env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=str(root))
+  for script in ('reproduce_mlc', 'reproduce_tagging', 'reproduce_cora', 'reproduce_horses'):
+    proc = subprocess.run([sys.executable, str(copy / 'scripts' / f'{script}.py'), '--table_only',
+                           f'--data_dir={tmp_path / "no_data"}'], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert proc.returncode == 0, f'{script}: {proc.stderr[-2000:]}'
+  assert digest() == before
+  committed, rebuilt = (root / 'README.md').read_text(), (copy / 'README.md').read_text()
+  for key in ('main', 'summary'):
+    assert _block(rebuilt, key) == _block(committed, key), key
+  assert rebuilt == committed  # nothing outside the blocks moved either
+  assert 'configs/bibtex.py:implicit-cd-gcr' in _block(committed, 'main')
+
+
+def test_summary_keeps_other_families_and_chooses_on_dev(tmp_path):
+  from implicit_jax.experiments import summary  # pylint: disable=import-outside-toplevel
+  run = lambda dev, test: {'dev_f1': dev, 'test_f1': test}
+  groups = {'a': [run(0.5, 0.9)] * 3, 'b': [run(0.6, 0.1)] * 3, 'c': [run(0.9, 0.9)] * 2}
+  assert summary.best(groups, 'dev_f1') == 'b'  # the best dev among rows with 3 seeds, not the best test
+  readme = tmp_path / 'README.md'
+  readme.write_text(f'# x\n\n{summary.START}\n{summary.END}\n\ntail\n')
+  row = lambda family, task: summary.row(family, task, ('configs/x.py:a', groups['a']), ('configs/x.py:b', []),
+                                         'test_f1', '1.0')
+  summary.update(readme, 'horses', [row('horses', 'h')])
+  summary.update(readme, 'mlc', [row('mlc', 'm1'), row('mlc', 'm2')])
+  summary.update(readme, 'horses', [row('horses', 'h2')])
+  text = readme.read_text()
+  rows = [line for line in _block(text, 'summary').splitlines() if line.startswith('| ') and '---' not in line][1:]
+  assert [r.split(' | ')[1] for r in rows] == ['m1', 'm2', 'h2']  # FAMILIES order, the horses row replaced
+  assert '| `configs/x.py:a` | 90.00 ± 0.00 (3) | – | – | 1.0 |' in rows[0] and text.endswith('\n\ntail\n')
