@@ -91,7 +91,7 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
   lines = ['| dataset | width | row | seeds | dev F1 @0.5 | test F1 @0.5 | test F1 tuned | minus its no-term twin @0.5 '
            '(per seed) '
            '| minus MBCE @0.5 (per seed) | stationarity | cosine | implicit / explicit norm | residual | s/run | '
-           'device |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+           'device | config |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
   claims = []
   for dataset in datasets:
     for width in widths:
@@ -99,7 +99,8 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
       for row in ROWS:
         rs = runs[row]
         if not rs:
-          lines.append(f'| {dataset} | {width} | {row} | 0 | not run | | | | | | | | | | |')
+          lines.append(f'| {dataset} | {width} | {row} | 0 | not run | | | | | | | | | | | '
+                       f'`{mlc.config_name(dataset, system(row, width))}` |')
           continue
 
         def diff(ref):
@@ -119,7 +120,8 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
             f'{diff("mbce")} | '
             f'{fmt(med("stationarity"), 1, 3)} | {fmt(med("cosine"), 1, 3)} | {fmt(ratio, 1, 3)} | '
             f'{fmt(med("residual"), 1, 3) if row not in ("mbce",) else "–"} | '
-            f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {device} |')
+            f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {device} | '
+            f'`{mlc.config_name(dataset, system(row, width))}` |')
       for row, ref in PAIRS:
         seeds, d = paired(runs[row], runs[ref])
         if seeds:
@@ -190,7 +192,9 @@ def main():
       '(0 = the stationary point the implicit function theorem assumes); cosine between the implicit and '
       'explicit terms of dL_prim/dphi; residual ||H u - v|| / ||v|| on the undamped H (1 for `none`, 0 for '
       '`unrolled`, which solves nothing); "–" where the record predates these diagnostics. Devices: `cpu` is the '
-      '2-core x86_64 machine, `gpu` one H100; s/run compares within a device only.',
+      '2-core x86_64 machine, `gpu` one H100; s/run compares within a device only. "config": the row, seed K of '
+      'which `python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.split_seed=K '
+      '--workdir=DIR` reproduces.',
       '',
       *lines,
       '',

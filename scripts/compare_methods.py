@@ -153,10 +153,14 @@ def build_table():
       f'**Flag**: a bibtex baseline more than {TOLERANCE} F1 from every published number for it (the implicit '
       'rows are compared with the paper in docs/mlc_results.md). **Over MBCE, ours / SEAL**: the system\'s '
       '@0.5 F1 minus our MBCE\'s on the same seeds, beside SEAL\'s same difference to its CE row: what a method '
-      'adds over its feed-forward base, free of the offset that network size and split put on every row.',
+      'adds over its feed-forward base, free of the offset that network size and split put on every row. '
+      '**config**: the row, seed K of which `python -m implicit_jax.main --config=CONFIG --config.seed=K '
+      '--config.data.split_seed=K --workdir=DIR` reproduces (`--config.data.data_dir=DIR` for data outside the '
+      'package).',
       '',
-      '| dataset | system | seeds | F1 @0.5 | F1 tuned | published | gap | flag | over MBCE, ours / SEAL | s/run |',
-      '|---|---|---|---|---|---|---|---|---|---|',
+      '| dataset | system | seeds | F1 @0.5 | F1 tuned | published | gap | flag | over MBCE, ours / SEAL | s/run '
+      '| config |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
   ]
   flagged = []
   for dataset in DATASETS:
@@ -175,7 +179,7 @@ def build_table():
           f'{records.mean_std([r["test_f1_tuned"] for r in rs])} | '
           f'{"; ".join(f"{v:.2f} ({src})" for v, src, _ in pubs) or "none on MLC"} | '
           f'{"; ".join(f"{g:+.2f}" for g in gaps) or "–"} | {flag} | {over_mbce(groups, dataset, system)} | '
-          f'{np.mean([r["train_seconds"] for r in rs]):.0f} |')
+          f'{np.mean([r["train_seconds"] for r in rs]):.0f} | `{mlc.config_name(dataset, system)}` |')
   if flagged:
     lines += ['', '**Why the bibtex flags.** (1) Split: SEAL trained on stratified folds 1-6, selected on 7-8 and '
               'tested on 9-10 of a re-split of all rows; these rows use the MULAN train/test files, another test '

@@ -169,14 +169,16 @@ def build_table(rules_acc: float | None) -> str:
            'embedding (configs/cora.py); best epoch on dev accuracy; CPU. Schedules: the labeled-only BiLSTM and CRF '
            'train 150 epochs of 15 steps (docs/cora/sweeps/bilstm-*-epochs.md), the others 15 epochs of 34 steps '
            '(implicit CD: 5 inner steps each); implicit CD\'s lambda and negatives were chosen on dev at draw 0 '
-           '(docs/cora/sweeps/cd-*.md), whose test numbers are in the table like the others.', '',
-           '| method | test acc. 5 | test acc. 10 | test acc. 50 | dev acc. 5 / 10 / 50 | train s/run |',
-           '|---|---|---|---|---|---|']
+           '(docs/cora/sweeps/cd-*.md), whose test numbers are in the table like the others. "config": the row, '
+           'draw K at N labeled of which `python -m implicit_jax.main --config=CONFIG --config.data.labeled=N '
+           '--config.data.draw=K --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces.', '',
+           '| method | test acc. 5 | test acc. 10 | test acc. 50 | dev acc. 5 / 10 / 50 | train s/run | config |',
+           '|---|---|---|---|---|---|---|']
   for system, (label, _) in SYSTEMS.items():
     if system == 'rules':
       if rules_acc is not None:
         cell = f'{100 * rules_acc:.2f}'
-        lines.append(f'| {label} | {cell} | {cell} | {cell} | – | 0 |')
+        lines.append(f'| {label} | {cell} | {cell} | {cell} | – | 0 | – (no training: `rules.decode`) |')
       continue
     cells, devs, secs = [], [], []
     for size in SIZES:
@@ -185,7 +187,7 @@ def build_table(rules_acc: float | None) -> str:
       devs.append(fmt([r['dev_accuracy'] for r in rs]) if rs else '–')
       secs += [r['train_seconds'] for r in rs]
     lines.append(f'| {label} | {" | ".join(cells)} | {" / ".join(devs)} | '
-                 f'{np.nanmedian(secs) if secs else float("nan"):.0f} |')
+                 f'{np.nanmedian(secs) if secs else float("nan"):.0f} | `{cora.config_name(system)}` |')
   lines += ['', 'In parentheses: the number of labeled draws. Published (paper Table 4, token accuracy at 5 / 10 / '
             '50 labeled, 1000 unlabeled):', '', '| published | 5 | 10 | 50 |', '|---|---|---|---|']
   lines += [f'| {name} | {a} | {b} | {c} |' for name, (a, b, c) in PUBLISHED.items()]

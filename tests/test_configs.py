@@ -13,6 +13,7 @@ import pytest
 
 from implicit_jax import methods, tasks
 from implicit_jax.engine import config as config_lib, data
+from implicit_jax.experiments import mlc
 from tests.conftest import ROOT, load_config
 
 SHARED = Path(os.environ.get('IMPLICIT_JAX_SHARED_DATA', ROOT.parent / 'shared' / 'data'))
@@ -215,11 +216,44 @@ def test_every_committed_record_is_reproduced_by_its_rows_config():
     # the documented seeding: MLC's seed also draws the dev split, Cora's is the labeled draw
     if record['config']['task'] == 'mlc' and flat['data.split_seed'] != flat['seed']:
       diffs.append(f'split_seed {flat["data.split_seed"]} != seed {flat["seed"]}')
+    if path.parent.parent.name == 'mlc' and mlc.system_of(record) != arg.split(',')[0]:
+      # the MLC table groups records by system_of and names that row's config
+      diffs.append(f'the table shows it as {mlc.system_of(record)!r}')
     if config_file == 'cora.py' and flat['data.draw'] != flat['seed']:
       diffs.append(f'draw {flat["data.draw"]} != seed {flat["seed"]}')
     if diffs:
       failures.append(f'{path.relative_to(ROOT)} (configs/{config_file}:{arg}): {"; ".join(diffs)}')
   assert not failures, f'{len(failures)} records not reproduced:\n' + '\n'.join(failures[:20])
+
+
+def test_every_row_of_the_results_tables_names_a_config_that_loads():
+  """Each row of the MLC (main, baselines, ablation), tagging, Cora and horses tables, in their pages and in
+  docs/results.md, ends in the config that reproduces it: a config file and a row its get_config accepts."""
+  pages = ('mlc_results.md', 'baselines.md', 'mlc_ablation.md', 'tagging.md', 'cora.md', 'horses.md', 'results.md')
+  seen, loaded = {}, {}
+  for page in pages:
+    header = None
+    for line in (ROOT / 'docs' / page).read_text().splitlines():
+      if not line.startswith('|'):
+        header = None
+        continue
+      cells = [c.strip() for c in line.strip().strip('|').split('|')]
+      if header is None:
+        header = cells
+        continue
+      if set(line) <= set('|-') or header[-1] != 'config':
+        continue
+      seen[page] = seen.get(page, 0) + 1
+      if cells[-1].startswith('– (no training'):  # Cora's rules alone
+        continue
+      name = cells[-1].strip('`')
+      assert name.startswith('configs/') and ':' in name, (page, line)
+      if name not in loaded:
+        path, arg = name.split(':', 1)
+        loaded[name] = config_lib.from_file(ROOT / path, arg=arg)
+  assert all(page in seen for page in pages) and sum(seen.values()) > 300, seen
+  for page in ('tagging.md', 'cora.md', 'horses.md'):  # results.md repeats these tables, configs and all
+    assert seen['results.md'] > seen[page]
 
 
 def test_row_differences_sees_a_changed_field():
