@@ -130,7 +130,7 @@ SWEEPS = {
                              'implicit.inner_optimizer.learning_rate': 1e-3},
         # 2026-11-25: the committed config's median inner stationarity is 0.83 and its implicit term a tenth of the
         # explicit one (docs/tagging/runs/pos-implicit-cd-before-seed0.json): what the term adds (its no-term twin), and
-        # the proximal inner problem that made it right on MLC (scripts/reproduce_mlc.py PROXIMAL), with its twin.
+        # the proximal inner problem that made it right on MLC (experiments/mlc.py PROXIMAL), with its twin.
         'lam0.1-inner1e-3-none': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1,
                                   'implicit.inner_optimizer.learning_rate': 1e-3, 'implicit.solver.name': 'none'},
         'prox-mu3': {**_POS_PROX},
