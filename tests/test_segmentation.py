@@ -165,3 +165,144 @@ def test_the_real_horses_split():
   for split in splits.values():
     assert set(np.unique(split['y'])) == {0.0, 1.0}
     assert 0.1 < split['y'].mean() < 0.4  # horses cover about a quarter of each image
+
+
+# Crops (data.crop) -------------------------------------------------------------------------------------------------
+
+REFERENCE = FIXTURE / 'crop0_reference.npz'  # tests/fixtures/horses/make_crop0_reference.py, run on commit 07c7e98
+
+
+def _crop_config(**overrides):
+  config = load_config('tiny_horses')
+  config.update_from_flattened_dict({'data.crop': 12, 'data.crop_offsets': (0, 2, 4), **overrides})
+  return config
+
+
+def _epoch(task, epoch, seed=0):
+  return list(data.train_batches(task, 3, np.random.default_rng([seed, epoch])))
+
+
+def test_crop_zero_reproduces_the_code_before_crops(task):
+  ref = np.load(REFERENCE)
+  config = load_config('tiny_horses')
+  assert config.data.crop == 0
+  batches = _epoch(task, 0) + _epoch(task, 1)
+  assert len(batches) == 4 and not np.array_equal(batches[0]['x'], batches[2]['x'])
+  for i, batch in enumerate(batches):
+    np.testing.assert_array_equal(batch['x'], ref[f'batch{i}_x'])
+    np.testing.assert_array_equal(batch['y'], ref[f'batch{i}_y'])
+  for name in ('feedforward', 'dvn'):  # the FCN alone, and GBI on the energy (initialised on the example batch)
+    config.method = name
+    method = methods.build(task, config)
+    state = method.init(jax.random.fold_in(jax.random.key(config.seed), 0))
+    state, _ = jax.jit(method.train_step)(state, batches[0], jax.random.key(1))
+    predict = jax.jit(method.predict)
+    pred = data.predict(task, lambda b, p=state.params: predict(p, b), task.splits['dev'], config.eval_batch_size)
+    chex.assert_shape(pred, (3, 16, 16))
+    # Tolerance: the reference was made at the tests' XLA level; IMPLICIT_JAX_TEST_FULL_OPT=1 moves the last bits.
+    np.testing.assert_allclose(pred, ref[f'{name}_dev'], rtol=1e-5, atol=1e-6)
+
+
+def _find(window, image):
+  """The (top, left) offsets where ``window`` [c, c] sits in ``image`` [H, W], mirrored or not."""
+  c = window.shape[0]
+  return {(t, l, m) for t in range(image.shape[0] - c + 1) for l in range(image.shape[1] - c + 1)
+          for m in (False, True) if np.array_equal(image[t:t + c, l:l + c][:, ::-1] if m else
+                                                   image[t:t + c, l:l + c], window)}
+
+
+def test_crop_training_batches_are_random_windows_that_change_every_step():
+  task = tasks.get_task(_crop_config())
+  full = task.splits['train']
+  seen = {}
+  for epoch in range(4):
+    batches = _epoch(task, epoch)
+    for a, b in zip(batches, _epoch(task, epoch)):  # the (seed, epoch) generator alone decides them: resumable
+      chex.assert_trees_all_equal(a, b)
+    for batch in batches:
+      chex.assert_shape(batch['x'], (3, 12, 12, 3))
+      chex.assert_shape(batch['y'], (3, 12, 12))
+      for x, y in zip(batch['x'], batch['y']):
+        # The image window's channel 0 locates it among the training images; its mask is the same window.
+        (i, places), = [(i, p) for i in range(len(full['x'])) if (p := _find(x[..., 0], full['x'][i, ..., 0]))]
+        (top, left, mirrored), = places
+        window = full['y'][i, top:top + 12, left:left + 12]
+        np.testing.assert_array_equal(y, window[:, ::-1] if mirrored else window)
+        seen.setdefault(i, set()).add((top, left))
+  # 4 epochs of 6 images: most images seen at more than one window, and the windows reach the margins.
+  assert sum(len(v) > 1 for v in seen.values()) >= 4
+  offsets = {o for v in seen.values() for o in v}
+  assert {t for t, _ in offsets} >= {0, 4} or {l for _, l in offsets} >= {0, 4}
+  # The networks are initialised on windows: the energy's dense layer reads 12/4 x 12/4 x 8 features, not 16/4 ...
+  config = _crop_config(method='dvn')
+  params = methods.build(task, config).init(jax.random.key(0))
+  chex.assert_shape(params.params['phi']['params']['dense_0']['kernel'], (3 * 3 * 8, 16))
+
+
+def test_average_over_crops_by_hand():
+  x = np.random.default_rng(0).normal(size=(2, 8, 8, 3)).astype(np.float32)
+  # An identity-like predictor: each window's mask is its image's channel 0, so the average is the image itself.
+  out = segmentation.average_over_crops(lambda b: b['x'][..., 0], {'x': x}, 4, (0, 2, 4))
+  chex.assert_shape(out, (2, 8, 8))
+  np.testing.assert_allclose(out, x[..., 0], rtol=1e-6)
+  # A predictor that answers the window's number k (0..8, in the order top, then left) everywhere in it.
+  calls = []
+
+  def numbered(b):
+    calls.append(b['x'].shape)
+    return np.full(b['x'].shape[:3], float(len(calls) - 1), np.float32)
+
+  out = segmentation.average_over_crops(numbered, {'x': x}, 4, (0, 2, 4))
+  assert calls == [(2, 4, 4, 3)] * 9
+  # Windows: k = 3 * (top / 2) + left / 2. Pixel (0, 0): window 0 alone. Pixel (3, 3): tops and lefts 0 and 2,
+  # windows 0, 1, 3, 4. Pixel (7, 2): tops 4, lefts 0 and 2, windows 6, 7. Pixel (4, 4): tops and lefts 2 and 4,
+  # windows 4, 5, 7, 8.
+  assert out[0, 0, 0] == 0.0
+  assert out[1, 3, 3] == pytest.approx((0 + 1 + 3 + 4) / 4)
+  assert out[0, 7, 2] == pytest.approx((6 + 7) / 2)
+  assert out[0, 4, 4] == pytest.approx((4 + 5 + 7 + 8) / 4)
+  with pytest.raises(ValueError, match='uncovered'):
+    segmentation.average_over_crops(numbered, {'x': x}, 4, (0, 2))
+
+
+def test_crop_predictions_are_full_masks_averaged_over_the_windows():
+  task = tasks.get_task(_crop_config())
+  dev = task.splits['dev']
+  shapes = []
+
+  def identity(batch):
+    shapes.append(batch['x'].shape)
+    return batch['x'][..., 0]
+
+  pred = data.predict(task, identity, dev, 2)  # 3 dev images in batches of 2 (the last padded): 2 x 9 windows
+  assert shapes == [(2, 12, 12, 3)] * 18
+  chex.assert_shape(pred, (3, 16, 16))
+  np.testing.assert_allclose(pred, dev['x'][..., 0], rtol=1e-6)
+  # The metric is computed on these full masks.
+  assert task.evaluator.metrics(pred, dev) == iou_scores(dev['x'][..., 0], dev['y'])
+
+
+def test_crop_config_errors_name_the_field():
+  for overrides, message in [({'data.crop': 10}, r'data.crop=10 must be a multiple of 4'),
+                             ({'data.crop': 16}, r'data.crop=16 must be a multiple of 4 .* below data.size=16'),
+                             ({'data.crop': -4}, r'data.crop must be 0 \(off\) or a crop size'),
+                             ({'data.crop_offsets': (0, 2, 3, 4, 6, 8)}, r'data.crop_offsets=.* from 0 to .* = 4'),
+                             ({'data.crop_offsets': (0, 4, 2)}, r'data.crop_offsets=\(0, 4, 2\) must be increasing'),
+                             ({'data.crop': 4, 'data.crop_offsets': (0, 6, 12)}, r'no two more than data.crop')]:
+    with pytest.raises(ValueError, match=message):
+      tasks.get_task(_crop_config(**overrides))
+
+
+@pytest.mark.parametrize('method, overrides', [
+    ('feedforward', {}),
+    ('implicit', {'implicit.primary_loss': 'cd'}),
+    ('seal_dynamic', {'seal.energy_loss': 'regression'}),
+    ('dvn', {}),
+])
+def test_every_segmentation_method_trains_on_crops(tmp_path, method, overrides):
+  config = _crop_config(method=method, num_epochs=1, **overrides)
+  result = train.train_and_evaluate(config, str(tmp_path / 'run'))
+  assert result['config']['data']['crop'] == 12
+  for key in ('test_mean_iou', 'test_global_iou', 'dev_mean_iou'):
+    assert 0.0 <= result[key] <= 1.0, key
+  assert all(np.isfinite(v) for means in result['train_log'].values() for v in means.values() if not np.isnan(v))

@@ -113,7 +113,12 @@ class Task:
       applies the run's own, not those of the training files as they are later.
     augment: ``(batch, rng: np.random.Generator) -> batch``, applied to each training batch on the host (e.g.
       random flips of images and masks), or None. It draws from the epoch's data generator only, so the data of
-      a step depends on (seed, epoch) alone and a resumed run sees the batches of an uninterrupted one.
+      a step depends on (seed, epoch) alone and a resumed run sees the batches of an uninterrupted one. It may
+      change the inputs' shapes (segmentation's random crops): the networks are initialised on an augmented
+      example (``example_batch``).
+    predict_views: ``(predict, inputs) -> y``, how a prediction batch is predicted when the networks see views of
+      the inputs (segmentation's crops: ``predict``, inputs -> relaxed outputs as numpy, on each window, the
+      outputs averaged into one of the full inputs' shape), or None: ``predict(inputs)``.
     reward: ``(batch, y) -> [..., B]``, a score in [0, 1] of any (relaxed) output from the inputs alone, never the
       gold (indirect supervision: Cora's rules), or None. A task with a reward may put unlabeled rows in its
       training split (``labeled`` 0, gold all -1); the methods that learn from it (``methods.SEMI_SUPERVISED``)
@@ -134,6 +139,7 @@ class Task:
   preprocess: dict = dataclasses.field(default_factory=dict)
   augment: Callable | None = None
   reward: Callable | None = None
+  predict_views: Callable | None = None
 
   @property
   def unlabeled_rows(self) -> int:
@@ -162,15 +168,17 @@ class Task:
         raise ValueError(f'task {self.name}: padded arrays need one common width and a mask, got {widths}')
 
   def example_batch(self) -> dict:
-    """One all-zero example with the inputs' shapes and dtypes (and the shortest bucket's length): what the
-    networks are initialised on."""
+    """One all-zero example with the inputs' shapes and dtypes (and the shortest bucket's length), augmented:
+    what the networks are initialised on, of the shapes they train on."""
     arrays = self.splits['train']
     batch = {k: np.zeros((1,) + v.shape[1:], v.dtype) for k, v in arrays.items()}
     if self.padded:
       length = min(self.buckets) if self.buckets else arrays['mask'].shape[1]
       batch = {k: (v[:, :length] if k in self.padded else v) for k, v in batch.items()}
       batch['mask'] = np.ones_like(batch['mask'])
-    return batch
+    # An augmentation that crops changes the shapes the networks see, and an energy's dense layers are sized by
+    # them; the draws do not matter (all zeros), so a fixed generator.
+    return self.augment(batch, np.random.default_rng(0)) if self.augment else batch
 
   def inputs(self, arrays: dict) -> dict:
     """The arrays networks read (everything but the gold outputs)."""
