@@ -5,6 +5,8 @@ Run:    python -m implicit_jax.main --config=configs/horses.py --config.data.dat
             --workdir=/tmp/implicit_jax/horses
 Others: --config.method=feedforward (FCN trained with CE), dvn (GBI on the energy, regressing soft IoU),
         seal_dynamic with --config.seal.energy_loss=regression|nce, --config.implicit.primary_loss=dvn.
+Crops:  --config.data.crop=24: SEAL's protocol, random 24x24 crops in training and each prediction averaged over 36
+        crops at test (tasks/segmentation; scripts/reproduce_horses.py's '<system>-crops' rows).
 Sizes:  the networks have half the channels of DVN's and SEAL's (32/64/64 against 64/128/128) so that every
         method trains on a 2-core CPU; --config.model.channels='(64,128,128)' and energy_channels restore them.
 Reached: implicit CD (1 - soft IoU; T_inner 2, gcr) test mean IoU 66.36 ± 1.20 (3 seeds); FCN (cross-entropy) test mean IoU 62.63 ± 0.72 (3 seeds); CPU, docs/horses.md.

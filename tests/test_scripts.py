@@ -211,3 +211,31 @@ def test_machine_names_the_cores_a_pinned_run_had(monkeypatch):
   assert records.machine().endswith(', 2 cores')
   monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {1}, raising=False)
   assert records.machine().endswith(', 1 of 2 cores')
+
+
+def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_table(monkeypatch):
+  from implicit_jax.tasks import segmentation  # pylint: disable=import-outside-toplevel
+  from scripts import reproduce_horses as rh  # pylint: disable=import-outside-toplevel
+  assert rh.CROPS_SYSTEMS and set(rh.CROPS_SYSTEMS) <= set(rh.SYSTEMS) and set(rh.SYSTEMS) == set(rh.PUBLISHED)
+  for system in rh.SYSTEMS:
+    config = rh.scaled_config(system)  # a misspelt field raises
+    if system in rh.CROPS_SYSTEMS:
+      base = rh.scaled_config(system[:-len('-crops')])
+      assert config.data.crop == 24 and base.data.crop == 0
+      base.data.crop = 24
+      assert config.to_dict() == base.to_dict()  # nothing else changed
+      assert segmentation.check_crop(config.data) == (0, 2, 3, 4, 6, 8)  # SEAL's 36 windows
+    else:
+      assert config.data.crop == 0
+  run = lambda seed, iou: {'seed': seed, 'test_mean_iou': iou, 'test_global_iou': iou, 'dev_mean_iou': iou,
+                           'train_seconds': 1.0, 'device': 'cpu', 'command': 'python s.py', 'date': '2026-11-26',
+                           'config': {'num_epochs': 1, 'batch_size': 8, 'model': {'channels': [32, 64, 64]}},
+                           'task_info': {'split': 'a split', 'size': 32}}
+  monkeypatch.setattr(rh, 'load_runs', lambda scale='half': {'fcn': [run(0, 0.6), run(1, 0.62)],
+                                                'fcn-crops': [run(0, 0.65), run(1, 0.61)]})
+  table = rh.build_table()
+  assert '| FCN (cross-entropy), 24x24 crops | 2 | 63.00 ± 2.83 |' in table
+  assert ('FCN (cross-entropy), 24x24 crops minus the same without crops, paired by seed (test mean IoU): '
+          'seed 0 +5.00, seed 1 -1.00; mean +2.00, 1/2 seeds positive.') in table
+  assert '| DVN (GBI, soft-IoU regression) | 0 | not run |' in table  # a default row that has not run
+  assert 'SEAL-dynamic (regression), 24x24 crops' not in table       # an optional one is left out
