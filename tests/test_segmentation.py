@@ -306,3 +306,25 @@ def test_every_segmentation_method_trains_on_crops(tmp_path, method, overrides):
   for key in ('test_mean_iou', 'test_global_iou', 'dev_mean_iou'):
     assert 0.0 <= result[key] <= 1.0, key
   assert all(np.isfinite(v) for means in result['train_log'].values() for v in means.values() if not np.isnan(v))
+
+
+@pytest.mark.skipif(not (SHARED / 'weizmann_horse').is_dir(), reason=f'shared data not present at {SHARED}')
+def test_seal_crops_on_the_real_horses():
+  config = load_config('horses')
+  config.data.data_dir = str(SHARED)
+  config.data.crop = 24
+  task = tasks.get_task(config)
+  batch = next(data.train_batches(task, config.batch_size, np.random.default_rng([0, 0])))
+  chex.assert_shape(batch['x'], (8, 24, 24, 3))
+  chex.assert_shape(batch['y'], (8, 24, 24))
+  windows = []
+
+  def identity(b):
+    windows.append(b['x'].shape)
+    return b['x'][..., 0]
+
+  dev = task.splits['dev']
+  pred = data.predict(task, identity, dev, config.eval_batch_size)
+  assert windows == [(32, 24, 24, 3)] * 36  # SEAL's 36 windows of the one (padded) batch of 28 dev images
+  chex.assert_shape(pred, (28, 32, 32))
+  np.testing.assert_allclose(pred, dev['x'][..., 0], rtol=1e-6)
