@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from implicit_jax import methods, tasks
-from implicit_jax.engine import data, train
+from implicit_jax.engine import checkpoints, data, train
 from implicit_jax.tasks import segmentation
 from implicit_jax.tasks.segmentation import horses
 from implicit_jax.tasks.segmentation.evaluator import iou_scores
@@ -328,3 +328,33 @@ def test_seal_crops_on_the_real_horses():
   assert windows == [(32, 24, 24, 3)] * 36  # SEAL's 36 windows of the one (padded) batch of 28 dev images
   chex.assert_shape(pred, (28, 32, 32))
   np.testing.assert_allclose(pred, dev['x'][..., 0], rtol=1e-6)
+
+
+def test_a_run_on_crops_stopped_mid_epoch_resumes_to_the_uninterrupted_one(tmp_path, monkeypatch):
+  # 2 steps per epoch, 2 epochs, a checkpoint after every step. The run stops when it asks for step 4's batch (the
+  # second of epoch 2), one step after a mid-epoch checkpoint: resumed, it must crop step 4's images as before.
+  config = _crop_config(method='feedforward', checkpoint_every=1)
+  train.train_and_evaluate(config, str(tmp_path / 'clean'))
+  original = data.train_batches
+
+  def stopping(*args, **kwargs):
+    for batch in original(*args, **kwargs):
+      if stopping.served == 3:
+        raise KeyboardInterrupt
+      stopping.served += 1
+      yield batch
+
+  stopping.served = 0
+  monkeypatch.setattr(data, 'train_batches', stopping)
+  with pytest.raises(KeyboardInterrupt):
+    train.train_and_evaluate(config, str(tmp_path / 'stopped'))
+  monkeypatch.setattr(data, 'train_batches', original)
+  assert not (tmp_path / 'stopped' / 'metrics.json').exists()
+  ckpt = checkpoints.Checkpointer(str(tmp_path / 'stopped'))
+  assert ckpt.latest_step() == 3
+  ckpt.close()
+  resumed = train.train_and_evaluate(config, str(tmp_path / 'stopped'))
+  clean = checkpoints.read_json(str(tmp_path / 'clean' / 'metrics.json'))
+  assert resumed['steps'] == 4
+  assert {k: v for k, v in resumed.items() if k != 'train_seconds'} == {
+      k: v for k, v in clean.items() if k != 'train_seconds'}
