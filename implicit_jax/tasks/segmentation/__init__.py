@@ -153,16 +153,16 @@ def make_task(config) -> Task:
   def make_energy():
     return ConvEnergy(tuple(m.energy_channels), m.kernel_size, tuple(m.energy_hidden))
 
-  augment, predict_views = (flip if d.flip else None), None
-  if offsets:
-    crop = d.crop
+  crop, flips = d.crop, d.flip
 
-    def augment(batch, rng):
-      batch = random_crop(batch, rng, crop)
-      return flip(batch, rng) if d.flip else batch
+  def crop_and_flip(batch, rng):
+    batch = random_crop(batch, rng, crop)  # the window, then the flip, both from the (seed, epoch) generator
+    return flip(batch, rng) if flips else batch
 
-    def predict_views(predict, batch):
-      return average_over_crops(predict, batch, crop, offsets)
+  def crop_views(predict, batch):
+    return average_over_crops(predict, batch, crop, offsets)
 
+  augment = crop_and_flip if crop else flip if flips else None
+  predict_views = crop_views if crop else None
   return Task(d.name, splits, Mask((d.size, d.size)), make_inference_net, make_energy, IoUEvaluator(),
               score='iou', info=info, augment=augment, predict_views=predict_views)
