@@ -6,8 +6,11 @@ A method is three pure functions: ``init(rng) -> State``, ``train_step(state, ba
 through ``implicit_jax.tasks.Task``: its networks (``make_inference_net``, ``make_energy``), its output space
 (relaxation, local loss, negatives, costs, GBI) and ``example_batch``; nothing here knows what x or y are.
 
-Each family reads its own config section (``SECTIONS``), defined with its defaults in its module
+Each family reads its own config section (``SECTION_MODULES``), defined with its defaults in its module
 (``default_config``), plus the shared ``config.optimizer`` (the outer, energy optimiser).
+
+``config.method`` is a name of ``REGISTRY`` or the import path of a method module outside the package
+(``implicit_jax/plugins.py`` says what it exports); ``plugin`` resolves one.
 """
 
 import importlib
@@ -17,6 +20,8 @@ import flax
 import jax
 import ml_collections
 import optax
+
+from implicit_jax import plugins
 
 OPTIMIZERS = {'adam': optax.adam, 'sgd': optax.sgd, 'adamw': optax.adamw}
 
@@ -107,17 +112,42 @@ def steps_per_epoch(task: Any, config: Any) -> int:
   return len(task.splits['train']['y']) // config.batch_size
 
 
+def plugin(method: str):
+  """The module (or object) of a method outside the package, named by its import path, or None for a built-in
+  name; an unknown name or a path that does not import or lacks ``build`` is a ValueError naming config.method."""
+  if method in REGISTRY:
+    return None
+  return plugins.method(method, REGISTRY)
+
+
 def section_of(method: str) -> str | None:
   """The config section ``method`` reads (None: only the shared fields)."""
-  if method not in REGISTRY:
-    raise ValueError(f'config.method: unknown method {method!r}; choose one of {sorted(REGISTRY)}')
-  return REGISTRY[method][2]
+  target = plugin(method)
+  return REGISTRY[method][2] if target is None else getattr(target, 'SECTION', None)
 
 
-def default_sections() -> dict:
-  """Every method family's config section with its defaults."""
-  return {section: importlib.import_module(f'implicit_jax.methods.{module}').default_config(section)
-          for section, module in SECTION_MODULES.items()}
+def semi_supervised(method: str) -> bool:
+  """Whether ``method`` learns from unlabeled training rows (``SEMI_SUPERVISED``, or a plug-in's own flag)."""
+  target = plugin(method)
+  return method in SEMI_SUPERVISED if target is None else bool(getattr(target, 'SEMI_SUPERVISED', False))
+
+
+def default_sections(method: str | None = None) -> dict:
+  """Every method family's config section with its defaults, and the section a plug-in ``method`` defines."""
+  sections = {section: importlib.import_module(f'implicit_jax.methods.{module}').default_config(section)
+              for section, module in SECTION_MODULES.items()}
+  target = plugin(method) if method is not None else None
+  section = getattr(target, 'SECTION', None)
+  if section is not None and section not in sections:
+    if not callable(getattr(target, 'default_config', None)):
+      raise ValueError(f'config.method: {method!r} reads the new section {section!r} but does not provide '
+                       f'default_config() (its defaults; see implicit_jax/plugins.py)')
+    config = target.default_config()
+    if not isinstance(config, ml_collections.ConfigDict):
+      raise ValueError(f'config.method: {method!r}: default_config() returned a {type(config).__name__}, not an '
+                       'ml_collections.ConfigDict')
+    sections[section] = config
+  return sections
 
 
 def batch_score(task: Any, field: str = 'the task score') -> Callable:
@@ -137,13 +167,19 @@ def batch_score(task: Any, field: str = 'the task score') -> Callable:
 
 
 def build(task: Any, config: Any) -> Method:
-  section_of(config.method)
-  if getattr(task, 'unlabeled_rows', 0) and config.method not in SEMI_SUPERVISED:
+  target = plugin(config.method)
+  if getattr(task, 'unlabeled_rows', 0) and not semi_supervised(config.method):
     raise ValueError(f'config.method={config.method!r} learns from gold outputs only, but the training split has '
                      f'{task.unlabeled_rows} unlabeled rows: set data.unlabeled=False, or use one of '
                      f'{SEMI_SUPERVISED}')
-  module, builder, _ = REGISTRY[config.method]
-  method = getattr(importlib.import_module(f'implicit_jax.methods.{module}'), builder)(task, config)
+  if target is None:
+    module, builder, _ = REGISTRY[config.method]
+    method = getattr(importlib.import_module(f'implicit_jax.methods.{module}'), builder)(task, config)
+  else:
+    method = target.build(task, config)
+    if not isinstance(method, Method):
+      raise ValueError(f'config.method: {config.method!r}: build() returned a {type(method).__name__}, not an '
+                       'implicit_jax.methods.Method')
   train_step = method.train_step
   return method._replace(train_step=lambda state, batch, rng: train_step(state, with_energy_key(batch, rng), rng))
 

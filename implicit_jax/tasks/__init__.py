@@ -3,9 +3,11 @@
 A task owns its data (splits of arrays), its output space (``implicit_jax.spaces``), its networks (an inference
 net and an energy, as Flax modules) and its evaluator (metrics, the metric that selects the best epoch, and
 calibration chosen on dev). The training loop, the methods, ``bilevel`` and the checkpoints see a task only
-through ``Task`` and ``Evaluator``; a new problem is a new family module here plus a config.
+through ``Task`` and ``Evaluator``; a new problem is a new family module, here or anywhere importable, plus a
+config.
 
-A family module (``FAMILIES``; ``config.task`` names one) provides:
+A family module (``config.task`` names one: an alias of ``FAMILIES``, or the import path of a module outside the
+package, ``implicit_jax/plugins.py``) provides:
 
 * ``default_config() -> ConfigDict`` with the sections ``data`` and ``model``, every field documented;
 * ``make_task(config) -> Task``;
@@ -23,10 +25,11 @@ once per bucket.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any, Callable
 
 import numpy as np
+
+from implicit_jax import plugins
 
 FAMILIES = {
     'synthetic': 'implicit_jax.tasks.mlc.synthetic',  # multi-label, generated: the default smoke task
@@ -186,10 +189,8 @@ class Task:
 
 
 def family(name: str):
-  """The family module registered as ``name``."""
-  if name not in FAMILIES:
-    raise ValueError(f'config.task: unknown task {name!r}; choose one of {sorted(FAMILIES)}')
-  return importlib.import_module(FAMILIES[name])
+  """The family module ``config.task`` names: a built-in alias (``FAMILIES``) or an import path."""
+  return plugins.task(name, FAMILIES)
 
 
 def get_task(config) -> Task:
