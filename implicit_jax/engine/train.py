@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from implicit_jax import methods, tasks
+from implicit_jax import batch as batch_lib, methods, tasks
 from implicit_jax.engine import checkpoints, config as config_lib, data, workdir as workdir_lib, writers, xla_options
 
 
@@ -45,8 +45,8 @@ def shard_batch(batch: dict, sharding) -> dict:
 
 def make_train_step(method, step_rng, replicated, sharded):
   """The compiled outer step: ``(state, batch) -> (state, metrics)``, state donated, randomness
-  ``fold_in(step_rng, state.step)`` drawn inside (no host work per step)."""
-  return xla_options.jit(lambda s, b: method.train_step(s, b, jax.random.fold_in(step_rng, s.step)),
+  ``batch_lib.step_key(step_rng, state.step)`` drawn inside (no host work per step)."""
+  return xla_options.jit(lambda s, b: method.train_step(s, b, batch_lib.step_key(step_rng, s.step)),
                          in_shardings=(replicated, sharded), out_shardings=(replicated, replicated),
                          donate_argnums=0)
 
@@ -100,8 +100,7 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     if primary:
       checkpoints.write_config(workdir, config)
     workdir_lib.check_data(workdir, task, resuming=existing, write=primary)
-    rng = jax.random.key(config.seed)
-    state = jax.device_put(method.init(jax.random.fold_in(rng, 0)), replicated)
+    state = jax.device_put(method.init(batch_lib.init_key(config.seed)), replicated)
     loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
     restored = ckpt.restore(jax.eval_shape(lambda: state)) if existing else None
     if restored is not None:
@@ -117,7 +116,7 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
   if restored is None:
     writer.write_hparams(config_lib.flatten(config_lib.recorded(config)))
 
-  step_rng = jax.random.fold_in(rng, 1)
+  step_rng = batch_lib.steps_key(config.seed)
   # Data parallel: the batch is split over the ('data',) mesh, the state replicated; XLA inserts the all-reduce
   # wherever a loss averages over the batch (inner gradients, HVPs, the mixed VJP), so every device computes the
   # single-device step on its shard and they agree on the result.

@@ -21,7 +21,7 @@ import jax
 import ml_collections
 import optax
 
-from implicit_jax import plugins
+from implicit_jax import batch as batch_lib, plugins
 
 OPTIMIZERS = {'adam': optax.adam, 'sgd': optax.sgd, 'adamw': optax.adamw}
 
@@ -102,7 +102,7 @@ def init_params(task: Any, rng: jax.Array, nets: dict) -> dict:
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   batch = task.example_batch()
   y0 = jnp.zeros(task.space.shape(batch), jnp.float32)
-  keys = [rng] if len(nets) == 1 else list(jax.random.split(rng, len(nets)))
+  keys = [rng] if len(nets) == 1 else list(batch_lib.split(rng, len(nets)))
   return {name: module.init(key, batch, y0) if name == 'phi' else module.init(key, batch)
           for key, (name, module) in zip(keys, nets.items())}
 
@@ -185,9 +185,8 @@ def build(task: Any, config: Any) -> Method:
 
 
 def with_energy_key(batch: dict, rng: jax.Array) -> dict:
-  """The training batch with ``energy_dropout``, a key as data from which an energy with dropout (tagging's
-  ``model.energy_dropout``; other energies ignore it) draws its mask: one mask for every energy evaluation of the
-  step (gold, negatives, inference, the implicit method's inner steps and Hessian), so that E stays a function
-  within the step, and none at evaluation, whose batches lack the key. Folded in, so that the streams the
-  methods draw from ``rng`` are those of earlier runs."""
-  return dict(batch, energy_dropout=jax.random.key_data(jax.random.fold_in(rng, 1)))
+  """The training batch with ``energy_dropout`` (``implicit_jax/batch.py``), a key as data from which an energy
+  with dropout (tagging's ``model.energy_dropout``; other energies ignore it) draws its mask: one mask for every
+  energy evaluation of the step (gold, negatives, inference, the implicit method's inner steps and Hessian), so
+  that E stays a function within the step, and none at evaluation, whose batches lack the key."""
+  return dict(batch, energy_dropout=batch_lib.energy_dropout_key(rng))

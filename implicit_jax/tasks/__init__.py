@@ -16,10 +16,10 @@ package, ``implicit_jax/plugins.py``) provides:
 
 Splits are dicts of numpy arrays with a leading example axis: ``y`` holds the gold labels as stored (the output
 space's ``gold`` turns them into the relaxed coordinates training batches carry), every other key is an input the
-networks may read (``x``, ``mask``, ...). Networks take the batch dict and read the keys they need. Variable-length
-examples are padded along axis 1 of the arrays named in ``padded``, with a ``mask`` of the real positions;
-batches are cut to the smallest of ``buckets`` that holds their longest example, so the jitted step compiles
-once per bucket.
+networks may read (``x``, ``mask``, ...). Networks take the batch dict and read the keys they need; what training
+adds to a batch, and who may read it, is ``implicit_jax/batch.py``'s contract. Variable-length examples are padded
+along axis 1 of the arrays named in ``padded``, with a ``mask`` of the real positions; batches are cut to the
+smallest of ``buckets`` that holds their longest example, so the jitted step compiles once per bucket.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from implicit_jax import plugins
+from implicit_jax import batch as batch_lib, plugins
 
 FAMILIES = {
     'synthetic': 'implicit_jax.tasks.mlc.synthetic',  # multi-label, generated: the default smoke task
@@ -157,6 +157,10 @@ class Task:
       arrays = self.splits[split]
       if 'y' not in arrays:
         raise ValueError(f'task {self.name}: the {split} split has no gold outputs "y"')
+      clash = sorted(set(arrays) & set(batch_lib.RESERVED))
+      if clash:  # training adds these to a batch: an input of the same name would be overwritten
+        raise ValueError(f'task {self.name}: the {split} split uses {clash}, names training adds to a batch '
+                         '(implicit_jax/batch.py); rename them')
       sizes = {k: len(v) for k, v in arrays.items()}
       if len(set(sizes.values())) != 1:
         raise ValueError(f'task {self.name}: the {split} split\'s arrays disagree on the number of examples: '

@@ -32,6 +32,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from implicit_jax import batch as batch_lib
+
 ENCODERS = ('conv', 'bilstm')
 GLOBAL_ENERGIES = ('none', 'a', 'b', 'c')
 _TINY = 1e-12  # log(y_t^T ybar_t) of a relaxed y that gives the predicted tag no mass
@@ -175,7 +177,7 @@ class SequenceEnergy(nn.Module):
     # Training batches carry ``energy_dropout``, a key as data (methods.with_energy_key); evaluation batches do
     # not, and an encoder built without dropout ignores it.
     key = batch.get('energy_dropout') if self.encoder.dropout else None
-    return self.U(self.encoder(batch, key=None if key is None else jax.random.wrap_key_data(key))), self.W
+    return self.U(self.encoder(batch, key=None if key is None else batch_lib.from_data(key))), self.W
 
   def __call__(self, batch: dict, y: jax.Array) -> jax.Array:
     if y.shape[-1] != self.num_tags:
