@@ -40,8 +40,9 @@ Its splits' keys must not be one of the names training adds to a batch (``implic
 * ``v``: the right-hand side, shaped as theta; ``solver``: the validated ``bilevel.Solver`` settings
   (``iterations``, ``tol``, ``alpha``, ``damping``, ``unroll``, ...), which it may read or ignore;
 * ``u ~= (H + damping I)^{-1} v``, shaped as v; ``info``, a dict, may hold ``iterations``, the number of
-  ``matvec`` calls (logged; NaN when not given). The engine adds the rest: the residual ``||H u - v|| / ||v||`` on the undamped H
-  (one more product, with ``solver.track_residual``) and the implicit term ``-[d_phi d_theta L_aux]^T u``.
+  ``matvec`` calls (logged; NaN when not given). The engine adds the rest: the residual ``||H u - v|| / ||v||``
+  on the undamped H (one more product, with ``solver.track_residual``) and the implicit term
+  ``-[d_phi d_theta L_aux]^T u``.
 
 It runs inside ``jax.jit`` (in the backward pass of ``bilevel.ImplicitSolve``): JAX operations only, no Python
 branches on array values. ``warm_start`` belongs to ``gcr``; ``refresh`` works with any solver.

@@ -114,8 +114,9 @@ def test_a_method_with_its_own_section_is_configured_recorded_and_read_back():
 def test_a_plugin_method_needs_its_section_in_the_config():
   config = tiny()  # built for feedforward: no 'scaled' section
   config.method = f'{PACKAGE}.method'
-  with pytest.raises(ValueError, match=r"config\.scaled: missing, the section method 'plugin_fixture_pkg\.method' "
-                                       r"reads; start the config from base_config\(task, 'plugin_fixture_pkg\.method'\)"):
+  message = (r"config\.scaled: missing, the section method 'plugin_fixture_pkg\.method' reads; start the config "
+             r"from base_config\(task, 'plugin_fixture_pkg\.method'\)")
+  with pytest.raises(ValueError, match=message):
     config_lib.check(config)
 
 
