@@ -110,6 +110,11 @@ def task(name: str, aliases: dict) -> Any:
     return importlib.import_module(aliases[name])
   target = load('config.task', name, 'task', aliases)
   require('config.task', name, target, ('default_config', 'make_task'), TASK_PROTOCOL)
+  sections = target.default_config()
+  if not hasattr(sections, 'keys') or sorted(sections.keys()) != ['data', 'model']:
+    got = sorted(sections.keys()) if hasattr(sections, 'keys') else type(sections).__name__
+    raise ValueError(f'config.task: {name!r}: default_config() must hold exactly the sections data and model, got '
+                     f'{got}')
   return target
 
 

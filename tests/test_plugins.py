@@ -24,6 +24,7 @@ FILES = {
         from implicit_jax.tasks.mlc.synthetic import default_config, make_task
         TASK = types.SimpleNamespace(default_config=default_config, make_task=make_task)
         NOT_A_TASK = types.SimpleNamespace(default_config=default_config)
+        NO_MODEL = types.SimpleNamespace(default_config=lambda: {'data': {}}, make_task=make_task)
     ''',
     # A method with a section of its own: feed-forward training scaled by its weight.
     'method.py': '''
@@ -164,6 +165,9 @@ BAD = [
     ('task', f'{PACKAGE}.tasks.NOT_A_TASK',
      f"config.task: '{PACKAGE}.tasks.NOT_A_TASK' does not provide make_task (a task exports default_config() and "
      "make_task(config); see implicit_jax/plugins.py)"),
+    ('task', f'{PACKAGE}.tasks.NO_MODEL',
+     f"config.task: '{PACKAGE}.tasks.NO_MODEL': default_config() must hold exactly the sections data and model, got "
+     "['data']"),
     ('task', 'not a path', "config.task: unknown task 'not a path'; choose one of"),
     ('method', f'{PACKAGE}.broken_dependency',
      f"config.method: importing '{PACKAGE}.broken_dependency' failed: No module named 'no_such_module_anywhere'"),
