@@ -69,6 +69,17 @@ class Evaluator:
     calibration = self.calibrate(dev_pred, dev)
     return {**calibration, **{f'test_{k}': v for k, v in self.score(test_pred, test, calibration).items()}}
 
+  def decisions(self, pred: np.ndarray, split: dict) -> dict[str, np.ndarray] | None:
+    """The discrete outputs of ``pred`` that every metric of this evaluator reads (tag ids, thresholded masks,
+    ...), small integer or boolean arrays: what a run's record keeps to be rescored (``engine.predictions``).
+    None: this evaluator keeps none."""
+    return None
+
+  def relaxed(self, decisions: dict[str, np.ndarray], split: dict) -> np.ndarray:
+    """An array aligned with ``split`` that ``metrics``, ``final`` and ``score`` score exactly as they scored the
+    predictions ``decisions`` were taken from."""
+    raise NotImplementedError(f'{type(self).__name__} keeps no decisions to rescore')
+
   def calibration_of(self, result: dict) -> dict:
     """The calibration a finished run chose, read back from its result."""
     return {}
