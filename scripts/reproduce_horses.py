@@ -113,6 +113,8 @@ def build_table() -> str:
       f'channels of DVN/SEAL ({tuple(cfg["model"]["channels"])} against (64, 128, 128)), selected on dev mean IoU. '
       'The published numbers come from far longer GPU training at full width; the gap to them is mostly that.',
       '',
+      f'Mean IoU and global IoU x 100 at threshold 0.5, {records.spread()}.',
+      '',
       f'Split: {info["split"]} (ids in each record). Images and masks resized to {info["size"]}x{info["size"]} '
       '(bilinear / nearest), full images at train and test (no crops), random left-right flips in training. '
       'SEAL trained on 160 images with 24x24 random crops and averaged 36 crops at test (DVN\'s protocol); the '
