@@ -76,7 +76,11 @@ def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object
       out.append((f'dev_{key} (epoch {record["best_epoch"]})', best[0][f'dev_{key}'], value))
     elif f'dev_{key}' in record:
       out.append((f'dev_{key}', record[f'dev_{key}'], value))
-  rescored = config_lib.flatten(evaluator.final(dev_pred, dev, test_pred, test))
+  final = evaluator.final(dev_pred, dev, test_pred, test)
+  kept_for = block['test'].get('calibration')
+  if kept_for:  # test decisions were kept for the recorded calibration only: another one cannot be scored from them
+    out.append(('test decisions kept for', kept_for, evaluator.calibration_of(final)))
+  rescored = config_lib.flatten(final)
   recorded = config_lib.flatten({k: record[k] for k in record if k not in ('config', 'task_info', 'predictions')})
   for key, value in rescored.items():
     out.append((key, recorded.get(key, 'not recorded'), value))

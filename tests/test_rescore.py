@@ -33,6 +33,12 @@ def test_multilabel_bins_keep_every_comparison_the_evaluator_makes():
   for t in GRID:
     assert np.array_equal(back >= t, scores >= t) and np.array_equal(back >= float(t), scores >= float(t))
   assert ev.final(back, gold, back, gold) == ev.final(scores, gold, scores, gold)
+  # a split scored under a tuned threshold keeps the comparisons at it and at 0.5 only
+  for t in GRID:
+    kept = ev.relaxed(ev.decisions(scores, gold, {'threshold': float(t)}), gold)
+    for cut in (0.5, float(t)):
+      assert np.array_equal(kept >= cut, scores >= cut)
+      assert np.array_equal(kept >= np.float64(cut), scores >= np.float64(cut))
 
 
 @pytest.fixture(scope='module')
@@ -84,7 +90,9 @@ def test_a_tiny_run_is_rescored_from_its_record(tmp_path, conll_dir, kind, capsy
   assert len(rows) >= 2 and any(n.startswith('test_') for n in names) and any(n.startswith('dev_') for n in names)
   for name, recorded, rescored in rows:
     assert recorded != 'not recorded', name
-    assert abs(recorded - rescored) <= 1e-6, (name, recorded, rescored)
+    assert rescore.matches(recorded, rescored, 1e-6), (name, recorded, rescored)
+  if kind == 'tiny':  # test decisions kept at 0.5 and the dev-tuned threshold only
+    assert ('test decisions kept for', {'threshold': record['threshold']}, {'threshold': record['threshold']}) in rows
   if kind == 'ner-fixture':
     assert {'test_f1', 'test_f1_conlleval', 'test_accuracy'} <= set(names)
   assert rescore.main([str(out)]) == 0

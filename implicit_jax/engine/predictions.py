@@ -4,8 +4,9 @@
 predictions, the ones its final figures were computed from. Per split it holds
 
 * the task's discrete decisions (``Evaluator.decisions``): tag ids per real token and the sentence lengths
-  (tagging, Cora), a threshold bin per (example, label) (multi-label), a bit per pixel (segmentation). They are
-  what the task's metrics read of a prediction, no more: ``Evaluator.relaxed`` turns them back into an array that
+  (tagging, Cora), a threshold bin per (example, label) (multi-label: every threshold of the dev tuning grid on
+  dev, 0.5 and the tuned threshold on test), a bit per pixel (segmentation). They are what the task's metrics read
+  of a prediction, no more: ``Evaluator.relaxed`` turns them back into an array that
   the evaluator scores exactly as it scored the original (scripts/rescore.py);
 * ``gold``: digests of the split's gold arrays (``y``, and ``mask`` where the task pads), so that a rescorer that
   reads the gold labels from the data directory can check that they are the run's, row for row.
@@ -56,14 +57,17 @@ def gold_digest(arrays: dict) -> dict:
 
 
 def pack(evaluator, splits: dict) -> dict | None:
-  """``{'format', split: {'gold', 'decisions'}}`` for ``splits`` = ``{name: (relaxed predictions, arrays)}``;
-  None for an evaluator that defines no decisions."""
+  """``{'format', split: {'gold', 'decisions'[, 'calibration']}}`` for ``splits`` = ``{name: (relaxed predictions,
+  arrays, calibration)}``, the calibration a split is scored under (None for the split it is chosen on: dev); None
+  for an evaluator that defines no decisions."""
   out = {'format': FORMAT}
-  for name, (pred, arrays) in splits.items():
-    decisions = evaluator.decisions(np.asarray(pred), arrays)
+  for name, (pred, arrays, calibration) in splits.items():
+    decisions = evaluator.decisions(np.asarray(pred), arrays, calibration or None)
     if decisions is None:
       return None
     out[name] = {'gold': gold_digest(arrays), 'decisions': {k: encode(v) for k, v in decisions.items()}}
+    if calibration:
+      out[name]['calibration'] = calibration
   return out
 
 

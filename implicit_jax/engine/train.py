@@ -197,7 +197,8 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
       'config': config_lib.recorded(config),
   }
   # The decisions the figures above were computed from, compact, so that a record can be rescored (predictions.py)
-  kept = predictions.pack(evaluator, {'dev': (dev_pred, task.splits['dev']), 'test': (test_pred, task.splits['test'])})
+  kept = predictions.pack(evaluator, {'dev': (dev_pred, task.splits['dev'], None),
+                                      'test': (test_pred, task.splits['test'], evaluator.calibration_of(result))})
   if kept is not None:
     result['predictions'] = kept
   if primary:

@@ -69,10 +69,11 @@ class Evaluator:
     calibration = self.calibrate(dev_pred, dev)
     return {**calibration, **{f'test_{k}': v for k, v in self.score(test_pred, test, calibration).items()}}
 
-  def decisions(self, pred: np.ndarray, split: dict) -> dict[str, np.ndarray] | None:
-    """The discrete outputs of ``pred`` that every metric of this evaluator reads (tag ids, thresholded masks,
-    ...), small integer or boolean arrays: what a run's record keeps to be rescored (``engine.predictions``).
-    None: this evaluator keeps none."""
+  def decisions(self, pred: np.ndarray, split: dict, calibration: dict | None = None) -> dict[str, np.ndarray] | None:
+    """The discrete outputs of ``pred`` that the metrics of this evaluator read (tag ids, thresholded masks, ...),
+    small integer or boolean arrays: what a run's record keeps to be rescored (``engine.predictions``). With
+    ``calibration`` None (dev), what ``calibrate`` and ``metrics`` read; with a calibration (test), what ``score``
+    reads under it (and at the default). None: this evaluator keeps none."""
     return None
 
   def relaxed(self, decisions: dict[str, np.ndarray], split: dict) -> np.ndarray:

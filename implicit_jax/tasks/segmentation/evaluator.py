@@ -34,7 +34,7 @@ class IoUEvaluator(Evaluator):
   def metrics(self, pred, split):
     return iou_scores(pred, split['y'])
 
-  def decisions(self, pred, split):
+  def decisions(self, pred, split, calibration=None):
     """``masks`` [N, H, W]: each pixel thresholded at ``THRESHOLD``, all that every metric here reads."""
     return {'masks': np.asarray(pred) >= THRESHOLD}
 

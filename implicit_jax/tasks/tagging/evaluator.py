@@ -32,7 +32,7 @@ class ArgmaxDecisions:
   one-hot rows of those tags, whose argmax is the same (np.argmax takes the first of tied maxima, as it did on
   the original scores)."""
 
-  def decisions(self, pred, split):
+  def decisions(self, pred, split, calibration=None):
     real = np.asarray(split['mask']) > 0
     tags = np.argmax(pred, axis=-1)[real]
     return {'tags': tags.astype(np.uint8 if pred.shape[-1] <= 256 else np.int32),
