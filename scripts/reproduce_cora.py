@@ -184,6 +184,7 @@ def build_table(rules_acc: float | None) -> str:
            'train 150 epochs of 15 steps (docs/cora/sweeps/bilstm-*-epochs.md), the others 15 epochs of 34 steps '
            '(implicit CD: 5 inner steps each); implicit CD\'s lambda and negatives were chosen on dev at draw 0 '
            '(docs/cora/sweeps/cd-*.md), whose test numbers are in the table like the others.', '',
+           f'Token accuracy x 100, {records.spread("labeled draws")}; the count of draws in brackets.', '',
            '| method | test acc. 5 | test acc. 10 | test acc. 50 | dev acc. 5 / 10 / 50 | train s/run |',
            '|---|---|---|---|---|---|']
   for system, (label, _) in SYSTEMS.items():

@@ -155,6 +155,8 @@ def build_table(scale: str = 'half') -> str:
       '',
       schedule,
       '',
+      f'Mean IoU and global IoU x 100 at threshold 0.5, {records.spread()}.',
+      '',
       f'Split: {info["split"]} (ids in each record). Images and masks resized to {info["size"]}x{info["size"]} '
       '(bilinear / nearest), full images at train and test (no crops) except in the rows marked "24x24 crops", '
       'random left-right flips in training. SEAL trained on 160 images with 24x24 random crops and averaged 36 '

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from implicit_jax import batch as batch_lib, methods, tasks
-from implicit_jax.engine import checkpoints, config as config_lib, data, workdir as workdir_lib, writers, xla_options
+from implicit_jax.engine import (checkpoints, config as config_lib, data, predictions, workdir as workdir_lib, writers,
+                                 xla_options)
 
 
 def data_parallel(config):
@@ -194,6 +195,11 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
       'train_log': loop['train_log'],
       'config': config_lib.recorded(config),
   }
+  # The decisions the figures above were computed from, compact, so that a record can be rescored (predictions.py)
+  kept = predictions.pack(evaluator, {'dev': (dev_pred, task.splits['dev'], None),
+                                      'test': (test_pred, task.splits['test'], evaluator.calibration_of(result))})
+  if kept is not None:
+    result['predictions'] = kept
   if primary:
     checkpoints.write_json(os.path.join(workdir, 'metrics.json'), result)
   print(evaluator.summary(result), flush=True)

@@ -112,17 +112,18 @@ class Lock:
       self._fd = None
 
 
+def digest(value) -> str:
+  """A sha256 prefix of an array's bytes, dtype and shape."""
+  value = np.ascontiguousarray(value)
+  h = hashlib.sha256(f'{value.dtype.str}{value.shape}'.encode())
+  h.update(value.data)
+  return h.hexdigest()[:16]
+
+
 def fingerprint(task) -> dict:
-  """``{split: {array: sha256 prefix}}`` of the task's splits: the bytes, dtype and shape of every array."""
-  out = {}
-  for split, arrays in task.splits.items():
-    out[split] = {}
-    for key, value in sorted(arrays.items()):
-      value = np.ascontiguousarray(value)
-      h = hashlib.sha256(f'{value.dtype.str}{value.shape}'.encode())
-      h.update(value.data)
-      out[split][key] = h.hexdigest()[:16]
-  return out
+  """``{split: {array: digest}}`` of the task's splits: the bytes, dtype and shape of every array."""
+  return {split: {key: digest(value) for key, value in sorted(arrays.items())}
+          for split, arrays in task.splits.items()}
 
 
 def _changed(stored: dict, task) -> list[str]:

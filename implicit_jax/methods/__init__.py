@@ -61,6 +61,18 @@ class Method(NamedTuple):
   modules: dict = {}      # the Flax modules behind params, by role ('infnet', 'energy'): for analysis tools
 
 
+# A module whose name ends so holds fixed parameters (pretrained word vectors kept as they are: the tagging task's
+# model.freeze_embeddings). The network stops their gradient, so Adam's and SGD's updates of them are exactly zero;
+# AdamW's decoupled decay, which reads the parameters rather than the gradient, is masked off them.
+FROZEN = '_frozen'
+
+
+def trainable(params) -> Any:
+  """``params``' tree of booleans: False on the leaves of ``FROZEN`` modules."""
+  return jax.tree_util.tree_map_with_path(
+      lambda path, _: not any(str(getattr(k, 'key', '')).endswith(FROZEN) for k in path), params)
+
+
 # Adam divides by sqrt(nu); at nu = 0 (a parameter whose gradient has always been zero, as first-layer rows of
 # sparse features absent from a batch) sqrt has an infinite derivative and a gradient through the update is NaN.
 # optax's eps_root, inside the square root, leaves the trajectory unchanged to float32 precision.
@@ -79,6 +91,8 @@ def make_optimizer(cfg, field: str, differentiable: bool = False) -> optax.Gradi
     raise ValueError(f'{field}.weight_decay must be >= 0, got {cfg.weight_decay}')
   # A section without the field (the inner optimisers') leaves AdamW at optax's default decay.
   kwargs = {'weight_decay': cfg.weight_decay} if cfg.name == 'adamw' and 'weight_decay' in cfg else {}
+  if cfg.name == 'adamw':
+    kwargs['mask'] = trainable
   if differentiable and cfg.name in ('adam', 'adamw'):
     kwargs['eps_root'] = EPS_ROOT
   return OPTIMIZERS[cfg.name](cfg.learning_rate, **kwargs)

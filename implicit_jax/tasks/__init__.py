@@ -72,6 +72,18 @@ class Evaluator:
     calibration = self.calibrate(dev_pred, dev)
     return {**calibration, **{f'test_{k}': v for k, v in self.score(test_pred, test, calibration).items()}}
 
+  def decisions(self, pred: np.ndarray, split: dict, calibration: dict | None = None) -> dict[str, np.ndarray] | None:
+    """The discrete outputs of ``pred`` that the metrics of this evaluator read (tag ids, thresholded masks, ...),
+    small integer or boolean arrays: what a run's record keeps to be rescored (``engine.predictions``). With
+    ``calibration`` None (dev), what ``calibrate`` and ``metrics`` read; with a calibration (test), what ``score``
+    reads under it (and at the default). None: this evaluator keeps none."""
+    return None
+
+  def relaxed(self, decisions: dict[str, np.ndarray], split: dict) -> np.ndarray:
+    """An array aligned with ``split`` that ``metrics``, ``final`` and ``score`` score exactly as they scored the
+    predictions ``decisions`` were taken from."""
+    raise NotImplementedError(f'{type(self).__name__} keeps no decisions to rescore')
+
   def calibration_of(self, result: dict) -> dict:
     """The calibration a finished run chose, read back from its result."""
     return {}

