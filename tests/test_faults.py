@@ -98,6 +98,24 @@ def test_second_trainer_is_refused_and_readers_do_not_disturb_the_first(tmp_path
   assert (busy / 'metrics.jsonl').read_text() == (clean / 'metrics.jsonl').read_text()
 
 
+def test_deleting_the_lock_file_does_not_admit_a_second_trainer(tmp_path):
+  """``workdir/lock`` looks stale in a finished workdir and may be deleted while a run trains: the lock is held on
+  the folder, so a second trainer is still refused in one line naming the workdir and the holder (this process,
+  which holds the lock here; a second open of the folder is a separate lock, as another process's would be)."""
+  workdir = tmp_path / 'run'
+  workdir_lib.prepare(str(workdir))
+  with workdir_lib.Lock(str(workdir)):
+    assert (workdir / 'lock').read_text().startswith(f'{os.getpid()} on ')
+    (workdir / 'lock').unlink()
+    holder = str(os.getpid()) if os.path.exists('/proc/locks') else 'unknown'  # the kernel's table names it
+    with pytest.raises(workdir_lib.WorkdirBusy, match=rf'^{workdir} is in use by another training run \(process '
+                       rf'{holder}\); wait for it to end, or give another --workdir$'):
+      train.train_and_evaluate(_tiny(), str(workdir))
+  assert not (workdir / 'lock').exists()  # the record goes with the run that wrote it
+  with workdir_lib.Lock(str(workdir)):  # released: the next trainer gets it
+    pass
+
+
 @pytest.mark.parametrize('race', [FileNotFoundError, NotADirectoryError])
 def test_a_reader_lists_again_when_a_step_folder_vanishes_under_it(race):
   """Orbax lists a step folder that the trainer deletes meanwhile: FileNotFoundError, or NotADirectoryError when

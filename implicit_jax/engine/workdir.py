@@ -1,10 +1,11 @@
 """Guards of a training workdir: one trainer at a time, the same data on resume, paths that can be written.
 
-* ``Lock``: an exclusive ``flock`` on ``workdir/lock``, held by the trainer for the whole run. The kernel drops it
-  when the process dies (kill -9 included), so a crashed run never leaves a stale lock; a second trainer is
-  refused with the holder's process id. Readers (``evaluate``, ``predict``, ``load_trained``) take no lock: they
-  open checkpoints read-only. Only process 0 of a multi-host run takes it; on network file systems ``flock`` may
-  lock only within one host, so there the guard is per host.
+* ``Lock``: an exclusive ``flock`` on the workdir folder itself, held by the trainer for the whole run; deleting a
+  file cannot release it. The kernel drops it when the process dies (kill -9 included), so a crashed run never
+  leaves a stale lock; a second trainer is refused with the holder's process id (``workdir/lock`` records it).
+  Readers (``evaluate``, ``predict``, ``load_trained``) take no lock: they open checkpoints read-only. Only
+  process 0 of a multi-host run takes it; on network file systems ``flock`` may lock only within one host, so
+  there the guard is per host.
 * ``check_data``: ``workdir/data.json`` records a fingerprint of every split array the run trains and selects
   on; a resumed run whose data differs (a file changed at the same path, other split settings) is refused,
   naming the task's files; ``evaluate`` refuses it too (``check_unchanged``). The record also holds the task's
@@ -20,6 +21,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import socket
 import sys
 
@@ -38,6 +40,27 @@ class WorkdirBusy(ValueError):
 # What a run writes in its workdir (checkpoints.py's layout); ``<name>.tmp`` are atomic writes cut short.
 RUN_FILES = ('config.json', 'metrics.json', 'metrics.jsonl', 'data.json', 'lock', 'checkpoints', 'best',
              'tensorboard', 'corrupt')
+
+
+def os_reason(error: Exception) -> str:
+  """What failed, in words a user can act on: ``No space left on device (errno 28)``. Tensorstore (Orbax's array
+  writer) reports an OS error as a ValueError carrying ``os_error_code='28'``; anything else, its first line."""
+  code = getattr(error, 'errno', None)
+  if not isinstance(code, int):
+    found = re.search(r"os_error_code='(\d+)'", str(error))
+    code = int(found.group(1)) if found else None
+  if code is not None:
+    strerror = getattr(error, 'strerror', None) if isinstance(error, OSError) else None
+    return f'{strerror or os.strerror(code)} (errno {code})'
+  lines = str(error).strip().splitlines()
+  return f'{type(error).__name__}: {lines[0][:200] if lines else ""}'
+
+
+def disk_error(what: str, error: Exception) -> OSError:
+  """An OSError whose whole message is ``what: reason`` (the path and the cause on one line), keeping the errno."""
+  out = OSError(f'{what}: {os_reason(error)}')
+  out.errno = getattr(error, 'errno', None)
+  return out
 
 
 def _is_record(path: str, keys: tuple[str, ...]) -> bool:
@@ -84,32 +107,79 @@ def prepare(workdir: str) -> None:
 
 
 class Lock:
-  """``with Lock(workdir):`` holds the workdir's training lock (no-op where ``flock`` does not exist)."""
+  """``with Lock(workdir):`` holds the workdir's training lock (no-op where ``flock`` does not exist).
+
+  The lock is an exclusive ``flock`` on the workdir folder itself, not on a file in it: a file can be deleted (a
+  ``lock`` left in a finished workdir looks stale), and a second trainer would then lock a new file of the same
+  name beside the first. ``workdir/lock`` only records the holder (process id and host) for the refusal's message;
+  it is removed when the run ends."""
 
   def __init__(self, workdir: str):
+    self.workdir = workdir
     self.path = os.path.join(workdir, 'lock')
     self._fd = None
+    self._record = None
 
   def __enter__(self) -> 'Lock':
     if fcntl is None:
       return self
-    fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(self.workdir, os.O_RDONLY)  # a folder opens read-only, which is all flock needs
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-      holder = os.read(fd, 200).decode(errors='replace').strip() or 'unknown'
       os.close(fd)
-      raise WorkdirBusy(f'{os.path.dirname(self.path)} is in use by another training run (process {holder}); '
-                        'wait for it to end, or give another --workdir') from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f'{os.getpid()} on {socket.gethostname()}\n'.encode())
+      raise WorkdirBusy(f'{self.workdir} is in use by another training run (process {self._holder()}); wait for '
+                        'it to end, or give another --workdir') from None
+    except BaseException:
+      os.close(fd)
+      raise
     self._fd = fd
+    record = f'{os.getpid()} on {socket.gethostname()}\n'
+    try:
+      with open(self.path, 'w') as f:
+        f.write(record)
+    except OSError as e:
+      self.__exit__()
+      raise disk_error(f'cannot write {self.path}', e) from None
+    self._record = record
     return self
 
+  def _holder(self) -> str:
+    """The holder's process id, from the kernel's lock table where there is one (Linux), with its host from the
+    record file; what the record says where the kernel does not tell; else 'unknown'."""
+    try:
+      with open(self.path) as f:
+        recorded = f.read(200).strip()
+    except OSError:
+      recorded = ''
+    pid = None
+    try:
+      st = os.stat(self.workdir)
+      key = f'{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}'
+      with open('/proc/locks') as f:
+        for line in f:
+          fields = line.split()
+          # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; waiters are marked "->" and hold nothing
+          if len(fields) > 5 and fields[1] == 'FLOCK' and fields[5] == key and fields[4] != '0':
+            pid = fields[4]
+            break
+    except OSError:
+      pass
+    if pid is None:
+      return recorded or 'unknown'
+    return recorded if recorded.split(' ', 1)[0] == pid else pid
+
   def __exit__(self, *exc) -> None:
-    if self._fd is not None:
-      os.close(self._fd)  # closing the descriptor releases the flock
-      self._fd = None
+    if self._fd is None:
+      return
+    try:
+      with open(self.path) as f:
+        if f.read(200) == self._record:  # removed before the lock is released: a next holder's is its own
+          os.remove(self.path)
+    except OSError:
+      pass  # gone already, or unreadable: it is only a record
+    os.close(self._fd)  # closing the descriptor releases the flock
+    self._fd = self._record = None
 
 
 def fingerprint(task) -> dict:
