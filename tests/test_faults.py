@@ -294,6 +294,64 @@ cli.run(main.main)
 '''
 
 
+# `python -m implicit_jax.main` on a disk that fills at the third save of the training state (step 12): the write
+# fails inside one of Orbax's worker threads, as a real full disk makes it fail, and every thread waiting on it
+# fails too (on a real full disk, tensorstore's write reports errno 28 the same way).
+ORBAX_FULL_DISK = '''
+import errno, runpy, sys
+from orbax.checkpoint._src.serialization import jax_array_handlers
+spec = jax_array_handlers.ts_utils.get_sharding_tensorstore_spec
+def full(directory, *args, **kwargs):
+  if '/checkpoints/12.' in str(directory):
+    raise OSError(errno.ENOSPC, 'No space left on device', str(directory))
+  return spec(directory, *args, **kwargs)
+jax_array_handlers.ts_utils.get_sharding_tensorstore_spec = full
+sys.argv[0] = 'implicit_jax.main'
+runpy.run_module('implicit_jax.main', run_name='__main__')
+'''
+
+
+def test_a_disk_full_in_orbaxs_writer_is_one_line_and_the_run_resumes_exactly(reference, tmp_path):
+  """Orbax's workers each printed the failure with a traceback (154 lines on main, one after the error line); now
+  one line names the checkpoint, the cause and the checkpoint a rerun resumes from, and the rerun ends exactly as
+  the uninterrupted run."""
+  workdir = tmp_path / 'run'
+  args = ['--config=configs/tiny.py', f'--workdir={workdir}', '--config.num_epochs=3', '--config.checkpoint_every=4']
+  line = _one_error_line(_cli(None, *args, code=ORBAX_FULL_DISK), 1)
+  assert line == (f'error: checkpoint at step 12 to {workdir}/checkpoints failed: No space left on device (errno 28); '
+                  f'the last good checkpoint is step 8 ({workdir}/checkpoints/8); free space and rerun the same '
+                  'command to resume from it')
+  code, out, err = _finish(_cli('main', *args))
+  assert code == 0 and 'resuming from step 8' in out, err[-2000:]
+  assert _comparable(json.loads((workdir / 'metrics.json').read_text())) == _comparable(
+      json.loads((reference[3] / 'metrics.json').read_text()))
+  assert (workdir / 'metrics.jsonl').read_text() == (reference[3] / 'metrics.jsonl').read_text()
+
+
+# `python -m implicit_jax.main` where no file may grow past 100 bytes: the lock's record fits, config.json does not.
+# The kernel fails the write as a full disk does (EFBIG instead of ENOSPC), at whichever file comes first.
+SMALL_FILES_ONLY = '''
+import resource, runpy, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+sys.argv[0] = 'implicit_jax.main'
+runpy.run_module('implicit_jax.main', run_name='__main__')
+'''
+
+
+def test_a_failed_write_at_the_start_names_the_file_and_leaves_no_temporary(tmp_path):
+  """Was '[Errno 27] File too large' (no path) and an empty config.json.tmp left behind."""
+  workdir = tmp_path / 'run'
+  env = {k: v for k, v in os.environ.items() if k != 'JAX_COMPILATION_CACHE_DIR'}  # its writes would fail too
+  proc = subprocess.Popen([sys.executable, '-c', SMALL_FILES_ONLY, '--config=configs/tiny.py', f'--workdir={workdir}'],
+                          cwd=ROOT, env=dict(env, JAX_PLATFORMS='cpu'), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+  line = _one_error_line(proc, 1)
+  assert line == f'error: cannot write {workdir}/config.json: File too large (errno {errno.EFBIG})'
+  assert not list(workdir.rglob('*.tmp')) and not (workdir / 'lock').exists()
+  assert workdir_lib.foreign_files(str(workdir)) == []  # nothing in the way of the same command, once it can write
+
+
 def test_command_lines_end_bad_input_in_one_line(tmp_path):
   """Each command is run as a user runs it; all are started at once and then read."""
   empty = tmp_path / 'empty'

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
+import logging
 import os
 import shutil
 import sys
+import threading
 import time
 from typing import Any, Callable
 
@@ -35,13 +38,14 @@ import ml_collections
 import orbax.checkpoint as ocp
 from absl import logging as absl_logging
 
-from implicit_jax.engine import config as config_lib
+from implicit_jax.engine import config as config_lib, workdir as workdir_lib
 
 
 def _manager(path: str, keep: int, read_only: bool = False) -> ocp.CheckpointManager:
   # Synchronous saves: a checkpoint is on disk before the loop moves on, which the exact-resume guarantee needs.
   # Orbax logs an error for each damaged checkpoint it lists; restore() reports those in one line, so hush it.
   # It also warns about read-only managers.
+  _hush_closed_loop_callbacks()
   with _orbax_quiet():
     if read_only:
       # A reader (evaluate, predict, notebooks) creates, deletes and cleans nothing: a training run may be
@@ -87,17 +91,63 @@ def _orbax_quiet():
     absl_logging.set_verbosity(level)
 
 
+def _wait_for_orbax_workers(timeout: float = 10.0) -> None:
+  """Joins Orbax's worker threads (a failed save leaves some still reporting it)."""
+  deadline = time.monotonic() + timeout
+  for thread in threading.enumerate():
+    if thread is not threading.current_thread() and type(thread).__module__.startswith('orbax'):
+      thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _hush_closed_loop_callbacks() -> None:
+  """Tensorstore completes a write Orbax stopped waiting for (after another write failed) by calling back into an
+  event loop already closed: each callback prints a 'RuntimeError: Event loop is closed' traceback from a
+  tensorstore thread, possibly after the run's own error line. They say nothing the error does not: dropped."""
+  previous = sys.unraisablehook
+  if getattr(previous, 'hushes_closed_loops', False):
+    return
+
+  def hook(unraisable):
+    if not (isinstance(unraisable.exc_value, RuntimeError) and str(unraisable.exc_value) == 'Event loop is closed'
+            and threading.current_thread() is not threading.main_thread()):
+      previous(unraisable)
+
+  hook.hushes_closed_loops = True
+  sys.unraisablehook = hook
+
+
+class _Unretrieved(logging.Filter):
+  def filter(self, record: logging.LogRecord) -> bool:
+    return 'exception was never retrieved' not in record.getMessage()
+
+
+def _hush_unretrieved_futures() -> None:
+  """After a failed save, asyncio logs each of Orbax's writes that failed the same way and that nobody awaited
+  ('Future exception was never retrieved', with a traceback) when it is collected, at exit: after the run's own
+  error line, and saying nothing more."""
+  logger = logging.getLogger('asyncio')
+  if not any(isinstance(f, _Unretrieved) for f in logger.filters):
+    logger.addFilter(_Unretrieved())
+
+
 def _first_line(error: Exception) -> str:
   text = str(error).strip().splitlines()
   return f'{type(error).__name__}: {text[0][:200] if text else ""}'
 
 
 def write_json(path: str, obj: Any) -> None:
-  """Writes JSON atomically (temporary file, then rename)."""
+  """Writes JSON atomically (temporary file, then rename). A write that fails (a full disk) leaves no temporary
+  file and raises an OSError naming ``path``."""
   tmp = f'{path}.tmp'
-  with open(tmp, 'w') as f:
-    json.dump(obj, f, indent=2)
-  os.replace(tmp, path)
+  text = json.dumps(obj, indent=2)  # a value JSON cannot hold fails here, before any file is touched
+  try:
+    with open(tmp, 'w') as f:
+      f.write(text)
+    os.replace(tmp, path)
+  except OSError as e:
+    with contextlib.suppress(OSError):
+      os.remove(tmp)
+    raise workdir_lib.disk_error(f'cannot write {path}', e) from None
 
 
 def read_json(path: str) -> Any:
@@ -167,8 +217,30 @@ class Checkpointer:
     step = int(state.step)
     if step in self._latest.all_steps():
       return
-    self._latest.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
-                                                    loop=ocp.args.JsonSave(loop)))
+    with self._writing(f'checkpoint at step {step} to {self.directory}'):
+      self._latest.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
+                                                      loop=ocp.args.JsonSave(loop)))
+
+  @contextlib.contextmanager
+  def _writing(self, what: str):
+    """A save that fails (a full disk, a folder gone) ends in one OSError naming it, its cause and the checkpoint
+    a rerun resumes from. Orbax's worker threads each log the same failure with a traceback (a dozen or more on a
+    full disk) while the main thread gets it too: they are hushed until they have ended."""
+    last = self._latest.latest_step()
+    try:
+      with _orbax_quiet():
+        try:
+          yield
+        except BaseException:
+          _wait_for_orbax_workers()
+          _hush_unretrieved_futures()
+          raise
+    except (OSError, ValueError) as e:  # tensorstore reports a failed write as a ValueError
+      fix = 'free space' if workdir_lib.os_errno(e) in (errno.ENOSPC, errno.EDQUOT) else 'fix that'
+      then = (f'the last good checkpoint is step {last} ({self.directory}/{last}); {fix} and rerun the same command '
+              'to resume from it' if last is not None else
+              f'no checkpoint was saved yet; {fix} and rerun the same command to start the run again')
+      raise workdir_lib.disk_error(f'{what} failed', e, then) from None
 
   def restore(self, abstract_state):
     """``(state, loop)`` of the latest readable checkpoint, or None when there is none. An unreadable one (a
@@ -189,7 +261,8 @@ class Checkpointer:
   def save_best(self, step: int, params) -> None:
     if step in self._best.all_steps():
       return
-    self._best.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)))
+    with self._writing(f'best-on-dev parameters at step {step} to {self._best.directory}'):
+      self._best.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)))
 
   def restore_best(self, abstract_params, step: int | None = None):
     """The best-on-dev parameters saved at ``step``, or (None) the latest readable ones. A reader beside a

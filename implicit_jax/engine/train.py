@@ -184,9 +184,14 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     best_params = ckpt.restore_best(jax.eval_shape(lambda: state.params), best['step'])
     dev_pred = predict_split(task, predict_fn, best_params, task.splits['dev'], config, sharded)
     test_pred = predict_split(task, predict_fn, best_params, task.splits['test'], config, sharded)
-  finally:
-    writer.close()
-    ckpt.close()
+  except BaseException:
+    # The error on its way names what failed; closing may fail the same way (a full disk) and must not replace it.
+    for close in (writer.close, ckpt.close):
+      with contextlib.suppress(Exception):
+        close()
+    raise
+  writer.close()
+  ckpt.close()
   result = {
       'task': task.name, 'method': config.method, 'seed': config.seed, 'task_info': task.info,
       'best_epoch': best['epoch'], select: best[select],

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -42,13 +43,20 @@ RUN_FILES = ('config.json', 'metrics.json', 'metrics.jsonl', 'data.json', 'lock'
              'tensorboard', 'corrupt')
 
 
-def os_reason(error: Exception) -> str:
-  """What failed, in words a user can act on: ``No space left on device (errno 28)``. Tensorstore (Orbax's array
-  writer) reports an OS error as a ValueError carrying ``os_error_code='28'``; anything else, its first line."""
+def os_errno(error: Exception) -> int | None:
+  """The OS error number behind ``error``: an OSError's, or the ``os_error_code='28'`` that tensorstore (Orbax's
+  array writer) puts in the ValueError it raises for a failed write."""
   code = getattr(error, 'errno', None)
-  if not isinstance(code, int):
-    found = re.search(r"os_error_code='(\d+)'", str(error))
-    code = int(found.group(1)) if found else None
+  if isinstance(code, int):
+    return code
+  found = re.search(r"os_error_code='(\d+)'", str(error))
+  return int(found.group(1)) if found else None
+
+
+def os_reason(error: Exception) -> str:
+  """What failed, in words a user can act on: ``No space left on device (errno 28)``; without an OS error number,
+  the error's first line."""
+  code = os_errno(error)
   if code is not None:
     strerror = getattr(error, 'strerror', None) if isinstance(error, OSError) else None
     return f'{strerror or os.strerror(code)} (errno {code})'
@@ -56,10 +64,11 @@ def os_reason(error: Exception) -> str:
   return f'{type(error).__name__}: {lines[0][:200] if lines else ""}'
 
 
-def disk_error(what: str, error: Exception) -> OSError:
-  """An OSError whose whole message is ``what: reason`` (the path and the cause on one line), keeping the errno."""
-  out = OSError(f'{what}: {os_reason(error)}')
-  out.errno = getattr(error, 'errno', None)
+def disk_error(what: str, error: Exception, then: str = '') -> OSError:
+  """An OSError whose whole message is ``what: reason[; then]`` (the path, the cause and what to do, on one line),
+  keeping the error number."""
+  out = OSError(f'{what}: {os_reason(error)}' + (f'; {then}' if then else ''))
+  out.errno = os_errno(error)
   return out
 
 
@@ -139,6 +148,8 @@ class Lock:
       with open(self.path, 'w') as f:
         f.write(record)
     except OSError as e:
+      with contextlib.suppress(OSError):
+        os.remove(self.path)  # a full disk leaves it empty: not a record
       self.__exit__()
       raise disk_error(f'cannot write {self.path}', e) from None
     self._record = record
