@@ -279,6 +279,20 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(reference, t
   assert run.predict(run.task.splits['dev']).shape == run.task.splits['dev']['y'].shape
 
 
+def test_a_checkpoint_whose_loop_record_is_empty_is_set_aside_like_a_damaged_one(reference, tmp_path, capsys):
+  """The latest checkpoint's loop record reads ``{}`` (was: KeyError 'train_seconds'). Defaults would lose the
+  history and the best epoch so far, so it is damage: warned, set aside, the one before used, and the run ends as
+  the uninterrupted one."""
+  workdir = tmp_path / 'run'
+  shutil.copytree(reference[2], workdir)
+  (workdir / 'checkpoints' / '16' / 'loop' / 'metadata').write_text('{}')
+  result = train.train_and_evaluate(_tiny(num_epochs=3, checkpoint_every=4), str(workdir))
+  err = capsys.readouterr().err
+  assert (f'warning: checkpoint {workdir}/checkpoints/16 is unreadable (ValueError: its loop record lacks or mangles '
+          'history, train_log, best, train_seconds); moved to') in err, err
+  assert _comparable(result) == _comparable(json.loads((reference[3] / 'metrics.json').read_text()))
+
+
 # ------------------------------------------------------------------------------------------ one line
 
 

@@ -244,13 +244,15 @@ class Checkpointer:
 
   def restore(self, abstract_state):
     """``(state, loop)`` of the latest readable checkpoint, or None when there is none. An unreadable one (a
-    damaged disk, files emptied by hand) is named in a warning and moved to ``workdir/corrupt/``, and the one
-    before it is used: the run repeats the steps in between, with the same result."""
+    damaged disk, files emptied by hand, a loop record without what the loop reads) is named in a warning and
+    moved to ``workdir/corrupt/``, and the one before it is used: the run repeats the steps in between, with the
+    same result."""
     for step in sorted(self._latest.all_steps(), reverse=True):
       try:
         with _orbax_quiet():  # a damaged checkpoint is reported below, in one line
           out = self._latest.restore(step, args=ocp.args.Composite(
               state=ocp.args.StandardRestore(abstract_state), loop=ocp.args.JsonRestore()))
+        _check_loop(out.loop, step)
         return out.state, out.loop
       except Exception as e:  # pylint: disable=broad-except  # any failure to read it means the same
         self._set_aside(self._latest, step, e)
@@ -315,6 +317,22 @@ class Checkpointer:
     if self._latest_manager is not None:
       self._latest_manager.close()
     self._best.close()
+
+
+LOOP_RECORD = {'history': list, 'train_log': dict, 'best': (dict, type(None)), 'train_seconds': (int, float)}
+
+
+def _check_loop(loop, step: int) -> None:
+  """Raises ValueError when a checkpoint's loop record lacks what the loop reads. Defaults would not do: an empty
+  history and no best epoch would silently select the best epoch among the epochs after ``step`` only."""
+  if not isinstance(loop, dict):
+    raise ValueError(f'its loop record is a {type(loop).__name__}, not an object')
+  bad = [k for k, kind in LOOP_RECORD.items() if not isinstance(loop.get(k, ...), kind)]
+  best = loop.get('best')
+  if isinstance(best, dict) and not (isinstance(best.get('step'), int) and 0 < best['step'] <= step):
+    bad.append('best.step')
+  if bad:
+    raise ValueError(f'its loop record lacks or mangles {", ".join(bad)}')
 
 
 @dataclasses.dataclass
