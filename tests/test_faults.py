@@ -203,6 +203,47 @@ def test_a_shorter_resume_is_refused_and_keeps_the_record(reference, tmp_path):
   assert json.loads((workdir / 'config.json').read_text())['num_epochs'] == 3
 
 
+def test_an_extension_killed_part_way_never_pairs_the_old_threshold_with_new_parameters(reference, tmp_path,
+                                                                                         monkeypatch, capsys):
+  """A finished 2-epoch run (best epoch 1) extended to 6 epochs and killed once it saved a best epoch of its own:
+  its metrics.json held the old best epoch and threshold, and ``evaluate`` applied that threshold to the new
+  parameters. Now the old result is moved aside when the extension starts, and a stale metrics.json left in place
+  (by older code) is refused for parameters of another step; the threshold is chosen on dev for those read."""
+  workdir = tmp_path / 'run'
+  shutil.copytree(reference[2], workdir)
+  old_text = (workdir / 'metrics.json').read_text()
+  old = json.loads(old_text)
+  save_best = checkpoints.Checkpointer.save_best
+
+  def killed_after_a_new_best(self, step, params):
+    save_best(self, step, params)
+    if step > 16:
+      raise KeyboardInterrupt  # the extension is killed once it has a best epoch of its own
+
+  monkeypatch.setattr(checkpoints.Checkpointer, 'save_best', killed_after_a_new_best)
+  with pytest.raises(KeyboardInterrupt):
+    train.train_and_evaluate(_tiny(num_epochs=6, checkpoint_every=4), str(workdir))
+  monkeypatch.undo()
+  assert f'moved to {workdir / "metrics.previous.json"}' in capsys.readouterr().out
+  assert not (workdir / 'metrics.json').exists() and (workdir / 'metrics.previous.json').read_text() == old_text
+
+  run = checkpoints.load_trained(str(workdir))
+  dev = run.task.splits['dev']
+  chosen_now = run.task.evaluator.calibrate(run.predict(dev), dev)['threshold']
+  assert chosen_now != old['threshold'], 'the case needs a new best whose threshold differs'
+  assert evaluate.evaluate_run(str(workdir))['test']['threshold'] == chosen_now
+
+  (workdir / 'metrics.json').write_text(old_text)  # what the extension left in place before this change
+  capsys.readouterr()
+  assert evaluate.evaluate_run(str(workdir))['test']['threshold'] == chosen_now
+  assert (f'warning: {workdir / "metrics.json"} is the result of the best-on-dev parameters of step 8; those read '
+          'are of step') in capsys.readouterr().err
+
+  result = train.train_and_evaluate(_tiny(num_epochs=6, checkpoint_every=4), str(workdir))  # the extension ends
+  assert checkpoints.load_trained(str(workdir)).metrics['best_step'] == result['best_step']
+  assert evaluate.evaluate_run(str(workdir))['test']['threshold'] == result['threshold']
+
+
 # ------------------------------------------------------------------------------------------ divergence
 
 

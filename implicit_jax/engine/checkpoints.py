@@ -7,7 +7,9 @@ Layout::
   workdir/checkpoints/<s>/ training state at step s (parameters, optimiser states, step) and the loop record
                            (history, training log, best-on-dev so far, seconds spent); the last two are kept
   workdir/best/<s>/        the best-on-dev parameters, found at step s
-  workdir/metrics.json     the final result (``train.train_and_evaluate``)
+  workdir/metrics.json     the final result (``train.train_and_evaluate``), with the step of the best-on-dev
+                           parameters it was computed from (``load_trained`` uses it only with those)
+  workdir/metrics.previous.json  the result of a finished run that was then extended, until the extension ends
   workdir/metrics.jsonl    every logged scalar, a JSON line each (``writers.py``)
   workdir/data.json        the fingerprint of the data the run trains on (``workdir.py``)
   workdir/lock             held by the training process (``workdir.py``); readers take no lock
@@ -266,13 +268,19 @@ class Checkpointer:
     with self._writing(f'best-on-dev parameters at step {step} to {self._best.directory}'):
       self._best.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)))
 
-  def restore_best(self, abstract_params, step: int | None = None):
-    """The best-on-dev parameters saved at ``step``, or (None) the latest readable ones. A reader beside a
-    training run may see a step listed and then deleted by the trainer (it keeps two): it lists again."""
+  @property
+  def directory_of_best(self) -> str:
+    return str(self._best.directory)
+
+  def restore_best(self, abstract_params, step: int | None = None, with_step: bool = False):
+    """The best-on-dev parameters saved at ``step``, or (None) the latest readable ones; ``with_step``:
+    ``(params, step)``. A reader beside a training run may see a step listed and then deleted by the trainer (it
+    keeps two): it lists again."""
     def read(s):
       with _orbax_quiet():
-        return self._best.restore(s, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
-                                  ).params
+        params = self._best.restore(s, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
+                                    ).params
+      return (params, s) if with_step else params
 
     if step is not None:
       try:
@@ -396,11 +404,32 @@ def load_trained(workdir: str, config_overrides: dict | None = None) -> Run:
   abstract = jax.eval_shape(method.init, jax.random.key(0)).params
   ckpt = Checkpointer(workdir, read_only=True)
   try:
-    params = ckpt.restore_best(abstract)
+    params, step = ckpt.restore_best(abstract, with_step=True)
   finally:
     ckpt.close()
   metrics_path = os.path.join(workdir, 'metrics.json')
   metrics = None
   if os.path.exists(metrics_path):
     metrics = read_json(metrics_path)
+    chosen = best_step_of(metrics)
+    if chosen is not None and chosen != step:
+      # Its threshold and best epoch were chosen for other parameters (a finished run extended with more epochs,
+      # or a best checkpoint damaged since): pairing them with these would score something no run chose.
+      print(f'warning: {metrics_path} is the result of the best-on-dev parameters of step {chosen}; those read are '
+            f'of step {step} ({ckpt.directory_of_best}/{step}): its calibration is not used (evaluate chooses one on '
+            'dev now)', file=sys.stderr, flush=True)
+      metrics = None
   return Run(config, task, method, params, dict(method.modules), metrics, workdir)
+
+
+def best_step_of(metrics) -> int | None:
+  """The step of the best-on-dev parameters a ``metrics.json`` was computed from: recorded since runs extended
+  past their end could leave it stale; for an older record, its best epoch times its steps per epoch."""
+  if not isinstance(metrics, dict):
+    return None
+  if isinstance(metrics.get('best_step'), int):
+    return metrics['best_step']
+  epochs = (metrics.get('config') or {}).get('num_epochs')
+  if isinstance(metrics.get('best_epoch'), int) and isinstance(metrics.get('steps'), int) and epochs:
+    return metrics['best_epoch'] * (metrics['steps'] // epochs)
+  return None

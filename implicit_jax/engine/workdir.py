@@ -40,7 +40,7 @@ class WorkdirBusy(ValueError):
 
 # What a run writes in its workdir (checkpoints.py's layout); ``<name>.tmp`` are atomic writes cut short.
 RUN_FILES = ('config.json', 'metrics.json', 'metrics.jsonl', 'data.json', 'lock', 'checkpoints', 'best',
-             'tensorboard', 'corrupt')
+             'tensorboard', 'corrupt', 'metrics.previous.json')
 
 
 def os_errno(error: Exception) -> int | None:
