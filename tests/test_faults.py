@@ -244,6 +244,33 @@ def test_an_extension_killed_part_way_never_pairs_the_old_threshold_with_new_par
   assert evaluate.evaluate_run(str(workdir))['test']['threshold'] == result['threshold']
 
 
+def test_evaluate_on_grown_data_names_the_data_not_damaged_checkpoints(tmp_path, capsys):
+  """A Cora run evaluated with a data folder that gained references: the vocabulary grew, the model built from it
+  no longer fits the saved parameters, and every intact checkpoint was called unreadable. ``evaluate`` now checks
+  the data's fingerprint first and names the splits and the file; a reader that does not (``load_trained``, as
+  predict and notebooks use it) says the parameters do not fit data of another vocabulary, and sets nothing aside."""
+  from tests.test_citations import FIXTURE, fixture_config  # pylint: disable=import-outside-toplevel
+  config = fixture_config('feedforward', unlabeled=False)
+  config.num_epochs = 1
+  run = tmp_path / 'run'
+  train.train_and_evaluate(config, str(run))
+  text = (FIXTURE / 'cora_citation' / 'tagged_references.txt').read_text()
+  refs = text[text.index('<ref>'):text.rindex('</data>')]
+  grown = tmp_path / 'grown' / 'cora_citation' / 'tagged_references.txt'
+  grown.parent.mkdir(parents=True)
+  grown.write_text(text.replace('</data>', refs.replace('Chen', 'Zorblax') + '</data>'))
+  capsys.readouterr()
+  with pytest.raises(ValueError, match=rf'^workdir {run} was trained on other data: the train, dev, test splits read '
+                     rf'now from {grown} differ from the run\'s record \({run}/data.json: train\.'):
+    evaluate.evaluate_run(str(run), data_dir=str(tmp_path / 'grown'))
+  with pytest.raises(ValueError, match=rf'^the best-on-dev parameters in {run}/best/\d+ do not fit the model built '
+                     r'from the data and config read now \(theta\.params\.encoder\.embed\.embedding: saved \((\d+), 50\), '
+                     r'now \((?!\1)\d+, 50\)\): the data differ'):
+    checkpoints.load_trained(str(run), {'data.data_dir': str(tmp_path / 'grown')})
+  assert 'unreadable' not in capsys.readouterr().err
+  assert checkpoints.load_trained(str(run)).params is not None  # nothing was set aside
+
+
 # ------------------------------------------------------------------------------------------ divergence
 
 

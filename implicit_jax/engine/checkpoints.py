@@ -39,6 +39,7 @@ import jax
 import ml_collections
 import orbax.checkpoint as ocp
 from absl import logging as absl_logging
+from etils import epath
 
 from implicit_jax.engine import config as config_lib, workdir as workdir_lib
 
@@ -130,6 +131,36 @@ def _hush_unretrieved_futures() -> None:
   logger = logging.getLogger('asyncio')
   if not any(isinstance(f, _Unretrieved) for f in logger.filters):
     logger.addFilter(_Unretrieved())
+
+
+def _path_names(tree) -> dict:
+  """``{'params.phi.Dense_0.kernel': shape}`` for the arrays of a pytree or of Orbax's metadata of one: the same
+  names for a dataclass field, a named tuple's and a dict key (Orbax stores all three as dict keys)."""
+  def name(key):
+    for attr in ('key', 'name', 'idx'):
+      if hasattr(key, attr):
+        return str(getattr(key, attr))
+    return str(key)
+
+  leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+  return {'.'.join(name(k) for k in path): tuple(leaf.shape) for path, leaf in leaves
+          if getattr(leaf, 'shape', None) is not None}
+
+
+def _other_shapes(where: str, abstract) -> str | None:
+  """The first array whose saved shape in checkpoint folder ``where`` differs from ``abstract``'s (the model as
+  built from today's config and data), as ``name: saved (a, b), now (c, d)``; None when all that can be compared
+  agree or the metadata cannot be read (then the checkpoint is damaged, not of another shape)."""
+  try:
+    with _orbax_quiet():
+      metadata = ocp.PyTreeCheckpointHandler().metadata(epath.Path(where))
+  except Exception:  # pylint: disable=broad-except
+    return None
+  saved, now = _path_names(getattr(metadata, 'tree', metadata)), _path_names(abstract)
+  for name in sorted(set(saved) & set(now)):
+    if saved[name] != now[name]:
+      return f'{name}: saved {saved[name]}, now {now[name]}'
+  return None
 
 
 def _first_line(error: Exception) -> str:
@@ -257,6 +288,7 @@ class Checkpointer:
         _check_loop(out.loop, step)
         return out.state, out.loop
       except Exception as e:  # pylint: disable=broad-except  # any failure to read it means the same
+        self._refuse_other_shapes(self._latest, step, abstract_state, 'training state')
         self._set_aside(self._latest, step, e)
     if self._latest.all_steps():
       raise ValueError(f'no readable checkpoint under {self.directory}')
@@ -286,6 +318,7 @@ class Checkpointer:
       try:
         return read(step)
       except Exception as e:  # pylint: disable=broad-except
+        self._refuse_other_shapes(self._best, step, abstract_params, 'best-on-dev parameters')
         raise ValueError(f'best-on-dev parameters {self._best.directory}/{step} are unreadable '
                          f'({_first_line(e)})') from None
     for _ in range(5):
@@ -298,6 +331,7 @@ class Checkpointer:
           return read(s)
         except Exception as e:  # pylint: disable=broad-except
           if os.path.exists(os.path.join(str(self._best.directory), str(s))):
+            self._refuse_other_shapes(self._best, s, abstract_params, 'best-on-dev parameters')
             self._set_aside(self._best, s, e)  # damaged: try the one before it
             continue
           _beside_a_writer(self._best.reload)  # removed while we read: the trainer saved a newer best
@@ -305,6 +339,17 @@ class Checkpointer:
       else:
         break  # every listed one was damaged
     raise ValueError(f'no readable best-on-dev parameters under {self._best.directory}')
+
+  def _refuse_other_shapes(self, manager, step: int, abstract, what: str) -> None:
+    """A checkpoint that failed to read because the model built now has other shapes is not damaged: the data
+    (a vocabulary, a label set of another size) or the config differ from the run's. One ValueError says so, and
+    nothing is set aside (every checkpoint of the run would fail the same way)."""
+    where = os.path.join(str(manager.directory), str(step))
+    differs = _other_shapes(os.path.join(where, 'params' if manager is self._best else 'state'), abstract)
+    if differs:
+      raise ValueError(f'the {what} in {where} do not fit the model built from the data and config read now '
+                       f'({differs}): the data differ from the run\'s (a vocabulary or label set of another size); '
+                       'restore the run\'s data or point config.data.data_dir (--data_dir) at it')
 
   def _set_aside(self, manager, step: int, error: Exception) -> None:
     where = os.path.join(str(manager.directory), str(step))
@@ -393,13 +438,17 @@ def load_config(workdir: str) -> ml_collections.ConfigDict:
   return config_lib.load(read_json(path))
 
 
-def load_trained(workdir: str, config_overrides: dict | None = None) -> Run:
+def load_trained(workdir: str, config_overrides: dict | None = None, same_data: bool = False) -> Run:
   """Loads a run's config, task, method and best-on-dev parameters (``config_overrides``: e.g. a data_dir).
-  Reads only: safe beside a run that is still training in ``workdir``."""
+  ``same_data``: first refuse data whose fingerprint differs from the run's record (``workdir.check_unchanged``),
+  which names the splits and files before a model of another shape fails to read the parameters. Reads only: safe
+  beside a run that is still training in ``workdir``."""
   from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
   config = load_config(workdir)
   config.update_from_flattened_dict(config_overrides or {})
   task = tasks.get_task(config)
+  if same_data:
+    workdir_lib.check_unchanged(workdir, task)
   method = methods.build(task, config)
   abstract = jax.eval_shape(method.init, jax.random.key(0)).params
   ckpt = Checkpointer(workdir, read_only=True)

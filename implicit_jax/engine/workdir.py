@@ -215,6 +215,14 @@ def _changed(stored: dict, task) -> list[str]:
   return [name for name in names if old.get(name) != new.get(name)]
 
 
+def data_files(info: dict) -> list[str]:
+  """The files (or folder) a task read its data from, as its ``info`` names them: ``files``, or one ``file``
+  (Cora), or a ``folder`` (the horse images)."""
+  if info.get('files'):
+    return [str(f) for f in info['files']]
+  return [str(info[key]) for key in ('file', 'folder') if info.get(key)][:1]
+
+
 def _read_record(workdir: str) -> tuple[str, dict | None]:
   from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
   path = os.path.join(workdir, 'data.json')
@@ -232,7 +240,7 @@ def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
   that differs from the recorded fingerprint. A run recorded before fingerprints existed gets one now (nothing to
   compare), and one recorded before names and preprocessing were gets them (its data is the run's)."""
   from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
-  current = {'fingerprint': fingerprint(task), 'files': list(task.info.get('files', [])), 'names': task.names,
+  current = {'fingerprint': fingerprint(task), 'files': data_files(task.info), 'names': task.names,
              'preprocess': task.preprocess}
   path, stored = _read_record(workdir) if resuming else (os.path.join(workdir, 'data.json'), None)
   if stored is not None:
@@ -258,7 +266,7 @@ def check_unchanged(workdir: str, task) -> None:
   changed = _changed(stored, task)
   if changed:
     splits = list(dict.fromkeys(name.split('.')[0] for name in changed))
-    files = ', '.join(task.info.get('files', []) or stored.get('files', [])) or 'the data settings in config.json'
+    files = ', '.join(data_files(task.info) or stored.get('files', [])) or 'the data settings in config.json'
     raise ValueError(f'workdir {workdir} was trained on other data: the {", ".join(splits)} split'
                      f'{"s" if len(splits) > 1 else ""} read now from {files} differ from the run\'s record '
                      f'({path}: {", ".join(changed[:6])}). Restore the run\'s data to evaluate it')
