@@ -146,6 +146,17 @@ def test_a_failed_start_writes_nothing_and_leaves_no_record_in_the_way(tmp_path)
   assert json.loads((workdir / 'config.json').read_text())['seed'] == 0 and result['steps'] == 16
 
 
+@pytest.mark.parametrize('field,value,message', [
+    ('seed', -1, r'config\.seed must be an integer in \[0, 2\*\*63\), got -1'),  # was numpy's 'expected
+    # non-negative integer', from the training loop, after the workdir's files were written
+    ('data__num_train', 0, r'config\.data\.num_train must be a positive integer, got 0'),  # was a reshape message
+])
+def test_an_out_of_range_field_is_named_before_anything_is_written(tmp_path, field, value, message):
+  with pytest.raises(ValueError, match=rf'^{message}$'):
+    train.train_and_evaluate(_tiny(**{field: value}), str(tmp_path / 'run'))
+  assert not (tmp_path / 'run').exists()
+
+
 def test_a_folder_of_the_users_own_files_is_refused_untouched(tmp_path):
   """A --workdir holding the user's own config.json, metrics.json and data.json (not a run's records) is refused
   in one line naming them, before anything is written; so is a folder of other files, and ``/``."""
