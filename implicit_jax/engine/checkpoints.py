@@ -44,6 +44,10 @@ from etils import epath
 from implicit_jax.engine import config as config_lib, workdir as workdir_lib
 
 
+class OtherShapes(ValueError):
+  """A checkpoint does not fit the model built now (other data or config): not damage."""
+
+
 def _manager(path: str, keep: int, read_only: bool = False) -> ocp.CheckpointManager:
   # Synchronous saves: a checkpoint is on disk before the loop moves on, which the exact-resume guarantee needs.
   # Orbax logs an error for each damaged checkpoint it lists; restore() reports those in one line, so hush it.
@@ -281,6 +285,7 @@ class Checkpointer:
     moved to ``workdir/corrupt/``, and the one before it is used: the run repeats the steps in between, with the
     same result."""
     for step in sorted(self._latest.all_steps(), reverse=True):
+      self._refuse_other_shapes(self._latest, step, abstract_state, 'training state')
       try:
         with _orbax_quiet():  # a damaged checkpoint is reported below, in one line
           out = self._latest.restore(step, args=ocp.args.Composite(
@@ -288,7 +293,6 @@ class Checkpointer:
         _check_loop(out.loop, step)
         return out.state, out.loop
       except Exception as e:  # pylint: disable=broad-except  # any failure to read it means the same
-        self._refuse_other_shapes(self._latest, step, abstract_state, 'training state')
         self._set_aside(self._latest, step, e)
     if self._latest.all_steps():
       raise ValueError(f'no readable checkpoint under {self.directory}')
@@ -309,6 +313,7 @@ class Checkpointer:
     ``(params, step)``. A reader beside a training run may see a step listed and then deleted by the trainer (it
     keeps two): it lists again."""
     def read(s):
+      self._refuse_other_shapes(self._best, s, abstract_params, 'best-on-dev parameters')
       with _orbax_quiet():
         params = self._best.restore(s, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
                                     ).params
@@ -317,8 +322,9 @@ class Checkpointer:
     if step is not None:
       try:
         return read(step)
+      except OtherShapes:
+        raise
       except Exception as e:  # pylint: disable=broad-except
-        self._refuse_other_shapes(self._best, step, abstract_params, 'best-on-dev parameters')
         raise ValueError(f'best-on-dev parameters {self._best.directory}/{step} are unreadable '
                          f'({_first_line(e)})') from None
     for _ in range(5):
@@ -329,9 +335,10 @@ class Checkpointer:
       for s in steps:
         try:
           return read(s)
+        except OtherShapes:
+          raise
         except Exception as e:  # pylint: disable=broad-except
           if os.path.exists(os.path.join(str(self._best.directory), str(s))):
-            self._refuse_other_shapes(self._best, s, abstract_params, 'best-on-dev parameters')
             self._set_aside(self._best, s, e)  # damaged: try the one before it
             continue
           _beside_a_writer(self._best.reload)  # removed while we read: the trainer saved a newer best
@@ -341,13 +348,14 @@ class Checkpointer:
     raise ValueError(f'no readable best-on-dev parameters under {self._best.directory}')
 
   def _refuse_other_shapes(self, manager, step: int, abstract, what: str) -> None:
-    """A checkpoint that failed to read because the model built now has other shapes is not damaged: the data
-    (a vocabulary, a label set of another size) or the config differ from the run's. One ValueError says so, and
-    nothing is set aside (every checkpoint of the run would fail the same way)."""
+    """Checked before a restore, from Orbax's metadata: a checkpoint the model built now does not fit is not
+    damaged, the data (a vocabulary, a label set of another size) or the config differ from the run's. One
+    ValueError says so, and nothing is set aside (every checkpoint of the run would fail the same way). Checked
+    before, not after a failed restore: that leaves Orbax's reads unfinished, each reported at exit."""
     where = os.path.join(str(manager.directory), str(step))
     differs = _other_shapes(os.path.join(where, 'params' if manager is self._best else 'state'), abstract)
     if differs:
-      raise ValueError(f'the {what} in {where} do not fit the model built from the data and config read now '
+      raise OtherShapes(f'the {what} in {where} do not fit the model built from the data and config read now '
                        f'({differs}): the data differ from the run\'s (a vocabulary or label set of another size); '
                        'restore the run\'s data or point config.data.data_dir (--data_dir) at it')
 
