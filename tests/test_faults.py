@@ -275,8 +275,8 @@ def test_evaluate_on_grown_data_names_the_data_not_damaged_checkpoints(tmp_path,
                      rf'now from {grown} differ from the run\'s record \({run}/data.json: train\.'):
     evaluate.evaluate_run(str(run), data_dir=str(tmp_path / 'grown'))
   with pytest.raises(ValueError, match=rf'^the best-on-dev parameters in {run}/best/\d+ do not fit the model built '
-                     r'from the data and config read now \(theta\.params\.encoder\.embed\.embedding: saved \((\d+), 50\), '
-                     r'now \((?!\1)\d+, 50\)\): the data differ'):
+                     r'from the data and config read now \(theta\.params\.encoder\.embed\.embedding: '
+                     r'saved \((\d+), 50\), now \((?!\1)\d+, 50\)\): the data differ'):
     checkpoints.load_trained(str(run), {'data.data_dir': str(tmp_path / 'grown')})
   assert 'unreadable' not in capsys.readouterr().err
   assert checkpoints.load_trained(str(run)).params is not None  # nothing was set aside
