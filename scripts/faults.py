@@ -1,6 +1,6 @@
 r"""What a user sees for each bad input or fault: the table of docs/faults.md, made by trying each one.
 
-  python scripts/faults.py [--out docs/faults.md]
+  python scripts/faults.py [--out docs/faults.md] [--only SUBSTRING]
 
 Every case is run as a user runs it: the command lines (``python -m implicit_jax.main|evaluate|predict``) in a
 subprocess from the repository root, on the tiny config or a one-epoch MBCE model of the embedded bibtex, and
@@ -70,9 +70,159 @@ def arff_text(names, rows, relation='rows'):
           '\n'.join(body) + '\n')
 
 
+# --- the engine and the workdir, after training (issue 34) ---------------------------------------------------------
+# Each case is a function of (table, scratch folder, a finished 2-epoch tiny run with a checkpoint every 4 steps);
+# `--only SUBSTRING` runs just the ones whose name holds it.
+
+# `main` on a disk that fills at the third save of the training state (step 12), inside Orbax's worker thread as a
+# real full disk fails it (tests/test_faults.py: ORBAX_FULL_DISK).
+ORBAX_FULL_DISK = (
+    'import errno, runpy, sys\n'
+    'from orbax.checkpoint._src.serialization import jax_array_handlers\n'
+    'spec = jax_array_handlers.ts_utils.get_sharding_tensorstore_spec\n'
+    'def full(directory, *args, **kwargs):\n'
+    '  if "/checkpoints/12." in str(directory):\n'
+    '    raise OSError(errno.ENOSPC, "No space left on device", str(directory))\n'
+    '  return spec(directory, *args, **kwargs)\n'
+    'jax_array_handlers.ts_utils.get_sharding_tensorstore_spec = full\n'
+    'sys.argv[0] = "implicit_jax.main"\n'
+    'runpy.run_module("implicit_jax.main", run_name="__main__")\n')
+# `main` where no file may grow past 100 bytes: the kernel fails a write as on a full disk (EFBIG for ENOSPC).
+SMALL_FILES_ONLY = (
+    'import resource, runpy, signal, sys\n'
+    'signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n'
+    'resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))\n'
+    'sys.argv[0] = "implicit_jax.main"\n'
+    'runpy.run_module("implicit_jax.main", run_name="__main__")\n')
+
+
+def _wait_for(proc, ready, timeout=300):
+  deadline = time.time() + timeout
+  while proc.poll() is None and time.time() < deadline and not ready():
+    time.sleep(0.05)
+  return proc.poll() is None
+
+
+def _steps(folder: Path) -> list[int]:
+  return sorted(int(d.name) for d in folder.iterdir() if d.name.isdigit()) if folder.is_dir() else []
+
+
+def case_lock_file_deleted(t, tmp, base):
+  busy = tmp / 'lock_deleted'
+  first = cli('main', *TINY, f'--workdir={busy}', '--config.num_epochs=300', wait=False)
+  running = _wait_for(first, lambda: bool(_steps(busy / 'best')))
+  (busy / 'lock').unlink(missing_ok=True)
+  code, _, err = cli('main', *TINY, f'--workdir={busy}', '--config.num_epochs=300')
+  first.kill()  # started here; its checkpoints are not needed
+  first.communicate()
+  t.add('`lock` file deleted while a run trains', 'second `main` on the workdir after `rm DIR/lock`', code,
+        shown(err), running and one_error(code, err) and f'process {first.pid}' in err and str(busy) in err,
+        'refused in one line naming the workdir and the holder (the lock is on the folder, not the file)')
+
+
+def case_full_disk_in_orbax(t, tmp, base):
+  run = tmp / 'orbax_full'
+  args = [*TINY, f'--workdir={run}', '--config.num_epochs=3', '--config.checkpoint_every=4']
+  code, _, err = cli(None, *args, code=ORBAX_FULL_DISK)
+  code2, out2, _ = cli('main', *args)
+  t.add('disk full while Orbax writes a checkpoint', '`main`, the step-12 save failing with ENOSPC in Orbax\'s '
+        'worker thread; then the same command', code, shown(err),
+        one_error(code, err) and 'the last good checkpoint is step 8' in err and code2 == 0 and
+        'resuming from step 8' in out2, 'one line: the checkpoint, the cause, the step a rerun resumes from; the '
+        'rerun resumes')
+
+
+def case_empty_loop_record(t, tmp, base):
+  run = tmp / 'empty_loop'
+  shutil.copytree(base, run)
+  (run / 'checkpoints' / '16' / 'loop' / 'metadata').write_text('{}')
+  code, _, err = cli('main', *TINY, f'--workdir={run}', '--config.num_epochs=3', '--config.checkpoint_every=4')
+  t.add('a checkpoint whose loop record is `{}`', '`main --config.num_epochs=3` (resume)', code, shown(err),
+        code == 0 and 'loop record lacks' in err and len(shown(err)) == 1,
+        'warning naming it; set aside like a damaged one; resumes from the one before')
+
+
+def case_extension_killed(t, tmp, base):
+  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
+  run = tmp / 'extension'
+  shutil.copytree(base, run)
+  old = json.loads((run / 'metrics.json').read_text())
+  proc = cli('main', *TINY, f'--workdir={run}', '--config.num_epochs=300', '--config.checkpoint_every=4',
+             wait=False)
+  running = _wait_for(proc, lambda: any(s > 16 for s in _steps(run / 'best')))
+  proc.kill()  # SIGKILL once the extension saved a best epoch of its own
+  out, _ = proc.communicate()
+  code, out_eval, err = cli('evaluate', f'--workdir={run}', '--json')
+  used = json.loads(out_eval)['test']['threshold'] if code == 0 else None
+  loaded = checkpoints.load_trained(str(run))
+  dev = loaded.task.splits['dev']
+  chosen = loaded.task.evaluator.calibrate(loaded.predict(dev), dev)['threshold']
+  moved = [line for line in out.splitlines() if 'metrics.previous.json' in line]
+  t.add('a finished run extended (`num_epochs` raised), killed part way, then `evaluate`',
+        f'`main --config.num_epochs=300` killed after a new best; `evaluate` (threshold {used}, the old run\'s '
+        f'{old["threshold"]}, chosen on dev for the parameters read {chosen})', code, moved + shown(err),
+        running and code == 0 and used == chosen and not (run / 'metrics.json').exists() and bool(moved),
+        'the old metrics.json moved aside when the extension starts; `evaluate` chooses the threshold for the '
+        'parameters it reads')
+
+
+def case_grown_cora(t, tmp, base):
+  run = tmp / 'cora_run'
+  fixture = ROOT / 'tests' / 'fixtures' / 'cora'
+  code, _, err = cli('main', '--config=configs/cora.py', f'--workdir={run}', '--config.method=feedforward',
+                     '--config.data.unlabeled=False', f'--config.data.data_dir={fixture}',
+                     '--config.data.num_test=15', '--config.data.num_dev=10', '--config.data.labeled_rows=20',
+                     '--config.model.embeddings=random', '--config.model.encoder=conv', '--config.model.hidden=16',
+                     '--config.model.energy_hidden=16', '--config.batch_size=10', '--config.num_epochs=1')
+  assert code == 0, err
+  text = (fixture / 'cora_citation' / 'tagged_references.txt').read_text()
+  refs = text[text.index('<ref>'):text.rindex('</data>')]
+  grown = tmp / 'cora_grown'
+  (grown / 'cora_citation').mkdir(parents=True)
+  (grown / 'cora_citation' / 'tagged_references.txt').write_text(
+      text.replace('</data>', refs.replace('Chen', 'Zorblax') + '</data>'))
+  code, _, err = cli('evaluate', f'--workdir={run}', f'--data_dir={grown}')
+  t.add('`evaluate` with a data folder that grew (Cora, 60 more references)', '`evaluate --data_dir=DIR`', code,
+        shown(err), one_error(code, err) and 'trained on other data' in err and 'unreadable' not in err,
+        'one line naming the splits and the file that differ (not the checkpoints)')
+
+
+def case_write_fails_at_start(t, tmp, base):
+  run = tmp / 'small_files'
+  env = {k: v for k, v in ENV.items() if k != 'JAX_COMPILATION_CACHE_DIR'}
+  proc = subprocess.run([sys.executable, '-c', SMALL_FILES_ONLY, *TINY, f'--workdir={run}'], cwd=ROOT, env=env,
+                        capture_output=True, text=True, timeout=900, check=False)
+  code, err = proc.returncode, proc.stderr
+  left = [str(p.relative_to(run)) for p in run.rglob('*.tmp')] if run.exists() else []
+  t.add('a write fails at the start (as on a full disk)', '`main` with files limited to 100 bytes (RLIMIT_FSIZE)',
+        code, shown(err), one_error(code, err) and 'config.json' in err and not left,
+        'one line naming the file; no temporary file left')
+
+
+def case_out_of_range_fields(t, tmp, base):
+  for override in ('--config.seed=-1', '--config.data.num_train=0'):
+    run = tmp / f'range_{override.split(".")[-1].split("=")[0]}'
+    code, _, err = cli('main', *TINY, f'--workdir={run}', override)
+    field = override.split('=')[0][2:]
+    t.add(f'`{override}`', '`main`', code, shown(err), one_error(code, err) and field in err and not run.exists(),
+          'one line naming the field; nothing written')
+
+
+ENGINE_CASES = [case_lock_file_deleted, case_full_disk_in_orbax, case_empty_loop_record, case_extension_killed,
+                case_grown_cora, case_write_fails_at_start, case_out_of_range_fields]
+
+
+def run_cases(t, tmp, base, only: str = '') -> None:
+  for case in ENGINE_CASES:
+    if only in case.__name__:
+      case(t, tmp, base)
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--out', default=str(ROOT / 'docs' / 'faults.md'))
+  parser.add_argument('--only', default=None, help='run only the cases written as functions (ENGINE_CASES) whose '
+                      'name holds this substring, and print their rows; docs/faults.md is not written')
   args = parser.parse_args()
   from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
   from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex  # pylint: disable=import-outside-toplevel
@@ -85,6 +235,12 @@ def main():
   base = tmp / 'base'
   code, _, err = cli('main', *TINY, f'--workdir={base}', '--config.checkpoint_every=4')
   assert code == 0, err
+  if args.only is not None:
+    run_cases(t, tmp, base, args.only)
+    shutil.rmtree(tmp, ignore_errors=True)
+    bad = [row[0] for row in t.rows if row[4] != 'yes']
+    print(f'{len(t.rows)} cases, {len(bad)} not as they should be {bad}')
+    sys.exit(1 if bad or not t.rows else 0)
   bib = tmp / 'bibtex'
   code, _, err = cli('main', '--config=configs/bibtex.py', f'--workdir={bib}', '--config.method=feedforward',
                      '--config.num_epochs=1')
@@ -347,6 +503,8 @@ def main():
                      f'--workdir={tmp / "holes_run"}')
   t.add('missing (?) feature in a dataset that does not impute', '`main` on a custom dataset', code, shown(err),
         one_error(code, err) and 'holes.arff:36' in err, 'one line naming file, line and attribute')
+
+  run_cases(t, tmp, base)
 
   minutes = (time.time() - started) / 60
   shutil.rmtree(tmp, ignore_errors=True)

@@ -106,6 +106,9 @@ def check(config) -> None:
     value = config.divergence.get(field)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
       raise ValueError(f'config.divergence.{field} must be a number >= 0 (0 = no check), got {value!r}')
+  seed = config.get('seed')
+  if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:  # numpy's and JAX's range
+    raise ValueError(f'config.seed must be an integer in [0, 2**63), got {seed!r}')
   every = config.get('checkpoint_every', 0)
   if isinstance(every, bool) or not isinstance(every, int) or every < 0:
     raise ValueError(f'config.checkpoint_every must be a non-negative integer, got {every!r}')

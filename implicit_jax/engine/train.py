@@ -111,6 +111,8 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     start_step = int(state.step)
     writer = writers.MetricWriter(workdir, resume_step=start_step if restored is not None else None,
                                   enabled=primary)
+    if primary:
+      _set_aside_earlier_result(workdir, total_steps)
   except BaseException:
     ckpt.close()
     raise
@@ -184,12 +186,17 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     best_params = ckpt.restore_best(jax.eval_shape(lambda: state.params), best['step'])
     dev_pred = predict_split(task, predict_fn, best_params, task.splits['dev'], config, sharded)
     test_pred = predict_split(task, predict_fn, best_params, task.splits['test'], config, sharded)
-  finally:
-    writer.close()
-    ckpt.close()
+  except BaseException:
+    # The error on its way names what failed; closing may fail the same way (a full disk) and must not replace it.
+    for close in (writer.close, ckpt.close):
+      with contextlib.suppress(Exception):
+        close()
+    raise
+  writer.close()
+  ckpt.close()
   result = {
       'task': task.name, 'method': config.method, 'seed': config.seed, 'task_info': task.info,
-      'best_epoch': best['epoch'], select: best[select],
+      'best_epoch': best['epoch'], 'best_step': best['step'], select: best[select],
       **evaluator.final(dev_pred, task.splits['dev'], test_pred, task.splits['test']),
       'train_seconds': loop['train_seconds'], 'steps': total_steps, 'history': loop['history'],
       'train_log': loop['train_log'],
@@ -204,6 +211,23 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     checkpoints.write_json(os.path.join(workdir, 'metrics.json'), result)
   print(evaluator.summary(result), flush=True)
   return result
+
+
+def _set_aside_earlier_result(workdir: str, total_steps: int) -> None:
+  """A ``metrics.json`` of a run that ended at another step (a finished run now extended with more epochs) holds a
+  best epoch and a calibration chosen for parameters this run may replace: kept as ``metrics.previous.json`` until
+  this run writes its own, so that no reader pairs it with the parameters being trained."""
+  path = os.path.join(workdir, 'metrics.json')
+  if not os.path.exists(path):
+    return
+  old = checkpoints.read_json(path)
+  if isinstance(old, dict) and old.get('steps') == total_steps:
+    return  # this run's own result (a finished run started again): rewritten, the same, at its end
+  aside = os.path.join(workdir, 'metrics.previous.json')
+  os.replace(path, aside)
+  ended = f'at step {old["steps"]}' if isinstance(old, dict) and 'steps' in old else 'earlier'
+  print(f'{path}: the result of the run as it ended {ended} moved to {aside}; this run writes its own at step '
+        f'{total_steps}', flush=True)
 
 
 def _log(pending, step, total_steps, epoch, config, t_log, history, select):

@@ -8,6 +8,7 @@ writer), which this project does not depend on, so without TensorFlow the same i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -108,10 +109,22 @@ class MetricWriter:
 
   def flush(self) -> None:
     if self.enabled:
-      self._tb.flush()
-      self._file.flush()
+      with self._naming_the_file():
+        self._tb.flush()
+        self._file.flush()
 
   def close(self) -> None:
     if self.enabled:
-      self._tb.close()
-      self._file.close()
+      with self._naming_the_file():
+        self._tb.close()
+        self._file.close()
+
+  @contextlib.contextmanager
+  def _naming_the_file(self):
+    """A write that fails (a full disk) names the workdir's log files: the OS's own message names none."""
+    try:
+      yield
+    except OSError as e:
+      from implicit_jax.engine import workdir  # pylint: disable=import-outside-toplevel
+      raise workdir.disk_error(f'cannot write {self.jsonl} or {os.path.dirname(self.jsonl)}/tensorboard', e) \
+          from None
