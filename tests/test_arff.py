@@ -476,7 +476,7 @@ def test_an_xml_disagreeing_with_the_meka_header_decides_with_a_warning(tmp_path
     path, xml = write(tmp_path, 'medical.arff', MEDICAL_LIKE), write(tmp_path, 'medical.xml', MEDICAL_XML)
     with pytest.warns(UserWarning, match=r"medical\.arff: its @relation option -C 3 names the first 3 attributes "
                                          r"\('cough', 'fever', \.\.\.\) as labels, but .*medical\.xml names 3 "
-                                         r"others \('Class-0-593_70', 'Class-1-079_99', \.\.\.\); following the XML, "
+                                         r"\('Class-0-593_70', 'Class-1-079_99', \.\.\.\); following the XML, "
                                          r"as MULAN does"):
         data = read_mulan(path, xml)
     assert data.label_names == ('Class-0-593_70', 'Class-1-079_99', 'Class-2-786_09')

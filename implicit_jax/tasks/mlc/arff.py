@@ -573,7 +573,7 @@ def _warn_meka_disagreement(arff: _Arff, columns: Sequence[int], xml_path: StrPa
         return
     says = ('names no attributes' if meka is None else f'names the {"first" if n > 0 else "last"} {abs(n)} '
             f'attributes ({_shown([arff.attributes[c].name for c in meka], 2)}) as labels')
-    warnings.warn(f'{arff.path}: its @relation option -C {n} {says}, but {xml_path} names {len(columns)} others '
+    warnings.warn(f'{arff.path}: its @relation option -C {n} {says}, but {xml_path} names {len(columns)} '
                   f'({_shown([arff.attributes[c].name for c in columns], 2)}); following the XML, as MULAN does',
                   UserWarning, stacklevel=4)
 
