@@ -90,6 +90,10 @@ def test_predict_reads_a_npy_of_word_ids_with_its_padding(runs, tmp_path):
   np.save(tmp_path / 'floats.npy', ids.astype(np.float32))
   with pytest.raises(ValueError, match=r'floats\.npy: a tagging run reads word ids, an integer array \[N, T\]'):
     predict.predict_file(str(workdir), str(tmp_path / 'floats.npy'))
+  ids[0, 0] = len(vocab)  # one past the table: an embedding lookup would clamp it silently
+  np.save(tmp_path / 'big.npy', ids)
+  with pytest.raises(ValueError, match=rf'big\.npy: word ids must be in 0\.\.{len(vocab) - 1} '):
+    predict.predict_file(str(workdir), str(tmp_path / 'big.npy'))
 
 
 def test_predict_reads_the_ner_plus_columns_of_a_conll_file(runs, tmp_path):

@@ -571,8 +571,9 @@ def _warn_meka_disagreement(arff: _Arff, columns: Sequence[int], xml_path: StrPa
     meka = list(range(n)) if n > 0 else list(range(total + n, total)) if -total < n < 0 else None
     if meka is not None and sorted(meka) == sorted(columns):
         return
-    says = ('names no attributes' if meka is None else f'names the {"first" if n > 0 else "last"} {abs(n)} '
-            f'attributes ({_shown([arff.attributes[c].name for c in meka], 2)}) as labels')
+    says = (f'is out of range for {total} attributes' if meka is None else
+            f'names the {"first" if n > 0 else "last"} {abs(n)} attributes '
+            f'({_shown([arff.attributes[c].name for c in meka], 2)}) as labels')
     warnings.warn(f'{arff.path}: its @relation option -C {n} {says}, but {xml_path} names {len(columns)} '
                   f'({_shown([arff.attributes[c].name for c in columns], 2)}); following the XML, as MULAN does',
                   UserWarning, stacklevel=4)

@@ -219,6 +219,10 @@ def npy_inputs(run, path: str, x: np.ndarray):
   if extra:
     raise ValueError(f'{path}: the run also reads {", ".join(extra)} (data.features), which a .npy of word ids '
                      'cannot carry: give a CoNLL file with the columns token POS chunk')
+  words = run.task.info.get('vocab_size', 0) + (run.config.data.name == 'synthetic')  # synthetic: ids 0..V, no UNK
+  if x.min() < 0 or x.max() >= words:
+    raise ValueError(f'{path}: word ids must be in 0..{words - 1} (the run\'s vocabulary; 0 = padding), got '
+                     f'{x.min()}..{x.max()}')
   if not (x > 0).any(axis=1).all():
     row = int(np.flatnonzero(~(x > 0).any(axis=1))[0])
     raise ValueError(f'{path}: example {row} has no word (every id is 0, the padding id)')
