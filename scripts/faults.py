@@ -46,10 +46,16 @@ def shown(err: str) -> list[str]:
 
 
 class Table:
-  def __init__(self, tmp: Path):
-    self.rows, self.tmp = [], tmp
+  def __init__(self, tmp: Path, only: str = ''):
+    self.rows, self.tmp, self.only = [], tmp, [o for o in only.lower().split('|') if o]
+
+  def wants(self, *faults) -> bool:
+    """Whether --only selects any of these cases (every case without it): blocks guarded by it are skipped."""
+    return not self.only or any(o in f.lower() for o in self.only for f in faults)
 
   def add(self, fault, how, code, err_lines, ok, check):
+    if not self.wants(fault):
+      return
     text = ' / '.join(err_lines[:2]).replace(str(self.tmp), '$TMP').replace(str(ROOT), '$REPO')
     text = text.replace('|', '\\|')
     if len(err_lines) > 2:
@@ -212,35 +218,30 @@ ENGINE_CASES = [case_lock_file_deleted, case_full_disk_in_orbax, case_empty_loop
                 case_grown_cora, case_write_fails_at_start, case_out_of_range_fields]
 
 
-def run_cases(t, tmp, base, only: str = '') -> None:
+def run_cases(t, tmp, base) -> None:
+  # each case adds its rows through t.add, which keeps those --only selects
   for case in ENGINE_CASES:
-    if only in case.__name__:
-      case(t, tmp, base)
+    case(t, tmp, base)
 
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--out', default=str(ROOT / 'docs' / 'faults.md'))
-  parser.add_argument('--only', default=None, help='run only the cases written as functions (ENGINE_CASES) whose '
-                      'name holds this substring, and print their rows; docs/faults.md is not written')
+  parser.add_argument('--out', default=None, help='the table (default docs/faults.md; none with --only)')
+  parser.add_argument('--only', default='', help='keep the cases whose fault holds this text (any case; A|B for '
+                      'either); cases in blocks guarded by Table.wants are not run at all, the others run unshown')
   args = parser.parse_args()
+  table_path = args.out or (None if args.only else str(ROOT / 'docs' / 'faults.md'))
   from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
   from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex  # pylint: disable=import-outside-toplevel
 
   tmp = Path(tempfile.mkdtemp(prefix='implicit_jax_faults_'))
-  t = Table(tmp)
+  t = Table(tmp, args.only)
   started = time.time()
 
   # Shared runs: a finished tiny run (2 epochs) and a one-epoch bibtex MBCE model with 6 test rows as ARFF.
   base = tmp / 'base'
   code, _, err = cli('main', *TINY, f'--workdir={base}', '--config.checkpoint_every=4')
   assert code == 0, err
-  if args.only is not None:
-    run_cases(t, tmp, base, args.only)
-    shutil.rmtree(tmp, ignore_errors=True)
-    bad = [row[0] for row in t.rows if row[4] != 'yes']
-    print(f'{len(t.rows)} cases, {len(bad)} not as they should be {bad}')
-    sys.exit(1 if bad or not t.rows else 0)
   bib = tmp / 'bibtex'
   code, _, err = cli('main', '--config=configs/bibtex.py', f'--workdir={bib}', '--config.method=feedforward',
                      '--config.num_epochs=1')
@@ -347,6 +348,7 @@ def main():
   code, _, err = cli('main', *custom, '--config.num_epochs=2')
   t.add('data file changed at the same path, then resume', '`main` again after one value changed', code,
         shown(err), one_error(code, err) and str(data) in err, 'refused, naming the file')
+  training_files(t, tmp)
 
   # --- divergence ----------------------------------------------------------------------------------------
   for what, extra in (('Adam at learning rate 1e3', ['--config.optimizer.learning_rate=1e3']),
@@ -460,6 +462,7 @@ def main():
   code, _, err = cli('predict', f'--workdir={bib}', f'--input={nan}')
   t.add('`predict` on a .npy holding Inf', '`predict`', code, shown(err), one_error(code, err) and '(1, 4)' in err,
         'one line naming the example and column')
+  prediction_files(t, tmp, bib, rows_arff, original)
 
   # --- files read by the library -----------------------------------------------------------------------------
   fixtures = ROOT / 'tests' / 'fixtures' / 'mlc'
@@ -483,12 +486,23 @@ def main():
   meka.write_text("@relation 'r: -C -2'\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute L {0,1}\n@data\n{0 1}\n")
   one = tmp / 'one.xml'
   one.write_text('<labels><label name="L"/></labels>')
-  try:
-    read_mulan(meka, one)
-    ok, seen = False, ['(read)']
-  except ValueError as e:
-    ok, seen = 'contradict' in str(e), [str(e)]
-  t.add('label XML contradicting the ARFF\'s -C header', '`read_mulan`', None, seen, ok, 'an error naming both')
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    labels = read_mulan(meka, one).label_names
+  t.add('label XML contradicting the ARFF\'s -C header', '`read_mulan`', None,
+        [f'warning: {w.message}' for w in caught],
+        labels == ('L',) and len(caught) == 1 and 'following the XML' in str(caught[0].message),
+        'the XML decides (MULAN\'s convention), with a warning naming both')
+  if t.wants('label XML omitting the first label'):
+    first = tmp / 'first.xml'
+    first.write_text('<labels>' + ''.join(f'<label name="{n}"/>' for n in label_names[1:]) + '</labels>')
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter('always')
+      read_mulan(fixtures / 'bibtex_cut.arff', first)
+    t.add('label XML omitting the first label', '`read_mulan`', None, [f'warning: {w.message}' for w in caught],
+          len(caught) == 1 and repr(label_names[0]) in str(caught[0].message),
+          'a warning naming the attribute read as a feature')
+  horses_data(t, tmp)
   holes = tmp / 'holes.arff'
   holes.write_text('@relation r -C -1\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n' +
                    ''.join(f'{i},{i % 3},{i % 2}\n' for i in range(30)) + '5,inf,1\n')
@@ -508,23 +522,206 @@ def main():
 
   minutes = (time.time() - started) / 60
   shutil.rmtree(tmp, ignore_errors=True)
+  if table_path is None:
+    bad = [row[0] for row in t.rows if row[4] != 'yes']
+    print(f'{len(t.rows)} cases (--only {args.only!r}; no table written), {len(bad)} not as they should be {bad}')
+    sys.exit(1 if bad else 0)
   lines = [
       '# Bad input and faults: what a user sees',
       '',
       f'Made by `python scripts/faults.py` on {datetime.date.today().isoformat()} ({minutes:.1f} min, '
       f'{os.cpu_count()} CPU cores). Each case was run as a user runs it; "stderr" is what it printed there (first '
       'two lines; `$TMP` is the scratch folder). Exit 1 is a bad input or fault, exit 2 a bad command line. The '
-      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py` and `tests/test_arff.py`.',
+      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py`, `tests/test_arff.py` and the '
+      'reader tests of each task (`test_mlc_data.py`, `test_tagging_predict.py`, `test_tagging_embeddings.py`, '
+      '`test_segmentation.py`, `test_citations.py`).',
       '',
       '| fault | how it was tried | exit | stderr | as it should be | what should happen |',
       '|---|---|---|---|---|---|',
       *[f'| {" | ".join(row)} |' for row in t.rows],
       '',
   ]
-  Path(args.out).write_text('\n'.join(lines))
+  Path(table_path).write_text('\n'.join(lines))
   bad = [row[0] for row in t.rows if row[4] != 'yes']
-  print(f'wrote {args.out}: {len(t.rows)} cases, {len(bad)} not as they should be {bad}')
+  print(f'wrote {table_path}: {len(t.rows)} cases, {len(bad)} not as they should be {bad}')
   sys.exit(1 if bad else 0)
+
+
+# --- the data readers and predict on files a new user brings (issue 34) ---------------------------------------
+TAGGING = ['--config=configs/tiny_tagging.py', '--config.data.name=twitter_pos', '--config.method=feedforward',
+           '--config.num_epochs=1', '--config.batch_size=2', '--config.eval_batch_size=4']
+
+
+def tagging_data(folder: Path, dev_text: str | None = None) -> Path:
+  """A Twitter POS data folder of the fixture's 5 tweets as every split (``dev_text``: the dev file instead)."""
+  tweets = (ROOT / 'tests' / 'fixtures' / 'tagging' / 'twitter_pos_oct27_train_cut.conll').read_text()
+  (folder / 'twitter_pos').mkdir(parents=True)
+  for name in ('oct27.traindev', 'oct27.test', 'daily547.conll'):
+    (folder / 'twitter_pos' / name).write_text(dev_text if dev_text is not None and name == 'oct27.test' else tweets)
+  return folder
+
+
+def training_files(t: Table, tmp: Path):
+  """Files a new user trains on: MULAN's medical layout, labels not named, too few rows, an empty tagging split,
+  GloVe with a NaN, a Cora reference without its end."""
+  rng = np.random.default_rng(1)
+  custom = ['--config=configs/custom.py', '--config.num_epochs=1', '--config.batch_size=8',
+            '--config.eval_batch_size=8']
+  if t.wants('MULAN medical'):
+    words = [f'w{j}' for j in range(20)]
+    labels = ['Class-0-593_70', 'Class-1-079_99', 'Class-2-786_09']
+    rows = np.concatenate([rng.integers(0, 2, (40, 20)), rng.integers(0, 2, (40, 3))], axis=1)
+    arff = tmp / 'medical-train.arff'
+    arff.write_text("@relation 'MEDC: -C 3-weka.filters.unsupervised.instance.RemovePercentage-P70.0-V'\n" +
+                    ''.join(f'@attribute {n} {{0,1}}\n' for n in words + labels) + '@data\n' +
+                    '\n'.join(','.join(map(str, r)) for r in rows) + '\n')
+    xml = tmp / 'medical.xml'
+    xml.write_text('<labels xmlns="http://mulan.sourceforge.net/labels">' +
+                   ''.join(f'<label name="{n}"/>' for n in labels) + '</labels>')
+    code, _, err = cli('main', *custom, f'--config.data.train_file={arff}', f'--config.data.xml_file={xml}',
+                       f'--workdir={tmp / "medical_run"}')
+    t.add('MULAN medical layout: `-C 45` in @relation, the XML naming the last 45 (here 3)',
+          '`main --config=configs/custom.py` with the ARFF and XML', code, shown(err),
+          code == 0 and 'following the XML' in err, 'trains on the XML\'s labels, with a warning naming both')
+  header = '@relation r\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute c {0,1}\n@data\n'
+  for fault, text, extra, check in (
+      ('ARFF with features only, to train on', header + '0,1,1\n1,0,0\n' * 10, [], 'no label columns were found'),
+      ('ARFF with no rows, to train on', header.replace('r\n', 'r -C -1\n'), [], 'no data rows after @data'),
+      ('ARFF with one row, to train on', header.replace('r\n', 'r -C -1\n') + '0,1,1\n', ['--config.batch_size=1'],
+       'the dev and test splits are empty')):
+    if not t.wants(fault):
+      continue
+    path, workdir = tmp / f'{fault.split()[2]}.arff', tmp / f'{fault.split()[2]}_run'
+    path.write_text(text)
+    code, _, err = cli('main', *custom, f'--config.data.train_file={path}', *extra, f'--workdir={workdir}')
+    t.add(fault, '`main --config=configs/custom.py`', code, shown(err),
+          one_error(code, err) and check in err and not workdir.exists(), 'one line saying what to do; nothing written')
+  if t.wants('empty tagging split'):
+    folder = tagging_data(tmp / 'empty_split', dev_text='\n\n')
+    code, _, err = cli('main', *TAGGING, f'--config.data.data_dir={folder}', f'--workdir={tmp / "empty_split_run"}')
+    t.add('empty tagging split', '`main` on Twitter POS with an empty dev file', code, shown(err),
+          one_error(code, err) and 'oct27.test: no sentences' in err, 'one line naming the file')
+  if t.wants('GloVe file holding NaN'):
+    glove = tmp / 'glove.4d.txt'
+    glove.write_text('the 0.1 0.2 0.3 0.4\nrt 0.5 nan 0.1 0.2\n')
+    code, _, err = cli('main', *TAGGING, f'--config.data.data_dir={tagging_data(tmp / "glove_data")}',
+                       '--config.model.embeddings=glove', f'--config.model.embeddings_path={glove}',
+                       '--config.model.embedding_dim=4', f'--workdir={tmp / "glove_run"}')
+    t.add('GloVe file holding NaN', '`main` on Twitter POS with model.embeddings_path', code, shown(err),
+          one_error(code, err) and 'glove.4d.txt:2' in err, 'one line naming the file, line and word, at load')
+  if t.wants('Cora reference missing </ref>'):
+    cora = tmp / 'cora'
+    shutil.copytree(ROOT / 'tests' / 'fixtures' / 'cora' / 'cora_citation', cora / 'cora_citation')
+    refs = cora / 'cora_citation' / 'tagged_references.txt'
+    text = refs.read_text()
+    refs.write_text(text.replace('</ref>', '', 1))
+    line = text[:text.index('<ref>')].count('\n') + 1
+    code, _, err = cli('main', '--config=configs/cora.py', f'--config.data.data_dir={cora}',
+                       '--config.model.embeddings=random', f'--workdir={tmp / "cora_run"}')
+    t.add('Cora reference missing </ref>', '`main --config=configs/cora.py`', code, shown(err),
+          one_error(code, err) and f'tagged_references.txt:{line}: <ref> is not closed' in err,
+          'one line naming the file and line')
+
+
+def horses_data(t: Table, tmp: Path):
+  """Horse masks stored otherwise than {0, 255} grey, images as .jpg, masks that are not two-valued."""
+  from PIL import Image  # pylint: disable=import-outside-toplevel
+  from implicit_jax.tasks.segmentation import horses  # pylint: disable=import-outside-toplevel
+  fixture = ROOT / 'tests' / 'fixtures' / 'horses'
+  original = horses.load(str(fixture), 16, 6, 3, 0)[0]
+  for encoding in ('0/1', 'red on black RGB', '0/100'):
+    fault = f'horse masks stored {encoding}'
+    if not t.wants(fault):
+      continue
+    folder = tmp / f'horses_{encoding.split()[0].replace("/", "_")}'
+    shutil.copytree(fixture / 'weizmann_horse', folder / 'weizmann_horse')
+    for path in (folder / 'weizmann_horse' / 'masks').iterdir():
+      with Image.open(path) as m:
+        horse = np.asarray(m) > 0
+      if encoding.startswith('red'):
+        Image.fromarray(np.stack([horse * 255, 0 * horse, 0 * horse], -1).astype(np.uint8), 'RGB').save(path)
+      else:
+        Image.fromarray((horse * int(encoding.split('/')[1])).astype(np.uint8), 'L').save(path)
+    splits, info = horses.load(str(folder), 16, 6, 3, 0)
+    same = all(np.array_equal(splits[s]['y'], original[s]['y']) for s in original)
+    seen = [f'(read: horse fraction {info["horse_fraction"]["train"]:.2f} in train)']
+    t.add(fault, '`horses.load` (what `main` reads)', None, seen, same, 'read as the {0, 255} originals')
+  if t.wants('horse images saved as .jpg'):
+    folder = tmp / 'horses_jpg'
+    shutil.copytree(fixture / 'weizmann_horse', folder / 'weizmann_horse')
+    images = folder / 'weizmann_horse' / 'images'
+    for i in (2, 5):
+      with Image.open(images / f'image-{i}.png') as im:
+        im.save(images / f'image-{i}.jpg', quality=95)
+      (images / f'image-{i}.png').unlink()
+    (images / 'README.txt').write_text('where the horses came from')
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter('always')
+      _, info = horses.load(str(folder), 16, 6, 3, 0)
+    t.add('horse images saved as .jpg, and a stray file', '`horses.load`', None,
+          [f'warning: {w.message}' for w in caught] + [f'(read: {info["num_pairs"]} pairs)'],
+          info['num_pairs'] == 12 and len(caught) == 1 and 'README.txt' in str(caught[0].message),
+          'the .jpg images read; the stray file named in a warning')
+  if t.wants('horse mask with three values'):
+    folder = tmp / 'horses_grey'
+    shutil.copytree(fixture / 'weizmann_horse', folder / 'weizmann_horse')
+    mask = folder / 'weizmann_horse' / 'masks' / 'mask-0.png'
+    with Image.open(mask) as m:
+      values = np.asarray(m).copy()
+    values[0, :3] = 128  # an anti-aliased edge
+    Image.fromarray(values, 'L').save(mask)
+    try:
+      horses.load(str(folder), 16, 6, 3, 0)
+      ok, seen = False, ['(read)']
+    except ValueError as e:
+      ok, seen = 'mask-0.png: 3 distinct values' in str(e), [str(e)]
+    t.add('horse mask with three values', '`horses.load`', None, seen, ok, 'an error naming the file')
+
+
+def prediction_files(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: str):
+  """Files given to predict: labels '?', an object or text .npy, no rows; new text for a tagging run."""
+  if t.wants("labels '?' in an ARFF given to `predict`"):
+    lines = rows_arff.read_text().split('\n')
+    start = lines.index('@data') + 1
+    from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
+    data = read_mulan(rows_arff, num_labels=159)
+    unknown = tmp / 'unknown_labels.arff'
+    unknown.write_text('\n'.join(lines[:start] + [','.join([*map(str, r.astype(int)), *['?'] * 159]) for r in data.x])
+                       + '\n')
+    code, out, err = cli('predict', f'--workdir={bib}', f'--input={unknown}', '--threshold=0.2')
+    t.add("labels '?' in an ARFF given to `predict`", '`predict`', code, shown(err),
+          code == 0 and out == original, 'the labels of the same rows with their gold labels')
+  objects, text = tmp / 'objects.npy', tmp / 'text.npy'
+  np.save(objects, np.array([{'a': 1}, None], dtype=object), allow_pickle=True)
+  np.save(text, np.array([['0', '1'], ['1', '0']]))
+  empty = tmp / 'no_rows.arff'
+  empty.write_text(rows_arff.read_text().split('@data')[0] + '@data\n')
+  for fault, path, check in (('`predict` on an object .npy', objects, 'Python objects'),
+                             ('`predict` on a text .npy', text, 'holds text'),
+                             ('`predict` on an ARFF with no rows', empty, 'no data rows')):
+    if t.wants(fault):
+      code, _, err = cli('predict', f'--workdir={bib}', f'--input={path}')
+      t.add(fault, '`predict`', code, shown(err), one_error(code, err) and check in err,
+            'one line saying what the file holds')
+  if t.wants('`predict` for a tagging run'):
+    run = tmp / 'tagging_run'
+    code, _, err = cli('main', *TAGGING, f'--config.data.data_dir={tagging_data(tmp / "tagging_data")}',
+                       f'--workdir={run}')
+    assert code == 0, err
+    sentences = [['I', 'love', 'the', 'Blorptastic', '!'], ['RT', 'zqxv', 'the']]
+    raw, conll = tmp / 'new.txt', tmp / 'new.conll'
+    raw.write_text('\n'.join(' '.join(s) for s in sentences) + '\n')
+    conll.write_text('\n\n'.join('\n'.join(f'{w}\tN' for w in s) for s in sentences) + '\n')
+    outs = []
+    for path in (raw, conll):
+      code, out, err = cli('predict', f'--workdir={run}', f'--input={path}')
+      outs.append((code, out, err))
+    (c1, o1, e1), (c2, o2, e2) = outs
+    tokens = [line.split('\t')[0] for line in o1.split('\n') if line]
+    t.add('`predict` for a tagging run, on raw text and on CoNLL columns', '`predict --input=new.txt`, '
+          '`--input=new.conll`', c1 or c2, shown(e1) + shown(e2),
+          c1 == c2 == 0 and o1 == o2 and tokens == [w for s in sentences for w in s],
+          'token<TAB>tag lines, a blank line between sentences; the same for both')
 
 
 if __name__ == '__main__':

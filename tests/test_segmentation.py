@@ -75,6 +75,52 @@ def test_reader_errors_name_the_file_or_field(tmp_path):
     horses.split_ids(list(range(12)), 10, 2, 0)
 
 
+@pytest.mark.parametrize('encoding', ['0/1', 'red RGB', '0/100'])
+def test_masks_in_other_encodings_and_jpeg_images_read_as_the_originals(tmp_path, encoding):
+  """Masks stored 0/1, as red on black RGB, or 0/100 give the gold of the {0, 255} originals; images saved as .jpg
+  (any case) are read, and a file not named image-<id>.<ext> is skipped with a warning naming it. Before: every
+  such mask read as background (a run 'succeeded' with IoU 0) and the .jpg images were skipped without a word."""
+  folder = _copy_fixture(tmp_path)
+  original = horses.load(str(FIXTURE), 16, 6, 3, 0)[0]
+  for path in sorted((folder / 'masks').iterdir()):
+    with Image.open(path) as m:
+      horse = np.asarray(m) > 0
+    if encoding == 'red RGB':
+      Image.fromarray(np.stack([horse * 255, 0 * horse, 0 * horse], -1).astype(np.uint8), 'RGB').save(path)
+    else:
+      Image.fromarray((horse * (1 if encoding == '0/1' else 100)).astype(np.uint8), 'L').save(path)
+  for i, extension in ((2, 'jpg'), (5, 'JPEG')):
+    with Image.open(folder / 'images' / f'image-{i}.png') as im:
+      im.save(folder / 'images' / f'image-{i}.{extension}', quality=95)
+    (folder / 'images' / f'image-{i}.png').unlink()
+  (folder / 'images' / 'notes.txt').write_text('where the horses came from')
+  with pytest.warns(UserWarning, match=r"images: 1 file\(s\) not named image-<id>\.<png\|jpg\|.*> are skipped: "
+                                       r'notes\.txt'):
+    splits, info = horses.load(str(tmp_path), 16, 6, 3, 0)
+  assert info['num_pairs'] == 12
+  for split in ('train', 'dev', 'test'):
+    np.testing.assert_array_equal(splits[split]['y'], original[split]['y'])
+  assert 0.1 < info['horse_fraction']['train'] < 0.9
+
+
+def test_masks_that_cannot_be_read_as_two_values_name_the_file(tmp_path):
+  folder = _copy_fixture(tmp_path)
+  cases = {0: (np.zeros((4, 4)), r'mask-0\.png: no horse pixel \(every pixel is 0\)'),
+           1: (np.arange(16).reshape(4, 4) % 3 * 100, r'mask-1\.png: 3 distinct values \(0, 100, 200\); a mask holds '
+                                                      r'two, 0 for background and one other for the horse'),
+           2: (np.where(np.eye(4) > 0, 255, 100), r'mask-2\.png: its two values are 100 and 255, neither 0')}
+  for i, (values, message) in cases.items():
+    with Image.open(folder / 'images' / f'image-{i}.png') as im:
+      size = im.size
+    mask = Image.fromarray(np.resize(values, (size[1], size[0])).astype(np.uint8), 'L')
+    mask.save(folder / 'masks' / f'mask-{i}.png')
+    with pytest.raises(ValueError, match=message):
+      horses.read_pair(folder, i, 8)
+  (folder / 'images' / 'image-3.jpg').write_bytes((folder / 'images' / 'image-3.png').read_bytes())
+  with pytest.raises(ValueError, match=r'images: two files for id 3, image-3\.jpg and image-3\.png: keep one'):
+    horses.list_ids(folder)
+
+
 def test_config_errors_name_the_field():
   config = load_config('tiny_horses')
   config.data.size = 10

@@ -217,3 +217,22 @@ def test_ner_fixed_config_is_ner_with_frozen_tables():
   assert {k for k in fixed if fixed[k] != ner[k]} == {'model.freeze_embeddings'}
   assert fixed['model.freeze_embeddings'] is True and fixed['model.embeddings'] == 'glove'
   assert fixed['data.lowercase'] is False  # ner.py's cased vocabulary (configs/ner_fixed.py says why)
+
+
+def test_non_finite_vectors_are_named_at_load(tmp_path):
+  """A NaN or Inf in the vectors: one error at load naming the file, line (or row) and word. Before, the table
+  was built and the run reported a NaN loss some steps later."""
+  bad = tmp_path / 'nan.txt'
+  bad.write_text('a 1 2\nb 0.5 nan\n', encoding='utf-8')
+  with pytest.raises(ValueError, match=r"nan\.txt:2: the vector of 'b' holds nan \(number 2 of 2\): every value must "
+                                       r'be finite'):
+    embeddings.load(str(bad))
+  pq, pa = pytest.importorskip('pyarrow.parquet'), pytest.importorskip('pyarrow')
+  folder = tmp_path / 'glove'
+  folder.mkdir()
+  table = np.ones((3, 2), np.float32)
+  table[2, 0] = np.inf
+  np.save(folder / embeddings.VECTORS_FILE, table)
+  pq.write_table(pa.table({'word': ['x', 'y', 'z']}), folder / embeddings.WORDS_FILE)
+  with pytest.raises(ValueError, match=r"glove_6B_50d_emb\.npy: row 2 \(the vector of 'z'\) holds NaN or Inf"):
+    embeddings.load(str(folder))

@@ -24,12 +24,15 @@ The real ones are read from ``data.data_dir`` (or ``$IMPLICIT_JAX_DATA_DIR``) by
 vocabulary built from the training split (``data.lowercase``, ``data.min_count``; other words are UNK).
 """
 
+import sys
+
 import jax.numpy as jnp
 import ml_collections
+import numpy as np
 
 from implicit_jax.spaces.categorical import Categorical
 from implicit_jax.tasks import Task
-from implicit_jax.tasks.tagging import datasets, embeddings, synthetic
+from implicit_jax.tasks.tagging import datasets, embeddings, readers, synthetic
 from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evaluator
 from implicit_jax.tasks.tagging.models import ENCODERS, GLOBAL_ENERGIES, Encoder, SequenceEnergy, TaggerNet
 
@@ -142,6 +145,109 @@ def make_task(config) -> Task:
     return SequenceEnergy(encoder(m.energy_hidden, m.energy_dropout), num_tags, m.global_energy, m.global_gamma,
                           m.tlm_hidden)
 
+  # What predict maps new text through (recorded in the workdir's data.json): the run's own vocabulary and NER+
+  # value ids, not those rebuilt from the training files as they are later.
+  preprocess = {} if d.name == 'synthetic' else {
+      'vocab': list(loaded.vocab.words), 'lowercase': bool(loaded.vocab.lowercase),
+      'features': {name: ids for name, ids in loaded.feature_ids.items()}}
   return Task(d.name, splits, Categorical(num_tags), make_inference_net, make_energy, evaluator,
               score='accuracy', info=info, padded=('x', 'y', 'mask', *feature_sizes), buckets=tuple(sorted(d.buckets)),
-              names=names)
+              names=names, preprocess=preprocess)
+
+
+# The predict command line ---------------------------------------------------------------------------------
+
+
+def _recorded(run) -> dict:
+  """The run's vocabulary and feature ids as data.json recorded them; a run recorded before they were gets
+  today's, if today's data is the run's (same fingerprint), else a one-line error."""
+  from implicit_jax.engine import workdir as workdir_lib  # pylint: disable=import-outside-toplevel
+  _, preprocess = workdir_lib.recorded_inputs(run.workdir, run.task)
+  if 'vocab' not in preprocess:
+    workdir_lib.check_unchanged(run.workdir, run.task)
+    preprocess = run.task.preprocess
+  return preprocess
+
+
+def _features_of(run, path: str, sentences: list, fmt: str, features: dict) -> list:
+  """The sentences with the NER+ values the run reads (data.features): caps from the tokens, pos and chunk from
+  a CoNLL-2003 file's second and third columns."""
+  if not features:
+    return sentences
+  columns = [name for name in features if name != 'caps']
+  if columns and fmt != 'conll':
+    raise ValueError(f'{path}: the run reads the {", ".join(columns)} column(s) beside the words (data.features='
+                     f'{tuple(run.config.data.features)}), which raw text lacks: give a CoNLL file with the columns '
+                     f'token POS chunk on each line')
+  out = []
+  for s in sentences:
+    values = {'caps': tuple(readers.capitalised(t) for t in s.tokens)}
+    for name in columns:
+      at = readers.CONLL2003_COLUMNS.index(name) - 1  # the position among the columns after the token
+      short = [k for k, fields in enumerate(s.features['columns']) if len(fields) <= at]
+      if short:
+        raise ValueError(f'{path}:{s.line + short[0]}: the run reads the {name} column (data.features='
+                         f'{tuple(run.config.data.features)}): expected the CoNLL-2003 columns token POS chunk [NER]')
+      values[name] = tuple(fields[at] for fields in s.features['columns'])
+    out.append(s._replace(features=values))
+  return out
+
+
+def read_inputs(run, path: str, input_format: str = 'auto'):
+  """Sentences to tag from a CoNLL-format file (a token per line, blank lines between sentences; other columns
+  are ignored, or read as the run's NER+ features) or raw text (a sentence per line), ``input_format`` 'auto'
+  telling them apart (``readers.sniff_format``). Words are mapped through the run's recorded vocabulary: a word it
+  lacks is UNK, as in training. Returns ``(inputs, context)`` for ``format_predictions``."""
+  if run.config.data.name == 'synthetic':
+    raise ValueError(f'{path}: the synthetic task has no words, only generated word ids: give a .npy of word ids '
+                     f'[N, T] (1..{run.config.data.vocab_size}, 0 after the end of a sentence)')
+  sentences, fmt = readers.read_unlabeled(path, input_format)
+  if not sentences:
+    raise ValueError(f'{path}: no sentences to tag ({fmt}: ' + ('one token per line, a blank line after each '
+                     'sentence)' if fmt == 'conll' else 'one sentence per line)'))
+  if input_format == 'auto':
+    other = 'text' if fmt == 'conll' else 'conll'
+    print(f'{path}: read as {"CoNLL columns" if fmt == "conll" else "raw text, one sentence per line"} '
+          f'({len(sentences)} sentences; --format={other} reads it otherwise)', file=sys.stderr)
+  preprocess = _recorded(run)
+  features = {name: ids for name, ids in (preprocess.get('features') or {}).items()}
+  sentences = _features_of(run, path, sentences, fmt, features)
+  vocab = readers.Vocabulary(tuple(preprocess['vocab']), bool(preprocess.get('lowercase', False)))
+  return datasets.encode_tokens(sentences, vocab, features), [s.tokens for s in sentences]
+
+
+def npy_inputs(run, path: str, x: np.ndarray):
+  """A .npy of word ids [N, T] as the run's ``x`` holds them (0 = padding after a sentence's end): the mask is
+  where the ids are not 0. Returns ``(inputs, context)`` as ``read_inputs`` does (the context: sentence lengths)."""
+  if x.ndim != 2 or not np.issubdtype(x.dtype, np.integer):
+    raise ValueError(f'{path}: a tagging run reads word ids, an integer array [N, T] (0 = padding); got {x.dtype} '
+                     f'{x.shape}. Or give a CoNLL or text file to map words through the run\'s vocabulary')
+  extra = sorted(k for k in run.task.inputs(run.task.splits['train']) if k not in ('x', 'mask'))
+  if extra:
+    raise ValueError(f'{path}: the run also reads {", ".join(extra)} (data.features), which a .npy of word ids '
+                     'cannot carry: give a CoNLL file with the columns token POS chunk')
+  words = run.task.info.get('vocab_size', 0) + (run.config.data.name == 'synthetic')  # synthetic: ids 0..V, no UNK
+  if x.min() < 0 or x.max() >= words:
+    raise ValueError(f'{path}: word ids must be in 0..{words - 1} (the run\'s vocabulary; 0 = padding), got '
+                     f'{x.min()}..{x.max()}')
+  if not (x > 0).any(axis=1).all():
+    row = int(np.flatnonzero(~(x > 0).any(axis=1))[0])
+    raise ValueError(f'{path}: example {row} has no word (every id is 0, the padding id)')
+  mask = (x > 0).astype(np.float32)
+  return {'x': x.astype(np.int32), 'mask': mask}, [int(n) for n in mask.sum(axis=1)]
+
+
+def format_predictions(run, pred: np.ndarray, context, threshold: float) -> list[str]:
+  """CoNLL-style lines: ``token<TAB>tag`` per token, a blank line after each sentence (``context``: the tokens
+  from ``read_inputs``); for a .npy input (``context``: the sentence lengths), one line of tags per sentence."""
+  del threshold
+  names = run.task.names.get('y') or [str(k) for k in range(run.task.space.units)]
+  ids = run.task.space.decode(pred)
+  if context is None or isinstance(context[0], int):
+    lengths = context or [len(row) for row in ids]
+    return [' '.join(names[k] for k in row[:n]) for row, n in zip(ids, lengths)]
+  lines = []
+  for sentence, row in zip(context, ids):
+    lines.extend(f'{t}\t{names[k]}' for t, k in zip(sentence, row))
+    lines.append('')
+  return lines[:-1]

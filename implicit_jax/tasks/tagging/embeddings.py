@@ -62,6 +62,10 @@ def _read_folder(root: Path) -> Vectors:
   words = pq.read_table(root / WORDS_FILE).column(0).to_pylist()
   if len(words) != table.shape[0]:
     raise ValueError(f'{root}: {WORDS_FILE} has {len(words)} words but {VECTORS_FILE} has {table.shape[0]} rows')
+  bad = np.flatnonzero(~np.isfinite(table).all(axis=1))  # at load: else a NaN row surfaces later as a NaN loss
+  if bad.size:
+    raise ValueError(f'{root / VECTORS_FILE}: row {bad[0]} (the vector of {words[bad[0]]!r}) holds NaN or Inf; '
+                     f'{bad.size} row(s) do: repair or replace the vectors')
   return Vectors({w: i for i, w in enumerate(words)}, table, str(root))
 
 
@@ -79,6 +83,10 @@ def _read_text(path: Path) -> Vectors:
         row = np.asarray(parts[1:], np.float32)
       except ValueError:
         raise ValueError(f'{path}:{n}: not a GloVe line (word followed by {dim} numbers)') from None
+      if not np.isfinite(row).all():  # at load: else it surfaces much later as a NaN loss
+        k = int(np.argmin(np.isfinite(row)))
+        raise ValueError(f'{path}:{n}: the vector of {parts[0]!r} holds {parts[1 + k]} (number {k + 1} of {dim}): '
+                         'every value must be finite; repair or remove the line')
       index.setdefault(parts[0], len(rows))
       rows.append(row)
   if not rows:
