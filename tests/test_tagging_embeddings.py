@@ -14,7 +14,12 @@ from implicit_jax.engine import config as config_lib, data
 from implicit_jax.tasks.tagging import embeddings
 from implicit_jax.tasks.tagging.readers import PAD_ID, UNK_ID, Vocabulary, capitalised, load_conll2003
 from tests.conftest import load_config
-from tests.test_tagging_task import data_dir, tiny_config  # pylint: disable=unused-import
+from tests import test_tagging_task
+from tests.test_tagging_task import tiny_config
+
+# pytest finds fixtures among a module's names: this one makes test_tagging_task's data_dir fixture usable here
+# (an assignment, where an import would read to a linter as unused and shadowed by the tests' parameters).
+data_dir = test_tagging_task.data_dir
 
 # 'i', 'the' and '!' are words of the training tweets; 'flibber' only of the dev tweets (tests/test_tagging_task).
 GLOVE = 'i 1 0 0 0\nthe 0 1 0 0\n! 0 0 1 0.5\nflibber 0 0 0 1\n'
