@@ -79,7 +79,8 @@ def train_and_evaluate(config, workdir: str) -> dict:
   Resumes from ``workdir`` when it holds a checkpoint of the same run (see ``checkpoints.py``); a resumed run
   ends with exactly the parameters and metrics of an uninterrupted one. Writes ``workdir/metrics.json`` and
   returns the same dict. In a multi-host run every process trains and only process 0 writes the workdir's files
-  (config, metrics, TensorBoard); checkpoints are written by all, as Orbax requires.
+  (config, metrics, TensorBoard, checkpoints: the state is replicated); the others read it, so it must be on
+  storage all hosts share (docs/multihost.md).
   """
   config_lib.check(config)
   task = tasks.get_task(config)
