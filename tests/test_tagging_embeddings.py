@@ -4,6 +4,7 @@ columns as padded id arrays the encoder embeds. The GloVe package (76 MB) is onl
 skips without it."""
 
 import importlib.util
+import sys
 
 import jax
 import numpy as np
@@ -65,6 +66,14 @@ def test_missing_package_says_what_to_install(monkeypatch):
   monkeypatch.setattr(embeddings, 'GLOVE_PACKAGE', 'no_such_glove_package')
   with pytest.raises(ValueError, match='pip install no-such-glove-package'):
     embeddings.load('')
+
+
+def test_glove_folder_without_pyarrow_says_what_to_install(monkeypatch, tmp_path):
+  # pyarrow (the word list's format) is in the nlp extra, not a requirement; None in sys.modules blocks it.
+  monkeypatch.setitem(sys.modules, 'pyarrow', None)
+  monkeypatch.setitem(sys.modules, 'pyarrow.parquet', None)
+  with pytest.raises(ValueError, match=r"read with pyarrow, which is not installed: pip install 'implicit_jax\[nlp\]'"):
+    embeddings.load(str(tmp_path))
 
 
 def test_glove_task_starts_both_networks_from_the_vectors(data_dir, glove_file):
