@@ -12,7 +12,6 @@ the 250 labeled rows alone, as in the results table (docs/cora.md).
 
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -376,7 +376,8 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
   """``u ~= (H + damping I)^{-1} v`` with ``H = d_theta d_theta f(theta, phi, batch)``.
 
   Returns u and diagnostics (same keys for every solver, so they can be logged uniformly): ``residual``
-  (``||H u - v|| / ||v||`` on the undamped H whatever the solver solved, NaN when not tracked), ``alpha`` (Neumann/identity step used, 0 for
+  (``||H u - v|| / ||v||`` on the undamped H whatever the solver solved, NaN when not tracked), ``alpha``
+  (Neumann/identity step used, 0 for
   other solvers), ``iterations`` (HVPs spent in the solve, excluding the residual check) and ``grad_norm``
   (``||d_theta f||`` at theta: how far theta is from the stationary point the solve assumes; with exact HVPs it
   comes free with the linearisation).

@@ -4,7 +4,6 @@ methods on the generated fixture (tests/fixtures/cora, made by its make_fixture.
 ../shared/data is there."""
 
 import itertools
-from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +11,6 @@ import pytest
 
 from implicit_jax import losses, methods, tasks
 from implicit_jax.engine import train
-from implicit_jax.tasks import citations
 from implicit_jax.tasks.citations import reader, rules
 from tests.conftest import ROOT, load_config
 

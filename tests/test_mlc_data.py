@@ -4,6 +4,7 @@ Fixtures in tests/fixtures/mlc are 5-row cuts of the real files (see test_arff.p
 /work/shared/data skip when it is absent; reading every dataset under both protocols is marked slow.
 """
 
+import sys
 import time
 
 import jax
@@ -229,6 +230,16 @@ def test_missing_data_dir_says_what_to_set(monkeypatch):
   message = str(e.value)
   assert 'data.data_dir' in message and DATA_DIR_ENV in message and 'delicious' in message
   assert 'mulan/delicious/delicious-train.arff' in message
+
+
+def test_tfds_source_without_tensorflow_datasets_says_what_to_install(monkeypatch, tmp_path):
+  # tensorflow-datasets is an extra: an environment without it (None in sys.modules blocks the import) gets a
+  # config error naming the extra, not a ModuleNotFoundError from inside the package.
+  monkeypatch.setitem(sys.modules, 'tensorflow_datasets', None)
+  monkeypatch.delitem(sys.modules, 'implicit_jax.tasks.mlc.tfds_builders', raising=False)
+  monkeypatch.delattr(mlc, 'tfds_builders', raising=False)
+  with pytest.raises(ValueError, match=r"data\.source: 'tfds' needs tensorflow-datasets.*implicit_jax\[tfds\]"):
+    load_mlc('genbase', str(tmp_path), source='tfds', tfds_dir=str(tmp_path))
 
 
 def test_env_data_dir_is_used_and_missing_files_are_named(monkeypatch, tmp_path):

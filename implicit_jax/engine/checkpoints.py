@@ -60,7 +60,8 @@ def _manager(path: str, keep: int, read_only: bool = False) -> ocp.CheckpointMan
       return _beside_a_writer(lambda: ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
           max_to_keep=None, save_interval_steps=0, enable_async_checkpointing=False, create=False,
           read_only=True, cleanup_tmp_directories=False)))
-    _remove_partial_saves(path)
+    if jax.process_index() == 0:  # only process 0 writes
+      _remove_partial_saves(path)
     return ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
         max_to_keep=keep, enable_async_checkpointing=False, create=True, cleanup_tmp_directories=False))
 
@@ -231,6 +232,12 @@ def write_config(workdir: str, config) -> None:
   write_json(os.path.join(workdir, 'config.json'), config_lib.recorded(config))
 
 
+def _host(tree):
+  """What a save writes. In a multi-host run the state is replicated, and Orbax would split a replicated
+  ``jax.Array``'s writing among the processes: a host copy (numpy) is written by process 0 alone."""
+  return jax.device_get(tree) if jax.process_count() > 1 else tree
+
+
 class Checkpointer:
   """The run's two checkpoint series: the latest training state and the best-on-dev parameters."""
 
@@ -255,7 +262,7 @@ class Checkpointer:
     if step in self._latest.all_steps():
       return
     with self._writing(f'checkpoint at step {step} to {self.directory}'):
-      self._latest.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
+      self._latest.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(_host(state)),
                                                       loop=ocp.args.JsonSave(loop)))
 
   @contextlib.contextmanager
@@ -302,7 +309,7 @@ class Checkpointer:
     if step in self._best.all_steps():
       return
     with self._writing(f'best-on-dev parameters at step {step} to {self._best.directory}'):
-      self._best.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)))
+      self._best.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(_host(params))))
 
   @property
   def directory_of_best(self) -> str:
@@ -361,7 +368,7 @@ class Checkpointer:
 
   def _set_aside(self, manager, step: int, error: Exception) -> None:
     where = os.path.join(str(manager.directory), str(step))
-    if self.read_only:
+    if self.read_only or jax.process_index() > 0:  # a reader, or a process that leaves the workdir to process 0
       print(f'warning: checkpoint {where} is unreadable ({_first_line(error)}); using the one before it',
             file=sys.stderr, flush=True)
       return

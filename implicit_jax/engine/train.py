@@ -13,6 +13,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 
 from implicit_jax import batch as batch_lib, methods, tasks
 from implicit_jax.engine import (checkpoints, config as config_lib, data, predictions, workdir as workdir_lib, writers,
@@ -44,6 +45,12 @@ def shard_batch(batch: dict, sharding) -> dict:
   return {k: jax.make_array_from_process_local_data(sharding, v[lo:lo + rows], v.shape) for k, v in batch.items()}
 
 
+def sync(name: str) -> None:
+  """Waits until every process of a multi-host run reaches the point called ``name`` (nothing for one process)."""
+  if jax.process_count() > 1:
+    multihost_utils.sync_global_devices(name)
+
+
 def make_train_step(method, step_rng, replicated, sharded):
   """The compiled outer step: ``(state, batch) -> (state, metrics)``, state donated, randomness
   ``batch_lib.step_key(step_rng, state.step)`` drawn inside (no host work per step)."""
@@ -53,8 +60,11 @@ def make_train_step(method, step_rng, replicated, sharded):
 
 
 def make_predict(method, replicated, sharded):
-  """The compiled prediction ``(params, batch) -> y`` on the data mesh."""
-  return xla_options.jit(method.predict, in_shardings=(replicated, sharded), out_shardings=sharded)
+  """The compiled prediction ``(params, batch) -> y`` on the data mesh. In a multi-host run ``y`` comes back
+  replicated (an all-gather inside the jitted call): a process can read only the shards on its own devices, and
+  every process scores the whole split."""
+  return xla_options.jit(method.predict, in_shardings=(replicated, sharded),
+                         out_shardings=replicated if jax.process_count() > 1 else sharded)
 
 
 def predict_split(task, predict_fn, params, arrays, config, sharded) -> np.ndarray:
@@ -69,7 +79,8 @@ def train_and_evaluate(config, workdir: str) -> dict:
   Resumes from ``workdir`` when it holds a checkpoint of the same run (see ``checkpoints.py``); a resumed run
   ends with exactly the parameters and metrics of an uninterrupted one. Writes ``workdir/metrics.json`` and
   returns the same dict. In a multi-host run every process trains and only process 0 writes the workdir's files
-  (config, metrics, TensorBoard); checkpoints are written by all, as Orbax requires.
+  (config, metrics, TensorBoard, checkpoints: the state is replicated); the others read it, so it must be on
+  storage all hosts share (docs/multihost.md).
   """
   config_lib.check(config)
   task = tasks.get_task(config)
@@ -81,8 +92,11 @@ def train_and_evaluate(config, workdir: str) -> dict:
   total_steps = steps_per_epoch * config.num_epochs
   _, replicated, sharded = data_parallel(config)
   primary = jax.process_index() == 0
-  # Everything above validated the config and read the data: only now is the workdir touched.
-  workdir_lib.prepare(workdir)
+  # Everything above validated the config and read the data: only now is the workdir touched, by process 0 alone
+  # (the others read it once it exists and was checked).
+  if primary:
+    workdir_lib.prepare(workdir)
+  sync('implicit_jax: workdir prepared')
   with workdir_lib.Lock(workdir) if primary else contextlib.nullcontext():
     return _train(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary)
 
@@ -98,6 +112,7 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
                        f'{latest // steps_per_epoch}); config.num_epochs={config.num_epochs} ends at step '
                        f'{total_steps}. Give num_epochs >= {-(-latest // steps_per_epoch)} to continue it, or read '
                        'it with implicit_jax.evaluate')
+    sync('implicit_jax: run checked')  # every process has read the workdir's record before process 0 rewrites it
     if primary:
       checkpoints.write_config(workdir, config)
     workdir_lib.check_data(workdir, task, resuming=existing, write=primary)

@@ -1,8 +1,8 @@
 """Metric writers: TensorBoard event files and a JSON-lines log in the workdir, hyperparameters written once.
 
-``clu.metric_writers`` is used when it imports; it imports TensorFlow at package load (for its TensorBoard
-writer), which this project does not depend on, so without TensorFlow the same interface (``write_scalars``,
-``write_hparams``, ``flush``, ``close``) is served by TensorBoard's TF-free event-file writer. Either way
+TensorBoard's own TF-free event-file writer serves the interface of ``clu.metric_writers`` (``write_scalars``,
+``write_hparams``, ``flush``, ``close``); clu itself is not used, as its writer imports TensorFlow, which this
+project does not depend on, and one writer in every environment keeps the event files the same.
 ``workdir/metrics.jsonl`` gets one line per write, the file notebooks and plots read.
 """
 
@@ -63,14 +63,6 @@ class _TensorBoardWriter:
     self._writer.close()
 
 
-def _tensorboard_writer(logdir: str):
-  try:
-    from clu import metric_writers  # pylint: disable=import-outside-toplevel
-  except ImportError:
-    return _TensorBoardWriter(logdir)
-  return metric_writers.SummaryWriter(logdir)
-
-
 class MetricWriter:
   """Writes scalars to TensorBoard (``workdir/tensorboard``) and ``workdir/metrics.jsonl``.
 
@@ -90,7 +82,7 @@ class MetricWriter:
       with open(self.jsonl + '.tmp', 'w') as f:
         f.writelines(json.dumps(r) + '\n' for r in kept)
       os.replace(self.jsonl + '.tmp', self.jsonl)
-    self._tb = _tensorboard_writer(os.path.join(workdir, 'tensorboard'))
+    self._tb = _TensorBoardWriter(os.path.join(workdir, 'tensorboard'))
     self._file = open(self.jsonl, 'a')  # pylint: disable=consider-using-with
 
   def write_scalars(self, step: int, scalars: dict) -> None:

@@ -332,8 +332,14 @@ def _load_tfds_parts(name, data_dir, tfds_dir):
   if name == 'custom':
     raise ValueError("data.source: 'tfds' has builders for the known datasets only; use data.source='raw' for "
                      "data.name='custom'")
-  # TFDS only when asked for
-  from implicit_jax.tasks.mlc import tfds_builders  # pylint: disable=import-outside-toplevel
+  # TFDS only when asked for: tensorflow-datasets is an extra, not a requirement
+  try:
+    from implicit_jax.tasks.mlc import tfds_builders  # pylint: disable=import-outside-toplevel
+  except ModuleNotFoundError as e:
+    if e.name != 'tensorflow_datasets':
+      raise
+    raise ValueError("data.source: 'tfds' needs tensorflow-datasets, which is not installed: "
+                     "pip install 'implicit_jax[tfds]', or use data.source='raw'") from None
   manual_dir = data_dir or os.environ.get(DATA_DIR_ENV, '')
   parts = tfds_builders.load_tfds_parts(name, tfds_dir, manual_dir=manual_dir or None)
   return parts, [p.source for p in parts.values()], DATASETS[name]

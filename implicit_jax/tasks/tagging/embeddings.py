@@ -53,7 +53,14 @@ def _package_root() -> Path:
 
 
 def _read_folder(root: Path) -> Vectors:
-  import pyarrow.parquet as pq  # a dependency of tensorflow-datasets; only this format needs it
+  try:
+    import pyarrow.parquet as pq  # pylint: disable=import-outside-toplevel  # the nlp extra; only this format needs it
+  except ModuleNotFoundError as e:
+    if not (e.name or '').startswith('pyarrow'):
+      raise
+    raise ValueError(f"{root}: a GloVe folder's word list ({WORDS_FILE}) is read with pyarrow, which is not "
+                     "installed: pip install 'implicit_jax[nlp]' (or pyarrow), or set model.embeddings_path to a "
+                     "GloVe text file") from None
   for name in (VECTORS_FILE, WORDS_FILE):
     if not (root / name).is_file():
       raise FileNotFoundError(f'{root / name}: no such file (model.embeddings_path {str(root)!r} must hold '
