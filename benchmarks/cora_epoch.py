@@ -11,7 +11,6 @@ the 250 labeled rows alone, as in the results table (docs/cora.md).
 """
 
 import os
-import time
 
 import common  # pylint: disable=wrong-import-position
 

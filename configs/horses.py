@@ -5,12 +5,16 @@ Run:    python -m implicit_jax.main --config=configs/horses.py --config.data.dat
             --workdir=/tmp/implicit_jax/horses
 Others: --config.method=feedforward (FCN trained with CE), dvn (GBI on the energy, regressing soft IoU),
         seal_dynamic with --config.seal.energy_loss=regression|nce, --config.implicit.primary_loss=dvn.
+Crops:  --config.data.crop=24: SEAL's protocol, random 24x24 crops in training and each prediction averaged over 36
+        crops at test (tasks/segmentation; the '<system>-crops' rows).
 Sizes:  the networks have half the channels of DVN's and SEAL's (32/64/64 against 64/128/128) so that every
         method trains on a 2-core CPU; --config.model.channels='(64,128,128)' and energy_channels restore them.
 Rows:   --config=configs/horses.py:ROW trains a row of docs/horses.md (its config column names the ROW), seed K
         with --config.seed=K. ROW = SYSTEM[,full]: SYSTEM a system of implicit_jax/experiments/horses.py (fcn,
         dvn, seal-regression, seal-nce, implicit-cd (this config as it is), implicit-cd-t1-gcr,
-        implicit-cd-before, implicit-dvn); ",full": the published channels (64, 128, 128) and 100 epochs.
+        implicit-cd-before, implicit-dvn, fcn-200 (with ",full" only), and fcn-crops, dvn-crops,
+        seal-regression-crops, seal-nce-crops, implicit-cd-crops: the system with data.crop=24); ",full": the
+        published channels (64, 128, 128) and 100 epochs, docs/horses.md's section "At the published width".
 """
 
 from implicit_jax.engine import config as config_lib

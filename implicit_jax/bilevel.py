@@ -16,7 +16,8 @@ Passing the data as an argument, never through a closure, is what keeps ``jax.cu
 
 Public pieces:
   * ``Solver``: validated inverse-HVP solver settings (``neumann``, ``cg``, ``dense``, ``identity``, ``none``;
-    ``unrolled`` names the route that differentiates through the inner steps instead of solving).
+    ``unrolled`` names the route that differentiates through the inner steps instead of solving; or the import
+    path of a solver outside the package, whose protocol ``implicit_jax/plugins.py`` defines).
   * ``hvp``, ``fd_hvp``, ``mixed_vjp``: the second-order products.
   * ``solve_inverse_hvp``: ``u ~= (H + damping I)^{-1} v`` with diagnostics.
   * ``inner_loop``: T optimiser steps on L_aux inside ``lax.scan`` (plain autodiff: the unrolled reference).
@@ -37,6 +38,8 @@ import jax
 import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
+
+from implicit_jax import plugins
 
 PyTree = Any
 Loss = Callable[[PyTree, PyTree, PyTree], jax.Array]  # f(theta, phi, batch) -> scalar
@@ -66,7 +69,9 @@ class Solver:
       (K-term Neumann series ``alpha * sum_k (I - alpha H)^k v``), ``dense`` (materialise H and solve: small
       models and tests only), ``identity`` (``H^{-1} ~= alpha I``, the K = 0 Neumann truncation) or ``none``
       (drop the implicit term: the biased gradient the paper attributes to InfNet+, kept as an ablation), or
-      ``unrolled`` (no solve: reverse-mode through the inner steps, ``UnrolledSolve``; memory grows with T).
+      ``unrolled`` (no solve: reverse-mode through the inner steps, ``UnrolledSolve``; memory grows with T). Any
+      other name is the import path of a solve function outside the package (``implicit_jax/plugins.py``: it
+      gets ``(H + damping I)`` as a matvec and returns u), checked here to import.
     iterations: Neumann terms K (each costs one HVP), the maximum number of CG / MINRES iterations, or the
       number of GCR passes (``gcr`` runs them all: with one or two, a tolerance would save nothing).
     alpha: Neumann step. Convergence needs ``0 < alpha < 2 / lambda_max(H)``. With ``power_iters > 0`` it is an
@@ -109,7 +114,7 @@ class Solver:
 
   def __post_init__(self):
     if self.name not in SOLVERS:
-      raise ValueError(f'solver.name: unknown inverse-HVP solver {self.name!r}; choose one of {SOLVERS}')
+      plugin_solve(self)  # a name that is no import path, or does not import, is named here
     if self.hvp not in HVP_MODES:
       raise ValueError(f'solver.hvp: unknown HVP mode {self.hvp!r}; choose one of {HVP_MODES}')
     if isinstance(self.refresh, bool) or not isinstance(self.refresh, int) or self.refresh < 1:
@@ -142,6 +147,11 @@ class Solver:
     if unknown:
       raise ValueError(f'solver: unknown field(s) {unknown}; valid fields are {sorted(known)}')
     return cls(**dict(config.items()))
+
+
+def plugin_solve(solver: Solver) -> Callable:
+  """The solve function of a plug-in solver, ``solver.name`` being its import path (not one of ``SOLVERS``)."""
+  return plugins.solver(solver.name, SOLVERS)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -366,7 +376,8 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
   """``u ~= (H + damping I)^{-1} v`` with ``H = d_theta d_theta f(theta, phi, batch)``.
 
   Returns u and diagnostics (same keys for every solver, so they can be logged uniformly): ``residual``
-  (``||H u - v|| / ||v||`` on the undamped H whatever the solver solved, NaN when not tracked), ``alpha`` (Neumann/identity step used, 0 for
+  (``||H u - v|| / ||v||`` on the undamped H whatever the solver solved, NaN when not tracked), ``alpha``
+  (Neumann/identity step used, 0 for
   other solvers), ``iterations`` (HVPs spent in the solve, excluding the residual check) and ``grad_norm``
   (``||d_theta f||`` at theta: how far theta is from the stationary point the solve assumes; with exact HVPs it
   comes free with the linearisation).
@@ -422,6 +433,13 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
   elif solver.name == 'none':  # the implicit term is dropped.
     u = jax.tree.map(jnp.zeros_like, v)
     residual = jnp.ones((), dtype)
+  elif solver.name not in SOLVERS:  # a plug-in: (H + damping I) u = v by its own method
+    out = plugin_solve(solver)(matvec, v, solver)
+    if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Mapping)):
+      raise ValueError(f'solver.name: {solver.name!r} returned a {type(out).__name__}, not (u, info: dict)')
+    u, extra = out
+    check_tangent(theta, u, f'solver.name: the u of {solver.name!r}')
+    iterations = jnp.asarray(extra.get('iterations', jnp.nan), dtype)
   else:
     raise ValueError(f'solver.name: {solver.name!r} is not an inverse-HVP solver (see outer_solve)')
 

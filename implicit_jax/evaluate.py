@@ -15,7 +15,7 @@ import sys
 import numpy as np
 from absl import app, flags, logging
 
-from implicit_jax.engine import checkpoints, cli, config as config_lib, workdir as workdir_lib
+from implicit_jax.engine import checkpoints, cli, config as config_lib
 from implicit_jax.spaces.binary import Binary
 
 FLAGS = flags.FLAGS
@@ -43,8 +43,9 @@ def _warn_never_positive(task, split: str, y) -> None:
 def evaluate_run(workdir: str, splits=('test',), data_dir: str | None = None) -> dict:
   """``{split: {'num_examples': n, **evaluator.score(...)}}`` for the saved model."""
   overrides = {'data.data_dir': data_dir} if data_dir is not None else None
-  run = checkpoints.load_trained(workdir, overrides)
-  workdir_lib.check_unchanged(workdir, run.task)  # other data would score rows the run may have trained on
+  # Other data would score rows the run may have trained on; checked before the parameters are read, since data of
+  # another vocabulary or label set builds a model they do not fit.
+  run = checkpoints.load_trained(workdir, overrides, same_data=True)
   evaluator = run.task.evaluator
   if run.metrics is not None:
     calibration = evaluator.calibration_of(run.metrics)

@@ -1,13 +1,21 @@
 r"""Predictions of a trained run's saved (best-on-dev) model for a file, one line per example.
 
   python -m implicit_jax.predict --workdir=DIR --input=FILE [--output=OUT] [--threshold=tuned|FLOAT]
-                                 [--data_dir=PATH] [--scores]
+                                 [--data_dir=PATH] [--scores] [--format=auto|conll|text]
 
-``FILE``: a ``.npy`` feature matrix [N, D] already preprocessed like the run's inputs, or a file the run's task
-reads (multi-label: an ARFF file in the run's format, whose label columns may hold anything). Each output line
-is one example's decoded output (multi-label: its predicted label names, comma-separated; an empty line predicts
-none); ``--scores`` writes the relaxed outputs instead, one row of numbers per example. ``--threshold`` is the
-decision threshold of thresholded outputs: 'tuned' (the default) is the run's dev-tuned one.
+``FILE``: a ``.npy`` of the model's input ``x`` already preprocessed like the run's inputs (multi-label: a numeric
+feature matrix [N, D]; tagging: word ids [N, T], 0 after each sentence's end), or a file the run's task reads:
+
+* multi-label: an ARFF file in the run's format; its label columns may hold anything (``?``, old labels) or be
+  absent. Each output line is one example's predicted label names, comma-separated (an empty line predicts none).
+* tagging: a CoNLL-format file (a token per line in the first column, a blank line between sentences; further
+  columns are ignored, except the POS and chunk columns a run with NER+ features reads) or raw text (one sentence
+  per line, tokens split on whitespace); ``--format`` says which, 'auto' (the default) tells them apart and says
+  what it chose. Words are looked up in the run's recorded vocabulary (a word it lacks is UNK, as in training).
+  The output is CoNLL-style: ``token<TAB>predicted-tag`` per line, a blank line between sentences.
+
+``--scores`` writes the relaxed outputs instead, one row of numbers per example. ``--threshold`` is the decision
+threshold of thresholded outputs: 'tuned' (the default) is the run's dev-tuned one.
 """
 
 import os
@@ -26,6 +34,8 @@ flags.DEFINE_string('output', None, 'Where to write predictions (default: stdout
 flags.DEFINE_string('threshold', 'tuned', '"tuned" (the run\'s dev-tuned threshold) or a number in (0, 1).')
 flags.DEFINE_string('data_dir', None, 'Override config.data.data_dir (label names, scaling statistics).')
 flags.DEFINE_bool('scores', False, 'Write relaxed outputs instead of decoded ones.')
+flags.DEFINE_enum('format', 'auto', ['auto', 'conll', 'text'],
+                  'Tagging runs: the input is CoNLL columns or raw text (a sentence per line); auto tells them apart.')
 flags.mark_flags_as_required(['workdir', 'input'])
 
 
@@ -43,15 +53,41 @@ def _threshold(spec: str, run) -> float:
   return value
 
 
-def predict_file(workdir: str, path: str, threshold: str = 'tuned', data_dir: str | None = None):
+def load_npy(path: str) -> np.ndarray:
+  """A numeric array from a .npy file; an object or text array, or a file that is not a .npy, is a one-line error
+  saying what it holds and what predict needs."""
+  with open(path, 'rb') as f:
+    if f.read(6) != b'\x93NUMPY':
+      raise ValueError(f'{path}: not a .npy file (no NumPy header; a text file?): save the inputs with numpy.save, '
+                       'or give the task\'s own file format')
+  try:
+    x = np.load(path, allow_pickle=False)
+  except ValueError as e:
+    if 'allow_pickle' not in str(e):
+      raise ValueError(f'{path}: cannot read the .npy file: {e}') from None
+    raise ValueError(f'{path}: an array of Python objects, which predict does not load (loading it could run code '
+                     'from the file): save numbers, e.g. numpy.save(path, x.astype(numpy.float32))') from None
+  if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
+    what = 'text' if x.dtype.kind in 'US' else f'{x.dtype} values'
+    raise ValueError(f'{path}: holds {what} (dtype {x.dtype}), not numbers: predict reads the model\'s numeric '
+                     'inputs from a .npy; give the task\'s own file format for anything else')
+  return x
+
+
+def predict_file(workdir: str, path: str, threshold: str = 'tuned', data_dir: str | None = None,
+                 input_format: str = 'auto'):
   """``(relaxed outputs [N, ...], output lines)`` for the examples of ``path``."""
   run = checkpoints.load_trained(workdir, {'data.data_dir': data_dir} if data_dir is not None else None)
   t = _threshold(threshold, run)
   family = tasks.family(run.config.task)
+  if input_format != 'auto' and run.config.task != 'tagging':
+    raise ValueError(f'--format={input_format} is for tagging runs; this run\'s task is {run.config.task!r}')
   if path.endswith('.npy'):
-    inputs, context = {'x': np.load(path)}, None
+    x = load_npy(path)
+    inputs, context = family.npy_inputs(run, path, x) if hasattr(family, 'npy_inputs') else ({'x': x}, None)
   elif hasattr(family, 'read_inputs'):
-    inputs, context = family.read_inputs(run, path)
+    inputs, context = (family.read_inputs(run, path, input_format) if input_format != 'auto'
+                       else family.read_inputs(run, path))
   else:
     raise ValueError(f'{path}: task {run.config.task!r} reads no input files; give a .npy feature matrix')
   try:
@@ -75,14 +111,14 @@ def main(argv):
       os.path.exists(FLAGS.output) and os.path.exists(FLAGS.input) and os.path.samefile(FLAGS.output, FLAGS.input))):
     raise ValueError(f'--output={FLAGS.output} is the input file: writing predictions there would replace it; '
                      'give another path')
-  pred, lines = predict_file(FLAGS.workdir, FLAGS.input, FLAGS.threshold, FLAGS.data_dir)
+  pred, lines = predict_file(FLAGS.workdir, FLAGS.input, FLAGS.threshold, FLAGS.data_dir, FLAGS.format)
   if FLAGS.scores:
     lines = [' '.join(f'{s:.6f}' for s in np.ravel(row)) for row in pred]
   text = '\n'.join(lines) + '\n'
   if FLAGS.output:
     with open(FLAGS.output, 'w') as f:
       f.write(text)
-    print(f'wrote {len(lines)} predictions to {FLAGS.output}', file=sys.stderr)
+    print(f'wrote {len(pred)} predictions to {FLAGS.output}', file=sys.stderr)
   else:
     sys.stdout.write(text)
 

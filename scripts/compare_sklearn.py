@@ -18,10 +18,16 @@ those arguments, written to a temporary directory, so that a larger draw needs n
 
 All are scored by the project's evaluator on the same test split (example F1 at 0.5 and at the threshold tuned on
 dev; the empty-set convention of ``data.empty_f1``, 1 by default). Needs ``pip install -e '.[compare]'``.
+
+Each (dataset, seed) writes its figures to docs/sklearn_baseline/runs/<dataset>-seed<k>.json (with the command, date
+and machine); a record that exists is not run again, and the table is rebuilt from the records:
+
+  python scripts/compare_sklearn.py --table_only     # docs/sklearn_baseline.md from the records, no training
 """
 
 import argparse
 import datetime
+import json
 import sys
 import tempfile
 import time
@@ -31,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / 'docs' / 'sklearn_baseline' / 'runs'
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax import tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
@@ -103,56 +110,77 @@ def stat(values) -> str:
   return records.mean_std(values)
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default='../shared/data')
-  parser.add_argument('--datasets', default='cal500,spo_fun')
-  parser.add_argument('--custom', default='', help='comma-separated MULAN files (MEKA -C header or XML beside)')
-  parser.add_argument('--seeds', default='0,1,2')
-  parser.add_argument('--out', default=str(ROOT / 'docs' / 'sklearn_baseline.md'), help="'-' prints only")
-  args = parser.parse_args()
-  seeds = [int(s) for s in args.seeds.split(',')]
-  drawn = tempfile.TemporaryDirectory()  # pylint: disable=consider-using-with
-  names = [n for n in args.datasets.split(',') if n] + [custom_file(c, drawn.name) for c in args.custom.split(',') if c]
-  rows = []
-  for name in names:
-    cells = {'mbce': [], 'mbce_tuned': [], 'mbce_dev': [], 'never': [], 'br': [], 'br_tuned': [], 'br_dev': []}
-    info = None
-    for seed in seeds:
-      config = make_config(name, args.data_dir, seed)
-      task = tasks.get_task(config)
-      info = task.info
-      result = mbce(config)
-      cells['mbce'].append(result['test_f1'])
-      cells['mbce_tuned'].append(result['test_f1_tuned'])
-      cells['mbce_dev'].append(result['dev_f1'])
-      if info['standardised']:
-        try:
-          cells['never'].append(mbce(make_config(name, args.data_dir, seed, standardise='never'))['test_f1'])
-        except ValueError as e:  # missing values need the imputation that comes with standardising
-          print(f'{name}: standardise=never not possible: {e}', file=sys.stderr)
-      br, seconds = br_logistic(task)
-      cells['br'].append(br['test_f1'])
-      cells['br_tuned'].append(br['test_f1_tuned'])
-      cells['br_dev'].append(br['dev_f1'])
-      print(f'{name} seed {seed}: MBCE {result["test_f1"]:.4f} @0.5 ({result["test_f1_tuned"]:.4f} tuned); '
-            f'never {cells["never"][-1] if cells["never"] else float("nan"):.4f}; BR-logistic {br["test_f1"]:.4f} '
-            f'@0.5 ({br["test_f1_tuned"]:.4f} tuned, {seconds:.0f}s)', flush=True)
-    diff = 100 * (np.array(cells['mbce']) - np.array(cells['br']))
-    label = Path(name).name if Path(name).suffix == '.arff' else name
-    rows.append(f'| {label} | {info["sizes"]["train"]}/{info["sizes"]["dev"]}/{info["sizes"]["test"]} | '
-                f'{info["preprocessing"]} | {stat(cells["mbce"])} | {stat(cells["mbce_tuned"])} | '
-                f'{stat(cells["never"]) if cells["never"] else "–"} | {stat(cells["br"])} | {stat(cells["br_tuned"])} | '
-                f'{diff.mean():+.2f} ({", ".join(f"{d:+.2f}" for d in diff)}) | {stat(cells["mbce_dev"])} | '
-                f'{stat(cells["br_dev"])} |')
-  command = 'python ' + ' '.join(sys.argv)
-  text = '\n'.join([
+def label_of(name: str) -> str:
+  """A row's name: the dataset's, or a custom file's base name."""
+  return Path(name).name if Path(name).suffix == '.arff' else name
+
+
+def run_one(name: str, data_dir: str, seed: int) -> dict:
+  """MBCE, MBCE with ``standardise='never'`` and BR-logistic on ``name``'s split of ``seed``: the record's figures."""
+  config = make_config(name, data_dir, seed)
+  task = tasks.get_task(config)
+  info = task.info
+  result = mbce(config)
+  never = None
+  if info['standardised']:
+    try:
+      never = {'test_f1': mbce(make_config(name, data_dir, seed, standardise='never'))['test_f1']}
+    except ValueError as e:  # missing values need the imputation that comes with standardising
+      print(f'{name}: standardise=never not possible: {e}', file=sys.stderr)
+      never = {'error': str(e)}
+  br, seconds = br_logistic(task)
+  import jax  # pylint: disable=import-outside-toplevel
+  return {'dataset': label_of(name), 'seed': seed,
+          'info': {k: info[k] for k in ('sizes', 'preprocessing', 'standardised')},
+          'mbce': {k: result[k] for k in ('test_f1', 'test_f1_tuned', 'dev_f1', 'train_seconds')},
+          'never': never,
+          'br': {'test_f1': br['test_f1'], 'test_f1_tuned': br['test_f1_tuned'], 'dev_f1': br['dev_f1'],
+                 'seconds': seconds},
+          'command': 'python ' + ' '.join(sys.argv), 'date': datetime.datetime.now().isoformat(timespec='seconds'),
+          'device': f'{jax.default_backend()}: {jax.devices()[0].device_kind}', 'machine': records.machine()}
+
+
+def load_runs() -> dict:
+  """``{dataset: [record, ...]}`` (seeds in order), datasets first, then custom files by training-set size."""
+  runs = {}
+  for path in sorted(RUNS.glob('*.json')):
+    record = json.loads(path.read_text())
+    runs.setdefault(record['dataset'], []).append(record)
+  order = lambda d: (d.endswith('.arff'), runs[d][0]['info']['sizes']['train'] if d.endswith('.arff') else 0, d)
+  return {d: sorted(runs[d], key=lambda r: r['seed']) for d in sorted(runs, key=order)}
+
+
+def row(label: str, rs: list) -> str:
+  """One table row from a dataset's records."""
+  info = rs[0]['info']
+  cells = {k: [r[system][field] for r in rs] for k, (system, field) in {
+      'mbce': ('mbce', 'test_f1'), 'mbce_tuned': ('mbce', 'test_f1_tuned'), 'mbce_dev': ('mbce', 'dev_f1'),
+      'br': ('br', 'test_f1'), 'br_tuned': ('br', 'test_f1_tuned'), 'br_dev': ('br', 'dev_f1')}.items()}
+  never = [r['never']['test_f1'] for r in rs if r['never'] and 'test_f1' in r['never']]
+  diff = 100 * (np.array(cells['mbce']) - np.array(cells['br']))
+  return (f'| {label} | {info["sizes"]["train"]}/{info["sizes"]["dev"]}/{info["sizes"]["test"]} | '
+          f'{info["preprocessing"]} | {stat(cells["mbce"])} | {stat(cells["mbce_tuned"])} | '
+          f'{stat(never) if never else "–"} | {stat(cells["br"])} | {stat(cells["br_tuned"])} | '
+          f'{diff.mean():+.2f} ({", ".join(f"{d:+.2f}" for d in diff)}) | {stat(cells["mbce_dev"])} | '
+          f'{stat(cells["br_dev"])} |')
+
+
+def build_table(runs: dict) -> str:
+  every = [r for rs in runs.values() for r in rs]
+  seeds = sorted({r['seed'] for r in every})
+  commands = '; '.join(f'`{c}`' for c in sorted({r['command'] for r in every}))
+  dates = sorted(r['date'][:10] for r in every)
+  devices = ', '.join(sorted({r['device'] for r in every}))
+  return '\n'.join([
       '# MBCE (default settings) against scikit-learn binary-relevance logistic regression',
       '',
-      f'Made by `{command}` on {datetime.date.today().isoformat()} (CPU). Seeds {seeds}: seed k sets the model '
-      'seed and the split seed (datasets without an official split are split 60/20/20 by it), so both systems see '
+      f'Made by {commands} (runs dated {dates[0]} to {dates[-1]}; devices: {devices}); table rebuilt by '
+      f'`python scripts/compare_sklearn.py --table_only` from the records in docs/sklearn_baseline/runs. Seeds '
+      f'{seeds}: seed k sets the model seed and the split seed (datasets without an official split are split '
+      '60/20/20 by it), so both systems see '
       f'the same rows. Example F1 x 100 on test, {records.spread()}, empty gold and empty prediction scoring 1 '
-      '(`data.empty_f1`). "MBCE": `configs/<dataset>.py` (custom files: `configs/custom.py`) with `method=feedforward`, every data setting at its default (`data.standardise=auto`). '
+      '(`data.empty_f1`). "MBCE": `configs/<dataset>.py` (custom files: `configs/custom.py`) with '
+      '`method=feedforward`, every data setting at its default (`data.standardise=auto`). '
       '"MBCE never": the same with `data.standardise=never`, the features as read, as before `auto` existed. '
       '"BR-logistic": one scikit-learn `LogisticRegression` (C = 1) per label after `StandardScaler` on the same '
       'train split (`scripts/compare_sklearn.py`). "MBCE - BR": at 0.5, per seed. Dev columns: example F1 @0.5 on '
@@ -165,7 +193,40 @@ def main():
       '| dataset | train/dev/test | preprocessing (auto) | MBCE @0.5 | MBCE tuned | MBCE never @0.5 | BR-logistic @0.5 '
       '| BR-logistic tuned | MBCE - BR @0.5 (per seed) | MBCE dev @0.5 | BR-logistic dev @0.5 |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
-      *rows, ''])
+      *[row(label, rs) for label, rs in runs.items()], ''])
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--data_dir', default='../shared/data')
+  parser.add_argument('--datasets', default='cal500,spo_fun')
+  parser.add_argument('--custom', default='', help='comma-separated MULAN files (MEKA -C header or XML beside)')
+  parser.add_argument('--seeds', default='0,1,2')
+  parser.add_argument('--out', default=str(ROOT / 'docs' / 'sklearn_baseline.md'), help="'-' prints only")
+  parser.add_argument('--table_only', action='store_true', help='rebuild the table from the records, no training')
+  args = parser.parse_args()
+  if not args.table_only:
+    seeds = [int(s) for s in args.seeds.split(',')]
+    drawn = tempfile.TemporaryDirectory()  # pylint: disable=consider-using-with
+    names = ([n for n in args.datasets.split(',') if n]
+             + [custom_file(c, drawn.name) for c in args.custom.split(',') if c])
+    RUNS.mkdir(parents=True, exist_ok=True)
+    for name in names:
+      for seed in seeds:
+        out = RUNS / f'{label_of(name)}-seed{seed}.json'
+        if out.exists():
+          continue
+        r = run_one(name, args.data_dir, seed)
+        tmp = out.with_suffix('.json.tmp')
+        tmp.write_text(json.dumps(r, indent=2) + '\n')
+        tmp.replace(out)
+        print(f'{name} seed {seed}: MBCE {r["mbce"]["test_f1"]:.4f} @0.5 ({r["mbce"]["test_f1_tuned"]:.4f} tuned); '
+              f'never {(r["never"] or {}).get("test_f1", float("nan")):.4f}; BR-logistic {r["br"]["test_f1"]:.4f} '
+              f'@0.5 ({r["br"]["test_f1_tuned"]:.4f} tuned, {r["br"]["seconds"]:.0f}s)', flush=True)
+  runs = load_runs()
+  if not runs:
+    raise SystemExit(f'no records under {RUNS}: run the script without --table_only first')
+  text = build_table(runs)
   print(text)
   if args.out != '-':
     Path(args.out).write_text(text)

@@ -1,6 +1,6 @@
 r"""What a user sees for each bad input or fault: the table of docs/faults.md, made by trying each one.
 
-  python scripts/faults.py [--out docs/faults.md]
+  python scripts/faults.py [--out docs/faults.md] [--only SUBSTRING]
 
 Every case is run as a user runs it: the command lines (``python -m implicit_jax.main|evaluate|predict``) in a
 subprocess from the repository root, on the tiny config or a one-epoch MBCE model of the embedded bibtex, and
@@ -45,10 +45,16 @@ def shown(err: str) -> list[str]:
 
 
 class Table:
-  def __init__(self, tmp: Path):
-    self.rows, self.tmp = [], tmp
+  def __init__(self, tmp: Path, only: str = ''):
+    self.rows, self.tmp, self.only = [], tmp, [o for o in only.lower().split('|') if o]
+
+  def wants(self, *faults) -> bool:
+    """Whether --only selects any of these cases (every case without it): blocks guarded by it are skipped."""
+    return not self.only or any(o in f.lower() for o in self.only for f in faults)
 
   def add(self, fault, how, code, err_lines, ok, check):
+    if not self.wants(fault):
+      return
     text = ' / '.join(err_lines[:2]).replace(str(self.tmp), '$TMP').replace(str(ROOT), '$REPO')
     text = text.replace('|', '\\|')
     if len(err_lines) > 2:
@@ -69,15 +75,166 @@ def arff_text(names, rows, relation='rows'):
           '\n'.join(body) + '\n')
 
 
+# --- the engine and the workdir, after training (issue 34) ---------------------------------------------------------
+# Each case is a function of (table, scratch folder, a finished 2-epoch tiny run with a checkpoint every 4 steps);
+# `--only SUBSTRING` runs just the ones whose name holds it.
+
+# `main` on a disk that fills at the third save of the training state (step 12), inside Orbax's worker thread as a
+# real full disk fails it (tests/test_faults.py: ORBAX_FULL_DISK).
+ORBAX_FULL_DISK = (
+    'import errno, runpy, sys\n'
+    'from orbax.checkpoint._src.serialization import jax_array_handlers\n'
+    'spec = jax_array_handlers.ts_utils.get_sharding_tensorstore_spec\n'
+    'def full(directory, *args, **kwargs):\n'
+    '  if "/checkpoints/12." in str(directory):\n'
+    '    raise OSError(errno.ENOSPC, "No space left on device", str(directory))\n'
+    '  return spec(directory, *args, **kwargs)\n'
+    'jax_array_handlers.ts_utils.get_sharding_tensorstore_spec = full\n'
+    'sys.argv[0] = "implicit_jax.main"\n'
+    'runpy.run_module("implicit_jax.main", run_name="__main__")\n')
+# `main` where no file may grow past 100 bytes: the kernel fails a write as on a full disk (EFBIG for ENOSPC).
+SMALL_FILES_ONLY = (
+    'import resource, runpy, signal, sys\n'
+    'signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n'
+    'resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))\n'
+    'sys.argv[0] = "implicit_jax.main"\n'
+    'runpy.run_module("implicit_jax.main", run_name="__main__")\n')
+
+
+def _wait_for(proc, ready, timeout=300):
+  deadline = time.time() + timeout
+  while proc.poll() is None and time.time() < deadline and not ready():
+    time.sleep(0.05)
+  return proc.poll() is None
+
+
+def _steps(folder: Path) -> list[int]:
+  return sorted(int(d.name) for d in folder.iterdir() if d.name.isdigit()) if folder.is_dir() else []
+
+
+def case_lock_file_deleted(t, tmp, base):
+  busy = tmp / 'lock_deleted'
+  first = cli('main', *TINY, f'--workdir={busy}', '--config.num_epochs=300', wait=False)
+  running = _wait_for(first, lambda: bool(_steps(busy / 'best')))
+  (busy / 'lock').unlink(missing_ok=True)
+  code, _, err = cli('main', *TINY, f'--workdir={busy}', '--config.num_epochs=300')
+  first.kill()  # started here; its checkpoints are not needed
+  first.communicate()
+  t.add('`lock` file deleted while a run trains', 'second `main` on the workdir after `rm DIR/lock`', code,
+        shown(err), running and one_error(code, err) and f'process {first.pid}' in err and str(busy) in err,
+        'refused in one line naming the workdir and the holder (the lock is on the folder, not the file)')
+
+
+def case_full_disk_in_orbax(t, tmp, base):
+  run = tmp / 'orbax_full'
+  args = [*TINY, f'--workdir={run}', '--config.num_epochs=3', '--config.checkpoint_every=4']
+  code, _, err = cli(None, *args, code=ORBAX_FULL_DISK)
+  code2, out2, _ = cli('main', *args)
+  t.add('disk full while Orbax writes a checkpoint', '`main`, the step-12 save failing with ENOSPC in Orbax\'s '
+        'worker thread; then the same command', code, shown(err),
+        one_error(code, err) and 'the last good checkpoint is step 8' in err and code2 == 0 and
+        'resuming from step 8' in out2, 'one line: the checkpoint, the cause, the step a rerun resumes from; the '
+        'rerun resumes')
+
+
+def case_empty_loop_record(t, tmp, base):
+  run = tmp / 'empty_loop'
+  shutil.copytree(base, run)
+  (run / 'checkpoints' / '16' / 'loop' / 'metadata').write_text('{}')
+  code, _, err = cli('main', *TINY, f'--workdir={run}', '--config.num_epochs=3', '--config.checkpoint_every=4')
+  t.add('a checkpoint whose loop record is `{}`', '`main --config.num_epochs=3` (resume)', code, shown(err),
+        code == 0 and 'loop record lacks' in err and len(shown(err)) == 1,
+        'warning naming it; set aside like a damaged one; resumes from the one before')
+
+
+def case_extension_killed(t, tmp, base):
+  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
+  run = tmp / 'extension'
+  shutil.copytree(base, run)
+  old = json.loads((run / 'metrics.json').read_text())
+  proc = cli('main', *TINY, f'--workdir={run}', '--config.num_epochs=300', '--config.checkpoint_every=4',
+             wait=False)
+  running = _wait_for(proc, lambda: any(s > 16 for s in _steps(run / 'best')))
+  proc.kill()  # SIGKILL once the extension saved a best epoch of its own
+  out, _ = proc.communicate()
+  code, out_eval, err = cli('evaluate', f'--workdir={run}', '--json')
+  used = json.loads(out_eval)['test']['threshold'] if code == 0 else None
+  loaded = checkpoints.load_trained(str(run))
+  dev = loaded.task.splits['dev']
+  chosen = loaded.task.evaluator.calibrate(loaded.predict(dev), dev)['threshold']
+  moved = [line for line in out.splitlines() if 'metrics.previous.json' in line]
+  t.add('a finished run extended (`num_epochs` raised), killed part way, then `evaluate`',
+        f'`main --config.num_epochs=300` killed after a new best; `evaluate` (threshold {used}, the old run\'s '
+        f'{old["threshold"]}, chosen on dev for the parameters read {chosen})', code, moved + shown(err),
+        running and code == 0 and used == chosen and not (run / 'metrics.json').exists() and bool(moved),
+        'the old metrics.json moved aside when the extension starts; `evaluate` chooses the threshold for the '
+        'parameters it reads')
+
+
+def case_grown_cora(t, tmp, base):
+  run = tmp / 'cora_run'
+  fixture = ROOT / 'tests' / 'fixtures' / 'cora'
+  code, _, err = cli('main', '--config=configs/cora.py', f'--workdir={run}', '--config.method=feedforward',
+                     '--config.data.unlabeled=False', f'--config.data.data_dir={fixture}',
+                     '--config.data.num_test=15', '--config.data.num_dev=10', '--config.data.labeled_rows=20',
+                     '--config.model.embeddings=random', '--config.model.encoder=conv', '--config.model.hidden=16',
+                     '--config.model.energy_hidden=16', '--config.batch_size=10', '--config.num_epochs=1')
+  assert code == 0, err
+  text = (fixture / 'cora_citation' / 'tagged_references.txt').read_text()
+  refs = text[text.index('<ref>'):text.rindex('</data>')]
+  grown = tmp / 'cora_grown'
+  (grown / 'cora_citation').mkdir(parents=True)
+  (grown / 'cora_citation' / 'tagged_references.txt').write_text(
+      text.replace('</data>', refs.replace('Chen', 'Zorblax') + '</data>'))
+  code, _, err = cli('evaluate', f'--workdir={run}', f'--data_dir={grown}')
+  t.add('`evaluate` with a data folder that grew (Cora, 60 more references)', '`evaluate --data_dir=DIR`', code,
+        shown(err), one_error(code, err) and 'trained on other data' in err and 'unreadable' not in err,
+        'one line naming the splits and the file that differ (not the checkpoints)')
+
+
+def case_write_fails_at_start(t, tmp, base):
+  run = tmp / 'small_files'
+  env = {k: v for k, v in ENV.items() if k != 'JAX_COMPILATION_CACHE_DIR'}
+  proc = subprocess.run([sys.executable, '-c', SMALL_FILES_ONLY, *TINY, f'--workdir={run}'], cwd=ROOT, env=env,
+                        capture_output=True, text=True, timeout=900, check=False)
+  code, err = proc.returncode, proc.stderr
+  left = [str(p.relative_to(run)) for p in run.rglob('*.tmp')] if run.exists() else []
+  t.add('a write fails at the start (as on a full disk)', '`main` with files limited to 100 bytes (RLIMIT_FSIZE)',
+        code, shown(err), one_error(code, err) and 'config.json' in err and not left,
+        'one line naming the file; no temporary file left')
+
+
+def case_out_of_range_fields(t, tmp, base):
+  for override in ('--config.seed=-1', '--config.data.num_train=0'):
+    run = tmp / f'range_{override.split(".")[-1].split("=")[0]}'
+    code, _, err = cli('main', *TINY, f'--workdir={run}', override)
+    field = override.split('=')[0][2:]
+    t.add(f'`{override}`', '`main`', code, shown(err), one_error(code, err) and field in err and not run.exists(),
+          'one line naming the field; nothing written')
+
+
+ENGINE_CASES = [case_lock_file_deleted, case_full_disk_in_orbax, case_empty_loop_record, case_extension_killed,
+                case_grown_cora, case_write_fails_at_start, case_out_of_range_fields]
+
+
+def run_cases(t, tmp, base) -> None:
+  # each case adds its rows through t.add, which keeps those --only selects
+  for case in ENGINE_CASES:
+    case(t, tmp, base)
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--out', default=str(ROOT / 'docs' / 'faults.md'))
+  parser.add_argument('--out', default=None, help='the table (default docs/faults.md; none with --only)')
+  parser.add_argument('--only', default='', help='keep the cases whose fault holds this text (any case; A|B for '
+                      'either); cases in blocks guarded by Table.wants are not run at all, the others run unshown')
   args = parser.parse_args()
+  table_path = args.out or (None if args.only else str(ROOT / 'docs' / 'faults.md'))
   from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
   from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex  # pylint: disable=import-outside-toplevel
 
   tmp = Path(tempfile.mkdtemp(prefix='implicit_jax_faults_'))
-  t = Table(tmp)
+  t = Table(tmp, args.only)
   started = time.time()
 
   # Shared runs: a finished tiny run (2 epochs) and a one-epoch bibtex MBCE model with 6 test rows as ARFF.
@@ -190,6 +347,7 @@ def main():
   code, _, err = cli('main', *custom, '--config.num_epochs=2')
   t.add('data file changed at the same path, then resume', '`main` again after one value changed', code,
         shown(err), one_error(code, err) and str(data) in err, 'refused, naming the file')
+  training_files(t, tmp)
 
   # --- divergence ----------------------------------------------------------------------------------------
   for what, extra in (('Adam at learning rate 1e3', ['--config.optimizer.learning_rate=1e3']),
@@ -303,6 +461,7 @@ def main():
   code, _, err = cli('predict', f'--workdir={bib}', f'--input={nan}')
   t.add('`predict` on a .npy holding Inf', '`predict`', code, shown(err), one_error(code, err) and '(1, 4)' in err,
         'one line naming the example and column')
+  prediction_files(t, tmp, bib, rows_arff, original)
 
   # --- files read by the library -----------------------------------------------------------------------------
   fixtures = ROOT / 'tests' / 'fixtures' / 'mlc'
@@ -326,12 +485,23 @@ def main():
   meka.write_text("@relation 'r: -C -2'\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute L {0,1}\n@data\n{0 1}\n")
   one = tmp / 'one.xml'
   one.write_text('<labels><label name="L"/></labels>')
-  try:
-    read_mulan(meka, one)
-    ok, seen = False, ['(read)']
-  except ValueError as e:
-    ok, seen = 'contradict' in str(e), [str(e)]
-  t.add('label XML contradicting the ARFF\'s -C header', '`read_mulan`', None, seen, ok, 'an error naming both')
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    labels = read_mulan(meka, one).label_names
+  t.add('label XML contradicting the ARFF\'s -C header', '`read_mulan`', None,
+        [f'warning: {w.message}' for w in caught],
+        labels == ('L',) and len(caught) == 1 and 'following the XML' in str(caught[0].message),
+        'the XML decides (MULAN\'s convention), with a warning naming both')
+  if t.wants('label XML omitting the first label'):
+    first = tmp / 'first.xml'
+    first.write_text('<labels>' + ''.join(f'<label name="{n}"/>' for n in label_names[1:]) + '</labels>')
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter('always')
+      read_mulan(fixtures / 'bibtex_cut.arff', first)
+    t.add('label XML omitting the first label', '`read_mulan`', None, [f'warning: {w.message}' for w in caught],
+          len(caught) == 1 and repr(label_names[0]) in str(caught[0].message),
+          'a warning naming the attribute read as a feature')
+  horses_data(t, tmp)
   holes = tmp / 'holes.arff'
   holes.write_text('@relation r -C -1\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n' +
                    ''.join(f'{i},{i % 3},{i % 2}\n' for i in range(30)) + '5,inf,1\n')
@@ -347,25 +517,210 @@ def main():
   t.add('missing (?) feature in a dataset that does not impute', '`main` on a custom dataset', code, shown(err),
         one_error(code, err) and 'holes.arff:36' in err, 'one line naming file, line and attribute')
 
+  run_cases(t, tmp, base)
+
   minutes = (time.time() - started) / 60
   shutil.rmtree(tmp, ignore_errors=True)
+  if table_path is None:
+    bad = [row[0] for row in t.rows if row[4] != 'yes']
+    print(f'{len(t.rows)} cases (--only {args.only!r}; no table written), {len(bad)} not as they should be {bad}')
+    sys.exit(1 if bad else 0)
   lines = [
       '# Bad input and faults: what a user sees',
       '',
       f'Made by `python scripts/faults.py` on {datetime.date.today().isoformat()} ({minutes:.1f} min, '
       f'{os.cpu_count()} CPU cores). Each case was run as a user runs it; "stderr" is what it printed there (first '
       'two lines; `$TMP` is the scratch folder). Exit 1 is a bad input or fault, exit 2 a bad command line. The '
-      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py` and `tests/test_arff.py`.',
+      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py`, `tests/test_arff.py` and the '
+      'reader tests of each task (`test_mlc_data.py`, `test_tagging_predict.py`, `test_tagging_embeddings.py`, '
+      '`test_segmentation.py`, `test_citations.py`).',
       '',
       '| fault | how it was tried | exit | stderr | as it should be | what should happen |',
       '|---|---|---|---|---|---|',
       *[f'| {" | ".join(row)} |' for row in t.rows],
       '',
   ]
-  Path(args.out).write_text('\n'.join(lines))
+  Path(table_path).write_text('\n'.join(lines))
   bad = [row[0] for row in t.rows if row[4] != 'yes']
-  print(f'wrote {args.out}: {len(t.rows)} cases, {len(bad)} not as they should be {bad}')
+  print(f'wrote {table_path}: {len(t.rows)} cases, {len(bad)} not as they should be {bad}')
   sys.exit(1 if bad else 0)
+
+
+# --- the data readers and predict on files a new user brings (issue 34) ---------------------------------------
+TAGGING = ['--config=configs/tiny_tagging.py', '--config.data.name=twitter_pos', '--config.method=feedforward',
+           '--config.num_epochs=1', '--config.batch_size=2', '--config.eval_batch_size=4']
+
+
+def tagging_data(folder: Path, dev_text: str | None = None) -> Path:
+  """A Twitter POS data folder of the fixture's 5 tweets as every split (``dev_text``: the dev file instead)."""
+  tweets = (ROOT / 'tests' / 'fixtures' / 'tagging' / 'twitter_pos_oct27_train_cut.conll').read_text()
+  (folder / 'twitter_pos').mkdir(parents=True)
+  for name in ('oct27.traindev', 'oct27.test', 'daily547.conll'):
+    (folder / 'twitter_pos' / name).write_text(dev_text if dev_text is not None and name == 'oct27.test' else tweets)
+  return folder
+
+
+def training_files(t: Table, tmp: Path):
+  """Files a new user trains on: MULAN's medical layout, labels not named, too few rows, an empty tagging split,
+  GloVe with a NaN, a Cora reference without its end."""
+  rng = np.random.default_rng(1)
+  custom = ['--config=configs/custom.py', '--config.num_epochs=1', '--config.batch_size=8',
+            '--config.eval_batch_size=8']
+  if t.wants('MULAN medical'):
+    words = [f'w{j}' for j in range(20)]
+    labels = ['Class-0-593_70', 'Class-1-079_99', 'Class-2-786_09']
+    rows = np.concatenate([rng.integers(0, 2, (40, 20)), rng.integers(0, 2, (40, 3))], axis=1)
+    arff = tmp / 'medical-train.arff'
+    arff.write_text("@relation 'MEDC: -C 3-weka.filters.unsupervised.instance.RemovePercentage-P70.0-V'\n" +
+                    ''.join(f'@attribute {n} {{0,1}}\n' for n in words + labels) + '@data\n' +
+                    '\n'.join(','.join(map(str, r)) for r in rows) + '\n')
+    xml = tmp / 'medical.xml'
+    xml.write_text('<labels xmlns="http://mulan.sourceforge.net/labels">' +
+                   ''.join(f'<label name="{n}"/>' for n in labels) + '</labels>')
+    code, _, err = cli('main', *custom, f'--config.data.train_file={arff}', f'--config.data.xml_file={xml}',
+                       f'--workdir={tmp / "medical_run"}')
+    t.add('MULAN medical layout: `-C 45` in @relation, the XML naming the last 45 (here 3)',
+          '`main --config=configs/custom.py` with the ARFF and XML', code, shown(err),
+          code == 0 and 'following the XML' in err, 'trains on the XML\'s labels, with a warning naming both')
+  header = '@relation r\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute c {0,1}\n@data\n'
+  for fault, text, extra, check in (
+      ('ARFF with features only, to train on', header + '0,1,1\n1,0,0\n' * 10, [], 'no label columns were found'),
+      ('ARFF with no rows, to train on', header.replace('r\n', 'r -C -1\n'), [], 'no data rows after @data'),
+      ('ARFF with one row, to train on', header.replace('r\n', 'r -C -1\n') + '0,1,1\n', ['--config.batch_size=1'],
+       'the dev and test splits are empty')):
+    if not t.wants(fault):
+      continue
+    path, workdir = tmp / f'{fault.split()[2]}.arff', tmp / f'{fault.split()[2]}_run'
+    path.write_text(text)
+    code, _, err = cli('main', *custom, f'--config.data.train_file={path}', *extra, f'--workdir={workdir}')
+    t.add(fault, '`main --config=configs/custom.py`', code, shown(err),
+          one_error(code, err) and check in err and not workdir.exists(), 'one line saying what to do; nothing written')
+  if t.wants('empty tagging split'):
+    folder = tagging_data(tmp / 'empty_split', dev_text='\n\n')
+    code, _, err = cli('main', *TAGGING, f'--config.data.data_dir={folder}', f'--workdir={tmp / "empty_split_run"}')
+    t.add('empty tagging split', '`main` on Twitter POS with an empty dev file', code, shown(err),
+          one_error(code, err) and 'oct27.test: no sentences' in err, 'one line naming the file')
+  if t.wants('GloVe file holding NaN'):
+    glove = tmp / 'glove.4d.txt'
+    glove.write_text('the 0.1 0.2 0.3 0.4\nrt 0.5 nan 0.1 0.2\n')
+    code, _, err = cli('main', *TAGGING, f'--config.data.data_dir={tagging_data(tmp / "glove_data")}',
+                       '--config.model.embeddings=glove', f'--config.model.embeddings_path={glove}',
+                       '--config.model.embedding_dim=4', f'--workdir={tmp / "glove_run"}')
+    t.add('GloVe file holding NaN', '`main` on Twitter POS with model.embeddings_path', code, shown(err),
+          one_error(code, err) and 'glove.4d.txt:2' in err, 'one line naming the file, line and word, at load')
+  if t.wants('Cora reference missing </ref>'):
+    cora = tmp / 'cora'
+    shutil.copytree(ROOT / 'tests' / 'fixtures' / 'cora' / 'cora_citation', cora / 'cora_citation')
+    refs = cora / 'cora_citation' / 'tagged_references.txt'
+    text = refs.read_text()
+    refs.write_text(text.replace('</ref>', '', 1))
+    line = text[:text.index('<ref>')].count('\n') + 1
+    code, _, err = cli('main', '--config=configs/cora.py', f'--config.data.data_dir={cora}',
+                       '--config.model.embeddings=random', f'--workdir={tmp / "cora_run"}')
+    t.add('Cora reference missing </ref>', '`main --config=configs/cora.py`', code, shown(err),
+          one_error(code, err) and f'tagged_references.txt:{line}: <ref> is not closed' in err,
+          'one line naming the file and line')
+
+
+def horses_data(t: Table, tmp: Path):
+  """Horse masks stored otherwise than {0, 255} grey, images as .jpg, masks that are not two-valued."""
+  from PIL import Image  # pylint: disable=import-outside-toplevel
+  from implicit_jax.tasks.segmentation import horses  # pylint: disable=import-outside-toplevel
+  fixture = ROOT / 'tests' / 'fixtures' / 'horses'
+  original = horses.load(str(fixture), 16, 6, 3, 0)[0]
+  for encoding in ('0/1', 'red on black RGB', '0/100'):
+    fault = f'horse masks stored {encoding}'
+    if not t.wants(fault):
+      continue
+    folder = tmp / f'horses_{encoding.split()[0].replace("/", "_")}'
+    shutil.copytree(fixture / 'weizmann_horse', folder / 'weizmann_horse')
+    for path in (folder / 'weizmann_horse' / 'masks').iterdir():
+      with Image.open(path) as m:
+        horse = np.asarray(m) > 0
+      if encoding.startswith('red'):
+        Image.fromarray(np.stack([horse * 255, 0 * horse, 0 * horse], -1).astype(np.uint8), 'RGB').save(path)
+      else:
+        Image.fromarray((horse * int(encoding.split('/')[1])).astype(np.uint8), 'L').save(path)
+    splits, info = horses.load(str(folder), 16, 6, 3, 0)
+    same = all(np.array_equal(splits[s]['y'], original[s]['y']) for s in original)
+    seen = [f'(read: horse fraction {info["horse_fraction"]["train"]:.2f} in train)']
+    t.add(fault, '`horses.load` (what `main` reads)', None, seen, same, 'read as the {0, 255} originals')
+  if t.wants('horse images saved as .jpg'):
+    folder = tmp / 'horses_jpg'
+    shutil.copytree(fixture / 'weizmann_horse', folder / 'weizmann_horse')
+    images = folder / 'weizmann_horse' / 'images'
+    for i in (2, 5):
+      with Image.open(images / f'image-{i}.png') as im:
+        im.save(images / f'image-{i}.jpg', quality=95)
+      (images / f'image-{i}.png').unlink()
+    (images / 'README.txt').write_text('where the horses came from')
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter('always')
+      _, info = horses.load(str(folder), 16, 6, 3, 0)
+    t.add('horse images saved as .jpg, and a stray file', '`horses.load`', None,
+          [f'warning: {w.message}' for w in caught] + [f'(read: {info["num_pairs"]} pairs)'],
+          info['num_pairs'] == 12 and len(caught) == 1 and 'README.txt' in str(caught[0].message),
+          'the .jpg images read; the stray file named in a warning')
+  if t.wants('horse mask with three values'):
+    folder = tmp / 'horses_grey'
+    shutil.copytree(fixture / 'weizmann_horse', folder / 'weizmann_horse')
+    mask = folder / 'weizmann_horse' / 'masks' / 'mask-0.png'
+    with Image.open(mask) as m:
+      values = np.asarray(m).copy()
+    values[0, :3] = 128  # an anti-aliased edge
+    Image.fromarray(values, 'L').save(mask)
+    try:
+      horses.load(str(folder), 16, 6, 3, 0)
+      ok, seen = False, ['(read)']
+    except ValueError as e:
+      ok, seen = 'mask-0.png: 3 distinct values' in str(e), [str(e)]
+    t.add('horse mask with three values', '`horses.load`', None, seen, ok, 'an error naming the file')
+
+
+def prediction_files(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: str):
+  """Files given to predict: labels '?', an object or text .npy, no rows; new text for a tagging run."""
+  if t.wants("labels '?' in an ARFF given to `predict`"):
+    lines = rows_arff.read_text().split('\n')
+    start = lines.index('@data') + 1
+    from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
+    data = read_mulan(rows_arff, num_labels=159)
+    unknown = tmp / 'unknown_labels.arff'
+    unknown.write_text('\n'.join(lines[:start] + [','.join([*map(str, r.astype(int)), *['?'] * 159]) for r in data.x])
+                       + '\n')
+    code, out, err = cli('predict', f'--workdir={bib}', f'--input={unknown}', '--threshold=0.2')
+    t.add("labels '?' in an ARFF given to `predict`", '`predict`', code, shown(err),
+          code == 0 and out == original, 'the labels of the same rows with their gold labels')
+  objects, text = tmp / 'objects.npy', tmp / 'text.npy'
+  np.save(objects, np.array([{'a': 1}, None], dtype=object), allow_pickle=True)
+  np.save(text, np.array([['0', '1'], ['1', '0']]))
+  empty = tmp / 'no_rows.arff'
+  empty.write_text(rows_arff.read_text().split('@data')[0] + '@data\n')
+  for fault, path, check in (('`predict` on an object .npy', objects, 'Python objects'),
+                             ('`predict` on a text .npy', text, 'holds text'),
+                             ('`predict` on an ARFF with no rows', empty, 'no data rows')):
+    if t.wants(fault):
+      code, _, err = cli('predict', f'--workdir={bib}', f'--input={path}')
+      t.add(fault, '`predict`', code, shown(err), one_error(code, err) and check in err,
+            'one line saying what the file holds')
+  if t.wants('`predict` for a tagging run'):
+    run = tmp / 'tagging_run'
+    code, _, err = cli('main', *TAGGING, f'--config.data.data_dir={tagging_data(tmp / "tagging_data")}',
+                       f'--workdir={run}')
+    assert code == 0, err
+    sentences = [['I', 'love', 'the', 'Blorptastic', '!'], ['RT', 'zqxv', 'the']]
+    raw, conll = tmp / 'new.txt', tmp / 'new.conll'
+    raw.write_text('\n'.join(' '.join(s) for s in sentences) + '\n')
+    conll.write_text('\n\n'.join('\n'.join(f'{w}\tN' for w in s) for s in sentences) + '\n')
+    outs = []
+    for path in (raw, conll):
+      code, out, err = cli('predict', f'--workdir={run}', f'--input={path}')
+      outs.append((code, out, err))
+    (c1, o1, e1), (c2, o2, e2) = outs
+    tokens = [line.split('\t')[0] for line in o1.split('\n') if line]
+    t.add('`predict` for a tagging run, on raw text and on CoNLL columns', '`predict --input=new.txt`, '
+          '`--input=new.conll`', c1 or c2, shown(e1) + shown(e2),
+          c1 == c2 == 0 and o1 == o2 and tokens == [w for s in sentences for w in s],
+          'token<TAB>tag lines, a blank line between sentences; the same for both')
 
 
 if __name__ == '__main__':

@@ -11,7 +11,6 @@ on that image.
 import argparse
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax.engine import checkpoints  # pylint: disable=wrong-import-position

@@ -172,6 +172,7 @@ def build_table(rules_acc: float | None) -> str:
            '(docs/cora/sweeps/cd-*.md), whose test numbers are in the table like the others. "config": the row, '
            'draw K at N labeled of which `python -m implicit_jax.main --config=CONFIG --config.data.labeled=N '
            '--config.data.draw=K --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces.', '',
+           f'Token accuracy x 100, {records.spread("labeled draws")}; the count of draws in brackets.', '',
            '| method | test acc. 5 | test acc. 10 | test acc. 50 | dev acc. 5 / 10 / 50 | train s/run | config |',
            '|---|---|---|---|---|---|---|']
   for system, (label, _) in SYSTEMS.items():

@@ -10,6 +10,11 @@ log stays in its workdir under /tmp); a system and seed with a record is not run
 was stopped. The table reports test mean IoU (threshold 0.5) as mean ± sample std (ddof 1) over seeds, global IoU beside
 it, the implicit method's paired difference with the FCN, and flags every baseline more than 2 IoU from each of its
 published numbers.
+
+SEAL's crop protocol (data.crop=24: random 24x24 crops in training, 36 crops averaged at test) is a system of its own,
+'<system>-crops' for fcn, dvn, seal-regression, seal-nce and implicit-cd, run only when named:
+
+  python scripts/reproduce_horses.py --data_dir=../shared/data --seeds=0,1,2 --systems=fcn-crops,seal-regression-crops
 """
 
 import argparse
@@ -26,12 +31,14 @@ from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-im
 # The rows: configs/horses.py:<system>[,full] applies implicit_jax/experiments/horses.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order; VARIANTS: the scales).
 from implicit_jax.experiments import horses, summary  # pylint: disable=wrong-import-position
-from implicit_jax.experiments.horses import SYSTEMS  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.horses import (  # pylint: disable=wrong-import-position
+    CROPPED, CROPS_SYSTEMS, FULL_ONLY, SYSTEMS)
 
 # Published test mean IoU (x 100): Shankar & Piratla Table 10 (their split and resolution protocol of Lu & Huang
 # 2020) and SEAL Table 4 (160 training images, 24x24 crops, 36-crop test averaging, DVN's protocol).
 PUBLISHED = {
     'fcn': {'SEAL T4': 77.80},
+    'fcn-200': {'SEAL T4': 77.80},
     'dvn': {'implicit T10': 83.9, 'SEAL T4': 72.93},
     'seal-regression': {'SEAL T4': 79.23},
     'seal-nce': {'SEAL T4': 76.78},
@@ -40,6 +47,7 @@ PUBLISHED = {
     'implicit-cd-t1-gcr': {'implicit T10': 89.4},
     'implicit-dvn': {},
 }
+PUBLISHED.update({f'{s}-crops': PUBLISHED[s] for s in CROPPED})
 OTHERS = 'Also published, not run here: cGLOW 81.2 and ALEN 85.7 (implicit paper Table 10).'
 RUNS = ROOT / 'docs' / 'horses' / 'runs'
 # --scale: 'half' is configs/horses.py as committed (half the published channels, 12 epochs: every method on a 2-core
@@ -119,10 +127,14 @@ def build_table(scale: str = 'half') -> str:
       '',
       schedule,
       '',
+      f'Mean IoU and global IoU x 100 at threshold 0.5, {records.spread()}.',
+      '',
       f'Split: {info["split"]} (ids in each record). Images and masks resized to {info["size"]}x{info["size"]} '
-      '(bilinear / nearest), full images at train and test (no crops), random left-right flips in training. '
-      'SEAL trained on 160 images with 24x24 random crops and averaged 36 crops at test (DVN\'s protocol); the '
-      'implicit paper follows Lu & Huang (2020). Neither split is published, so the comparison is indicative.',
+      '(bilinear / nearest), full images at train and test (no crops) except in the rows marked "24x24 crops", '
+      'random left-right flips in training. SEAL trained on 160 images with 24x24 random crops and averaged 36 '
+      'crops at test (DVN\'s protocol; SEAL\'s code, no flips); the "24x24 crops" rows do the same '
+      '(`data.crop=24`: tasks/segmentation), flips kept. The implicit paper follows Lu & Huang (2020). Neither '
+      'split is published, so the comparison is indicative.',
       '',
       f'Test mean IoU x 100, {records.spread()}. "config": the row, seed K of which `python -m implicit_jax.main '
       '--config=CONFIG --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces.',
@@ -134,7 +146,7 @@ def build_table(scale: str = 'half') -> str:
   for system, (label, _) in SYSTEMS.items():
     rs = sorted(runs.get(system, []), key=lambda r: r['seed'])
     if not rs:
-      if scale == 'half':
+      if scale == 'half' and system not in CROPS_SYSTEMS + FULL_ONLY:  # optional rows: shown once run
         lines.append(f'| {label} | 0 | not run | | | | | `{horses.config_name(system, scale)}` |')
       continue
     mean = 100 * np.mean([r['test_mean_iou'] for r in rs])
@@ -162,6 +174,15 @@ def build_table(scale: str = 'half') -> str:
     if seeds:
       diffs = [100 * (other[s] - fcn[s]) for s in seeds]
       lines.append(f'- {SYSTEMS[system][0]} minus FCN, paired by seed (test mean IoU): '
+                   + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
+                   + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
+  for system in CROPS_SYSTEMS:  # what the crops change, system by system
+    base = {r['seed']: r['test_mean_iou'] for r in runs.get(system[:-len('-crops')], [])}
+    other = {r['seed']: r['test_mean_iou'] for r in runs.get(system, [])}
+    seeds = sorted(set(base) & set(other))
+    if seeds:
+      diffs = [100 * (other[s] - base[s]) for s in seeds]
+      lines.append(f'- {SYSTEMS[system][0]} minus the same without crops, paired by seed (test mean IoU): '
                    + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
                    + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
   if flagged:
@@ -221,7 +242,9 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', ''))
   parser.add_argument('--seeds', default='0,1,2')
-  parser.add_argument('--systems', default=','.join(SYSTEMS))
+  parser.add_argument('--systems', default='',
+                      help=f'default: every system but the crop rows ({",".join(CROPS_SYSTEMS)}), which run when '
+                      f'named, and at --scale=half but {",".join(FULL_ONLY)} (rows of --scale=full only)')
   parser.add_argument('--epochs', type=int, default=0, help='override configs/horses.py num_epochs')
   parser.add_argument('--scale', default='half', choices=sorted(SCALES),
                       help="half: configs/horses.py as committed (CPU); full: published channels, 100 epochs")
@@ -229,47 +252,59 @@ def main():
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
   if not args.table_only:
-    systems = args.systems.split(',')
+    systems = args.systems.split(',') if args.systems else [
+        s for s in SYSTEMS if s not in CROPS_SYSTEMS and (args.scale == 'full' or s not in FULL_ONLY)]
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
       parser.error(f'--systems: unknown {unknown}; choose from {sorted(SYSTEMS)}')
+    if args.scale != 'full' and set(systems) & set(FULL_ONLY):
+      parser.error(f'--systems: {sorted(set(systems) & set(FULL_ONLY))} run at --scale=full only')
     RUNS.mkdir(parents=True, exist_ok=True)
     for seed in (int(s) for s in args.seeds.split(',')):
       for system in systems:
         run_one(system, seed, args)
-  table = build_table()
-  text = table
+  table, full_table = build_table(), ''
   if load_runs('full'):
     plot_curves('full', ROOT / 'docs' / 'horses' / 'curves_full.png')
-    text += '\n' + build_table('full')
-  (ROOT / 'docs' / 'horses.md').write_text(text)
-  update_readme(table)
+    full_table = build_table('full')
+  (ROOT / 'docs' / 'horses.md').write_text(table + ('\n' + full_table if full_table else ''))
+  update_readme(table, full_table)
   print(table)
 
 
 def summary_rows(runs) -> list[str]:
-  """The README summary row of configs/horses.py as committed (half width, CPU schedule): the best implicit row
-  against the best other one, on dev mean IoU."""
+  """The README summary row, from the ``--scale=full`` section (docs/horses.md "At the published width": the
+  published channels and 100 epochs, the like-for-like setting against the published numbers; the half-width CPU
+  section is not): the best implicit row against the best other one, on dev mean IoU."""
   implicit = {s: rs for s, rs in runs.items() if s.startswith('implicit')}
   rivals = {s: rs for s, rs in runs.items() if not s.startswith('implicit')}
   a, b = summary.best(implicit, 'dev_mean_iou'), summary.best(rivals, 'dev_mean_iou')
   if not (a and b):
     return []
-  return [summary.row('horses', 'Weizmann horses 32x32 (half width, 12 epochs), mean IoU',
-                      (horses.config_name(a), implicit[a]), (horses.config_name(b), rivals[b]), 'test_mean_iou',
+  full = horses.VARIANTS['full']
+  devices = sorted({str(r['device']).split(':')[0].upper() for r in implicit[a] + rivals[b]})
+  task = (f'Weizmann horses 32x32, mean IoU (docs/horses.md, section "At the published width": channels '
+          f'{"/".join(map(str, full["model.channels"]))}, {full["num_epochs"]} epochs, {" and ".join(devices)})')
+  return [summary.row('horses', task, (horses.config_name(a, 'full'), implicit[a]),
+                      (horses.config_name(b, 'full'), rivals[b]), 'test_mean_iou',
                       f'{PUBLISHED["implicit-cd"]["implicit T10"]:.1f}')]
 
 
-def update_readme(table: str) -> None:
-  """Copies the table and the paired differences into docs/results.md's results:horses block, and the horses row
-  into README.md's summary table."""
-  summary.update(ROOT / 'README.md', 'horses', summary_rows(load_runs()))
+def update_readme(table: str, full_table: str = '') -> None:
+  """Copies the tables and the paired differences into docs/results.md's results:horses block (the half-width
+  section, then the ``--scale=full`` one where it has records), and the horses row into README.md's summary table."""
+  summary.update(ROOT / 'README.md', 'horses', summary_rows(load_runs('full')))
   readme = ROOT / 'docs' / 'results.md'
   text = readme.read_text(encoding='utf-8')
   start, end = '<!-- results:horses -->', '<!-- /results:horses -->'
   if start not in text:
     return
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '**CPU'))]
+  if full_table:
+    kept += ['', '**At the published width (`--scale=full`)**. '
+             + next(line for line in full_table.splitlines() if line.startswith('**Published')).replace('**', ''),
+             '']
+    kept += [line for line in full_table.splitlines() if line.startswith(('|', '- '))]
   block = (f'{start}\n\nTest mean IoU x 100 at threshold 0.5, {records.spread()}, from the committed runs '
            '([horses.md](horses.md): commands, split, protocol differences, flags).\n\n'
            + '\n'.join(kept) + f'\n{end}')

@@ -5,7 +5,9 @@ the top of each); the expected cells below were read off those fixture files by 
 """
 
 import os
+import re
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -271,7 +273,7 @@ def test_header_errors_name_file_and_line(tmp_path):
     with pytest.raises(ValueError, match=r'dup\.arff:3: duplicate attribute'):
         read_mulan(path, num_labels=1)
     path = write(tmp_path, 'nolabels.arff', '@relation r\n@attribute a numeric\n@data\n1\n')
-    with pytest.raises(ValueError, match='cannot tell the labels'):
+    with pytest.raises(ValueError, match='no label columns were found'):
         read_mulan(path)
 
 
@@ -459,12 +461,95 @@ def test_an_xml_that_omits_labels_is_warned_about(tmp_path):
         read_mulan(FIXTURES / 'bibtex_cut.arff', FIXTURES / 'bibtex_cut.xml')
 
 
-def test_an_xml_contradicting_the_meka_header_is_an_error(tmp_path):
-    path = write(tmp_path, 'meka.arff', SPARSE_HEADER.replace('@relation r', "@relation 'r: -C -2'") + '{0 1}\n')
-    xml = write(tmp_path, 'one.xml', '<labels><label name="L"/></labels>')
-    with pytest.raises(ValueError, match=r'meka\.arff: the @relation option -C names 2 label attributes, .*one\.xml '
-                                         r'names 1 others; the files contradict each other'):
-        read_mulan(path, xml)
+MEDICAL_LIKE = ("@relation 'MEDC: -C 3-weka.filters.unsupervised.instance.RemovePercentage-P70.0-V'\n" +
+                ''.join(f'@attribute {w} {{0,1}}\n' for w in ('cough', 'fever', 'kidney', 'reflux')) +
+                ''.join(f'@attribute Class-{k}-{c} {{0,1}}\n' for k, c in enumerate(('593_70', '079_99', '786_09'))) +
+                '@data\n0,1,0,0,1,0,0\n1,0,1,1,0,1,1\n')
+MEDICAL_XML = ('<labels xmlns="http://mulan.sourceforge.net/labels">' +
+               ''.join(f'<label name="Class-{k}-{c}"/>' for k, c in enumerate(('593_70', '079_99', '786_09'))) +
+               '</labels>')
+
+
+def test_an_xml_disagreeing_with_the_meka_header_decides_with_a_warning(tmp_path):
+    """MULAN's medical files: '-C 3' in @relation (MEKA: the first 3 attributes) while the XML names the last 3.
+    MULAN follows the XML; so does the reader, warning of the disagreement (it was an error before)."""
+    path, xml = write(tmp_path, 'medical.arff', MEDICAL_LIKE), write(tmp_path, 'medical.xml', MEDICAL_XML)
+    with pytest.warns(UserWarning, match=r"medical\.arff: its @relation option -C 3 names the first 3 attributes "
+                                         r"\('cough', 'fever', \.\.\.\) as labels, but .*medical\.xml names 3 "
+                                         r"\('Class-0-593_70', 'Class-1-079_99', \.\.\.\); following the XML, "
+                                         r"as MULAN does"):
+        data = read_mulan(path, xml)
+    assert data.label_names == ('Class-0-593_70', 'Class-1-079_99', 'Class-2-786_09')
+    assert data.feature_names == ('cough', 'fever', 'kidney', 'reflux')
+    assert data.y.tolist() == [[1, 0, 0], [0, 1, 1]] and data.x.tolist() == [[0, 1, 0, 0], [1, 0, 1, 1]]
+    meka = write(tmp_path, 'meka.arff', SPARSE_HEADER.replace('@relation r', "@relation 'r: -C -2'") + '{0 1}\n')
+    with pytest.warns(UserWarning, match=r'-C -2 names the last 2 attributes'):
+        assert read_mulan(meka, write(tmp_path, 'one.xml', '<labels><label name="L"/></labels>')).label_names == ('L',)
+
+
+@pytest.mark.parametrize('fixture, xml, why', [
+    ('bibtex_cut.arff', 'bibtex_cut.xml', r"named like them \('TAG_'\.\.\.\)"),
+    ('cal500_cut.arff', None, r'declared \{0,1\} like them, unlike the features before them'),
+])
+def test_an_xml_omitting_the_first_label_is_warned_about(tmp_path, fixture, xml, why):
+    """The first label sits where the last feature would, so the check for labels 'among or after' the XML's missed
+    it and the label became a feature without a word. Declared like the labels and named with their prefix, or
+    declared unlike the features before it, it is now named."""
+    names = read_mulan(FIXTURES / fixture, FIXTURES / xml if xml else None).label_names
+    for omitted in (1, 2):
+        short = write(tmp_path, 'short.xml', '<labels>' + ''.join(f'<label name="{n}"/>' for n in names[omitted:]) +
+                      '</labels>')
+        shown = ', '.join(f"'{n}'" for n in names[:omitted])
+        with pytest.warns(UserWarning) as caught:
+            data = read_mulan(FIXTURES / fixture, short)
+        messages = [str(w.message) for w in caught]
+        assert any(re.search(rf'{omitted} attribute\(s\) just before the labels of .*short\.xml look like labels '
+                             rf'\({why}\) but are not in it and are read as features: {shown}\. If they are labels, '
+                             'add them to the XML', m) for m in messages), messages
+        assert data.label_names == names[omitted:]
+    full = write(tmp_path, 'full.xml', '<labels>' + ''.join(f'<label name="{n}"/>' for n in names) + '</labels>')
+    with warnings.catch_warnings(record=True) as caught:  # the full list: no such warning
+        warnings.simplefilter('always')
+        read_mulan(FIXTURES / fixture, full)
+    assert not [w for w in caught if 'just before' in str(w.message)]
+
+
+def test_a_file_without_label_columns_says_how_to_name_them(tmp_path):
+    path = write(tmp_path, 'features.arff', '@relation r\n@attribute a {0,1}\n@attribute b {0,1}\n@data\n0,1\n')
+    with pytest.raises(ValueError) as e:
+        read_mulan(path)
+    assert str(e.value) == (
+        f'{path}: no label columns were found: its @relation has no -C option and no label list was given. Name the '
+        'labels with a MULAN XML file (data.xml_file, or xml_path), the number of label attributes at the end '
+        '(data.num_labels, or num_labels), or "-C -L" in @relation (MEKA: the last L attributes)')
+
+
+def test_a_file_to_predict_may_hold_anything_or_nothing_in_its_label_columns(tmp_path):
+    """label_names (a trained run's): '?' and values outside the declared list are not read; a file without any of
+    the label attributes is features only; one with some of them is still an error naming the missing ones."""
+    header = '@relation r\n@attribute a numeric\n@attribute L1 {0,1}\n@attribute L2 {0,1}\n@data\n'
+    odd = write(tmp_path, 'odd.arff', header + '1.5,?,?\n2.5,?,1\n')
+    data = read_mulan(odd, label_names=['L2', 'L1'])
+    assert data.label_names == ('L2', 'L1') and data.x.tolist() == [[1.5], [2.5]] and data.y.shape == (2, 2)
+    bare = write(tmp_path, 'bare.arff', '@relation r\n@attribute a numeric\n@data\n1.5\n')
+    data = read_mulan(bare, label_names=['L1', 'L2'])
+    assert data.feature_names == ('a',) and data.y.shape == (1, 2)
+    half = write(tmp_path, 'half.arff', '@relation r\n@attribute a numeric\n@attribute L1 {0,1}\n@data\n1.5,0\n')
+    with pytest.raises(ValueError, match=r"no attribute for 1 of the run's labels: 'L2'"):
+        read_mulan(half, label_names=['L1', 'L2'])
+
+
+def test_real_medical_follows_its_xml():
+    """MULAN's medical files (mulan/medical under the shared data, when a copy is there): 45 labels, the last 45
+    attributes as medical.xml says, whatever the '-C 45' of @relation says."""
+    folder = shared_data() / 'mulan' / 'medical'
+    if not (folder / 'medical.xml').is_file():
+        pytest.skip(f'MULAN medical not present: {folder}')
+    for name in ('medical-train.arff', 'medical-test.arff'):
+        with pytest.warns(UserWarning, match='following the XML'):
+            data = read_mulan(folder / name, folder / 'medical.xml')
+        assert data.x.shape[1] == 1449 and data.y.shape[1] == 45
+        assert all(n.startswith('Class-') for n in data.label_names)
 
 
 def test_infinite_or_missing_features_name_file_line_and_attribute(tmp_path):

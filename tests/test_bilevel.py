@@ -330,7 +330,8 @@ def test_float32_on_flax_params_agrees_with_float64():
   with float64():
     ref, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense'))
   cast = lambda t: jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), t)
-  grad, info = jax.jit(lambda t, p, b: bilevel.hypergradient(l_prim, l_aux, t, p, b, bilevel.Solver('cg', iterations=60)))(
+  cg = bilevel.Solver('cg', iterations=60)
+  grad, info = jax.jit(lambda t, p, b: bilevel.hypergradient(l_prim, l_aux, t, p, b, cg))(
       cast(theta_star), cast(phi), cast(batch))
   chex.assert_trees_all_equal_dtypes(grad, cast(phi))
   assert rel_err(grad, ref) < 1e-3 and info['residual'] < 1e-3

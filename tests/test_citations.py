@@ -4,7 +4,6 @@ methods on the generated fixture (tests/fixtures/cora, made by its make_fixture.
 ../shared/data is there."""
 
 import itertools
-from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +11,6 @@ import pytest
 
 from implicit_jax import losses, methods, tasks
 from implicit_jax.engine import train
-from implicit_jax.tasks import citations
 from implicit_jax.tasks.citations import reader, rules
 from tests.conftest import ROOT, load_config
 
@@ -66,7 +64,11 @@ def test_reader_reads_the_fixture_and_keeps_punctuation_on_tokens():
     ('<ref><author> A. B. </author> <venue> X. </venue>\n</ref>', 'unknown field tag'),
     ('<ref><author> A. <title> B. </title> </author>\n</ref>', 'opens inside'),
     ('<ref><author> A. B. </title>\n</ref>', 'closes'),
-    ('<ref><author> A. B. </author>\n', 'no <ref>'),
+    ('<ref><author> A. B. </author>\n', r'refs\.txt:2: <ref> is never closed: add </ref>'),
+    ('<ref><author> A. B. </author>\n<ref><title> X. </title>\n</ref>',
+     r'refs\.txt:2: <ref> is not closed before the next <ref> on line 3: add </ref>'),
+    ('<author> A. B. </author>\n</ref>', r'refs\.txt:3: </ref> closes no <ref>'),
+    ('<author> A. B. </author>\n', 'no <ref>'),
 ])
 def test_malformed_references_name_the_file_and_line(tmp_path, text, message):
   path = tmp_path / 'refs.txt'

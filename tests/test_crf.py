@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from implicit_jax import methods, tasks
-from implicit_jax.engine import config as config_lib, train
+from implicit_jax.engine import train
 from implicit_jax.methods.crf import log_partition, viterbi
 from tests.conftest import float64, load_config
 

@@ -32,7 +32,11 @@ def _tiny(**fields):
 
 
 def _comparable(metrics):
-  return {k: v for k, v in metrics.items() if k != 'train_seconds'}
+  """metrics.json but for the seconds and the config's provenance (config_file: the --config that made the run,
+  which a run started in Python does not have)."""
+  out = {k: v for k, v in metrics.items() if k != 'train_seconds'}
+  out['config'] = {k: v for k, v in out.get('config', {}).items() if k != 'config_file'}
+  return out
 
 
 def _cli(module, *args, code=None):
@@ -98,6 +102,24 @@ def test_second_trainer_is_refused_and_readers_do_not_disturb_the_first(tmp_path
   assert (busy / 'metrics.jsonl').read_text() == (clean / 'metrics.jsonl').read_text()
 
 
+def test_deleting_the_lock_file_does_not_admit_a_second_trainer(tmp_path):
+  """``workdir/lock`` looks stale in a finished workdir and may be deleted while a run trains: the lock is held on
+  the folder, so a second trainer is still refused in one line naming the workdir and the holder (this process,
+  which holds the lock here; a second open of the folder is a separate lock, as another process's would be)."""
+  workdir = tmp_path / 'run'
+  workdir_lib.prepare(str(workdir))
+  with workdir_lib.Lock(str(workdir)):
+    assert (workdir / 'lock').read_text().startswith(f'{os.getpid()} on ')
+    (workdir / 'lock').unlink()
+    holder = str(os.getpid()) if os.path.exists('/proc/locks') else 'unknown'  # the kernel's table names it
+    with pytest.raises(workdir_lib.WorkdirBusy, match=rf'^{workdir} is in use by another training run \(process '
+                       rf'{holder}\); wait for it to end, or give another --workdir$'):
+      train.train_and_evaluate(_tiny(), str(workdir))
+  assert not (workdir / 'lock').exists()  # the record goes with the run that wrote it
+  with workdir_lib.Lock(str(workdir)):  # released: the next trainer gets it
+    pass
+
+
 @pytest.mark.parametrize('race', [FileNotFoundError, NotADirectoryError])
 def test_a_reader_lists_again_when_a_step_folder_vanishes_under_it(race):
   """Orbax lists a step folder that the trainer deletes meanwhile: FileNotFoundError, or NotADirectoryError when
@@ -126,6 +148,17 @@ def test_a_failed_start_writes_nothing_and_leaves_no_record_in_the_way(tmp_path)
   (workdir / 'config.json').write_text(json.dumps({**json.loads(json.dumps(_tiny().to_dict())), 'seed': 7}))
   result = train.train_and_evaluate(_tiny(), str(workdir))
   assert json.loads((workdir / 'config.json').read_text())['seed'] == 0 and result['steps'] == 16
+
+
+@pytest.mark.parametrize('field,value,message', [
+    ('seed', -1, r'config\.seed must be an integer in \[0, 2\*\*63\), got -1'),  # was numpy's 'expected
+    # non-negative integer', from the training loop, after the workdir's files were written
+    ('data__num_train', 0, r'config\.data\.num_train must be a positive integer, got 0'),  # was a reshape message
+])
+def test_an_out_of_range_field_is_named_before_anything_is_written(tmp_path, field, value, message):
+  with pytest.raises(ValueError, match=rf'^{message}$'):
+    train.train_and_evaluate(_tiny(**{field: value}), str(tmp_path / 'run'))
+  assert not (tmp_path / 'run').exists()
 
 
 def test_a_folder_of_the_users_own_files_is_refused_untouched(tmp_path):
@@ -183,6 +216,74 @@ def test_a_shorter_resume_is_refused_and_keeps_the_record(reference, tmp_path):
     train.train_and_evaluate(_tiny(num_epochs=2, checkpoint_every=4), str(workdir))
   assert (workdir / 'metrics.json').read_text() == before
   assert json.loads((workdir / 'config.json').read_text())['num_epochs'] == 3
+
+
+def test_an_extension_killed_part_way_never_pairs_the_old_threshold_with_new_parameters(reference, tmp_path,
+                                                                                         monkeypatch, capsys):
+  """A finished 2-epoch run (best epoch 1) extended to 6 epochs and killed once it saved a best epoch of its own:
+  its metrics.json held the old best epoch and threshold, and ``evaluate`` applied that threshold to the new
+  parameters. Now the old result is moved aside when the extension starts, and a stale metrics.json left in place
+  (by older code) is refused for parameters of another step; the threshold is chosen on dev for those read."""
+  workdir = tmp_path / 'run'
+  shutil.copytree(reference[2], workdir)
+  old_text = (workdir / 'metrics.json').read_text()
+  old = json.loads(old_text)
+  save_best = checkpoints.Checkpointer.save_best
+
+  def killed_after_a_new_best(self, step, params):
+    save_best(self, step, params)
+    if step > 16:
+      raise KeyboardInterrupt  # the extension is killed once it has a best epoch of its own
+
+  monkeypatch.setattr(checkpoints.Checkpointer, 'save_best', killed_after_a_new_best)
+  with pytest.raises(KeyboardInterrupt):
+    train.train_and_evaluate(_tiny(num_epochs=6, checkpoint_every=4), str(workdir))
+  monkeypatch.undo()
+  assert f'moved to {workdir / "metrics.previous.json"}' in capsys.readouterr().out
+  assert not (workdir / 'metrics.json').exists() and (workdir / 'metrics.previous.json').read_text() == old_text
+
+  run = checkpoints.load_trained(str(workdir))
+  dev = run.task.splits['dev']
+  chosen_now = run.task.evaluator.calibrate(run.predict(dev), dev)['threshold']
+  assert chosen_now != old['threshold'], 'the case needs a new best whose threshold differs'
+  assert evaluate.evaluate_run(str(workdir))['test']['threshold'] == chosen_now
+
+  (workdir / 'metrics.json').write_text(old_text)  # what the extension left in place before this change
+  capsys.readouterr()
+  assert evaluate.evaluate_run(str(workdir))['test']['threshold'] == chosen_now
+  assert (f'warning: {workdir / "metrics.json"} is the result of the best-on-dev parameters of step 8; those read '
+          'are of step') in capsys.readouterr().err
+
+  result = train.train_and_evaluate(_tiny(num_epochs=6, checkpoint_every=4), str(workdir))  # the extension ends
+  assert checkpoints.load_trained(str(workdir)).metrics['best_step'] == result['best_step']
+  assert evaluate.evaluate_run(str(workdir))['test']['threshold'] == result['threshold']
+
+
+def test_evaluate_on_grown_data_names_the_data_not_damaged_checkpoints(tmp_path, capsys):
+  """A Cora run evaluated with a data folder that gained references: the vocabulary grew, the model built from it
+  no longer fits the saved parameters, and every intact checkpoint was called unreadable. ``evaluate`` now checks
+  the data's fingerprint first and names the splits and the file; a reader that does not (``load_trained``, as
+  predict and notebooks use it) says the parameters do not fit data of another vocabulary, and sets nothing aside."""
+  from tests.test_citations import FIXTURE, fixture_config  # pylint: disable=import-outside-toplevel
+  config = fixture_config('feedforward', unlabeled=False)
+  config.num_epochs = 1
+  run = tmp_path / 'run'
+  train.train_and_evaluate(config, str(run))
+  text = (FIXTURE / 'cora_citation' / 'tagged_references.txt').read_text()
+  refs = text[text.index('<ref>'):text.rindex('</data>')]
+  grown = tmp_path / 'grown' / 'cora_citation' / 'tagged_references.txt'
+  grown.parent.mkdir(parents=True)
+  grown.write_text(text.replace('</data>', refs.replace('Chen', 'Zorblax') + '</data>'))
+  capsys.readouterr()
+  with pytest.raises(ValueError, match=rf'^workdir {run} was trained on other data: the train, dev, test splits read '
+                     rf'now from {grown} differ from the run\'s record \({run}/data.json: train\.'):
+    evaluate.evaluate_run(str(run), data_dir=str(tmp_path / 'grown'))
+  with pytest.raises(ValueError, match=rf'^the best-on-dev parameters in {run}/best/\d+ do not fit the model built '
+                     r'from the data and config read now \(theta\.params\.encoder\.embed\.embedding: '
+                     r'saved \((\d+), 50\), now \((?!\1)\d+, 50\)\): the data differ'):
+    checkpoints.load_trained(str(run), {'data.data_dir': str(tmp_path / 'grown')})
+  assert 'unreadable' not in capsys.readouterr().err
+  assert checkpoints.load_trained(str(run)).params is not None  # nothing was set aside
 
 
 # ------------------------------------------------------------------------------------------ divergence
@@ -261,6 +362,20 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(reference, t
   assert run.predict(run.task.splits['dev']).shape == run.task.splits['dev']['y'].shape
 
 
+def test_a_checkpoint_whose_loop_record_is_empty_is_set_aside_like_a_damaged_one(reference, tmp_path, capsys):
+  """The latest checkpoint's loop record reads ``{}`` (was: KeyError 'train_seconds'). Defaults would lose the
+  history and the best epoch so far, so it is damage: warned, set aside, the one before used, and the run ends as
+  the uninterrupted one."""
+  workdir = tmp_path / 'run'
+  shutil.copytree(reference[2], workdir)
+  (workdir / 'checkpoints' / '16' / 'loop' / 'metadata').write_text('{}')
+  result = train.train_and_evaluate(_tiny(num_epochs=3, checkpoint_every=4), str(workdir))
+  err = capsys.readouterr().err
+  assert (f'warning: checkpoint {workdir}/checkpoints/16 is unreadable (ValueError: its loop record lacks or mangles '
+          'history, train_log, best, train_seconds); moved to') in err, err
+  assert _comparable(result) == _comparable(json.loads((reference[3] / 'metrics.json').read_text()))
+
+
 # ------------------------------------------------------------------------------------------ one line
 
 
@@ -274,6 +389,64 @@ checkpoints.Checkpointer.save = full
 sys.argv = ['implicit_jax.main'] + sys.argv[1:]
 cli.run(main.main)
 '''
+
+
+# `python -m implicit_jax.main` on a disk that fills at the third save of the training state (step 12): the write
+# fails inside one of Orbax's worker threads, as a real full disk makes it fail, and every thread waiting on it
+# fails too (on a real full disk, tensorstore's write reports errno 28 the same way).
+ORBAX_FULL_DISK = '''
+import errno, runpy, sys
+from orbax.checkpoint._src.serialization import jax_array_handlers
+spec = jax_array_handlers.ts_utils.get_sharding_tensorstore_spec
+def full(directory, *args, **kwargs):
+  if '/checkpoints/12.' in str(directory):
+    raise OSError(errno.ENOSPC, 'No space left on device', str(directory))
+  return spec(directory, *args, **kwargs)
+jax_array_handlers.ts_utils.get_sharding_tensorstore_spec = full
+sys.argv[0] = 'implicit_jax.main'
+runpy.run_module('implicit_jax.main', run_name='__main__')
+'''
+
+
+def test_a_disk_full_in_orbaxs_writer_is_one_line_and_the_run_resumes_exactly(reference, tmp_path):
+  """Orbax's workers each printed the failure with a traceback (154 lines on main, one after the error line); now
+  one line names the checkpoint, the cause and the checkpoint a rerun resumes from, and the rerun ends exactly as
+  the uninterrupted run."""
+  workdir = tmp_path / 'run'
+  args = ['--config=configs/tiny.py', f'--workdir={workdir}', '--config.num_epochs=3', '--config.checkpoint_every=4']
+  line = _one_error_line(_cli(None, *args, code=ORBAX_FULL_DISK), 1)
+  assert line == (f'error: checkpoint at step 12 to {workdir}/checkpoints failed: No space left on device (errno 28); '
+                  f'the last good checkpoint is step 8 ({workdir}/checkpoints/8); free space and rerun the same '
+                  'command to resume from it')
+  code, out, err = _finish(_cli('main', *args))
+  assert code == 0 and 'resuming from step 8' in out, err[-2000:]
+  assert _comparable(json.loads((workdir / 'metrics.json').read_text())) == _comparable(
+      json.loads((reference[3] / 'metrics.json').read_text()))
+  assert (workdir / 'metrics.jsonl').read_text() == (reference[3] / 'metrics.jsonl').read_text()
+
+
+# `python -m implicit_jax.main` where no file may grow past 100 bytes: the lock's record fits, config.json does not.
+# The kernel fails the write as a full disk does (EFBIG instead of ENOSPC), at whichever file comes first.
+SMALL_FILES_ONLY = '''
+import resource, runpy, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+sys.argv[0] = 'implicit_jax.main'
+runpy.run_module('implicit_jax.main', run_name='__main__')
+'''
+
+
+def test_a_failed_write_at_the_start_names_the_file_and_leaves_no_temporary(tmp_path):
+  """Was '[Errno 27] File too large' (no path) and an empty config.json.tmp left behind."""
+  workdir = tmp_path / 'run'
+  env = {k: v for k, v in os.environ.items() if k != 'JAX_COMPILATION_CACHE_DIR'}  # its writes would fail too
+  proc = subprocess.Popen([sys.executable, '-c', SMALL_FILES_ONLY, '--config=configs/tiny.py', f'--workdir={workdir}'],
+                          cwd=ROOT, env=dict(env, JAX_PLATFORMS='cpu'), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+  line = _one_error_line(proc, 1)
+  assert line == f'error: cannot write {workdir}/config.json: File too large (errno {errno.EFBIG})'
+  assert not list(workdir.rglob('*.tmp')) and not (workdir / 'lock').exists()
+  assert workdir_lib.foreign_files(str(workdir)) == []  # nothing in the way of the same command, once it can write
 
 
 def test_command_lines_end_bad_input_in_one_line(tmp_path):

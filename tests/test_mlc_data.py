@@ -4,6 +4,7 @@ Fixtures in tests/fixtures/mlc are 5-row cuts of the real files (see test_arff.p
 /work/shared/data skip when it is absent; reading every dataset under both protocols is marked slow.
 """
 
+import sys
 import time
 
 import jax
@@ -231,6 +232,16 @@ def test_missing_data_dir_says_what_to_set(monkeypatch):
   assert 'mulan/delicious/delicious-train.arff' in message
 
 
+def test_tfds_source_without_tensorflow_datasets_says_what_to_install(monkeypatch, tmp_path):
+  # tensorflow-datasets is an extra: an environment without it (None in sys.modules blocks the import) gets a
+  # config error naming the extra, not a ModuleNotFoundError from inside the package.
+  monkeypatch.setitem(sys.modules, 'tensorflow_datasets', None)
+  monkeypatch.delitem(sys.modules, 'implicit_jax.tasks.mlc.tfds_builders', raising=False)
+  monkeypatch.delattr(mlc, 'tfds_builders', raising=False)
+  with pytest.raises(ValueError, match=r"data\.source: 'tfds' needs tensorflow-datasets.*implicit_jax\[tfds\]"):
+    load_mlc('genbase', str(tmp_path), source='tfds', tfds_dir=str(tmp_path))
+
+
 def test_env_data_dir_is_used_and_missing_files_are_named(monkeypatch, tmp_path):
   monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
   with pytest.raises(FileNotFoundError, match=r'genbase-train\.arff.*data\.data_dir'):
@@ -356,3 +367,26 @@ def test_linear_skip_adds_a_linear_map_of_the_input_to_each_head(heads):
     lin = p_skip['params'][name]
     expected = (out_plain[i] if heads > 1 else out_plain) + batch['x'] @ lin['kernel'] + lin['bias']
     np.testing.assert_allclose(out_skip[i] if heads > 1 else out_skip, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_file_too_small_for_its_splits_is_refused_before_the_run_writes(tmp_path):
+  """A training file with no rows, or with too few for a dev and a test row: one line naming the file (or the rows
+  each file holds) before the workdir is touched. Before: 'batch_size exceeds 0 examples', and with one row (and
+  batch_size 1) a workdir written, then 'predict: no examples' at the first evaluation."""
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+  from tests.conftest import load_config  # pylint: disable=import-outside-toplevel
+  header = '@relation r -C -1\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute L {0,1}\n@data\n'
+  cases = {'empty.arff': (header, r'empty\.arff: no data rows after @data: nothing to train or evaluate on'),
+           'one.arff': (header + '0,1,1\n', r'the dev and test splits are empty: the 60/20/20 split of all rows needs '
+                                            r'more rows than the files hold \(rows: .*one\.arff 1\)')}
+  for name, (text, message) in cases.items():
+    (tmp_path / name).write_text(text)
+    config = load_config('custom')
+    config.data.train_file, config.batch_size = str(tmp_path / name), 1
+    workdir = tmp_path / f'run_{name}'
+    with pytest.raises(ValueError, match=message):
+      train.train_and_evaluate(config, str(workdir))
+    assert not workdir.exists()
+  (tmp_path / 'four.arff').write_text(header + '0,1,1\n1,0,0\n1,1,1\n0,0,0\n')  # the fewest a 60/20/20 split takes
+  splits, _ = load_mlc('custom', '', 'official', train_file=str(tmp_path / 'four.arff'))
+  assert [len(splits[s][0]) for s in ('train', 'dev', 'test')] == [2, 1, 1]

@@ -239,3 +239,46 @@ def test_evaluate_refuses_data_that_differs_from_the_runs(dense_run, tmp_path):
                                                  f'dev, test splits read now from {shuffled / "train.arff"} differ')
   proc = _evaluate(f'--workdir={workdir}', f'--data_dir={data_dir}')
   assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_predict_ignores_what_the_label_columns_hold(workdir, arff, tmp_path):
+  """The label columns of a file to predict hold '?' (unknown: what predict is for), or are left out: the same
+  predictions as the file with its gold labels. It was an error naming the '?' as a label that must be 0 or 1."""
+  original = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=0.2').stdout
+  lines = arff.read_text().split('\n')
+  start = lines.index('@data') + 1
+  data = read_mulan(arff, num_labels=159)
+  unknown = tmp_path / 'unknown_labels.arff'
+  unknown.write_text('\n'.join(lines[:start] + [','.join([*map(str, row.astype(int)), *['?'] * 159])
+                                                for row in data.x]) + '\n')
+  proc = _predict(f'--workdir={workdir}', f'--input={unknown}', '--threshold=0.2')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert proc.stdout == original and original.strip()
+  features_only = tmp_path / 'features_only.arff'
+  features_only.write_text('\n'.join([lines[0], *lines[1:1 + 1836], '@data'] +
+                                     [','.join(map(str, row.astype(int))) for row in data.x]) + '\n')
+  proc = _predict(f'--workdir={workdir}', f'--input={features_only}', '--threshold=0.2')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert proc.stdout == original
+
+
+def test_predict_names_what_a_npy_or_an_empty_file_holds(workdir, arff, tmp_path):
+  """An object or text .npy, a text file named .npy and an ARFF without rows: one line each, saying what the file
+  holds and what predict reads (before: numpy's 'Object arrays cannot be loaded...', a shape error for text, and
+  'predict: no examples')."""
+  objects, text, fake = tmp_path / 'objects.npy', tmp_path / 'text.npy', tmp_path / 'fake.npy'
+  np.save(objects, np.array([{'a': 1}, None], dtype=object), allow_pickle=True)
+  np.save(text, np.array([['0', '1'], ['1', '0']]))
+  fake.write_text('0,1,0\n1,0,1\n')
+  empty = tmp_path / 'empty.arff'
+  empty.write_text(arff.read_text().split('@data')[0] + '@data\n')
+  expected = {
+      objects: f'error: {objects}: an array of Python objects, which predict does not load',
+      text: f'error: {text}: holds text (dtype <U1), not numbers: predict reads the model\'s numeric inputs',
+      fake: f'error: {fake}: not a .npy file (no NumPy header; a text file?)',
+      empty: f'error: {empty}: no data rows after @data: nothing to predict',
+  }
+  for path, message in expected.items():
+    proc = _predict(f'--workdir={workdir}', f'--input={path}')
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith(message), proc.stderr[-2000:]

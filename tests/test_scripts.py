@@ -264,3 +264,59 @@ def test_summary_keeps_other_families_and_chooses_on_dev(tmp_path):
   rows = [line for line in _block(text, 'summary').splitlines() if line.startswith('| ') and '---' not in line][1:]
   assert [r.split(' | ')[1] for r in rows] == ['m1', 'm2', 'h2']  # FAMILIES order, the horses row replaced
   assert '| `configs/x.py:a` | 90.00 ± 0.00 (3) | – | – | 1.0 |' in rows[0] and text.endswith('\n\ntail\n')
+
+
+def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_table(monkeypatch):
+  from implicit_jax.tasks import segmentation  # pylint: disable=import-outside-toplevel
+  from scripts import reproduce_horses as rh  # pylint: disable=import-outside-toplevel
+  assert rh.CROPS_SYSTEMS and set(rh.CROPS_SYSTEMS) <= set(rh.SYSTEMS) and set(rh.SYSTEMS) == set(rh.PUBLISHED)
+  for system in rh.SYSTEMS:
+    config = rh.scaled_config(system, 'full' if system in rh.FULL_ONLY else 'half')  # a misspelt field raises
+    if system in rh.CROPS_SYSTEMS:
+      base = rh.scaled_config(system[:-len('-crops')])
+      assert config.data.crop == 24 and base.data.crop == 0
+      base.data.crop = 24
+      assert config.config_file == f'configs/horses.py:{system}'
+      base.config_file = config.config_file  # the row's name
+      assert config.to_dict() == base.to_dict()  # nothing else changed
+      assert segmentation.check_crop(config.data) == (0, 2, 3, 4, 6, 8)  # SEAL's 36 windows
+    else:
+      assert config.data.crop == 0
+  with pytest.raises(ValueError, match="row 'fcn-200' is of the published-width section only: fcn-200,full"):
+    rh.scaled_config('fcn-200')
+  run = lambda seed, iou: {'seed': seed, 'test_mean_iou': iou, 'test_global_iou': iou, 'dev_mean_iou': iou,
+                           'train_seconds': 1.0, 'device': 'cpu', 'command': 'python s.py', 'date': '2026-11-26',
+                           'config': {'num_epochs': 1, 'batch_size': 8, 'model': {'channels': [32, 64, 64]}},
+                           'task_info': {'split': 'a split', 'size': 32}}
+  monkeypatch.setattr(rh, 'load_runs', lambda scale='half': {'fcn': [run(0, 0.6), run(1, 0.62)],
+                                                'fcn-crops': [run(0, 0.65), run(1, 0.61)]})
+  table = rh.build_table()
+  assert '| FCN (cross-entropy), 24x24 crops | 2 | 63.00 ± 2.83 |' in table
+  assert ('FCN (cross-entropy), 24x24 crops minus the same without crops, paired by seed (test mean IoU): '
+          'seed 0 +5.00, seed 1 -1.00; mean +2.00, 1/2 seeds positive.') in table
+  assert '| DVN (GBI, soft-IoU regression) | 0 | not run |' in table  # a default row that has not run
+  assert 'SEAL-dynamic (regression), 24x24 crops' not in table       # an optional one is left out
+
+
+def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path, monkeypatch):
+  import json  # pylint: disable=import-outside-toplevel
+  from scripts import compare_sklearn  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(compare_sklearn, 'RUNS', tmp_path / 'runs')
+  (tmp_path / 'runs').mkdir()
+  info = lambda train: {'sizes': {'train': train, 'dev': 3, 'test': 3}, 'preprocessing': 'none', 'standardised': True}
+  for label, train, seed, f1, br in (('scaled.arff', 90, 0, 0.90, 0.92), ('scaled.arff', 90, 1, 0.88, 0.92),
+                                     ('cal500', 301, 0, 0.38, 0.36)):
+    record = {'dataset': label, 'seed': seed, 'info': info(train), 'command': 'python scripts/compare_sklearn.py',
+              'date': '2026-11-26T00:00:00', 'device': 'cpu: cpu', 'machine': 'x',
+              'mbce': {'test_f1': f1, 'test_f1_tuned': f1, 'dev_f1': f1, 'train_seconds': 1.0},
+              'never': {'test_f1': 0.5} if label == 'cal500' else None,
+              'br': {'test_f1': br, 'test_f1_tuned': br, 'dev_f1': br, 'seconds': 0.1}}
+    (tmp_path / 'runs' / f'{label}-seed{seed}.json').write_text(json.dumps(record))
+  monkeypatch.setattr(sys, 'argv', ['compare_sklearn.py', '--table_only', f'--out={tmp_path / "table.md"}'])
+  compare_sklearn.main()
+  text = (tmp_path / 'table.md').read_text()
+  assert 'mean ± sample standard deviation (ddof 1) over N seeds' in text
+  rows = [line for line in text.splitlines() if line.startswith('| ') and 'dataset' not in line]
+  assert rows[0].startswith('| cal500 | 301/3/3 | none | 38.00 | 38.00 | 50.00 | 36.00 |')  # datasets first
+  assert rows[1].startswith('| scaled.arff | 90/3/3 | none | 89.00 ± 1.41 | 89.00 ± 1.41 | – | 92.00 ± 0.00 | '
+                            '92.00 ± 0.00 | -3.00 (-2.00, -4.00) |')

@@ -1,5 +1,5 @@
 """Output spaces on cases worked by hand: costs, scores, log-probabilities, samplers, projections and decoding,
-for independent Bernoulli units and for per-token categorical outputs with padding."""
+for independent Bernoulli units, for per-token categorical outputs with padding and for one class per example."""
 
 import chex
 import jax
@@ -10,7 +10,7 @@ import pytest
 
 from implicit_jax import spaces
 from implicit_jax.spaces.binary import Binary
-from implicit_jax.spaces.categorical import Categorical, project_simplex
+from implicit_jax.spaces.categorical import Categorical, Multiclass, project_simplex
 
 A = np.testing.assert_allclose
 BINARY = Binary((3,))
@@ -61,7 +61,34 @@ def test_categorical_costs_scores_and_log_prob_by_hand():
   assert space.shape({'mask': np.ones((4, 7))}) == (4, 7, 3)
 
 
-@pytest.mark.parametrize('space,shape', [(BINARY, (1, 3)), (Categorical(3), (1, 2, 3))])
+def test_multiclass_is_categorical_at_one_position_without_a_mask():
+  """Every member of ``Multiclass`` on [B, C] equals ``Categorical``'s on the same outputs as one-token sentences
+  ([B, 1, C], mask 1), and the batch needs no mask."""
+  one, seq = Multiclass(3), Categorical(3)
+  y = jnp.array([[1.0, 0, 0], [0, 0, 1]])
+  y_bar = jnp.array([[0.5, 0.5, 0], [0.2, 0.3, 0.5]])
+  logits = jnp.log(jnp.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]))
+  mask = jnp.ones((2, 1))
+  A(one.cost('l1')(y_bar, y), [0.5, 0.5], rtol=1e-6)                   # 1/2 sum_c |y_bar_c - y_c|
+  A(one.score('accuracy')(y_bar, y), [0.5, 0.5], rtol=1e-6)            # the gold class's probability
+  A(one.log_prob(logits, y), [np.log(0.5), np.log(0.8)], rtol=1e-6)
+  for name in ('l1', 'hamming'):
+    A(one.cost(name)(y_bar, y), seq.cost(name)(y_bar[:, None], y[:, None], mask), rtol=1e-6)
+  A(one.score('accuracy')(y_bar, y), seq.score('accuracy')(y_bar[:, None], y[:, None], mask), rtol=1e-6)
+  A(one.local_loss(logits, y), seq.local_loss(logits[:, None], y[:, None], mask), rtol=1e-6)
+  negatives = one.cost('l1')(jnp.stack([y_bar, y]), y)                 # K negatives in front: [K, B]
+  A(negatives, [[0.5, 0.5], [0.0, 0.0]], rtol=1e-6)
+  assert one.shape({'x': np.zeros((4, 64))}) == (4, 3)                  # no mask needed
+  np.testing.assert_array_equal(one.gold(np.array([2, 0, -1])), [[0, 0, 1], [1, 0, 0], [0, 0, 0]])
+  np.testing.assert_array_equal(one.decode(y_bar), [0, 2])
+  with pytest.raises(ValueError, match=r"gbi.init: unknown initialisation 'zeros' for the multiclass output space"):
+    one.initial('zeros', (2, 3))
+  start = one.initial('half', (2, 3))
+  for rule in ('projected', 'mirror'):
+    A(jnp.sum(one.gbi_step(one.gbi_start(start, rule), y_bar, 0.5, rule), -1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize('space,shape', [(BINARY, (1, 3)), (Categorical(3), (1, 2, 3)), (Multiclass(3), (2, 3))])
 def test_samplers_are_differentiable_and_feasible(space, shape):
   logits = jax.random.normal(jax.random.key(3), shape)
   for sampler in spaces.SAMPLERS:

@@ -3,7 +3,6 @@ bigram table by hand, and the command on a trained tiny tagging run (where Eq. 7
 
 import sys
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 

@@ -7,7 +7,9 @@ Layout::
   workdir/checkpoints/<s>/ training state at step s (parameters, optimiser states, step) and the loop record
                            (history, training log, best-on-dev so far, seconds spent); the last two are kept
   workdir/best/<s>/        the best-on-dev parameters, found at step s
-  workdir/metrics.json     the final result (``train.train_and_evaluate``)
+  workdir/metrics.json     the final result (``train.train_and_evaluate``), with the step of the best-on-dev
+                           parameters it was computed from (``load_trained`` uses it only with those)
+  workdir/metrics.previous.json  the result of a finished run that was then extended, until the extension ends
   workdir/metrics.jsonl    every logged scalar, a JSON line each (``writers.py``)
   workdir/data.json        the fingerprint of the data the run trains on (``workdir.py``)
   workdir/lock             held by the training process (``workdir.py``); readers take no lock
@@ -23,10 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
+import logging
 import os
 import shutil
 import sys
+import threading
 import time
 from typing import Any, Callable
 
@@ -34,14 +39,20 @@ import jax
 import ml_collections
 import orbax.checkpoint as ocp
 from absl import logging as absl_logging
+from etils import epath
 
-from implicit_jax.engine import config as config_lib
+from implicit_jax.engine import config as config_lib, workdir as workdir_lib
+
+
+class OtherShapes(ValueError):
+  """A checkpoint does not fit the model built now (other data or config): not damage."""
 
 
 def _manager(path: str, keep: int, read_only: bool = False) -> ocp.CheckpointManager:
   # Synchronous saves: a checkpoint is on disk before the loop moves on, which the exact-resume guarantee needs.
   # Orbax logs an error for each damaged checkpoint it lists; restore() reports those in one line, so hush it.
   # It also warns about read-only managers.
+  _hush_closed_loop_callbacks()
   with _orbax_quiet():
     if read_only:
       # A reader (evaluate, predict, notebooks) creates, deletes and cleans nothing: a training run may be
@@ -49,7 +60,8 @@ def _manager(path: str, keep: int, read_only: bool = False) -> ocp.CheckpointMan
       return _beside_a_writer(lambda: ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
           max_to_keep=None, save_interval_steps=0, enable_async_checkpointing=False, create=False,
           read_only=True, cleanup_tmp_directories=False)))
-    _remove_partial_saves(path)
+    if jax.process_index() == 0:  # only process 0 writes
+      _remove_partial_saves(path)
     return ocp.CheckpointManager(os.path.abspath(path), options=ocp.CheckpointManagerOptions(
         max_to_keep=keep, enable_async_checkpointing=False, create=True, cleanup_tmp_directories=False))
 
@@ -87,17 +99,93 @@ def _orbax_quiet():
     absl_logging.set_verbosity(level)
 
 
+def _wait_for_orbax_workers(timeout: float = 10.0) -> None:
+  """Joins Orbax's worker threads (a failed save leaves some still reporting it)."""
+  deadline = time.monotonic() + timeout
+  for thread in threading.enumerate():
+    if thread is not threading.current_thread() and type(thread).__module__.startswith('orbax'):
+      thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _hush_closed_loop_callbacks() -> None:
+  """Tensorstore completes a write Orbax stopped waiting for (after another write failed) by calling back into an
+  event loop already closed: each callback prints a 'RuntimeError: Event loop is closed' traceback from a
+  tensorstore thread, possibly after the run's own error line. They say nothing the error does not: dropped."""
+  previous = sys.unraisablehook
+  if getattr(previous, 'hushes_closed_loops', False):
+    return
+
+  def hook(unraisable):
+    if not (isinstance(unraisable.exc_value, RuntimeError) and str(unraisable.exc_value) == 'Event loop is closed'
+            and threading.current_thread() is not threading.main_thread()):
+      previous(unraisable)
+
+  hook.hushes_closed_loops = True
+  sys.unraisablehook = hook
+
+
+class _Unretrieved(logging.Filter):
+  def filter(self, record: logging.LogRecord) -> bool:
+    return 'exception was never retrieved' not in record.getMessage()
+
+
+def _hush_unretrieved_futures() -> None:
+  """After a failed save, asyncio logs each of Orbax's writes that failed the same way and that nobody awaited
+  ('Future exception was never retrieved', with a traceback) when it is collected, at exit: after the run's own
+  error line, and saying nothing more."""
+  logger = logging.getLogger('asyncio')
+  if not any(isinstance(f, _Unretrieved) for f in logger.filters):
+    logger.addFilter(_Unretrieved())
+
+
+def _path_names(tree) -> dict:
+  """``{'params.phi.Dense_0.kernel': shape}`` for the arrays of a pytree or of Orbax's metadata of one: the same
+  names for a dataclass field, a named tuple's and a dict key (Orbax stores all three as dict keys)."""
+  def name(key):
+    for attr in ('key', 'name', 'idx'):
+      if hasattr(key, attr):
+        return str(getattr(key, attr))
+    return str(key)
+
+  leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+  return {'.'.join(name(k) for k in path): tuple(leaf.shape) for path, leaf in leaves
+          if getattr(leaf, 'shape', None) is not None}
+
+
+def _other_shapes(where: str, abstract) -> str | None:
+  """The first array whose saved shape in checkpoint folder ``where`` differs from ``abstract``'s (the model as
+  built from today's config and data), as ``name: saved (a, b), now (c, d)``; None when all that can be compared
+  agree or the metadata cannot be read (then the checkpoint is damaged, not of another shape)."""
+  try:
+    with _orbax_quiet():
+      metadata = ocp.PyTreeCheckpointHandler().metadata(epath.Path(where))
+  except Exception:  # pylint: disable=broad-except
+    return None
+  saved, now = _path_names(getattr(metadata, 'tree', metadata)), _path_names(abstract)
+  for name in sorted(set(saved) & set(now)):
+    if saved[name] != now[name]:
+      return f'{name}: saved {saved[name]}, now {now[name]}'
+  return None
+
+
 def _first_line(error: Exception) -> str:
   text = str(error).strip().splitlines()
   return f'{type(error).__name__}: {text[0][:200] if text else ""}'
 
 
 def write_json(path: str, obj: Any) -> None:
-  """Writes JSON atomically (temporary file, then rename)."""
+  """Writes JSON atomically (temporary file, then rename). A write that fails (a full disk) leaves no temporary
+  file and raises an OSError naming ``path``."""
   tmp = f'{path}.tmp'
-  with open(tmp, 'w') as f:
-    json.dump(obj, f, indent=2)
-  os.replace(tmp, path)
+  text = json.dumps(obj, indent=2)  # a value JSON cannot hold fails here, before any file is touched
+  try:
+    with open(tmp, 'w') as f:
+      f.write(text)
+    os.replace(tmp, path)
+  except OSError as e:
+    with contextlib.suppress(OSError):
+      os.remove(tmp)
+    raise workdir_lib.disk_error(f'cannot write {path}', e) from None
 
 
 def read_json(path: str) -> Any:
@@ -144,6 +232,12 @@ def write_config(workdir: str, config) -> None:
   write_json(os.path.join(workdir, 'config.json'), config_lib.recorded(config))
 
 
+def _host(tree):
+  """What a save writes. In a multi-host run the state is replicated, and Orbax would split a replicated
+  ``jax.Array``'s writing among the processes: a host copy (numpy) is written by process 0 alone."""
+  return jax.device_get(tree) if jax.process_count() > 1 else tree
+
+
 class Checkpointer:
   """The run's two checkpoint series: the latest training state and the best-on-dev parameters."""
 
@@ -167,18 +261,43 @@ class Checkpointer:
     step = int(state.step)
     if step in self._latest.all_steps():
       return
-    self._latest.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
-                                                    loop=ocp.args.JsonSave(loop)))
+    with self._writing(f'checkpoint at step {step} to {self.directory}'):
+      self._latest.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(_host(state)),
+                                                      loop=ocp.args.JsonSave(loop)))
+
+  @contextlib.contextmanager
+  def _writing(self, what: str):
+    """A save that fails (a full disk, a folder gone) ends in one OSError naming it, its cause and the checkpoint
+    a rerun resumes from. Orbax's worker threads each log the same failure with a traceback (a dozen or more on a
+    full disk) while the main thread gets it too: they are hushed until they have ended."""
+    last = self._latest.latest_step()
+    try:
+      with _orbax_quiet():
+        try:
+          yield
+        except BaseException:
+          _wait_for_orbax_workers()
+          _hush_unretrieved_futures()
+          raise
+    except (OSError, ValueError) as e:  # tensorstore reports a failed write as a ValueError
+      fix = 'free space' if workdir_lib.os_errno(e) in (errno.ENOSPC, errno.EDQUOT) else 'fix that'
+      then = (f'the last good checkpoint is step {last} ({self.directory}/{last}); {fix} and rerun the same command '
+              'to resume from it' if last is not None else
+              f'no checkpoint was saved yet; {fix} and rerun the same command to start the run again')
+      raise workdir_lib.disk_error(f'{what} failed', e, then) from None
 
   def restore(self, abstract_state):
     """``(state, loop)`` of the latest readable checkpoint, or None when there is none. An unreadable one (a
-    damaged disk, files emptied by hand) is named in a warning and moved to ``workdir/corrupt/``, and the one
-    before it is used: the run repeats the steps in between, with the same result."""
+    damaged disk, files emptied by hand, a loop record without what the loop reads) is named in a warning and
+    moved to ``workdir/corrupt/``, and the one before it is used: the run repeats the steps in between, with the
+    same result."""
     for step in sorted(self._latest.all_steps(), reverse=True):
+      self._refuse_other_shapes(self._latest, step, abstract_state, 'training state')
       try:
         with _orbax_quiet():  # a damaged checkpoint is reported below, in one line
           out = self._latest.restore(step, args=ocp.args.Composite(
               state=ocp.args.StandardRestore(abstract_state), loop=ocp.args.JsonRestore()))
+        _check_loop(out.loop, step)
         return out.state, out.loop
       except Exception as e:  # pylint: disable=broad-except  # any failure to read it means the same
         self._set_aside(self._latest, step, e)
@@ -189,19 +308,29 @@ class Checkpointer:
   def save_best(self, step: int, params) -> None:
     if step in self._best.all_steps():
       return
-    self._best.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)))
+    with self._writing(f'best-on-dev parameters at step {step} to {self._best.directory}'):
+      self._best.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(_host(params))))
 
-  def restore_best(self, abstract_params, step: int | None = None):
-    """The best-on-dev parameters saved at ``step``, or (None) the latest readable ones. A reader beside a
-    training run may see a step listed and then deleted by the trainer (it keeps two): it lists again."""
+  @property
+  def directory_of_best(self) -> str:
+    return str(self._best.directory)
+
+  def restore_best(self, abstract_params, step: int | None = None, with_step: bool = False):
+    """The best-on-dev parameters saved at ``step``, or (None) the latest readable ones; ``with_step``:
+    ``(params, step)``. A reader beside a training run may see a step listed and then deleted by the trainer (it
+    keeps two): it lists again."""
     def read(s):
+      self._refuse_other_shapes(self._best, s, abstract_params, 'best-on-dev parameters')
       with _orbax_quiet():
-        return self._best.restore(s, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
-                                  ).params
+        params = self._best.restore(s, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
+                                    ).params
+      return (params, s) if with_step else params
 
     if step is not None:
       try:
         return read(step)
+      except OtherShapes:
+        raise
       except Exception as e:  # pylint: disable=broad-except
         raise ValueError(f'best-on-dev parameters {self._best.directory}/{step} are unreadable '
                          f'({_first_line(e)})') from None
@@ -213,6 +342,8 @@ class Checkpointer:
       for s in steps:
         try:
           return read(s)
+        except OtherShapes:
+          raise
         except Exception as e:  # pylint: disable=broad-except
           if os.path.exists(os.path.join(str(self._best.directory), str(s))):
             self._set_aside(self._best, s, e)  # damaged: try the one before it
@@ -223,9 +354,21 @@ class Checkpointer:
         break  # every listed one was damaged
     raise ValueError(f'no readable best-on-dev parameters under {self._best.directory}')
 
+  def _refuse_other_shapes(self, manager, step: int, abstract, what: str) -> None:
+    """Checked before a restore, from Orbax's metadata: a checkpoint the model built now does not fit is not
+    damaged, the data (a vocabulary, a label set of another size) or the config differ from the run's. One
+    ValueError says so, and nothing is set aside (every checkpoint of the run would fail the same way). Checked
+    before, not after a failed restore: that leaves Orbax's reads unfinished, each reported at exit."""
+    where = os.path.join(str(manager.directory), str(step))
+    differs = _other_shapes(os.path.join(where, 'params' if manager is self._best else 'state'), abstract)
+    if differs:
+      raise OtherShapes(f'the {what} in {where} do not fit the model built from the data and config read now '
+                       f'({differs}): the data differ from the run\'s (a vocabulary or label set of another size); '
+                       'restore the run\'s data or point config.data.data_dir (--data_dir) at it')
+
   def _set_aside(self, manager, step: int, error: Exception) -> None:
     where = os.path.join(str(manager.directory), str(step))
-    if self.read_only:
+    if self.read_only or jax.process_index() > 0:  # a reader, or a process that leaves the workdir to process 0
       print(f'warning: checkpoint {where} is unreadable ({_first_line(error)}); using the one before it',
             file=sys.stderr, flush=True)
       return
@@ -242,6 +385,22 @@ class Checkpointer:
     if self._latest_manager is not None:
       self._latest_manager.close()
     self._best.close()
+
+
+LOOP_RECORD = {'history': list, 'train_log': dict, 'best': (dict, type(None)), 'train_seconds': (int, float)}
+
+
+def _check_loop(loop, step: int) -> None:
+  """Raises ValueError when a checkpoint's loop record lacks what the loop reads. Defaults would not do: an empty
+  history and no best epoch would silently select the best epoch among the epochs after ``step`` only."""
+  if not isinstance(loop, dict):
+    raise ValueError(f'its loop record is a {type(loop).__name__}, not an object')
+  bad = [k for k, kind in LOOP_RECORD.items() if not isinstance(loop.get(k, ...), kind)]
+  best = loop.get('best')
+  if isinstance(best, dict) and not (isinstance(best.get('step'), int) and 0 < best['step'] <= step):
+    bad.append('best.step')
+  if bad:
+    raise ValueError(f'its loop record lacks or mangles {", ".join(bad)}')
 
 
 @dataclasses.dataclass
@@ -294,22 +453,47 @@ def load_config(workdir: str) -> ml_collections.ConfigDict:
   return config_lib.load(read_json(path))
 
 
-def load_trained(workdir: str, config_overrides: dict | None = None) -> Run:
+def load_trained(workdir: str, config_overrides: dict | None = None, same_data: bool = False) -> Run:
   """Loads a run's config, task, method and best-on-dev parameters (``config_overrides``: e.g. a data_dir).
-  Reads only: safe beside a run that is still training in ``workdir``."""
+  ``same_data``: first refuse data whose fingerprint differs from the run's record (``workdir.check_unchanged``),
+  which names the splits and files before a model of another shape fails to read the parameters. Reads only: safe
+  beside a run that is still training in ``workdir``."""
   from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
   config = load_config(workdir)
   config.update_from_flattened_dict(config_overrides or {})
   task = tasks.get_task(config)
+  if same_data:
+    workdir_lib.check_unchanged(workdir, task)
   method = methods.build(task, config)
   abstract = jax.eval_shape(method.init, jax.random.key(0)).params
   ckpt = Checkpointer(workdir, read_only=True)
   try:
-    params = ckpt.restore_best(abstract)
+    params, step = ckpt.restore_best(abstract, with_step=True)
   finally:
     ckpt.close()
   metrics_path = os.path.join(workdir, 'metrics.json')
   metrics = None
   if os.path.exists(metrics_path):
     metrics = read_json(metrics_path)
+    chosen = best_step_of(metrics)
+    if chosen is not None and chosen != step:
+      # Its threshold and best epoch were chosen for other parameters (a finished run extended with more epochs,
+      # or a best checkpoint damaged since): pairing them with these would score something no run chose.
+      print(f'warning: {metrics_path} is the result of the best-on-dev parameters of step {chosen}; those read are '
+            f'of step {step} ({ckpt.directory_of_best}/{step}): its calibration is not used (evaluate chooses one on '
+            'dev now)', file=sys.stderr, flush=True)
+      metrics = None
   return Run(config, task, method, params, dict(method.modules), metrics, workdir)
+
+
+def best_step_of(metrics) -> int | None:
+  """The step of the best-on-dev parameters a ``metrics.json`` was computed from: recorded since runs extended
+  past their end could leave it stale; for an older record, its best epoch times its steps per epoch."""
+  if not isinstance(metrics, dict):
+    return None
+  if isinstance(metrics.get('best_step'), int):
+    return metrics['best_step']
+  epochs = (metrics.get('config') or {}).get('num_epochs')
+  if isinstance(metrics.get('best_epoch'), int) and isinstance(metrics.get('steps'), int) and epochs:
+    return metrics['best_epoch'] * (metrics['steps'] // epochs)
+  return None

@@ -41,13 +41,14 @@ def core_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.seed = 0                  # parameter init, data order and sampling all derive from it
   c.task = 'synthetic'        # the task family (implicit_jax/tasks: 'synthetic', 'mlc', 'tagging', 'segmentation',
-                              # 'citations'); its sections
-                              # data and model come with it, so a config file names its task once
+                              # 'citations', or the import path of a task module: implicit_jax/plugins.py); its
+                              # sections data and model come with it, so a config file names its task once
   c.method = 'implicit'       # 'implicit' (the paper), 'feedforward' (cross-entropy baseline); energies trained
                               # alone, prediction by gradient-based inference: 'spen', 'dvn', 'nce_gbi'; inference
                               # networks trained against an energy: 'infnet', 'infnet_plus'; energy as a loss for a
                               # task net: 'seal_static', 'seal_dynamic'; 'crf' (exact chain inference, tags);
-                              # 'rspen' (energy ranked by a task's reward, Cora). Each reads its section (methods/)
+                              # 'rspen' (energy ranked by a task's reward, Cora). Each reads its section (methods/).
+                              # Or the import path of a method module (implicit_jax/plugins.py)
   c.optimizer = ml_collections.ConfigDict()  # the outer optimiser: energy phi (the whole net for 'feedforward')
   c.optimizer.name = 'adam'   # 'adam', 'sgd' or 'adamw'
   c.optimizer.learning_rate = 1e-3
@@ -76,7 +77,7 @@ def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collect
   c.task, c.method = task, method
   for name, section in tasks.family(task).default_config().items():
     c[name] = section
-  for name, section in methods.default_sections().items():
+  for name, section in methods.default_sections(method).items():
     c[name] = section
   return c
 
@@ -113,12 +114,18 @@ def check(config) -> None:
     value = config.divergence.get(field)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
       raise ValueError(f'config.divergence.{field} must be a number >= 0 (0 = no check), got {value!r}')
+  seed = config.get('seed')
+  if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:  # numpy's and JAX's range
+    raise ValueError(f'config.seed must be an integer in [0, 2**63), got {seed!r}')
   every = config.get('checkpoint_every', 0)
   if isinstance(every, bool) or not isinstance(every, int) or every < 0:
     raise ValueError(f'config.checkpoint_every must be a non-negative integer, got {every!r}')
   from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
   defaults = tasks.family(config.task).default_config()
-  methods.section_of(config.method)  # an unknown method is named here
+  section = methods.section_of(config.method)  # an unknown method is named here
+  if section and section not in config:  # a plug-in's own section: the config was built for another method
+    raise ValueError(f'config.{section}: missing, the section method {config.method!r} reads; start the config from '
+                     f'base_config(task, {config.method!r})')
   for name in TASK_SECTIONS:
     want, have = set(flatten(config_json(defaults[name]))), set(flatten(config_json(config.get(name) or {})))
     if want != have:

@@ -9,7 +9,8 @@ the same generator, batch after batch, so the data order and every augmentation 
 which exact resumption needs.
 
 Prediction: examples in order (by length for padded tasks), ``batch_size`` at a time; the last batch is padded
-with copies of its last example and the copies' outputs dropped, so a split compiles one shape per bucket.
+with copies of its last example and the copies' outputs dropped, so a split compiles one shape per bucket. A task
+that trains on views of its inputs (``Task.predict_views``: segmentation's crops) predicts each batch through them.
 """
 
 from __future__ import annotations
@@ -83,8 +84,13 @@ def predict(task, predict_fn, arrays: dict, batch_size: int, place=lambda b: b) 
   them, zero there). ``predict_fn(batch) -> y``; ``place`` puts a batch on the devices."""
   n = num_examples(arrays)
   out = None
+  views = getattr(task, 'predict_views', None)  # duck-typed tasks (tests) may lack the field
+
+  def run(batch):
+    return np.asarray(predict_fn(place(batch)))
+
   for batch, idx in prediction_batches(task, arrays, batch_size):
-    pred = np.asarray(predict_fn(place(batch)))[:len(idx)]
+    pred = (views(run, batch) if views else run(batch))[:len(idx)]
     if out is None:
       width = arrays['mask'].shape[1] if task.padded else None
       out = np.zeros((n, width, *pred.shape[2:]) if task.padded else (n, *pred.shape[1:]), pred.dtype)

@@ -13,9 +13,11 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 
-from implicit_jax import methods, tasks
-from implicit_jax.engine import checkpoints, config as config_lib, data, workdir as workdir_lib, writers, xla_options
+from implicit_jax import batch as batch_lib, methods, tasks
+from implicit_jax.engine import (checkpoints, config as config_lib, data, predictions, workdir as workdir_lib, writers,
+                                 xla_options)
 
 
 def data_parallel(config):
@@ -43,17 +45,26 @@ def shard_batch(batch: dict, sharding) -> dict:
   return {k: jax.make_array_from_process_local_data(sharding, v[lo:lo + rows], v.shape) for k, v in batch.items()}
 
 
+def sync(name: str) -> None:
+  """Waits until every process of a multi-host run reaches the point called ``name`` (nothing for one process)."""
+  if jax.process_count() > 1:
+    multihost_utils.sync_global_devices(name)
+
+
 def make_train_step(method, step_rng, replicated, sharded):
   """The compiled outer step: ``(state, batch) -> (state, metrics)``, state donated, randomness
-  ``fold_in(step_rng, state.step)`` drawn inside (no host work per step)."""
-  return xla_options.jit(lambda s, b: method.train_step(s, b, jax.random.fold_in(step_rng, s.step)),
+  ``batch_lib.step_key(step_rng, state.step)`` drawn inside (no host work per step)."""
+  return xla_options.jit(lambda s, b: method.train_step(s, b, batch_lib.step_key(step_rng, s.step)),
                          in_shardings=(replicated, sharded), out_shardings=(replicated, replicated),
                          donate_argnums=0)
 
 
 def make_predict(method, replicated, sharded):
-  """The compiled prediction ``(params, batch) -> y`` on the data mesh."""
-  return xla_options.jit(method.predict, in_shardings=(replicated, sharded), out_shardings=sharded)
+  """The compiled prediction ``(params, batch) -> y`` on the data mesh. In a multi-host run ``y`` comes back
+  replicated (an all-gather inside the jitted call): a process can read only the shards on its own devices, and
+  every process scores the whole split."""
+  return xla_options.jit(method.predict, in_shardings=(replicated, sharded),
+                         out_shardings=replicated if jax.process_count() > 1 else sharded)
 
 
 def predict_split(task, predict_fn, params, arrays, config, sharded) -> np.ndarray:
@@ -68,7 +79,8 @@ def train_and_evaluate(config, workdir: str) -> dict:
   Resumes from ``workdir`` when it holds a checkpoint of the same run (see ``checkpoints.py``); a resumed run
   ends with exactly the parameters and metrics of an uninterrupted one. Writes ``workdir/metrics.json`` and
   returns the same dict. In a multi-host run every process trains and only process 0 writes the workdir's files
-  (config, metrics, TensorBoard); checkpoints are written by all, as Orbax requires.
+  (config, metrics, TensorBoard, checkpoints: the state is replicated); the others read it, so it must be on
+  storage all hosts share (docs/multihost.md).
   """
   config_lib.check(config)
   task = tasks.get_task(config)
@@ -80,8 +92,11 @@ def train_and_evaluate(config, workdir: str) -> dict:
   total_steps = steps_per_epoch * config.num_epochs
   _, replicated, sharded = data_parallel(config)
   primary = jax.process_index() == 0
-  # Everything above validated the config and read the data: only now is the workdir touched.
-  workdir_lib.prepare(workdir)
+  # Everything above validated the config and read the data: only now is the workdir touched, by process 0 alone
+  # (the others read it once it exists and was checked).
+  if primary:
+    workdir_lib.prepare(workdir)
+  sync('implicit_jax: workdir prepared')
   with workdir_lib.Lock(workdir) if primary else contextlib.nullcontext():
     return _train(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary)
 
@@ -97,11 +112,11 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
                        f'{latest // steps_per_epoch}); config.num_epochs={config.num_epochs} ends at step '
                        f'{total_steps}. Give num_epochs >= {-(-latest // steps_per_epoch)} to continue it, or read '
                        'it with implicit_jax.evaluate')
+    sync('implicit_jax: run checked')  # every process has read the workdir's record before process 0 rewrites it
     if primary:
       checkpoints.write_config(workdir, config)
     workdir_lib.check_data(workdir, task, resuming=existing, write=primary)
-    rng = jax.random.key(config.seed)
-    state = jax.device_put(method.init(jax.random.fold_in(rng, 0)), replicated)
+    state = jax.device_put(method.init(batch_lib.init_key(config.seed)), replicated)
     loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
     restored = ckpt.restore(jax.eval_shape(lambda: state)) if existing else None
     if restored is not None:
@@ -111,13 +126,15 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     start_step = int(state.step)
     writer = writers.MetricWriter(workdir, resume_step=start_step if restored is not None else None,
                                   enabled=primary)
+    if primary:
+      _set_aside_earlier_result(workdir, total_steps)
   except BaseException:
     ckpt.close()
     raise
   if restored is None:
     writer.write_hparams(config_lib.flatten(config_lib.recorded(config)))
 
-  step_rng = jax.random.fold_in(rng, 1)
+  step_rng = batch_lib.steps_key(config.seed)
   # Data parallel: the batch is split over the ('data',) mesh, the state replicated; XLA inserts the all-reduce
   # wherever a loss averages over the batch (inner gradients, HVPs, the mixed VJP), so every device computes the
   # single-device step on its shard and they agree on the result.
@@ -184,21 +201,48 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     best_params = ckpt.restore_best(jax.eval_shape(lambda: state.params), best['step'])
     dev_pred = predict_split(task, predict_fn, best_params, task.splits['dev'], config, sharded)
     test_pred = predict_split(task, predict_fn, best_params, task.splits['test'], config, sharded)
-  finally:
-    writer.close()
-    ckpt.close()
+  except BaseException:
+    # The error on its way names what failed; closing may fail the same way (a full disk) and must not replace it.
+    for close in (writer.close, ckpt.close):
+      with contextlib.suppress(Exception):
+        close()
+    raise
+  writer.close()
+  ckpt.close()
   result = {
       'task': task.name, 'method': config.method, 'seed': config.seed, 'task_info': task.info,
-      'best_epoch': best['epoch'], select: best[select],
+      'best_epoch': best['epoch'], 'best_step': best['step'], select: best[select],
       **evaluator.final(dev_pred, task.splits['dev'], test_pred, task.splits['test']),
       'train_seconds': loop['train_seconds'], 'steps': total_steps, 'history': loop['history'],
       'train_log': loop['train_log'],
       'config': config_lib.recorded(config),
   }
+  # The decisions the figures above were computed from, compact, so that a record can be rescored (predictions.py)
+  kept = predictions.pack(evaluator, {'dev': (dev_pred, task.splits['dev'], None),
+                                      'test': (test_pred, task.splits['test'], evaluator.calibration_of(result))})
+  if kept is not None:
+    result['predictions'] = kept
   if primary:
     checkpoints.write_json(os.path.join(workdir, 'metrics.json'), result)
   print(evaluator.summary(result), flush=True)
   return result
+
+
+def _set_aside_earlier_result(workdir: str, total_steps: int) -> None:
+  """A ``metrics.json`` of a run that ended at another step (a finished run now extended with more epochs) holds a
+  best epoch and a calibration chosen for parameters this run may replace: kept as ``metrics.previous.json`` until
+  this run writes its own, so that no reader pairs it with the parameters being trained."""
+  path = os.path.join(workdir, 'metrics.json')
+  if not os.path.exists(path):
+    return
+  old = checkpoints.read_json(path)
+  if isinstance(old, dict) and old.get('steps') == total_steps:
+    return  # this run's own result (a finished run started again): rewritten, the same, at its end
+  aside = os.path.join(workdir, 'metrics.previous.json')
+  os.replace(path, aside)
+  ended = f'at step {old["steps"]}' if isinstance(old, dict) and 'steps' in old else 'earlier'
+  print(f'{path}: the result of the run as it ended {ended} moved to {aside}; this run writes its own at step '
+        f'{total_steps}', flush=True)
 
 
 def _log(pending, step, total_steps, epoch, config, t_log, history, select):

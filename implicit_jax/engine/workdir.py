@@ -1,10 +1,11 @@
 """Guards of a training workdir: one trainer at a time, the same data on resume, paths that can be written.
 
-* ``Lock``: an exclusive ``flock`` on ``workdir/lock``, held by the trainer for the whole run. The kernel drops it
-  when the process dies (kill -9 included), so a crashed run never leaves a stale lock; a second trainer is
-  refused with the holder's process id. Readers (``evaluate``, ``predict``, ``load_trained``) take no lock: they
-  open checkpoints read-only. Only process 0 of a multi-host run takes it; on network file systems ``flock`` may
-  lock only within one host, so there the guard is per host.
+* ``Lock``: an exclusive ``flock`` on the workdir folder itself, held by the trainer for the whole run; deleting a
+  file cannot release it. The kernel drops it when the process dies (kill -9 included), so a crashed run never
+  leaves a stale lock; a second trainer is refused with the holder's process id (``workdir/lock`` records it).
+  Readers (``evaluate``, ``predict``, ``load_trained``) take no lock: they open checkpoints read-only. Only
+  process 0 of a multi-host run takes it; on network file systems ``flock`` may lock only within one host, so
+  there the guard is per host.
 * ``check_data``: ``workdir/data.json`` records a fingerprint of every split array the run trains and selects
   on; a resumed run whose data differs (a file changed at the same path, other split settings) is refused,
   naming the task's files; ``evaluate`` refuses it too (``check_unchanged``). The record also holds the task's
@@ -16,10 +17,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
 import os
+import re
 import socket
 import sys
 
@@ -37,7 +40,36 @@ class WorkdirBusy(ValueError):
 
 # What a run writes in its workdir (checkpoints.py's layout); ``<name>.tmp`` are atomic writes cut short.
 RUN_FILES = ('config.json', 'metrics.json', 'metrics.jsonl', 'data.json', 'lock', 'checkpoints', 'best',
-             'tensorboard', 'corrupt')
+             'tensorboard', 'corrupt', 'metrics.previous.json')
+
+
+def os_errno(error: Exception) -> int | None:
+  """The OS error number behind ``error``: an OSError's, or the ``os_error_code='28'`` that tensorstore (Orbax's
+  array writer) puts in the ValueError it raises for a failed write."""
+  code = getattr(error, 'errno', None)
+  if isinstance(code, int):
+    return code
+  found = re.search(r"os_error_code='(\d+)'", str(error))
+  return int(found.group(1)) if found else None
+
+
+def os_reason(error: Exception) -> str:
+  """What failed, in words a user can act on: ``No space left on device (errno 28)``; without an OS error number,
+  the error's first line."""
+  code = os_errno(error)
+  if code is not None:
+    strerror = getattr(error, 'strerror', None) if isinstance(error, OSError) else None
+    return f'{strerror or os.strerror(code)} (errno {code})'
+  lines = str(error).strip().splitlines()
+  return f'{type(error).__name__}: {lines[0][:200] if lines else ""}'
+
+
+def disk_error(what: str, error: Exception, then: str = '') -> OSError:
+  """An OSError whose whole message is ``what: reason[; then]`` (the path, the cause and what to do, on one line),
+  keeping the error number."""
+  out = OSError(f'{what}: {os_reason(error)}' + (f'; {then}' if then else ''))
+  out.errno = os_errno(error)
+  return out
 
 
 def _is_record(path: str, keys: tuple[str, ...]) -> bool:
@@ -84,45 +116,95 @@ def prepare(workdir: str) -> None:
 
 
 class Lock:
-  """``with Lock(workdir):`` holds the workdir's training lock (no-op where ``flock`` does not exist)."""
+  """``with Lock(workdir):`` holds the workdir's training lock (no-op where ``flock`` does not exist).
+
+  The lock is an exclusive ``flock`` on the workdir folder itself, not on a file in it: a file can be deleted (a
+  ``lock`` left in a finished workdir looks stale), and a second trainer would then lock a new file of the same
+  name beside the first. ``workdir/lock`` only records the holder (process id and host) for the refusal's message;
+  it is removed when the run ends."""
 
   def __init__(self, workdir: str):
+    self.workdir = workdir
     self.path = os.path.join(workdir, 'lock')
     self._fd = None
+    self._record = None
 
   def __enter__(self) -> 'Lock':
     if fcntl is None:
       return self
-    fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(self.workdir, os.O_RDONLY)  # a folder opens read-only, which is all flock needs
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-      holder = os.read(fd, 200).decode(errors='replace').strip() or 'unknown'
       os.close(fd)
-      raise WorkdirBusy(f'{os.path.dirname(self.path)} is in use by another training run (process {holder}); '
-                        'wait for it to end, or give another --workdir') from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f'{os.getpid()} on {socket.gethostname()}\n'.encode())
+      raise WorkdirBusy(f'{self.workdir} is in use by another training run (process {self._holder()}); wait for '
+                        'it to end, or give another --workdir') from None
+    except BaseException:
+      os.close(fd)
+      raise
     self._fd = fd
+    record = f'{os.getpid()} on {socket.gethostname()}\n'
+    try:
+      with open(self.path, 'w') as f:
+        f.write(record)
+    except OSError as e:
+      with contextlib.suppress(OSError):
+        os.remove(self.path)  # a full disk leaves it empty: not a record
+      self.__exit__()
+      raise disk_error(f'cannot write {self.path}', e) from None
+    self._record = record
     return self
 
+  def _holder(self) -> str:
+    """The holder's process id, from the kernel's lock table where there is one (Linux), with its host from the
+    record file; what the record says where the kernel does not tell; else 'unknown'."""
+    try:
+      with open(self.path) as f:
+        recorded = f.read(200).strip()
+    except OSError:
+      recorded = ''
+    pid = None
+    try:
+      st = os.stat(self.workdir)
+      key = f'{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}'
+      with open('/proc/locks') as f:
+        for line in f:
+          fields = line.split()
+          # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; waiters are marked "->" and hold nothing
+          if len(fields) > 5 and fields[1] == 'FLOCK' and fields[5] == key and fields[4] != '0':
+            pid = fields[4]
+            break
+    except OSError:
+      pass
+    if pid is None:
+      return recorded or 'unknown'
+    return recorded if recorded.split(' ', 1)[0] == pid else pid
+
   def __exit__(self, *exc) -> None:
-    if self._fd is not None:
-      os.close(self._fd)  # closing the descriptor releases the flock
-      self._fd = None
+    if self._fd is None:
+      return
+    try:
+      with open(self.path) as f:
+        if f.read(200) == self._record:  # removed before the lock is released: a next holder's is its own
+          os.remove(self.path)
+    except OSError:
+      pass  # gone already, or unreadable: it is only a record
+    os.close(self._fd)  # closing the descriptor releases the flock
+    self._fd = self._record = None
+
+
+def digest(value) -> str:
+  """A sha256 prefix of an array's bytes, dtype and shape."""
+  value = np.ascontiguousarray(value)
+  h = hashlib.sha256(f'{value.dtype.str}{value.shape}'.encode())
+  h.update(value.data)
+  return h.hexdigest()[:16]
 
 
 def fingerprint(task) -> dict:
-  """``{split: {array: sha256 prefix}}`` of the task's splits: the bytes, dtype and shape of every array."""
-  out = {}
-  for split, arrays in task.splits.items():
-    out[split] = {}
-    for key, value in sorted(arrays.items()):
-      value = np.ascontiguousarray(value)
-      h = hashlib.sha256(f'{value.dtype.str}{value.shape}'.encode())
-      h.update(value.data)
-      out[split][key] = h.hexdigest()[:16]
-  return out
+  """``{split: {array: digest}}`` of the task's splits: the bytes, dtype and shape of every array."""
+  return {split: {key: digest(value) for key, value in sorted(arrays.items())}
+          for split, arrays in task.splits.items()}
 
 
 def _changed(stored: dict, task) -> list[str]:
@@ -132,6 +214,14 @@ def _changed(stored: dict, task) -> list[str]:
   order = {'train': 0, 'dev': 1, 'test': 2}  # splits in the order a user thinks of them
   names = sorted(set(old) | set(new), key=lambda n: (order.get(n.split('.')[0], 3), n))
   return [name for name in names if old.get(name) != new.get(name)]
+
+
+def data_files(info: dict) -> list[str]:
+  """The files (or folder) a task read its data from, as its ``info`` names them: ``files``, or one ``file``
+  (Cora), or a ``folder`` (the horse images)."""
+  if info.get('files'):
+    return [str(f) for f in info['files']]
+  return [str(info[key]) for key in ('file', 'folder') if info.get(key)][:1]
 
 
 def _read_record(workdir: str) -> tuple[str, dict | None]:
@@ -151,7 +241,7 @@ def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
   that differs from the recorded fingerprint. A run recorded before fingerprints existed gets one now (nothing to
   compare), and one recorded before names and preprocessing were gets them (its data is the run's)."""
   from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
-  current = {'fingerprint': fingerprint(task), 'files': list(task.info.get('files', [])), 'names': task.names,
+  current = {'fingerprint': fingerprint(task), 'files': data_files(task.info), 'names': task.names,
              'preprocess': task.preprocess}
   path, stored = _read_record(workdir) if resuming else (os.path.join(workdir, 'data.json'), None)
   if stored is not None:
@@ -177,7 +267,7 @@ def check_unchanged(workdir: str, task) -> None:
   changed = _changed(stored, task)
   if changed:
     splits = list(dict.fromkeys(name.split('.')[0] for name in changed))
-    files = ', '.join(task.info.get('files', []) or stored.get('files', [])) or 'the data settings in config.json'
+    files = ', '.join(data_files(task.info) or stored.get('files', [])) or 'the data settings in config.json'
     raise ValueError(f'workdir {workdir} was trained on other data: the {", ".join(splits)} split'
                      f'{"s" if len(splits) > 1 else ""} read now from {files} differ from the run\'s record '
                      f'({path}: {", ".join(changed[:6])}). Restore the run\'s data to evaluate it')

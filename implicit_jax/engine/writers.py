@@ -1,13 +1,14 @@
 """Metric writers: TensorBoard event files and a JSON-lines log in the workdir, hyperparameters written once.
 
-``clu.metric_writers`` is used when it imports; it imports TensorFlow at package load (for its TensorBoard
-writer), which this project does not depend on, so without TensorFlow the same interface (``write_scalars``,
-``write_hparams``, ``flush``, ``close``) is served by TensorBoard's TF-free event-file writer. Either way
+TensorBoard's own TF-free event-file writer serves the interface of ``clu.metric_writers`` (``write_scalars``,
+``write_hparams``, ``flush``, ``close``); clu itself is not used, as its writer imports TensorFlow, which this
+project does not depend on, and one writer in every environment keeps the event files the same.
 ``workdir/metrics.jsonl`` gets one line per write, the file notebooks and plots read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -62,14 +63,6 @@ class _TensorBoardWriter:
     self._writer.close()
 
 
-def _tensorboard_writer(logdir: str):
-  try:
-    from clu import metric_writers  # pylint: disable=import-outside-toplevel
-  except ImportError:
-    return _TensorBoardWriter(logdir)
-  return metric_writers.SummaryWriter(logdir)
-
-
 class MetricWriter:
   """Writes scalars to TensorBoard (``workdir/tensorboard``) and ``workdir/metrics.jsonl``.
 
@@ -89,7 +82,7 @@ class MetricWriter:
       with open(self.jsonl + '.tmp', 'w') as f:
         f.writelines(json.dumps(r) + '\n' for r in kept)
       os.replace(self.jsonl + '.tmp', self.jsonl)
-    self._tb = _tensorboard_writer(os.path.join(workdir, 'tensorboard'))
+    self._tb = _TensorBoardWriter(os.path.join(workdir, 'tensorboard'))
     self._file = open(self.jsonl, 'a')  # pylint: disable=consider-using-with
 
   def write_scalars(self, step: int, scalars: dict) -> None:
@@ -108,10 +101,22 @@ class MetricWriter:
 
   def flush(self) -> None:
     if self.enabled:
-      self._tb.flush()
-      self._file.flush()
+      with self._naming_the_file():
+        self._tb.flush()
+        self._file.flush()
 
   def close(self) -> None:
     if self.enabled:
-      self._tb.close()
-      self._file.close()
+      with self._naming_the_file():
+        self._tb.close()
+        self._file.close()
+
+  @contextlib.contextmanager
+  def _naming_the_file(self):
+    """A write that fails (a full disk) names the workdir's log files: the OS's own message names none."""
+    try:
+      yield
+    except OSError as e:
+      from implicit_jax.engine import workdir  # pylint: disable=import-outside-toplevel
+      raise workdir.disk_error(f'cannot write {self.jsonl} or {os.path.dirname(self.jsonl)}/tensorboard', e) \
+          from None

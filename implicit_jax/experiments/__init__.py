@@ -7,7 +7,7 @@ family's module here, which holds the rows as flat overrides of the dataset conf
 
   mlc       configs/{bibtex,delicious,genbase,cal500,spo_fun}.py  scripts/reproduce_mlc.py, compare_methods.py,
                                                                   ablation_mlc.py
-  tagging   configs/{pos,ner,ner_plus}.py                         scripts/reproduce_tagging.py
+  tagging   configs/{pos,ner,ner_fixed,ner_plus}.py               scripts/reproduce_tagging.py
   cora      configs/cora.py                                       scripts/reproduce_cora.py
   horses    configs/horses.py                                     scripts/reproduce_horses.py
 
@@ -15,7 +15,7 @@ family's module here, which holds the rows as flat overrides of the dataset conf
 variants (MLC: ``resplit``, the paper's split protocol; horses: ``full``, the published widths and schedule).
 
 The rows live in the package rather than in the config files because a family's rows apply to several dataset
-configs (five for MLC, three for tagging), configs are loaded by path (a config cannot import its sibling's
+configs (five for MLC, four for tagging), configs are loaded by path (a config cannot import its sibling's
 table), and the scripts, benchmarks and tests that list the rows need them too: the installed package serves
 all of them, with no path tricks.
 """

@@ -1,8 +1,10 @@
 """Run records: what the results scripts commit to docs/ for each run, and reading them back.
 
 A record keeps what a table or a reader needs: the run's config (in the current format), command, date, device,
-split record (``task_info``), final metrics and seconds, and the per-epoch dev history as columns (one row per
-epoch). The per-step training log stays in the run's workdir (``metrics.json``), out of git.
+split record (``task_info``), final metrics and seconds, the per-epoch dev history as columns (one row per
+epoch), and, in every record made since they were kept, the compact dev and test predictions of the best epoch
+(``predictions``: implicit_jax/engine/predictions.py), from which scripts/rescore.py recomputes its figures. The
+per-step training log stays in the run's workdir (``metrics.json``), out of git.
 
   python -m implicit_jax.experiments.records --compact docs/   # rewrite older, full records in this form (idempotent)
 """
@@ -61,8 +63,12 @@ def machine() -> str:
 
 
 def stamp(result: dict) -> dict:
-  """``result`` with what a fresh run's record says of how it was made: command, date, device and machine."""
+  """``result`` with what a fresh run's record says of how it was made: command, date, device and machine. A fresh
+  run's result must hold its predictions, which make the record rescorable (scripts/rescore.py)."""
   import datetime  # pylint: disable=import-outside-toplevel
+  if not result.get('predictions'):
+    raise ValueError(f'the {result.get("task")} run\'s result holds no predictions (its evaluator keeps no '
+                     'decisions): its record could not be rescored')
   import jax  # pylint: disable=import-outside-toplevel
   result['command'] = 'python ' + ' '.join(sys.argv)
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')

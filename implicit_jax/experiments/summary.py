@@ -39,11 +39,17 @@ def best(groups: dict, dev_key: str, min_runs: int = MIN_RUNS):
 
 
 def score(runs, test_key: str, extra: str = '') -> str:
-  """``mean ± std (N)`` x 100 of ``test_key``; ``extra``: a second metric shown in parentheses when every run has
-  it."""
+  """``mean ± std (N)`` x 100 of ``test_key``; ``extra``: conlleval's F1, shown in parentheses over the runs whose
+  records hold it (with their count when not every run's does; records made before it was recorded hold no
+  predictions to rescore it from)."""
   text = f'{records.mean_std([r[test_key] for r in runs])} ({len(runs)})'
-  if extra and runs and all(extra in r for r in runs):
-    text += f' (conlleval {records.mean_std([r[extra] for r in runs])})'
+  if extra and runs:
+    have = [r[extra] for r in runs if extra in r]
+    if not have:
+      text += ' (conlleval not recorded)'
+    else:
+      text += (f' (conlleval {records.mean_std(have)}'
+               + ('' if len(have) == len(runs) else f', {len(have)} of {len(runs)} seeds') + ')')
   return text
 
 

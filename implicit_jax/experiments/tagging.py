@@ -1,12 +1,12 @@
-"""The sequence-labeling rows: ``configs/<dataset>.py:<system>`` for pos, ner and ner_plus (docs/tagging.md,
-scripts/reproduce_tagging.py). Every row is the dataset config with the system's overrides; the table shows each
-under its label."""
+"""The sequence-labeling rows: ``configs/<dataset>.py:<system>`` for pos, ner, ner_fixed and ner_plus
+(docs/tagging.md, scripts/reproduce_tagging.py). Every row is the dataset config with the system's overrides; the
+table shows each under its label."""
 
 from __future__ import annotations
 
 from implicit_jax import experiments
 
-DATASETS = ('pos', 'ner', 'ner_plus')
+DATASETS = ('pos', 'ner', 'ner_fixed', 'ner_plus')
 _PLUS = {'method': 'infnet_plus', 'infnet.truncate': False}
 # The design of the configs until 2026-11-26: five inner steps at 1e-3, normal_cg with 5 iterations (11 HVPs), the
 # implicit term on every step.

@@ -6,8 +6,11 @@ A method is three pure functions: ``init(rng) -> State``, ``train_step(state, ba
 through ``implicit_jax.tasks.Task``: its networks (``make_inference_net``, ``make_energy``), its output space
 (relaxation, local loss, negatives, costs, GBI) and ``example_batch``; nothing here knows what x or y are.
 
-Each family reads its own config section (``SECTIONS``), defined with its defaults in its module
+Each family reads its own config section (``SECTION_MODULES``), defined with its defaults in its module
 (``default_config``), plus the shared ``config.optimizer`` (the outer, energy optimiser).
+
+``config.method`` is a name of ``REGISTRY`` or the import path of a method module outside the package
+(``implicit_jax/plugins.py`` says what it exports); ``plugin`` resolves one.
 """
 
 import importlib
@@ -17,6 +20,8 @@ import flax
 import jax
 import ml_collections
 import optax
+
+from implicit_jax import batch as batch_lib, plugins
 
 OPTIMIZERS = {'adam': optax.adam, 'sgd': optax.sgd, 'adamw': optax.adamw}
 
@@ -56,6 +61,18 @@ class Method(NamedTuple):
   modules: dict = {}      # the Flax modules behind params, by role ('infnet', 'energy'): for analysis tools
 
 
+# A module whose name ends so holds fixed parameters (pretrained word vectors kept as they are: the tagging task's
+# model.freeze_embeddings). The network stops their gradient, so Adam's and SGD's updates of them are exactly zero;
+# AdamW's decoupled decay, which reads the parameters rather than the gradient, is masked off them.
+FROZEN = '_frozen'
+
+
+def trainable(params) -> Any:
+  """``params``' tree of booleans: False on the leaves of ``FROZEN`` modules."""
+  return jax.tree_util.tree_map_with_path(
+      lambda path, _: not any(str(getattr(k, 'key', '')).endswith(FROZEN) for k in path), params)
+
+
 # Adam divides by sqrt(nu); at nu = 0 (a parameter whose gradient has always been zero, as first-layer rows of
 # sparse features absent from a batch) sqrt has an infinite derivative and a gradient through the update is NaN.
 # optax's eps_root, inside the square root, leaves the trajectory unchanged to float32 precision.
@@ -74,6 +91,8 @@ def make_optimizer(cfg, field: str, differentiable: bool = False) -> optax.Gradi
     raise ValueError(f'{field}.weight_decay must be >= 0, got {cfg.weight_decay}')
   # A section without the field (the inner optimisers') leaves AdamW at optax's default decay.
   kwargs = {'weight_decay': cfg.weight_decay} if cfg.name == 'adamw' and 'weight_decay' in cfg else {}
+  if cfg.name == 'adamw':
+    kwargs['mask'] = trainable
   if differentiable and cfg.name in ('adam', 'adamw'):
     kwargs['eps_root'] = EPS_ROOT
   return OPTIMIZERS[cfg.name](cfg.learning_rate, **kwargs)
@@ -97,7 +116,7 @@ def init_params(task: Any, rng: jax.Array, nets: dict) -> dict:
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   batch = task.example_batch()
   y0 = jnp.zeros(task.space.shape(batch), jnp.float32)
-  keys = [rng] if len(nets) == 1 else list(jax.random.split(rng, len(nets)))
+  keys = [rng] if len(nets) == 1 else list(batch_lib.split(rng, len(nets)))
   return {name: module.init(key, batch, y0) if name == 'phi' else module.init(key, batch)
           for key, (name, module) in zip(keys, nets.items())}
 
@@ -107,17 +126,42 @@ def steps_per_epoch(task: Any, config: Any) -> int:
   return len(task.splits['train']['y']) // config.batch_size
 
 
+def plugin(method: str):
+  """The module (or object) of a method outside the package, named by its import path, or None for a built-in
+  name; an unknown name or a path that does not import or lacks ``build`` is a ValueError naming config.method."""
+  if method in REGISTRY:
+    return None
+  return plugins.method(method, REGISTRY)
+
+
 def section_of(method: str) -> str | None:
   """The config section ``method`` reads (None: only the shared fields)."""
-  if method not in REGISTRY:
-    raise ValueError(f'config.method: unknown method {method!r}; choose one of {sorted(REGISTRY)}')
-  return REGISTRY[method][2]
+  target = plugin(method)
+  return REGISTRY[method][2] if target is None else getattr(target, 'SECTION', None)
 
 
-def default_sections() -> dict:
-  """Every method family's config section with its defaults."""
-  return {section: importlib.import_module(f'implicit_jax.methods.{module}').default_config(section)
-          for section, module in SECTION_MODULES.items()}
+def semi_supervised(method: str) -> bool:
+  """Whether ``method`` learns from unlabeled training rows (``SEMI_SUPERVISED``, or a plug-in's own flag)."""
+  target = plugin(method)
+  return method in SEMI_SUPERVISED if target is None else bool(getattr(target, 'SEMI_SUPERVISED', False))
+
+
+def default_sections(method: str | None = None) -> dict:
+  """Every method family's config section with its defaults, and the section a plug-in ``method`` defines."""
+  sections = {section: importlib.import_module(f'implicit_jax.methods.{module}').default_config(section)
+              for section, module in SECTION_MODULES.items()}
+  target = plugin(method) if method is not None else None
+  section = getattr(target, 'SECTION', None)
+  if section is not None and section not in sections:
+    if not callable(getattr(target, 'default_config', None)):
+      raise ValueError(f'config.method: {method!r} reads the new section {section!r} but does not provide '
+                       f'default_config() (its defaults; see implicit_jax/plugins.py)')
+    config = target.default_config()
+    if not isinstance(config, ml_collections.ConfigDict):
+      raise ValueError(f'config.method: {method!r}: default_config() returned a {type(config).__name__}, not an '
+                       'ml_collections.ConfigDict')
+    sections[section] = config
+  return sections
 
 
 def batch_score(task: Any, field: str = 'the task score') -> Callable:
@@ -137,21 +181,26 @@ def batch_score(task: Any, field: str = 'the task score') -> Callable:
 
 
 def build(task: Any, config: Any) -> Method:
-  section_of(config.method)
-  if getattr(task, 'unlabeled_rows', 0) and config.method not in SEMI_SUPERVISED:
+  target = plugin(config.method)
+  if getattr(task, 'unlabeled_rows', 0) and not semi_supervised(config.method):
     raise ValueError(f'config.method={config.method!r} learns from gold outputs only, but the training split has '
                      f'{task.unlabeled_rows} unlabeled rows: set data.unlabeled=False, or use one of '
                      f'{SEMI_SUPERVISED}')
-  module, builder, _ = REGISTRY[config.method]
-  method = getattr(importlib.import_module(f'implicit_jax.methods.{module}'), builder)(task, config)
+  if target is None:
+    module, builder, _ = REGISTRY[config.method]
+    method = getattr(importlib.import_module(f'implicit_jax.methods.{module}'), builder)(task, config)
+  else:
+    method = target.build(task, config)
+    if not isinstance(method, Method):
+      raise ValueError(f'config.method: {config.method!r}: build() returned a {type(method).__name__}, not an '
+                       'implicit_jax.methods.Method')
   train_step = method.train_step
   return method._replace(train_step=lambda state, batch, rng: train_step(state, with_energy_key(batch, rng), rng))
 
 
 def with_energy_key(batch: dict, rng: jax.Array) -> dict:
-  """The training batch with ``energy_dropout``, a key as data from which an energy with dropout (tagging's
-  ``model.energy_dropout``; other energies ignore it) draws its mask: one mask for every energy evaluation of the
-  step (gold, negatives, inference, the implicit method's inner steps and Hessian), so that E stays a function
-  within the step, and none at evaluation, whose batches lack the key. Folded in, so that the streams the
-  methods draw from ``rng`` are those of earlier runs."""
-  return dict(batch, energy_dropout=jax.random.key_data(jax.random.fold_in(rng, 1)))
+  """The training batch with ``energy_dropout`` (``implicit_jax/batch.py``), a key as data from which an energy
+  with dropout (tagging's ``model.energy_dropout``; other energies ignore it) draws its mask: one mask for every
+  energy evaluation of the step (gold, negatives, inference, the implicit method's inner steps and Hessian), so
+  that E stays a function within the step, and none at evaluation, whose batches lack the key."""
+  return dict(batch, energy_dropout=batch_lib.energy_dropout_key(rng))

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
-from implicit_jax import bilevel, inference, losses, spaces
+from implicit_jax import batch as batch_lib, bilevel, inference, losses, spaces
 from implicit_jax.methods import Method, State, init_params, make_optimizer, optimizer_config, positive_int
 
 
@@ -186,10 +186,10 @@ def curvature(l_aux: Callable, theta, phi, batch: dict, iterations: int, unroll:
 
 def step_batch(batch: dict, rng: jax.Array, space, negatives_config) -> dict:
   """The batch as the losses see it at this step: with the negatives' noise and the dropout key drawn from
-  ``rng`` (the step's key)."""
-  noise_rng, dropout_rng = jax.random.split(rng)
+  ``rng`` (the step's key; ``implicit_jax/batch.py`` lists what a batch holds)."""
+  noise_rng, dropout_rng = batch_lib.split(rng)
   noise = space.noise(noise_rng, negatives_config.sampler, negatives_config.num_samples, batch['y'].shape)
-  return dict(batch, noise=noise, dropout=jax.random.key_data(dropout_rng))
+  return dict(batch, noise=noise, dropout=batch_lib.as_data(dropout_rng))
 
 
 class InnerProblem(NamedTuple):

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
-from implicit_jax import losses
+from implicit_jax import batch as batch_lib, losses
 from implicit_jax.methods import (Method, State, init_params, make_optimizer, optimizer_config, positive_int,
                                   steps_per_epoch)
 
@@ -161,7 +161,7 @@ def _inner_updates(loss_fn, opt, params, opt_state, rng, k):
     (loss, aux), grad = jax.value_and_grad(loss_fn, has_aux=True)(params, key)
     updates, opt_state = opt.update(grad, opt_state, params)
     return (optax.apply_updates(params, updates), opt_state), (loss, aux)
-  (params, opt_state), (loss, aux) = jax.lax.scan(step, (params, opt_state), jax.random.split(rng, k))
+  (params, opt_state), (loss, aux) = jax.lax.scan(step, (params, opt_state), batch_lib.split(rng, k))
   return params, opt_state, jax.tree.map(lambda v: v[-1], (loss, aux))
 
 
@@ -244,7 +244,7 @@ def build_infnet_plus(task, config) -> Method:
   inf_opt = make_optimizer(cfg.inference_optimizer, 'infnet.inference_optimizer')
 
   def init(rng):
-    k_net, k_phi = jax.random.split(rng)
+    k_net, k_phi = batch_lib.split(rng)
     batch = task.example_batch()
     y0 = jnp.zeros(space.shape(batch), jnp.float32)
     psi, phi = nets.init(k_net, batch, y0), init_params(task, k_phi, {'phi': energy})['phi']

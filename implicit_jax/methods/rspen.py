@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
-from implicit_jax import inference, losses
+from implicit_jax import batch as batch_lib, inference, losses
 from implicit_jax.methods import Method, batch_score, positive_int
 from implicit_jax.methods.spen import energy_method
 
@@ -46,7 +46,7 @@ def rank_loss(task, cfg, field: str):
                           field=f'{field}.gbi.init')
     y_inf, _ = inference.gradient_based_inference(space, energy_of, start, cfg.gbi.steps, cfg.gbi.step_size,
                                                   cfg.gbi.rule, cfg.gbi.tol, cfg.gbi.unroll)
-    key = jax.random.wrap_key_data(batch['step_key'])  # the training step's key (spen.energy_method)
+    key = batch_lib.from_data(batch['step_key'])  # the training step's key (spen.energy_method)
     noise = space.noise(key, 'straight_through', cfg.num_samples, y.shape)
     draws = space.samples(space.logits_of(y_inf) / cfg.temperature, noise, 'straight_through', 1.0, 0.0)
     samples = jax.lax.stop_gradient(jnp.concatenate([y_inf[None], draws, y[None]]))     # [S, *y.shape]

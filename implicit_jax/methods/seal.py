@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
-from implicit_jax import inference, losses
+from implicit_jax import batch as batch_lib, inference, losses
 from implicit_jax.methods import (Method, State, batch_score, dvn, init_params, make_optimizer, optimizer_config,
                                   positive_int, spen, steps_per_epoch)
 
@@ -135,7 +135,7 @@ def samples_objective(task, energy, net, name, cfg, key='theta', field='seal'):
   loss = sample_energy_loss(task, energy, name, cfg, field)
 
   def objective(params, batch, rng):
-    noise_rng, dropout_rng = jax.random.split(rng)
+    noise_rng, dropout_rng = batch_lib.split(rng)
     logits = net_logits(net, params[key], batch, dropout_rng)
     noise = draw_noise(task.space, noise_rng, name, cfg.num_samples, batch['y'].shape)
     return lambda phi: loss(phi, batch, logits, noise)
@@ -200,7 +200,7 @@ def build_dynamic(task, config) -> Method:
   update_task = task_update(task.space, energy, net, net_opt)
 
   def train_step(state, batch, rng):
-    k_energy, k_task = jax.random.split(rng)
+    k_energy, k_task = batch_lib.split(rng)
     state, loss = update_energy(state, batch, k_energy)                  # Eq. 4: samples from F_{theta_{t-1}}
     state, loss_task = update_task(state, batch, k_task, lam1, lam2)     # Eq. 5: against E_{phi_t}
     return state.replace(step=state.step + 1), {'loss': loss, 'loss_task': loss_task}
@@ -231,7 +231,7 @@ def build_static(task, config) -> Method:
   update_task = task_update(space, energy, net, net_opt)
 
   def train_step(state, batch, rng):
-    k_energy, k_task = jax.random.split(rng)
+    k_energy, k_task = batch_lib.split(rng)
     pretraining = state.step < pretrain_steps
     # lax.cond, not where: the frozen phase skips the loss-net's (GBI) work. 'loss' reads 0 once frozen.
     state, loss = jax.lax.cond(pretraining, lambda s: update_energy(s, batch, k_energy),
@@ -256,7 +256,7 @@ def build_nce_gbi(task, config) -> Method:
   predict_y = inference.predictor(task.space, energy, cfg.gbi, 'nce_gbi.gbi')
 
   def train_step(state, batch, rng):
-    k_energy, k_noise = jax.random.split(rng)
+    k_energy, k_noise = batch_lib.split(rng)
     state, loss = update_energy(state, batch, k_energy)                  # Psi held constant
     state, loss_noise = update_noise(state, batch, k_noise, 0.0, 1.0)    # Psi: CE alone
     return state.replace(step=state.step + 1), {'loss': loss, 'loss_noise': loss_noise}

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
-from implicit_jax import inference, losses
+from implicit_jax import batch as batch_lib, inference, losses
 from implicit_jax.methods import Method, State, init_params, make_optimizer
 
 
@@ -42,7 +42,7 @@ def energy_method(task, config, gbi, make_loss, field: str) -> Method:
     return State(step=jnp.zeros((), jnp.int32), params={'phi': phi}, opt_state={'phi': opt.init(phi)})
 
   def train_step(state, batch, rng):
-    batch = dict(batch, step_key=jax.random.key_data(rng))
+    batch = dict(batch, step_key=batch_lib.as_data(rng))
     phi = state.params['phi']
     loss, grad = jax.value_and_grad(make_loss(energy, phi, batch))(phi)
     updates, opt_state = opt.update(grad, state.opt_state['phi'], phi)

@@ -19,6 +19,13 @@ Conventions shared by every space (``losses.py`` has the sign conventions):
 ``binary.Binary``: independent Bernoulli units, y in [0, 1]^event_shape (labels, pixels).
 ``categorical.Categorical``: one distribution over C classes per position, y in the product of simplices, with a
 padding mask over positions (tags of a sentence).
+``categorical.Multiclass``: one distribution over C classes per example, y in one simplex, no positions and no mask
+(multi-class classification).
+
+Who needs what: every method needs ``shape`` and ``gold`` (parameter init, the engine's batches); the rest is needed by
+the methods named at each member below, so a space for a new kind of output may leave out what its methods never
+call (each raises NotImplementedError until defined). ``inference.py`` (GBI) is what SPEN, DVN, NCE-GBI, R-SPEN,
+SEAL-static's margin and regression losses and the implicit method's refinement predict with.
 """
 
 from typing import Callable
@@ -31,7 +38,7 @@ RULES = ('projected', 'mirror')
 
 
 class OutputSpace:
-  """The interface; ``binary.Binary`` and ``categorical.Categorical`` implement it.
+  """The interface; ``binary.Binary``, ``categorical.Categorical`` and ``categorical.Multiclass`` implement it.
 
   Subclasses define ``name``, ``units`` (size of y's last axis), ``inits``, ``costs`` and ``scores``
   (name -> ``fn(y_bar, y, mask) -> [...]``) and the methods below that raise NotImplementedError.
@@ -46,38 +53,42 @@ class OutputSpace:
   # -------------------------------------------------------------------------------------------- shapes and data
 
   def shape(self, batch: dict) -> tuple[int, ...]:
-    """The shape of one relaxed output batch for the inputs ``batch``."""
+    """The shape of one relaxed output batch for the inputs ``batch``. Every method (parameter init, GBI)."""
     raise NotImplementedError
 
   def gold(self, y):
-    """The split's stored labels (numpy) in the space's coordinates, as the training batches carry them."""
+    """The split's stored labels (numpy) in the space's coordinates, as the training batches carry them. The
+    engine (``engine/data.py``), for every method."""
     raise NotImplementedError
 
   # ------------------------------------------------------------------------------------- the inference network
 
   def relax(self, logits: jax.Array) -> jax.Array:
-    """The relaxed output of an inference network's logits."""
+    """The relaxed output of an inference network's logits. Every method with an inference network."""
     raise NotImplementedError
 
   def logits_of(self, y: jax.Array) -> jax.Array:
     """Logits whose relaxation is ``y`` (up to clipping at 1e-6 from the edges): to sample around a relaxed
-    output, as R-SPEN does around its GBI output."""
+    output, as R-SPEN does around its GBI output. R-SPEN only."""
     raise NotImplementedError
 
   def local_loss(self, logits: jax.Array, y: jax.Array, mask=None) -> jax.Array:
     """Cross-entropy of the gold (or any relaxed) y under the logits: summed over an example's output units,
-    averaged over examples (MBCE for Bernoulli units, token CE summed over a sentence for tags)."""
+    averaged over examples (MBCE for Bernoulli units, token CE summed over a sentence for tags). Feedforward,
+    implicit (L_aux), InfNet, SEAL."""
     return -jnp.mean(self.log_prob(logits, y, mask))
 
   def log_prob(self, logits: jax.Array, y: jax.Array, mask=None) -> jax.Array:
-    """``log p_logits(y)`` per example (leading axes of y kept); relaxed y allowed."""
+    """``log p_logits(y)`` per example (leading axes of y kept); relaxed y allowed. ``local_loss`` by default;
+    NCE losses (implicit ``nce``, SEAL ``nce``, NCE-GBI)."""
     raise NotImplementedError
 
   # ------------------------------------------------------------------------------------------------ negatives
 
   def noise(self, rng: jax.Array, sampler: str, num_samples: int, shape: tuple[int, ...]) -> jax.Array:
     """Noise for ``num_samples`` negatives of ``shape``: uniform in (0, 1) for the first two samplers, normal
-    for 'gaussian'. Drawn first and passed as data, so that a sample is a differentiable function of logits."""
+    for 'gaussian'. Drawn first and passed as data, so that a sample is a differentiable function of logits.
+    Implicit, SEAL, NCE-GBI, R-SPEN (with ``samples`` / ``negatives``)."""
     check_sampler(sampler)
     if sampler == 'gaussian':
       return jax.random.normal(rng, (num_samples, *shape))
@@ -101,14 +112,16 @@ class OutputSpace:
   # ----------------------------------------------------------------------------------------- costs and scores
 
   def cost(self, name: str, field: str = 'cost') -> Callable:
-    """``Delta(y_bar, y, mask) -> [...]`` by name; an unknown name is an error naming ``field``."""
+    """``Delta(y_bar, y, mask) -> [...]`` by name; an unknown name is an error naming ``field``. SPEN, InfNet,
+    implicit (ssvm, cd), SEAL (margin)."""
     if name not in self.costs:
       raise ValueError(f'{field}: unknown cost {name!r} for the {self.name} output space; choose one of '
                        f'{sorted(self.costs)}')
     return self.costs[name]
 
   def score(self, name: str, field: str = 'score') -> Callable:
-    """``s(y_bar, y, mask) -> [...]`` in [0, 1] by name."""
+    """``s(y_bar, y, mask) -> [...]`` in [0, 1] by name (``Task.score`` picks one). DVN, SEAL, R-SPEN, implicit
+    (dvn)."""
     if name not in self.scores:
       raise ValueError(f'{field}: unknown score {name!r} for the {self.name} output space; choose one of '
                        f'{sorted(self.scores)}')
@@ -118,7 +131,8 @@ class OutputSpace:
 
   def initial(self, init: str, shape: tuple[int, ...], given: jax.Array | None = None,
               field: str = 'gbi.init') -> jax.Array:
-    """GBI's starting point: one of ``inits``; 'given' returns ``given`` (e.g. an inference network's output)."""
+    """GBI's starting point: one of ``inits``; 'given' returns ``given`` (e.g. an inference network's output).
+    GBI (``initial``, ``gbi_start``, ``gbi_step``): the methods that predict or train with ``inference.py``."""
     self.check_init(init, field)
     if init == 'given':
       if given is None:
@@ -145,7 +159,8 @@ class OutputSpace:
   # ------------------------------------------------------------------------------------------------- decoding
 
   def decode(self, y, threshold: float = 0.5):
-    """A discrete output from a relaxed one (numpy in, numpy out)."""
+    """A discrete output from a relaxed one (numpy in, numpy out). ``python -m implicit_jax.predict`` and the
+    tasks' evaluators; no training method."""
     raise NotImplementedError
 
 

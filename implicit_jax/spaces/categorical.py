@@ -1,5 +1,7 @@
-"""One categorical distribution per position over ``num_classes`` classes, with a padding mask over positions:
-y in the product of simplices, shape ``[B, T, C]`` (the tags of a sentence). The relaxed output is
+"""Categorical outputs. ``Categorical``: one distribution per position over ``num_classes`` classes, with a padding
+mask over positions: y in the product of simplices, shape ``[B, T, C]`` (the tags of a sentence). ``Multiclass``:
+one distribution per example, no positions and no mask: y in one simplex, shape ``[B, C]`` (a digit's class);
+everything below holds for it with a single position. The relaxed output is
 ``softmax(logits)``; the stored labels are class ids ``[N, T]`` (negative on padding), carried in batches as
 one-hot rows (``gold``). Reductions run over the real positions (``mask`` [B, T]) and the classes.
 
@@ -119,3 +121,28 @@ class Categorical(OutputSpace):
   def decode(self, y, threshold=0.5):
     del threshold
     return np.argmax(np.asarray(y), axis=-1)
+
+
+class Multiclass(Categorical):
+  """One class of ``num_classes`` per example (multi-class classification): y in one simplex, shape ``[B, C]``.
+
+  The stored labels are class ids ``[N]`` (negative: no gold, all zeros after ``gold``); ``shape`` reads the batch
+  size from ``batch['x']``, as ``Binary`` does. Costs and scores are ``Categorical``'s at a single position:
+  ``l1`` and ``hamming`` are ``1/2 sum_c |y_bar_c - y_c|`` (0/1 error on one-hot outputs), ``accuracy`` is the
+  probability given to the gold class; a batch's ``mask``, if any, is not read (there is nothing to pad).
+  """
+
+  name = 'multiclass'
+
+  @staticmethod
+  def _positions(v, mask):
+    del mask
+    return v  # already one value per example: no position axis to reduce
+
+  @staticmethod
+  def _count(mask, like):
+    del mask, like
+    return jnp.float32(1.0)
+
+  def shape(self, batch):
+    return (len(batch['x']), self.units)

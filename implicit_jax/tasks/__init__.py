@@ -3,9 +3,11 @@
 A task owns its data (splits of arrays), its output space (``implicit_jax.spaces``), its networks (an inference
 net and an energy, as Flax modules) and its evaluator (metrics, the metric that selects the best epoch, and
 calibration chosen on dev). The training loop, the methods, ``bilevel`` and the checkpoints see a task only
-through ``Task`` and ``Evaluator``; a new problem is a new family module here plus a config.
+through ``Task`` and ``Evaluator``; a new problem is a new family module, here or anywhere importable, plus a
+config.
 
-A family module (``FAMILIES``; ``config.task`` names one) provides:
+A family module (``config.task`` names one: an alias of ``FAMILIES``, or the import path of a module outside the
+package, ``implicit_jax/plugins.py``) provides:
 
 * ``default_config() -> ConfigDict`` with the sections ``data`` and ``model``, every field documented;
 * ``make_task(config) -> Task``;
@@ -14,19 +16,20 @@ A family module (``FAMILIES``; ``config.task`` names one) provides:
 
 Splits are dicts of numpy arrays with a leading example axis: ``y`` holds the gold labels as stored (the output
 space's ``gold`` turns them into the relaxed coordinates training batches carry), every other key is an input the
-networks may read (``x``, ``mask``, ...). Networks take the batch dict and read the keys they need. Variable-length
-examples are padded along axis 1 of the arrays named in ``padded``, with a ``mask`` of the real positions;
-batches are cut to the smallest of ``buckets`` that holds their longest example, so the jitted step compiles
-once per bucket.
+networks may read (``x``, ``mask``, ...). Networks take the batch dict and read the keys they need; what training
+adds to a batch, and who may read it, is ``implicit_jax/batch.py``'s contract. Variable-length examples are padded
+along axis 1 of the arrays named in ``padded``, with a ``mask`` of the real positions; batches are cut to the
+smallest of ``buckets`` that holds their longest example, so the jitted step compiles once per bucket.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any, Callable
 
 import numpy as np
+
+from implicit_jax import batch as batch_lib, plugins
 
 FAMILIES = {
     'synthetic': 'implicit_jax.tasks.mlc.synthetic',  # multi-label, generated: the default smoke task
@@ -68,6 +71,18 @@ class Evaluator:
     """What the run's result records: the calibration chosen on dev and the test split's scores under it."""
     calibration = self.calibrate(dev_pred, dev)
     return {**calibration, **{f'test_{k}': v for k, v in self.score(test_pred, test, calibration).items()}}
+
+  def decisions(self, pred: np.ndarray, split: dict, calibration: dict | None = None) -> dict[str, np.ndarray] | None:
+    """The discrete outputs of ``pred`` that the metrics of this evaluator read (tag ids, thresholded masks, ...),
+    small integer or boolean arrays: what a run's record keeps to be rescored (``engine.predictions``). With
+    ``calibration`` None (dev), what ``calibrate`` and ``metrics`` read; with a calibration (test), what ``score``
+    reads under it (and at the default). None: this evaluator keeps none."""
+    return None
+
+  def relaxed(self, decisions: dict[str, np.ndarray], split: dict) -> np.ndarray:
+    """An array aligned with ``split`` that ``metrics``, ``final`` and ``score`` score exactly as they scored the
+    predictions ``decisions`` were taken from."""
+    raise NotImplementedError(f'{type(self).__name__} keeps no decisions to rescore')
 
   def calibration_of(self, result: dict) -> dict:
     """The calibration a finished run chose, read back from its result."""
@@ -113,7 +128,12 @@ class Task:
       applies the run's own, not those of the training files as they are later.
     augment: ``(batch, rng: np.random.Generator) -> batch``, applied to each training batch on the host (e.g.
       random flips of images and masks), or None. It draws from the epoch's data generator only, so the data of
-      a step depends on (seed, epoch) alone and a resumed run sees the batches of an uninterrupted one.
+      a step depends on (seed, epoch) alone and a resumed run sees the batches of an uninterrupted one. It may
+      change the inputs' shapes (segmentation's random crops): the networks are initialised on an augmented
+      example (``example_batch``).
+    predict_views: ``(predict, inputs) -> y``, how a prediction batch is predicted when the networks see views of
+      the inputs (segmentation's crops: ``predict``, inputs -> relaxed outputs as numpy, on each window, the
+      outputs averaged into one of the full inputs' shape), or None: ``predict(inputs)``.
     reward: ``(batch, y) -> [..., B]``, a score in [0, 1] of any (relaxed) output from the inputs alone, never the
       gold (indirect supervision: Cora's rules), or None. A task with a reward may put unlabeled rows in its
       training split (``labeled`` 0, gold all -1); the methods that learn from it (``methods.SEMI_SUPERVISED``)
@@ -134,6 +154,7 @@ class Task:
   preprocess: dict = dataclasses.field(default_factory=dict)
   augment: Callable | None = None
   reward: Callable | None = None
+  predict_views: Callable | None = None
 
   @property
   def unlabeled_rows(self) -> int:
@@ -148,6 +169,10 @@ class Task:
       arrays = self.splits[split]
       if 'y' not in arrays:
         raise ValueError(f'task {self.name}: the {split} split has no gold outputs "y"')
+      clash = sorted(set(arrays) & set(batch_lib.RESERVED))
+      if clash:  # training adds these to a batch: an input of the same name would be overwritten
+        raise ValueError(f'task {self.name}: the {split} split uses {clash}, names training adds to a batch '
+                         '(implicit_jax/batch.py); rename them')
       sizes = {k: len(v) for k, v in arrays.items()}
       if len(set(sizes.values())) != 1:
         raise ValueError(f'task {self.name}: the {split} split\'s arrays disagree on the number of examples: '
@@ -162,15 +187,17 @@ class Task:
         raise ValueError(f'task {self.name}: padded arrays need one common width and a mask, got {widths}')
 
   def example_batch(self) -> dict:
-    """One all-zero example with the inputs' shapes and dtypes (and the shortest bucket's length): what the
-    networks are initialised on."""
+    """One all-zero example with the inputs' shapes and dtypes (and the shortest bucket's length), augmented:
+    what the networks are initialised on, of the shapes they train on."""
     arrays = self.splits['train']
     batch = {k: np.zeros((1,) + v.shape[1:], v.dtype) for k, v in arrays.items()}
     if self.padded:
       length = min(self.buckets) if self.buckets else arrays['mask'].shape[1]
       batch = {k: (v[:, :length] if k in self.padded else v) for k, v in batch.items()}
       batch['mask'] = np.ones_like(batch['mask'])
-    return batch
+    # An augmentation that crops changes the shapes the networks see, and an energy's dense layers are sized by
+    # them; the draws do not matter (all zeros), so a fixed generator.
+    return self.augment(batch, np.random.default_rng(0)) if self.augment else batch
 
   def inputs(self, arrays: dict) -> dict:
     """The arrays networks read (everything but the gold outputs)."""
@@ -178,10 +205,8 @@ class Task:
 
 
 def family(name: str):
-  """The family module registered as ``name``."""
-  if name not in FAMILIES:
-    raise ValueError(f'config.task: unknown task {name!r}; choose one of {sorted(FAMILIES)}')
-  return importlib.import_module(FAMILIES[name])
+  """The family module ``config.task`` names: a built-in alias (``FAMILIES``) or an import path."""
+  return plugins.task(name, FAMILIES)
 
 
 def get_task(config) -> Task:

@@ -20,7 +20,7 @@ FIELDS = ('author', 'title', 'editor', 'booktitle', 'date', 'journal', 'volume',
           'location', 'publisher', 'note')  # the 13 fields; a field's tag id is its index here
 FILE = 'cora_citation/tagged_references.txt'
 
-_REF = re.compile(r'<ref>(.*?)</ref>', re.S)
+_REF_TAG = re.compile(r'<(/?)ref>')
 _FIELD = re.compile(r'<(/?)([A-Za-z]+)>')
 
 
@@ -59,22 +59,31 @@ def parse_reference(text: str, where: str) -> tuple[tuple[str, ...], tuple[str, 
 
 
 def read(path) -> list[Citation]:
-  """Every reference of a tagged-references file, in file order."""
+  """Every reference of a tagged-references file, in file order. A ``<ref>`` left open (its ``</ref>`` missing) is
+  an error naming its line, not a reference swallowing the next one."""
   path = Path(path)
   if not path.is_file():
     raise FileNotFoundError(f'{path}: no such file (the Cora citations are read from {FILE} under '
                             f'data.data_dir)')
   text = path.read_text(encoding='utf-8', errors='replace')
-  out = []
-  for m in _REF.finditer(text):
+  out, start, first = [], None, 0
+  for m in _REF_TAG.finditer(text):
     line = text.count('\n', 0, m.start()) + 1
-    tokens, tags = parse_reference(m.group(1), f'{path}:{line}')
-    out.append(Citation(tokens, tags, line))
+    if not m.group(1):
+      if start is not None:
+        raise ValueError(f'{path}:{first}: <ref> is not closed before the next <ref> on line {line}: add </ref> at '
+                         'the end of the reference')
+      start, first = m.end(), line
+    elif start is None:
+      raise ValueError(f'{path}:{line}: </ref> closes no <ref>')
+    else:
+      tokens, tags = parse_reference(text[start:m.start()], f'{path}:{first}')
+      out.append(Citation(tokens, tags, first))
+      start = None
+  if start is not None:
+    raise ValueError(f'{path}:{first}: <ref> is never closed: add </ref> at the end of the reference')
   if not out:
     raise ValueError(f'{path}: no <ref>...</ref> reference found')
-  opened = text.count('<ref>')
-  if opened != len(out):
-    raise ValueError(f'{path}: {opened} <ref> tags but {len(out)} complete references (a <ref> is not closed)')
   return out
 
 

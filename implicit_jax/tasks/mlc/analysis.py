@@ -39,7 +39,8 @@ def energy_hessian_y(energy_apply: Callable, phi, x, y, batch_size: int = 128) -
 
   ``energy_apply(phi, batch, y [B, L]) -> [B]`` is any energy reading ``batch['x']`` [B, D] (e.g.
   ``MLCEnergy(...).apply`` with ``phi`` the module's variables). Each example's Hessian is ``jax.hessian``
-  (forward-over-reverse) of its own scalar energy, vmapped over a batch and summed inside one jitted call, so memory is O(batch_size * L^2) whatever N is (bibtex,
+  (forward-over-reverse) of its own scalar energy, vmapped over a batch and summed inside one jitted call, so
+  memory is O(batch_size * L^2) whatever N is (bibtex,
   L = 159: 13 MB of float32 per 128 examples). The last batch is padded with copies of a real row and masked out,
   so a single compilation serves all batches and the padding cannot inject NaN from an energy undefined at zero.
   Nothing about the MLC energy's structure is used (its local term is linear in y and drops out by itself).

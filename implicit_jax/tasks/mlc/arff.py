@@ -14,7 +14,8 @@ an omitted numeric value is 0 and an omitted nominal value is the first declared
 named by a separate XML file ``<labels xmlns="http://mulan.sourceforge.net/labels"><label name="..."/>...``
 (labels may nest to form a hierarchy; every ``label`` element at any depth is a label).  **MEKA** files carry
 no XML: ``-C n`` in the ``@relation`` name says that the first ``n`` attributes (``n > 0``) or the last
-``|n|`` (``n < 0``) are the labels.
+``|n|`` (``n < 0``) are the labels.  Where a file has both and they disagree, the XML decides, as in MULAN, with
+a warning (MULAN's medical files say ``-C 45`` while medical.xml names the last 45 attributes).
 
 **Clus HMC** (FunCat ``*_FUN``).  An ARFF file with one ``@attribute class hierarchical p1,p2,...`` whose
 value list enumerates the hierarchy nodes as ``/``-separated paths (``01``, ``01/01``, ``01/01/03``).  A
@@ -44,6 +45,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import errno
+import os
 import re
 import warnings
 import xml.etree.ElementTree as ET
@@ -501,17 +503,80 @@ def _meka_label_columns(arff: _Arff) -> list[int] | None:
     return list(range(n)) if n > 0 else list(range(total + n, total))
 
 
+def _shown(names: Sequence[str], limit: int = 10) -> str:
+    return ', '.join(repr(n) for n in names[:limit]) + (', ...' if len(names) > limit else '')
+
+
+def _forgotten_before(arff: _Arff, columns: Sequence[int]) -> tuple[list[str], str]:
+    """The attributes just before the XML's first label that look like labels it forgot, and why they look so.
+
+    An omitted *first* label sits where the last feature would, so position alone cannot tell. Two signs do: it
+    is declared like every XML label and (a) its name starts with the prefix all the labels share (MULAN's
+    ``TAG_``, ``Class-``) and no attribute before it does, or (b) the attributes before it are mostly declared
+    otherwise (numeric audio features before {0,1} labels, genbase's {YES,NO} before its {0,1}).
+    """
+    labels = [arff.attributes[c] for c in columns]
+    declared = {(a.kind, a.values) for a in labels}
+    if len(declared) != 1:
+        return [], ''
+    (kind, values), first = declared.pop(), min(columns)
+    prefix = os.path.commonprefix([a.name for a in labels])
+
+    def like_label(a: _Attribute) -> bool:
+        return (a.kind, a.values) == (kind, values)
+
+    run = first
+    while run > 0 and like_label(arff.attributes[run - 1]) and arff.attributes[run - 1].name.startswith(prefix):
+        run -= 1
+    before = arff.attributes[:run]
+    if prefix and run < first and not any(a.name.startswith(prefix) for a in before):
+        return [a.name for a in arff.attributes[run:first]], f'named like them ({prefix!r}...)'
+    run = first
+    while run > 0 and like_label(arff.attributes[run - 1]):
+        run -= 1
+    before = arff.attributes[:run]
+    if run < first and before and sum(map(like_label, before)) < 0.1 * len(before):
+        declared_as = 'numeric' if kind == 'numeric' else '{' + ','.join(values) + '}'
+        return ([a.name for a in arff.attributes[run:first]],
+                f'declared {declared_as} like them, unlike the features before them')
+    return [], ''
+
+
 def _warn_unlisted_labels(arff: _Arff, columns: Sequence[int], xml_path: StrPath) -> None:
     """Attributes placed among or after the XML's labels but not named by it are read as features; in MULAN
-    files they are labels the XML forgot. Warns, naming them."""
+    files they are labels the XML forgot. So are attributes just before them that look like its labels
+    (``_forgotten_before``). Warns, naming them."""
     listed = set(columns)
     suspects = [a.name for i, a in enumerate(arff.attributes)
                 if i > min(columns) and i not in listed and a.kind in ('nominal', 'numeric')]
     if suspects:
-        shown = ', '.join(repr(n) for n in suspects[:10]) + (', ...' if len(suspects) > 10 else '')
         warnings.warn(f'{arff.path}: {len(suspects)} attribute(s) among or after the labels of {xml_path} are not '
-                      f'in it and are read as features: {shown}. If they are labels, add them to the XML',
-                      UserWarning, stacklevel=3)
+                      f'in it and are read as features: {_shown(suspects)}. If they are labels, add them to the XML',
+                      UserWarning, stacklevel=4)
+    before, why = _forgotten_before(arff, columns)
+    if before:
+        warnings.warn(f'{arff.path}: {len(before)} attribute(s) just before the labels of {xml_path} look like labels '
+                      f'({why}) but are not in it and are read as features: {_shown(before)}. If they are labels, '
+                      'add them to the XML', UserWarning, stacklevel=4)
+
+
+def _warn_meka_disagreement(arff: _Arff, columns: Sequence[int], xml_path: StrPath) -> None:
+    """MULAN's files keep MEKA's ``-C n`` in ``@relation`` while their XML names other attributes (medical:
+    ``-C 45``, the first 45, against the last 45 in medical.xml). MULAN reads the XML and ignores ``-C``; so does
+    this reader, saying so."""
+    m = _MEKA_C.search(arff.relation)
+    if m is None:
+        return
+    n, total = int(m.group(1)), len(arff.attributes)
+    meka = list(range(n)) if n > 0 else list(range(total + n, total)) if -total < n < 0 else None
+    if meka is not None and sorted(meka) == sorted(columns):
+        return
+    says = (f'is out of range for {total} attributes' if meka is None else
+            f'names the {"first" if n > 0 else "last"} {abs(n)} attributes '
+            f'({_shown([arff.attributes[c].name for c in meka], 2)}) as labels')
+    warnings.warn(f'{arff.path}: its @relation option -C {n} {says}, but {xml_path} names {len(columns)} '
+                  f'({_shown([arff.attributes[c].name for c in columns], 2)}); following the XML, as MULAN does',
+                  UserWarning, stacklevel=4)
 
 
 def _label_columns(arff: _Arff, xml_path: StrPath | None, num_labels: int | None,
@@ -520,6 +585,8 @@ def _label_columns(arff: _Arff, xml_path: StrPath | None, num_labels: int | None
     if label_names is not None:  # a trained run's labels: found by name, in the run's order
         index = {a.name: i for i, a in enumerate(arff.attributes)}
         missing = [n for n in label_names if n not in index]
+        if len(missing) == len(label_names):
+            return []  # a file of features only: the labels are what predict is for
         if missing:
             shown = ', '.join(repr(n) for n in missing[:5]) + (f' (+{len(missing) - 5} more)' if len(missing) > 5
                                                                else '')
@@ -531,14 +598,10 @@ def _label_columns(arff: _Arff, xml_path: StrPath | None, num_labels: int | None
         index = {a.name: i for i, a in enumerate(arff.attributes)}
         missing = [n for n in names if n not in index]
         if missing:
-            shown = ', '.join(repr(n) for n in missing[:10]) + (', ...' if len(missing) > 10 else '')
-            raise ValueError(f'{xml_path}: {len(missing)} label(s) not attributes of {arff.path}: {shown}')
+            raise ValueError(f'{xml_path}: {len(missing)} label(s) not attributes of {arff.path}: {_shown(missing)}')
         columns = sorted(index[n] for n in names)  # ARFF order (MULAN's own files use the same order)
         source = f'labels of {xml_path}'
-        meka = _meka_label_columns(arff)
-        if meka is not None and sorted(meka) != columns:
-            raise ValueError(f'{arff.path}: the @relation option -C names {len(meka)} label attributes, {xml_path} '
-                             f'names {len(columns)} others; the files contradict each other')
+        _warn_meka_disagreement(arff, columns, xml_path)
         _warn_unlisted_labels(arff, columns, xml_path)
     else:
         columns = _meka_label_columns(arff)
@@ -546,7 +609,10 @@ def _label_columns(arff: _Arff, xml_path: StrPath | None, num_labels: int | None
         if columns is None:
             if num_labels is None:
                 raise ValueError(
-                    f'{arff.path}: cannot tell the labels: give xml_path or num_labels, or add -C to @relation'
+                    f'{arff.path}: no label columns were found: its @relation has no -C option and no label list '
+                    'was given. Name the labels with a MULAN XML file (data.xml_file, or xml_path), the number of '
+                    'label attributes at the end (data.num_labels, or num_labels), or "-C -L" in @relation (MEKA: '
+                    'the last L attributes)'
                 )
             if not 0 < num_labels < total:
                 raise ValueError(f'{arff.path}: num_labels={num_labels} invalid for {total} attributes')
@@ -620,13 +686,18 @@ def read_mulan(
     ``ID_LIKE_NOMINAL_VALUES`` values (identifiers such as genbase's ``protein``).  ``string`` attributes are
     always dropped.  See the module docstring for the value encodings.
 
-    For a file given to a trained run: ``label_names`` (the run's) are the labels, found by name in that order
-    (``xml_path``, ``-C`` and ``num_labels`` are then not used); ``nominal`` (the run's ``MultiLabelData.nominal``)
-    decodes the features it names by value with the training file's codes, whatever order this file declares them
-    in; a value the training file did not declare is an error naming the file, line and feature.
+    When the XML and a ``-C`` option disagree (MULAN's medical files), the XML decides, with a warning.
+
+    For a file given to a trained run: ``label_names`` (the run's) are the label attributes, found by name
+    (``xml_path``, ``-C`` and ``num_labels`` are then not used); their values are not read (``y`` is all 0: they
+    may hold ``?`` or anything), and a file may hold none of them; ``nominal`` (the run's
+    ``MultiLabelData.nominal``) decodes the features it names by value with the training file's codes, whatever
+    order this file declares them in; a value the training file did not declare is an error naming the file, line
+    and feature.
     """
     arff = _read_arff(arff_path)
     label_columns = _label_columns(arff, xml_path, num_labels, label_names)
+    predicting = label_names is not None
     feature_columns = _mulan_feature_columns(arff, label_columns, drop_features)
     attributes = [arff.attributes[c] for c in feature_columns]
     coders = [
@@ -639,9 +710,10 @@ def read_mulan(
         codes.update({n: nominal[n] for n in codes if n in nominal})
     return MultiLabelData(
         x=_decode(arff, feature_columns, coders).astype(np.float32),
-        y=_mulan_labels(arff, label_columns),
+        # A file to predict holds anything in its label columns ('?', stale labels) or none: they are not read.
+        y=np.zeros((arff.num_rows, len(label_names)), np.int8) if predicting else _mulan_labels(arff, label_columns),
         feature_names=tuple(arff.attributes[c].name for c in feature_columns),
-        label_names=tuple(arff.attributes[c].name for c in label_columns),
+        label_names=tuple(label_names) if predicting else tuple(arff.attributes[c].name for c in label_columns),
         source=arff.path,
         row_lines=arff.row_lines,
         nominal=codes,

@@ -154,6 +154,9 @@ def _read_files(name: str, dataset: Dataset, root: Path | None) -> tuple[dict, l
     xml = _path(root, dataset.xml, name)
     dataset = dataclasses.replace(dataset, xml=str(xml))
   parts = {s: _read(dataset, p) for s, p in paths.items()}
+  for part in parts.values():
+    if not part.num_examples:  # else the run starts and fails on 'batch_size exceeds 0 examples'
+      raise ValueError(f'{part.source}: no data rows after @data: nothing to train or evaluate on')
   first = parts['train']
   for part in parts.values():
     if (part.feature_names, part.label_names) != (first.feature_names, first.label_names):
@@ -280,6 +283,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
   else:
     note = 'train(+valid)+test rows pooled, stratified 60/20/20 by split_seed'
     rows, train_idx, note, fit_x = _stratified(parts, split_seed, note)
+  _check_sizes(rows, parts, protocol)
   rows, statistics, scaling = _scale(rows, dataset, fit_x, standardise, parts)
   splits = {s: (np.asarray(x, np.float32), np.asarray(y, np.float32)) for s, (x, y) in rows.items()}
   first = parts['train']
@@ -294,6 +298,20 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
       'preprocess': {'nominal': dict(first.nominal or {}), 'standardisation': statistics},
   }
   return splits, info
+
+
+def _check_sizes(rows: dict, parts: dict, protocol: str) -> None:
+  """Every split needs a row: dev picks the best epoch and the threshold, test is scored. An empty one would
+  otherwise be found after the run's files were written, as 'predict: no examples'."""
+  empty = [s for s in ('train', 'dev', 'test') if len(rows[s][0]) == 0]
+  if not empty:
+    return
+  sizes = ', '.join(f'{p.source} {p.num_examples}' for p in parts.values())
+  how = ('60/20/20 split of all rows' if protocol == 'resplit' or 'test' not in parts else
+         'official split with a dev_fraction hold-out of train')
+  raise ValueError(f'the {" and ".join(empty)} split{"s are" if len(empty) > 1 else " is"} empty: the {how} needs '
+                   f'more rows than the files hold (rows: {sizes}); each of train, dev and test needs at least one '
+                   '(4 rows at least for a 60/20/20 split)')
 
 
 def _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format):
@@ -314,8 +332,14 @@ def _load_tfds_parts(name, data_dir, tfds_dir):
   if name == 'custom':
     raise ValueError("data.source: 'tfds' has builders for the known datasets only; use data.source='raw' for "
                      "data.name='custom'")
-  # TFDS only when asked for
-  from implicit_jax.tasks.mlc import tfds_builders  # pylint: disable=import-outside-toplevel
+  # TFDS only when asked for: tensorflow-datasets is an extra, not a requirement
+  try:
+    from implicit_jax.tasks.mlc import tfds_builders  # pylint: disable=import-outside-toplevel
+  except ModuleNotFoundError as e:
+    if e.name != 'tensorflow_datasets':
+      raise
+    raise ValueError("data.source: 'tfds' needs tensorflow-datasets, which is not installed: "
+                     "pip install 'implicit_jax[tfds]', or use data.source='raw'") from None
   manual_dir = data_dir or os.environ.get(DATA_DIR_ENV, '')
   parts = tfds_builders.load_tfds_parts(name, tfds_dir, manual_dir=manual_dir or None)
   return parts, [p.source for p in parts.values()], DATASETS[name]
@@ -374,6 +398,8 @@ def read_for_prediction(path: str, file_format: str = 'mulan', *, label_names: S
                        f'{unknown[:5]})')
   else:
     data = read_mulan(source, label_names=list(label_names), nominal=nominal)
+  if not data.num_examples:
+    raise ValueError(f'{path}: no data rows after @data: nothing to predict')
   data.check_finite(allow_missing=True)
   _check_missing([data], statistics is not None)
   data = align_features(data, feature_names)

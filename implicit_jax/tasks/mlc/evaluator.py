@@ -39,6 +39,34 @@ class F1Evaluator(Evaluator):
   def describe(self, m):
     return f'example-F1 {m["f1"]:.4f} at 0.5, {m["f1_tuned"]:.4f} at {m["threshold"]:.2f}'
 
+  def decisions(self, pred, split, calibration=None):
+    """``bins`` [N, L] (uint8): how many of ``cuts`` each score is at or above, and ``cuts``, the thresholds the
+    metrics compare scores with, each also rounded to the scores' dtype: ``GRID`` and 0.5 where the threshold is
+    tuned (dev, ``calibration`` None), 0.5 and the tuned threshold where a split is scored under it (test: a
+    quarter of the full grid's size on delicious). Every metric here reads scores only through ``score >= t`` for
+    such a t: in float64 for the grid's numpy scalars, in the scores' dtype for a Python float (numpy 2's promotion
+    rules), and the rounding can move a float32 score across a cut. Two scores in the same bin agree on every such
+    comparison, so the bins keep all that the figures read."""
+    pred = np.asarray(pred)
+    cuts = np.array([0.5, calibration['threshold']]) if calibration else np.concatenate([GRID, [0.5]])
+    if np.issubdtype(pred.dtype, np.floating):
+      cuts = np.concatenate([cuts, cuts.astype(pred.dtype).astype(np.float64)])
+    cuts = np.unique(cuts)
+    bins = np.searchsorted(cuts, pred.astype(np.float64), side='right')  # the count of cuts <= score
+    return {'bins': bins.astype(np.uint8), 'cuts': cuts, 'dtype': np.array(pred.dtype.str)}
+
+  def relaxed(self, decisions, split):
+    """Scores with the recorded bins: in bin b >= 1, the smallest value of the scores' dtype at or above
+    ``cuts[b - 1]`` (an original score lay there, so it is below ``cuts[b]``); 0 in bin 0."""
+    cuts, dtype = decisions['cuts'], np.dtype(str(decisions['dtype']))
+    low = cuts.astype(dtype)
+    low = np.where(low.astype(np.float64) < cuts, np.nextafter(low, np.array(np.inf, dtype)), low)
+    values = np.concatenate([np.zeros(1, dtype), low])
+    if decisions['bins'].shape != np.shape(split['y']):
+      raise ValueError(f'recorded decisions of shape {decisions["bins"].shape}, the split\'s gold '
+                       f'{np.shape(split["y"])}: not the run\'s data')
+    return values[decisions['bins'].astype(np.int64)]
+
   def calibrate(self, dev_pred, dev):
     return {'threshold': tune_threshold(dev_pred, dev['y'], empty=self.empty)[0]}
 

@@ -39,6 +39,12 @@ def _sample(rng, w, n, group_size):
 
 def make_task(config) -> Task:
   d = config.data
+  for field in ('num_features', 'num_groups', 'group_size', 'num_train', 'num_dev', 'num_test'):
+    value = d[field]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+      raise ValueError(f'config.data.{field} must be a positive integer, got {value!r}')
+  if not 0 <= d.label_noise < 1:
+    raise ValueError(f'config.data.label_noise must be in [0, 1), got {d.label_noise!r}')
   rng = np.random.default_rng(d.seed)
   w = rng.standard_normal((d.num_features, d.num_groups * d.group_size)).astype(np.float32)
   splits = {}

@@ -31,6 +31,7 @@ When the manual directory lacks the dataset (none given: TFDS looks in ``<data_d
 builder downloads ``URLS``: MULAN's SourceForge RAR archives, which TFDS cannot extract, so ``unrar``, ``7z`` or
 ``bsdtar`` must be on PATH, and the FunCat files from the C-HMCNN repository.  That path is untested (written
 offline).  In training configs: ``data.source='tfds'`` and ``data.tfds_dir`` (``data.data_dir`` is the manual dir).
+tensorflow-datasets is an extra, not a requirement: ``pip install 'implicit_jax[tfds]'``.
 
 TensorFlow: TFDS's no-TF mode prepares and reads array_record files (``download_and_prepare``,
 ``as_data_source``, ``tfds.data_source``); these builders default to that format.  ``as_dataset`` (tf.data)

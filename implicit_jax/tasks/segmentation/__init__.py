@@ -1,10 +1,27 @@
 """Binary image segmentation as a task of the engine: a mask in [0, 1]^(H x W) per image.
 
-Output space: ``Binary((size, size))``, a sigmoid per pixel; its ``iou`` cost (1 - soft IoU) is the task loss of
-the implicit method's CD and SSVM losses and its ``iou`` score DVN's regression target. Networks
-(``models.py``): a fully convolutional inference net and a convolutional energy over (image, mask), in the design
-of DVN and SEAL. Evaluator (``evaluator.py``): mean IoU over images at threshold 0.5, global IoU beside it.
-Augmentation: random horizontal flips of image and mask together (``data.flip``).
+Output space: ``Mask``, a ``Binary`` sigmoid per pixel whose height and width are the batch's images'; its ``iou``
+cost (1 - soft IoU) is the task loss of the implicit method's CD and SSVM losses and its ``iou`` score DVN's
+regression target. Networks (``models.py``): a fully convolutional inference net and a convolutional energy over
+(image, mask), in the design of DVN and SEAL. Evaluator (``evaluator.py``): mean IoU over images at threshold 0.5,
+global IoU beside it. Augmentation: random horizontal flips of image and mask together (``data.flip``).
+
+Crops (``data.crop``, off by default): the protocol of SEAL's code. Its paper's text describes no crops; they are
+said to be DVN's (Gygli et al. 2017), whose text is not among the project's papers. Training batches are random
+``crop x crop`` windows of the images and their masks, one window per example, drawn by the epoch's data generator
+(so a resumed run sees the same crops). The networks are initialised on, and only ever see, windows of that size:
+the energy's dense layers are sized by it. A prediction is the method's own prediction (GBI included) on each
+window at the offsets ``data.crop_offsets`` (in both axes: 6 x 6 = 36 windows by default), the soft masks averaged
+per pixel over the windows that cover it (``average_over_crops``); the metric is computed on these full masks.
+
+Where SEAL's code (iesl/seal-neurips-2022; read, not copied) does this:
+``seal/dataset_readers/img_seg/weizmann_horse_seg_reader.py`` lines 15-24 (the 36 windows at offsets
+{0, 2, 3, 4, 6, 8} in both axes) and 46-55 (``RandomCrop`` of 24x24 in training; no flips anywhere);
+``seal/metrics/seg_iou.py`` lines 32-49 (sum of the windows' soft masks over the count of windows covering each
+pixel, then threshold 0.5); ``seal/modules/sampler/weizmann_horse_seg/inference_net.py`` lines 57-61 and
+``gradient_based_inference.py`` lines 32-61 (the task net and GBI run on the 36 windows as a batch);
+``seal/modules/weizmann_horse_seg_score_nn.py`` line 20 (the energy's first dense layer takes 128 x 6 x 6
+features: 24x24 windows only).
 
 Datasets (``data.name``): ``horses``, Weizmann horses (``horses.py``: reader, resizing, the seeded split).
 """
@@ -31,6 +48,11 @@ def default_config() -> ml_collections.ConfigDict:
   d.num_dev = 28              # the 327), all from a permutation of the ids seeded by split_seed
   d.split_seed = 0
   d.flip = True               # training batches: each image and its mask flipped left-right with probability 1/2
+  d.crop = 0                  # 0: full images in training and at test. c > 0 (a multiple of 4 below size; SEAL's 24
+                              # of 32): training on random c x c windows of image and mask, prediction averaged over
+                              # the windows at crop_offsets (module docstring); the metric is on full masks
+  d.crop_offsets = (0, 2, 3, 4, 6, 8)  # with crop: top and left offsets of the test windows, the same in both
+                              # axes (SEAL's 36 = 6 x 6); sorted, from 0 to size - crop, every pixel covered
   m = c.model = ml_collections.ConfigDict()
   m.channels = (64, 128, 128)  # inference net (FCN): channels of its three 5x5 convolutions (strides 1, 2, 2)
   m.kernel_size = 5           # convolution kernels of both networks
@@ -49,6 +71,68 @@ def flip(batch: dict, rng: np.random.Generator) -> dict:
   return out
 
 
+class Mask(Binary):
+  """Binary pixels, as many as the batch's images have: training crops and full prediction images differ."""
+
+  def shape(self, batch):
+    return tuple(batch['x'].shape[:3])
+
+
+def random_crop(batch: dict, rng: np.random.Generator, crop: int) -> dict:
+  """Each image and its mask cut to one ``crop x crop`` window, its top and left offsets uniform over every
+  position (one draw of each per example), like torchvision's ``RandomCrop`` in SEAL's reader."""
+  n, h, w = batch['y'].shape
+  tops = rng.integers(0, h - crop + 1, n)
+  lefts = rng.integers(0, w - crop + 1, n)
+  rows = (tops[:, None] + np.arange(crop))[:, :, None]  # [n, crop, 1]
+  cols = (lefts[:, None] + np.arange(crop))[:, None, :]  # [n, 1, crop]
+  examples = np.arange(n)[:, None, None]
+  out = dict(batch)
+  out['x'] = batch['x'][examples, rows, cols]
+  out['y'] = batch['y'][examples, rows, cols]
+  return out
+
+
+def average_over_crops(predict, batch: dict, crop: int, offsets) -> np.ndarray:
+  """``[B, H, W]``: ``predict`` (inputs -> relaxed masks) on the ``crop x crop`` window of every (top, left) in
+  ``offsets x offsets``, each pixel's soft values averaged over the windows that cover it (SEAL's
+  ``seg_iou.py``; every pixel must be covered)."""
+  x = batch['x']
+  n, h, w = x.shape[:3]
+  total = np.zeros((n, h, w), np.float64)
+  count = np.zeros((h, w), np.int64)
+  pred = None
+  for top in offsets:
+    for left in offsets:
+      pred = np.asarray(predict({**batch, 'x': x[:, top:top + crop, left:left + crop]}))
+      total[:, top:top + crop, left:left + crop] += pred
+      count[top:top + crop, left:left + crop] += 1
+  if not count.all():
+    raise ValueError(f'average_over_crops: offsets {tuple(offsets)} of {crop}x{crop} windows leave pixels of the '
+                     f'{h}x{w} image uncovered')
+  return (total / count).astype(pred.dtype)
+
+
+def check_crop(d) -> tuple[int, ...]:
+  """The test windows' offsets of ``data.crop`` (() when off); the errors name the field."""
+  crop = d.crop
+  if isinstance(crop, bool) or not isinstance(crop, int) or crop < 0:
+    raise ValueError(f'data.crop must be 0 (off) or a crop size, got {crop!r}')
+  if not crop:
+    return ()
+  if crop % 4 or crop >= d.size:
+    raise ValueError(f'data.crop={crop} must be a multiple of 4 (the networks downsample twice) below data.size='
+                     f'{d.size}')
+  offsets = tuple(d.crop_offsets)
+  margin = d.size - crop
+  if (not offsets or any(isinstance(o, bool) or not isinstance(o, int) for o in offsets)
+      or list(offsets) != sorted(set(offsets)) or offsets[0] != 0 or offsets[-1] != margin
+      or any(b - a > crop for a, b in zip(offsets, offsets[1:]))):
+    raise ValueError(f'data.crop_offsets={offsets} must be increasing integers from 0 to data.size - data.crop = '
+                     f'{margin}, no two more than data.crop apart (every pixel covered)')
+  return offsets
+
+
 def make_task(config) -> Task:
   d, m = config.data, config.model
   if d.name not in DATASETS:
@@ -60,6 +144,7 @@ def make_task(config) -> Task:
   for field in ('channels', 'energy_channels'):
     if len(m[field]) != 3 or any(not isinstance(c, int) or c < 1 for c in m[field]):
       raise ValueError(f'model.{field} must be three positive integers, got {tuple(m[field])}')
+  offsets = check_crop(d)
   splits, info = horses.load(d.data_dir, d.size, d.num_train, d.num_dev, d.split_seed)
 
   def make_inference_net(heads: int = 1):
@@ -68,5 +153,16 @@ def make_task(config) -> Task:
   def make_energy():
     return ConvEnergy(tuple(m.energy_channels), m.kernel_size, tuple(m.energy_hidden))
 
-  return Task(d.name, splits, Binary((d.size, d.size)), make_inference_net, make_energy, IoUEvaluator(),
-              score='iou', info=info, augment=flip if d.flip else None)
+  crop, flips = d.crop, d.flip
+
+  def crop_and_flip(batch, rng):
+    batch = random_crop(batch, rng, crop)  # the window, then the flip, both from the (seed, epoch) generator
+    return flip(batch, rng) if flips else batch
+
+  def crop_views(predict, batch):
+    return average_over_crops(predict, batch, crop, offsets)
+
+  augment = crop_and_flip if crop else flip if flips else None
+  predict_views = crop_views if crop else None
+  return Task(d.name, splits, Mask((d.size, d.size)), make_inference_net, make_energy, IoUEvaluator(),
+              score='iou', info=info, augment=augment, predict_views=predict_views)

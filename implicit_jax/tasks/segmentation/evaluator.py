@@ -34,5 +34,15 @@ class IoUEvaluator(Evaluator):
   def metrics(self, pred, split):
     return iou_scores(pred, split['y'])
 
+  def decisions(self, pred, split, calibration=None):
+    """``masks`` [N, H, W]: each pixel thresholded at ``THRESHOLD``, all that every metric here reads."""
+    return {'masks': np.asarray(pred) >= THRESHOLD}
+
+  def relaxed(self, decisions, split):
+    if decisions['masks'].shape != np.shape(split['y']):
+      raise ValueError(f'recorded masks of shape {decisions["masks"].shape}, the split\'s gold '
+                       f'{np.shape(split["y"])}: not the run\'s data')
+    return decisions['masks'].astype(np.float32)
+
   def describe(self, m):
     return f'mean IoU {m["mean_iou"]:.4f}, global IoU {m["global_iou"]:.4f}'

@@ -5,9 +5,13 @@ Layout of the data folder (the project's shared data, ``<data_dir>/weizmann_hors
     images/image-<id>.png   RGB (any size)
     masks/mask-<id>.png     grey, 0 background / 255 horse, the size of its image
 
-The 327 ids run from 0 to 327 with 317 absent. Each pair is resized to ``size x size``: the image bilinear, the
-mask nearest (a mask stays binary; a pixel is horse when its value is >= 128). Images are standardised per
-channel by the training split's mean and standard deviation.
+The 327 ids run from 0 to 327 with 317 absent. Other image formats are read too (``.jpg``, ``.jpeg``, ``.bmp``,
+``.gif``, ``.tif``, ``.tiff``, ``.webp``, any case); a file in ``images/`` not named so is skipped with a warning
+naming it. A mask is two-valued: 0 is background and the other value horse, whatever it is (255, 1, 100; in an
+RGB mask, any channel non-zero: a red mask on black), read at full size; a mask with more than two values (a JPEG
+mask, an anti-aliased edge), without a horse pixel, or with two values neither of which is 0 is an error naming the
+file. Each pair is resized to ``size x size``: the image bilinear, the mask nearest (a mask stays binary). Images
+are standardised per channel by the training split's mean and standard deviation.
 
 Split (``split_ids``): a permutation of the sorted ids by ``numpy.random.default_rng(split_seed)``, cut into
 ``num_train`` / ``num_dev`` / the rest for test. The defaults, 200 / 28 / 99, are the data README's suggested
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +31,8 @@ import numpy as np
 from implicit_jax.tasks import DATA_DIR_ENV
 
 FOLDER = 'weizmann_horse'
-_IMAGE = re.compile(r'image-(\d+)\.png$')
+EXTENSIONS = ('png', 'jpg', 'jpeg', 'bmp', 'gif', 'tif', 'tiff', 'webp')
+_NAMED = {kind: re.compile(rf'{kind}-(\d+)\.({"|".join(EXTENSIONS)})$', re.I) for kind in ('image', 'mask')}
 
 
 def resolve(data_dir: str) -> Path:
@@ -45,33 +51,83 @@ def resolve(data_dir: str) -> Path:
   return folder
 
 
+def _files(folder: Path, kind: str, warn: bool = True) -> dict[int, Path]:
+  """``{id: path}`` of ``folder``'s files named ``<kind>-<id>.<extension>``; two files for one id are an error, other
+  files are skipped with a warning naming them (a silently skipped image would shrink the data unseen)."""
+  found, skipped = {}, []
+  for name in sorted(os.listdir(folder)):
+    m = _NAMED[kind].match(name)
+    if m is None:
+      if not name.startswith('.'):  # .DS_Store and the like are not meant as data
+        skipped.append(name)
+      continue
+    i = int(m.group(1))
+    if i in found:
+      raise ValueError(f'{folder}: two files for id {i}, {found[i].name} and {name}: keep one')
+    found[i] = folder / name
+  if skipped and warn:
+    shown = ', '.join(skipped[:5]) + (f' (+{len(skipped) - 5} more)' if len(skipped) > 5 else '')
+    warnings.warn(f'{folder}: {len(skipped)} file(s) not named {kind}-<id>.<{"|".join(EXTENSIONS)}> are skipped: '
+                  f'{shown}', UserWarning, stacklevel=3)
+  return found
+
+
 def list_ids(folder: Path) -> list[int]:
   """The ids with an image, sorted; every image needs its mask."""
-  ids = sorted(int(m.group(1)) for name in os.listdir(folder / 'images') if (m := _IMAGE.match(name)))
-  if not ids:
-    raise ValueError(f'{folder / "images"}: no image-<id>.png files')
-  missing = [i for i in ids if not (folder / 'masks' / f'mask-{i}.png').is_file()]
+  images = _files(folder / 'images', 'image')
+  if not images:
+    raise ValueError(f'{folder / "images"}: no image-<id>.<{"|".join(EXTENSIONS)}> files')
+  masks = _files(folder / 'masks', 'mask')
+  missing = [i for i in sorted(images) if i not in masks]
   if missing:
     raise ValueError(f'{folder / "masks"}: no mask for image id(s) {missing[:5]} (expected mask-<id>.png)')
-  return ids
+  return sorted(images)
+
+
+def _path(folder: Path, kind: str, i: int) -> Path:
+  candidates = [folder / f'{kind}-{i}.{extension}' for extension in EXTENSIONS]
+  found = next((p for p in candidates if p.is_file()), None)
+  # Another case of the extension (.JPG), or none: the .png the error then names.
+  return found or _files(folder, kind, warn=False).get(i, candidates[0])
+
+
+def horse_pixels(mask, path: Path) -> np.ndarray:
+  """The horse of a mask image as a bool array [H, W] (module docstring: two values, 0 background)."""
+  if mask.mode in ('1', 'L', 'I', 'I;16', 'F'):
+    values = np.asarray(mask)
+  else:  # RGB, RGBA, palette, LA: a pixel is horse when any colour channel is non-zero (alpha is not read)
+    values = np.asarray(mask.convert('RGB')).max(axis=-1)
+  distinct = np.unique(values)
+  if len(distinct) > 2:
+    shown = ', '.join(f'{v:g}' for v in distinct[:6]) + (', ...' if len(distinct) > 6 else '')
+    raise ValueError(f'{path}: {len(distinct)} distinct values ({shown}); a mask holds two, 0 for background and '
+                     'one other for the horse (a JPEG mask blurs them: save masks as PNG)')
+  if distinct.max() == 0:
+    raise ValueError(f'{path}: no horse pixel (every pixel is 0); a mask marks the horse with a non-zero value')
+  if len(distinct) == 2 and distinct.min() != 0:
+    raise ValueError(f'{path}: its two values are {distinct[0]:g} and {distinct[1]:g}, neither 0: a mask has 0 for '
+                     'background')
+  return values != 0
 
 
 def read_pair(folder: Path, i: int, size: int) -> tuple[np.ndarray, np.ndarray]:
   """``(image [size, size, 3] uint8, mask [size, size] uint8 in {0, 1})`` of id ``i``."""
   from PIL import Image  # pylint: disable=import-outside-toplevel
-  image_path, mask_path = folder / 'images' / f'image-{i}.png', folder / 'masks' / f'mask-{i}.png'
+  image_path, mask_path = _path(folder / 'images', 'image', i), _path(folder / 'masks', 'mask', i)
   try:
     with Image.open(image_path) as im:
       image = im.convert('RGB')
     with Image.open(mask_path) as m:
-      mask = m.convert('L')
+      m.load()
+      mask = m.copy()
   except (OSError, SyntaxError) as e:  # PIL raises SyntaxError for some malformed PNGs
     raise ValueError(f'cannot read image pair {i} ({image_path}, {mask_path}): {e}') from None
   if image.size != mask.size:
     raise ValueError(f'{mask_path}: mask is {mask.size[0]}x{mask.size[1]} but its image {image_path.name} is '
                      f'{image.size[0]}x{image.size[1]}')
+  horse = Image.fromarray(horse_pixels(mask, mask_path).astype(np.uint8) * 255, 'L')
   image = np.asarray(image.resize((size, size), Image.Resampling.BILINEAR), np.uint8)
-  mask = np.asarray(mask.resize((size, size), Image.Resampling.NEAREST)) >= 128
+  mask = np.asarray(horse.resize((size, size), Image.Resampling.NEAREST)) >= 128
   return image, mask.astype(np.uint8)
 
 

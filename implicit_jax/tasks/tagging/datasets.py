@@ -34,7 +34,8 @@ from implicit_jax.tasks import DATA_DIR_ENV, SPLITS
 from implicit_jax.tasks.tagging import readers
 from implicit_jax.tasks.tagging.readers import PAD_ID, UNK_ID, Corpus, Sentence, TagIndex, Vocabulary
 
-__all__ = ['DATASETS', 'FEATURES', 'Benchmark', 'Loaded', 'encode', 'load', 'resolve_data_dir']
+__all__ = ['DATASETS', 'FEATURES', 'Benchmark', 'Loaded', 'encode', 'encode_tokens', 'feature_indices', 'load',
+           'resolve_data_dir']
 
 # NER+ inputs beside the words (CoNLL-2003's columns): first-letter capitalisation, POS tag, chunk tag.
 FEATURES = ('caps', 'pos', 'chunk')
@@ -94,9 +95,7 @@ def _pad(sentences: list[Sentence], vocab: Vocabulary, index: TagIndex, width: i
     x[i, :len(s.tokens)] = vocab.encode(s.tokens)
     y[i, :len(s.tags)] = index.encode(s.tags)
     for name, ids in features.items():
-      # caps is 0/1 per token: stored as 1/2 so that 0 stays padding, like the other features.
-      out[name][i, :len(s.tokens)] = ([v + 1 for v in s.features[name]] if ids is None
-                                      else [ids.get(v, 1) for v in s.features[name]])
+      out[name][i, :len(s.tokens)] = _feature_ids(s, name, ids)
   return {'x': x, 'y': y, 'mask': (y >= 0).astype(np.float32), **out}
 
 
@@ -123,11 +122,37 @@ def encode(corpus: Corpus, lowercase: bool = False, min_count: int = 1, pretrain
     extra = sorted({t.lower() if lowercase else t for sentences in splits.values() for s in sentences
                     for t in s.tokens} - known)
     vocab = Vocabulary(vocab.words + tuple(w for w in extra if w.lower() in pretrained), lowercase)
-  indices = {name: None if name == 'caps' else _feature_index(corpus, name) for name in features}
+  indices = feature_indices(corpus, features)
   sizes = {name: 3 if ids is None else len(ids) + 2 for name, ids in indices.items()}
   index = TagIndex(corpus.tags)
   width = max(len(s.tokens) for sentences in splits.values() for s in sentences)
   return {split: _pad(splits[split], vocab, index, width, indices) for split in SPLITS}, vocab, sizes
+
+
+def feature_indices(corpus: Corpus, features: tuple) -> dict:
+  """Each NER+ feature's value ids (``_feature_index``), None for ``caps`` (its ids are 1 + ``capitalised``)."""
+  return {name: None if name == 'caps' else _feature_index(corpus, name) for name in features}
+
+
+def encode_tokens(sentences: list[Sentence], vocab: Vocabulary, features: dict) -> dict:
+  """Padded model inputs of unlabeled sentences (their ``tags`` are not read) as the run's arrays hold them:
+  ``x``, ``mask`` and each feature of ``features`` (name -> value ids, None for ``caps``: what ``feature_indices``
+  gave the run; a value the run never saw is id 1), as wide as the longest sentence."""
+  n, width = len(sentences), max(len(s.tokens) for s in sentences)
+  x = np.full((n, width), PAD_ID, np.int32)
+  mask = np.zeros((n, width), np.float32)
+  out = {name: np.zeros((n, width), np.int32) for name in features}
+  for i, s in enumerate(sentences):
+    x[i, :len(s.tokens)] = vocab.encode(s.tokens)
+    mask[i, :len(s.tokens)] = 1.0
+    for name, ids in features.items():
+      out[name][i, :len(s.tokens)] = _feature_ids(s, name, ids)
+  return {'x': x, 'mask': mask, **out}
+
+
+def _feature_ids(s: Sentence, name: str, ids: dict | None) -> list[int]:
+  # caps is 0/1 per token: stored as 1/2 so that 0 stays padding, like the other features.
+  return [v + 1 for v in s.features[name]] if ids is None else [ids.get(v, 1) for v in s.features[name]]
 
 
 class Loaded(NamedTuple):
@@ -136,6 +161,7 @@ class Loaded(NamedTuple):
   tags: tuple
   vocab: Vocabulary
   feature_sizes: dict  # feature name -> ids it takes (padding 0 included)
+  feature_ids: dict = {}  # feature name -> {value: id} (None for caps): what a new file's columns are mapped by
 
 
 def load(name: str, data_dir: str = '', lowercase: bool = False, min_count: int = 1, pretrained=None,
@@ -150,6 +176,10 @@ def load(name: str, data_dir: str = '', lowercase: bool = False, min_count: int 
   benchmark = DATASETS[name]
   root = resolve_data_dir(name, data_dir)
   corpus = benchmark.loader(root)
+  for split, sentences in corpus.splits().items():
+    if not sentences:  # named here, where the file is known (encode's check has only the split)
+      raise ValueError(f'{root / benchmark.folder / benchmark.files[split]}: no sentences (one token per line, a '
+                       f'blank line after each sentence): dataset {name!r} reads its {split} split from this file')
   splits, vocab, sizes = encode(corpus, lowercase, min_count, pretrained, tuple(features))
   real = {split: arrays['mask'] > 0 for split, arrays in splits.items()}
   info = {
@@ -169,4 +199,4 @@ def load(name: str, data_dir: str = '', lowercase: bool = False, min_count: int 
       'num_tags': len(corpus.tags),
       'tags': list(corpus.tags),
   }
-  return Loaded(splits, info, tuple(corpus.tags), vocab, sizes)
+  return Loaded(splits, info, tuple(corpus.tags), vocab, sizes, feature_indices(corpus, tuple(features)))

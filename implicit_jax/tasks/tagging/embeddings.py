@@ -53,7 +53,14 @@ def _package_root() -> Path:
 
 
 def _read_folder(root: Path) -> Vectors:
-  import pyarrow.parquet as pq  # a dependency of tensorflow-datasets; only this format needs it
+  try:
+    import pyarrow.parquet as pq  # pylint: disable=import-outside-toplevel  # the nlp extra; only this format needs it
+  except ModuleNotFoundError as e:
+    if not (e.name or '').startswith('pyarrow'):
+      raise
+    raise ValueError(f"{root}: a GloVe folder's word list ({WORDS_FILE}) is read with pyarrow, which is not "
+                     "installed: pip install 'implicit_jax[nlp]' (or pyarrow), or set model.embeddings_path to a "
+                     "GloVe text file") from None
   for name in (VECTORS_FILE, WORDS_FILE):
     if not (root / name).is_file():
       raise FileNotFoundError(f'{root / name}: no such file (model.embeddings_path {str(root)!r} must hold '
@@ -62,6 +69,10 @@ def _read_folder(root: Path) -> Vectors:
   words = pq.read_table(root / WORDS_FILE).column(0).to_pylist()
   if len(words) != table.shape[0]:
     raise ValueError(f'{root}: {WORDS_FILE} has {len(words)} words but {VECTORS_FILE} has {table.shape[0]} rows')
+  bad = np.flatnonzero(~np.isfinite(table).all(axis=1))  # at load: else a NaN row surfaces later as a NaN loss
+  if bad.size:
+    raise ValueError(f'{root / VECTORS_FILE}: row {bad[0]} (the vector of {words[bad[0]]!r}) holds NaN or Inf; '
+                     f'{bad.size} row(s) do: repair or replace the vectors')
   return Vectors({w: i for i, w in enumerate(words)}, table, str(root))
 
 
@@ -79,6 +90,10 @@ def _read_text(path: Path) -> Vectors:
         row = np.asarray(parts[1:], np.float32)
       except ValueError:
         raise ValueError(f'{path}:{n}: not a GloVe line (word followed by {dim} numbers)') from None
+      if not np.isfinite(row).all():  # at load: else it surfaces much later as a NaN loss
+        k = int(np.argmin(np.isfinite(row)))
+        raise ValueError(f'{path}:{n}: the vector of {parts[0]!r} holds {parts[1 + k]} (number {k + 1} of {dim}): '
+                         'every value must be finite; repair or remove the line')
       index.setdefault(parts[0], len(rows))
       rows.append(row)
   if not rows:

@@ -26,7 +26,30 @@ def sentences(tag_ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
   return [row[keep] for row, keep in zip(np.asarray(tag_ids), real)]
 
 
-class AccuracyEvaluator(Evaluator):
+class ArgmaxDecisions:
+  """Decisions of a per-token argmax decoder (``Evaluator.decisions``): ``tags``, the argmax tag id of every real
+  token, sentence after sentence, and ``lengths``, each sentence's count of real tokens. ``relaxed`` gives the
+  one-hot rows of those tags, whose argmax is the same (np.argmax takes the first of tied maxima, as it did on
+  the original scores)."""
+
+  def decisions(self, pred, split, calibration=None):
+    real = np.asarray(split['mask']) > 0
+    tags = np.argmax(pred, axis=-1)[real]
+    return {'tags': tags.astype(np.uint8 if pred.shape[-1] <= 256 else np.int32),
+            'lengths': real.sum(axis=1).astype(np.int32)}  # xz squeezes the zero high bytes
+
+  def relaxed(self, decisions, split):
+    real = np.asarray(split['mask']) > 0
+    if not np.array_equal(real.sum(axis=1), decisions['lengths']):
+      raise ValueError('the split\'s sentence lengths differ from the recorded ones: not the run\'s data')
+    # Token accuracy knows no tag names: as many columns as the largest tag needs, which leaves every argmax as it is
+    num_tags = len(self.tag_names) if hasattr(self, 'tag_names') else int(decisions['tags'].max(initial=0)) + 1
+    out = np.zeros(real.shape + (num_tags,), np.float32)
+    out[real, decisions['tags'].astype(np.int64)] = 1.0
+    return out
+
+
+class AccuracyEvaluator(ArgmaxDecisions, Evaluator):
   """``accuracy`` selects the best epoch; no calibration (the relaxed output is decoded by argmax per token)."""
 
   select = 'accuracy'
@@ -38,7 +61,7 @@ class AccuracyEvaluator(Evaluator):
     return f'token accuracy {m["accuracy"]:.4f}'
 
 
-class ChunkF1Evaluator(Evaluator):
+class ChunkF1Evaluator(ArgmaxDecisions, Evaluator):
   """Chunk F1 of the argmax tags per token, read as BIOES chunks with ``tag_names`` (the task's tag names in the
   order of its tag ids), under both of ``chunks.SCHEMES``: ``f1_conlleval`` (with ``precision_conlleval``,
   ``recall_conlleval``), the papers' metric and the one reported first, and ``f1`` (``precision``, ``recall``),

@@ -32,6 +32,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from implicit_jax import batch as batch_lib
+
 ENCODERS = ('conv', 'bilstm')
 GLOBAL_ENERGIES = ('none', 'a', 'b', 'c')
 _TINY = 1e-12  # log(y_t^T ybar_t) of a relaxed y that gives the predicted tag no mass
@@ -74,6 +76,13 @@ class TagLanguageModel(nn.Module):
     return -jnp.sum(counted * jnp.log(jnp.maximum(likelihood, _TINY)), axis=-1)
 
 
+def word_table_name(frozen: bool, name: str) -> str:
+  """A word table's module name: with ``methods.FROZEN``'s suffix when it is fixed, so that no optimiser's weight
+  decay moves it (``methods.make_optimizer``); the stop_gradient on its lookup keeps every gradient off it."""
+  from implicit_jax.methods import FROZEN  # pylint: disable=import-outside-toplevel
+  return name + FROZEN if frozen else name
+
+
 class Encoder(nn.Module):
   """``(batch, train) -> b(x, t)`` [B, T, H]: embeddings and a ``conv`` or ``bilstm`` layer, zero on padding."""
 
@@ -86,6 +95,7 @@ class Encoder(nn.Module):
   embedding_init: Callable | None = None  # the word table's initial value (pretrained vectors), else Flax's
   features: tuple = ()                    # NER+: ((batch key, ids), ...) embedded and concatenated to the words
   feature_dim: int = 16                   # width of each feature's embedding
+  freeze_embeddings: bool = False         # the word table stays at its initial value (fixed pretrained vectors)
 
   @nn.compact
   def __call__(self, batch: dict, train: bool = False, key: jax.Array | None = None) -> jax.Array:
@@ -95,7 +105,10 @@ class Encoder(nn.Module):
     keys = (None, None) if key is None else tuple(jax.random.split(key))
     train = train or key is not None
     init = {} if self.embedding_init is None else {'embedding_init': self.embedding_init}
-    h = nn.Embed(self.vocab_size, self.embedding_dim, name='embed', **init)(batch['x'])
+    h = nn.Embed(self.vocab_size, self.embedding_dim, name=word_table_name(self.freeze_embeddings, 'embed'),
+                 **init)(batch['x'])
+    if self.freeze_embeddings:
+      h = jax.lax.stop_gradient(h)  # no gradient reaches the table; its name keeps AdamW's decay off it
     if self.features:
       h = jnp.concatenate([h] + [nn.Embed(n, self.feature_dim, name=f'embed_{name}')(batch[name])
                                  for name, n in self.features], axis=-1)
@@ -152,7 +165,8 @@ class SequenceEnergy(nn.Module):
     self.tlms = {name: TagLanguageModel(self.num_tags, self.tlm_hidden, name=f'tlm_{name}') for name in names}
     if self.global_energy == 'c':
       init = {} if self.encoder.embedding_init is None else {'embedding_init': self.encoder.embedding_init}
-      self.tlm_embed = nn.Embed(self.encoder.vocab_size, self.encoder.embedding_dim, **init)
+      embed = nn.Embed(self.encoder.vocab_size, self.encoder.embedding_dim, **init)
+      setattr(self, word_table_name(self.encoder.freeze_embeddings, 'tlm_embed'), embed)  # setup names it so
 
   def global_term(self, batch: dict, y: jax.Array) -> jax.Array:
     """The TLM energies of y [..., B, T, C], [..., B]."""
@@ -160,7 +174,11 @@ class SequenceEnergy(nn.Module):
     flat = y.reshape((-1, length, c))
     copies = flat.shape[0] // b
     lengths = jnp.tile(jnp.sum(batch['mask'] > 0, axis=-1).astype(jnp.int32), copies)
-    words = jnp.tile(self.tlm_embed(batch['x']), (copies, 1, 1)) if self.global_energy == 'c' else None
+    words = None
+    if self.global_energy == 'c':
+      frozen = self.encoder.freeze_embeddings
+      words = getattr(self, word_table_name(frozen, 'tlm_embed'))(batch['x'])
+      words = jnp.tile(jax.lax.stop_gradient(words) if frozen else words, (copies, 1, 1))
     total = 0.0
     for name, tlm in self.tlms.items():
       backward = name.endswith('backward')
@@ -175,7 +193,7 @@ class SequenceEnergy(nn.Module):
     # Training batches carry ``energy_dropout``, a key as data (methods.with_energy_key); evaluation batches do
     # not, and an encoder built without dropout ignores it.
     key = batch.get('energy_dropout') if self.encoder.dropout else None
-    return self.U(self.encoder(batch, key=None if key is None else jax.random.wrap_key_data(key))), self.W
+    return self.U(self.encoder(batch, key=None if key is None else batch_lib.from_data(key))), self.W
 
   def __call__(self, batch: dict, y: jax.Array) -> jax.Array:
     if y.shape[-1] != self.num_tags:

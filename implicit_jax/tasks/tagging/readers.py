@@ -68,6 +68,8 @@ __all__ = [
     'read_conll',
     'read_conll2003',
     'read_twitter_pos',
+    'read_unlabeled',
+    'sniff_format',
 ]
 
 StrPath = str | PathLike
@@ -188,6 +190,62 @@ def read_conll(path: StrPath, columns: Sequence[str], tag_column: str, *, separa
     rows.append(fields)
   flush()
   return sentences
+
+
+# Text to tag (the predict command line): CoNLL-style columns or raw text.
+INPUT_FORMATS = ('auto', 'conll', 'text')
+
+
+def sniff_format(lines: Sequence[str]) -> str:
+  """'conll' or 'text' for ``input_format='auto'``: a column file has a tab or a ``-DOCSTART-`` line, or the same
+  number of whitespace-separated fields on every line and a blank line between sentences; anything else is raw
+  text (one sentence per line, whose lines vary in length)."""
+  body = [line for line in lines if line.strip()]
+  if any('\t' in line or line.startswith(DOCSTART) for line in body):
+    return 'conll'
+  filled = [i for i, line in enumerate(lines) if line.strip()]
+  separated = bool(filled) and len(filled) < filled[-1] - filled[0] + 1  # a blank line between two non-blank ones
+  return 'conll' if separated and len({len(line.split()) for line in body}) == 1 else 'text'
+
+
+def read_unlabeled(path: StrPath, input_format: str = 'auto') -> tuple[list[Sentence], str]:
+  """Sentences to tag and the format they were read in (``INPUT_FORMATS``; 'auto' is ``sniff_format``).
+
+  ``conll``: one token per line in the first column, a blank line between sentences, ``-DOCSTART-`` lines dropped;
+  columns split on tabs when the file has one (Twitter POS: a token may hold a space), else on whitespace; every
+  column after the first is kept in ``Sentence.features['columns']`` (one tuple of fields per token), an existing
+  tag column included, for the caller to use or ignore. ``text``: one sentence per line, tokens split on
+  whitespace; blank lines are skipped. ``tags`` are empty and ``line`` is the sentence's first line.
+  """
+  if input_format not in INPUT_FORMATS:
+    raise ValueError(f'--format: unknown input format {input_format!r}; choose one of {INPUT_FORMATS}')
+  path = Path(path)
+  if not path.is_file():
+    raise FileNotFoundError(f'{path}: no such file')
+  lines = _read_lines(path)
+  fmt = sniff_format(lines) if input_format == 'auto' else input_format
+  sentences: list[Sentence] = []
+  if fmt == 'text':
+    for i, line in enumerate(lines):
+      if line.strip():
+        sentences.append(Sentence(tuple(line.split()), (), i + 1, {}))
+    return sentences, fmt
+  separator = '\t' if any('\t' in line for line in lines) else None
+  rows: list[list[str]] = []
+  first = 0
+  for i, line in enumerate(lines + ['']):
+    if not line.strip() or line.startswith(DOCSTART):
+      if rows:
+        sentences.append(Sentence(tuple(r[0] for r in rows), (), first, {'columns': tuple(tuple(r[1:]) for r in rows)}))
+        rows = []
+      continue
+    fields = line.split(separator)
+    if not fields[0]:
+      raise ValueError(f'{path}:{i + 1}: empty token field: {line!r} (a CoNLL line starts with its token)')
+    if not rows:
+      first = i + 1
+    rows.append(fields)
+  return sentences, fmt
 
 
 # --------------------------------------------------------------------------------------------------------------

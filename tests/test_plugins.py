@@ -1,0 +1,223 @@
+"""Plug-ins (implicit_jax/plugins.py): a task, a method and a solver named by their import paths, resolved by import
+wherever a config names them (training, a run's record), and one-line errors for paths that do not import or lack
+the protocol's names. The example task under examples/ is trained from the command line in test_examples.py."""
+
+import json
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+
+from implicit_jax import bilevel, methods, tasks
+from implicit_jax.engine import checkpoints, config as config_lib, data
+from tests.test_bilevel import rel_err, ridge_problem
+
+PACKAGE = 'plugin_fixture_pkg'  # a name no installed package has: created under a temporary folder below
+
+FILES = {
+    '__init__.py': '',
+    # A task outside the package: the synthetic task's module re-exported, and the same as an object in a module.
+    'tasks.py': '''
+        import types
+        from implicit_jax.tasks.mlc.synthetic import default_config, make_task
+        TASK = types.SimpleNamespace(default_config=default_config, make_task=make_task)
+        NOT_A_TASK = types.SimpleNamespace(default_config=default_config)
+        NO_MODEL = types.SimpleNamespace(default_config=lambda: {'data': {}}, make_task=make_task)
+    ''',
+    # A method with a section of its own: feed-forward training scaled by its weight.
+    'method.py': '''
+        import ml_collections
+        from implicit_jax.methods import feedforward
+        SECTION = 'scaled'
+        def default_config():
+          return ml_collections.ConfigDict({'weight': 1.0})
+        def build(task, config):
+          method = feedforward.build(task, config)
+          def train_step(state, batch, rng):
+            state, metrics = method.train_step(state, batch, rng)
+            return state, {'loss': config.scaled.weight * metrics['loss']}
+          return method._replace(train_step=train_step)
+    ''',
+    # A dense solve written against the solver protocol: the built-in 'dense' is its reference.
+    'solver.py': '''
+        import jax, jax.numpy as jnp
+        from jax.flatten_util import ravel_pytree
+        def solve(matvec, v, solver):
+          flat, unravel = ravel_pytree(v)
+          columns = jax.vmap(lambda e: ravel_pytree(matvec(unravel(e)))[0])(jnp.eye(flat.size, dtype=flat.dtype))
+          return unravel(jnp.linalg.solve(columns.T, flat)), {'iterations': flat.size}
+        def not_a_pair(matvec, v, solver):
+          return v
+    ''',
+    'broken_dependency.py': 'import no_such_module_anywhere\n',
+    'syntax_error.py': 'def build(:\n',
+    'no_build.py': 'SECTION = None\n',
+    'returns_a_dict.py': 'def build(task, config):\n  return {}\n',
+    'section_without_defaults.py': '''
+        SECTION = 'fresh'
+        def build(task, config):
+          raise AssertionError('not reached')
+    ''',
+}
+
+
+@pytest.fixture(scope='module', autouse=True)
+def plugin_package(tmp_path_factory):
+  """The fixture package on sys.path for this module's tests (a user's PYTHONPATH), removed afterwards."""
+  root = tmp_path_factory.mktemp('plugins')
+  (root / PACKAGE).mkdir()
+  for name, text in FILES.items():
+    (root / PACKAGE / name).write_text(textwrap.dedent(text))
+  sys.path.insert(0, str(root))
+  yield root
+  sys.path.remove(str(root))
+  for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + '.')]:
+    del sys.modules[name]
+
+
+def tiny(task=f'{PACKAGE}.tasks', method='feedforward'):
+  config = config_lib.base_config(task, method)
+  config.data.update(num_features=8, num_groups=2, group_size=3, num_train=64, num_dev=32, num_test=32)
+  config.batch_size = 16
+  return config
+
+
+@pytest.mark.parametrize('path', [f'{PACKAGE}.tasks', f'{PACKAGE}.tasks.TASK'])
+def test_a_task_module_or_object_is_named_by_its_import_path(path):
+  config = tiny(task=path)
+  config_lib.check(config)
+  task = tasks.get_task(config)
+  assert task.name == 'synthetic' and task.splits['train']['x'].shape == (64, 8)
+
+
+def test_a_method_with_its_own_section_is_configured_recorded_and_read_back():
+  config = tiny(method=f'{PACKAGE}.method')
+  config.scaled.weight = 3.0
+  config_lib.check(config)
+  record = config_lib.recorded(config)
+  assert record['task'] == f'{PACKAGE}.tasks' and record['method'] == f'{PACKAGE}.method'
+  assert record['scaled'] == {'weight': 3.0} and 'implicit' not in record  # its section, not the others'
+  back = config_lib.load(json.loads(json.dumps(record)))
+  assert back.scaled.weight == 3.0 and config_lib.compare(record, back) == []
+  # The plug-in's step is the one that runs: its loss is the feed-forward loss scaled by the section's weight.
+  task = tasks.get_task(config)
+  batch = next(data.train_batches(task, 16, np.random.default_rng(0)))
+  losses = {}
+  for weight in (1.0, 3.0):
+    config.scaled.weight = weight
+    method = methods.build(task, config)
+    losses[weight] = float(method.train_step(method.init(jax.random.key(0)), batch, jax.random.key(1))[1]['loss'])
+  np.testing.assert_allclose(losses[3.0], 3.0 * losses[1.0], rtol=1e-6)
+
+
+def test_a_plugin_method_needs_its_section_in_the_config():
+  config = tiny()  # built for feedforward: no 'scaled' section
+  config.method = f'{PACKAGE}.method'
+  message = (r"config\.scaled: missing, the section method 'plugin_fixture_pkg\.method' reads; start the config "
+             r"from base_config\(task, 'plugin_fixture_pkg\.method'\)")
+  with pytest.raises(ValueError, match=message):
+    config_lib.check(config)
+
+
+def test_a_plugin_solver_gives_the_hypergradient_of_the_built_in_dense_solve(x64):
+  l_aux, l_prim, theta_star, phi, batch, exact = ridge_problem()
+  grads = {}
+  for name in ('dense', f'{PACKAGE}.solver', f'{PACKAGE}.solver.solve'):
+    grads[name], info = bilevel.hypergradient(l_prim, l_aux, theta_star(phi), phi, batch, bilevel.Solver(name))
+    assert info['residual'] < 1e-8  # the engine's residual check of the plug-in's u
+  assert rel_err(grads[f'{PACKAGE}.solver'], exact) < 1e-6
+  assert rel_err(grads[f'{PACKAGE}.solver'], grads['dense']) < 1e-10
+  assert float(info['iterations']) == 6  # what the plug-in reported
+
+
+def test_a_plugin_solver_that_breaks_the_protocol_is_named():
+  l_aux, l_prim, theta_star, phi, batch, _ = ridge_problem()
+  with pytest.raises(ValueError, match=r"solver\.name: 'plugin_fixture_pkg\.solver\.not_a_pair' returned a dict, "
+                                       r"not \(u, info: dict\)"):
+    bilevel.hypergradient(l_prim, l_aux, theta_star(phi), phi, batch,
+                          bilevel.Solver(f'{PACKAGE}.solver.not_a_pair'))
+
+
+def test_the_implicit_method_trains_with_a_plugin_solver():
+  config = tiny(method='implicit')
+  config.implicit.solver.name = f'{PACKAGE}.solver'
+  config.implicit.inner_steps = 1
+  task = tasks.get_task(config)
+  method = methods.build(task, config)
+  batch = next(data.train_batches(task, 16, np.random.default_rng(0)))
+  _, metrics = jax.jit(method.train_step)(method.init(jax.random.key(0)), batch, jax.random.key(1))
+  assert np.isfinite(float(metrics['loss_prim'])) and float(metrics['implicit_norm']) > 0
+
+
+BAD = [
+    ('task', 'no_such_task_module',
+     "config.task: unknown task 'no_such_task_module'; choose one of ['citations', 'mlc', 'segmentation', "
+     "'synthetic', 'tagging'] or the import path of a plug-in (no module named 'no_such_task_module': is its "
+     "folder on PYTHONPATH, or its package installed?)"),
+    ('task', f'{PACKAGE}.missing.deeper',
+     f"config.task: cannot import '{PACKAGE}.missing.deeper': no module named '{PACKAGE}.missing', and '{PACKAGE}' "
+     "has no attribute 'missing'"),
+    ('task', f'{PACKAGE}.tasks.NO_SUCH_OBJECT',
+     f"config.task: cannot import '{PACKAGE}.tasks.NO_SUCH_OBJECT': no module named '{PACKAGE}.tasks.NO_SUCH_OBJECT', "
+     f"and '{PACKAGE}.tasks' has no attribute 'NO_SUCH_OBJECT'"),
+    ('task', f'{PACKAGE}.tasks.NOT_A_TASK',
+     f"config.task: '{PACKAGE}.tasks.NOT_A_TASK' does not provide make_task (a task exports default_config() and "
+     "make_task(config); see implicit_jax/plugins.py)"),
+    ('task', f'{PACKAGE}.tasks.NO_MODEL',
+     f"config.task: '{PACKAGE}.tasks.NO_MODEL': default_config() must hold exactly the sections data and model, got "
+     "['data']"),
+    ('task', 'not a path', "config.task: unknown task 'not a path'; choose one of"),
+    ('method', f'{PACKAGE}.broken_dependency',
+     f"config.method: importing '{PACKAGE}.broken_dependency' failed: No module named 'no_such_module_anywhere'"),
+    ('method', f'{PACKAGE}.syntax_error',
+     f"config.method: importing '{PACKAGE}.syntax_error' failed: SyntaxError: "),
+    ('method', f'{PACKAGE}.no_build',
+     f"config.method: '{PACKAGE}.no_build' does not provide build (a method exports build(task, config) -> "
+     "methods.Method; see implicit_jax/plugins.py)"),
+    ('method', f'{PACKAGE}.returns_a_dict',
+     f"config.method: '{PACKAGE}.returns_a_dict': build() returned a dict, not an implicit_jax.methods.Method"),
+    ('method', f'{PACKAGE}.section_without_defaults',
+     f"config.method: '{PACKAGE}.section_without_defaults' reads the new section 'fresh' but does not provide "
+     "default_config()"),
+    ('implicit.solver.name', 'no_such_solver_module',
+     "implicit.solver.name: unknown inverse-HVP solver 'no_such_solver_module'; choose one of ['cg', 'dense', "),
+    ('implicit.solver.name', f'{PACKAGE}',
+     f"implicit.solver.name: '{PACKAGE}' does not provide solve (a solver is a callable solve(matvec, v, solver) -> "
+     "(u, info), or a module that exports solve"),
+]
+
+
+@pytest.mark.parametrize('field,value,message', BAD, ids=[f'{f}={v}' for f, v, _ in BAD])
+def test_a_bad_plugin_is_named_in_one_line(field, value, message):
+  """Each error is a ValueError (the command lines print it as one line) that names the config field."""
+  def build():
+    config = tiny(method='implicit' if field.startswith('implicit.') else 'feedforward')
+    if field == 'method':
+      config = config_lib.base_config(config.task, value)  # what a config file for the method would do
+    else:
+      config.update_from_flattened_dict({field: value})
+    config_lib.check(config)
+    methods.build(tasks.get_task(config), config)
+
+  with pytest.raises(ValueError) as error:
+    build()
+  assert str(error.value).startswith(message)
+  assert '\n' not in str(error.value)
+
+
+def test_a_run_whose_plugin_no_longer_imports_is_named_when_read_back(tmp_path):
+  """``evaluate`` and ``predict`` read a run through load_trained: a recorded path that does not import (the
+  folder left PYTHONPATH) is named before anything else."""
+  record = config_lib.recorded(tiny())
+  record['task'] = 'gone_from_pythonpath'
+  (tmp_path / 'config.json').write_text(json.dumps(record))
+  with pytest.raises(ValueError, match=r"^config\.task: unknown task 'gone_from_pythonpath'; .*is its folder on "
+                                       r"PYTHONPATH"):
+    checkpoints.load_trained(str(tmp_path))
+
+
+def test_a_built_in_alias_wins_over_a_module_of_the_same_name():
+  assert tasks.family('synthetic').__name__ == 'implicit_jax.tasks.mlc.synthetic'
+  assert methods.plugin('implicit') is None and methods.section_of('implicit') == 'implicit'

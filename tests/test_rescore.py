@@ -1,0 +1,130 @@
+"""Run records keep compact predictions, and scripts/rescore.py recomputes their figures from them alone."""
+
+import json
+
+import numpy as np
+import pytest
+
+from implicit_jax import tasks
+from implicit_jax.engine import predictions
+from implicit_jax.experiments import records
+from scripts import rescore, reproduce_tagging
+from tests.conftest import load_config
+from tests.test_tagging_task import make_data_dir, tiny_config as tagging_fixture_config
+
+
+def test_codec_round_trips_every_kind_of_array():
+  rng = np.random.default_rng(0)
+  for value in (rng.integers(0, 17, (5, 7)).astype(np.uint8), rng.random((3, 4, 5)) > 0.5,
+                rng.random(9).astype(np.float32), np.zeros((0, 3), np.int32), np.array('<f4')):
+    back = predictions.decode(json.loads(json.dumps(predictions.encode(value))))
+    assert back.dtype == value.dtype and back.shape == value.shape and np.array_equal(back, value)
+
+
+def test_multilabel_bins_keep_every_comparison_the_evaluator_makes():
+  """Scores on and next to every cut, in float32: the relaxed scores agree with them at every grid threshold, in
+  float64 (numpy scalars) and in float32 (Python floats), so F1 at 0.5 and tuned are the same."""
+  from implicit_jax.tasks.mlc.evaluator import GRID, F1Evaluator  # pylint: disable=import-outside-toplevel
+  ev = F1Evaluator()
+  near = [np.nextafter(np.float32(t), np.float32(d)) for t in GRID for d in (-1, 1)]
+  scores = np.array(near + [np.float32(t) for t in GRID] + [0.0, 1.0, 0.5], np.float32).reshape(-1, 1)
+  gold = {'y': (np.arange(len(scores)) % 2).astype(np.float32).reshape(-1, 1)}
+  back = ev.relaxed(ev.decisions(scores, gold), gold)
+  assert back.dtype == np.float32
+  for t in GRID:
+    assert np.array_equal(back >= t, scores >= t) and np.array_equal(back >= float(t), scores >= float(t))
+  assert ev.final(back, gold, back, gold) == ev.final(scores, gold, scores, gold)
+  # a split scored under a tuned threshold keeps the comparisons at it and at 0.5 only
+  for t in GRID:
+    kept = ev.relaxed(ev.decisions(scores, gold, {'threshold': float(t)}), gold)
+    for cut in (0.5, float(t)):
+      assert np.array_equal(kept >= cut, scores >= cut)
+      assert np.array_equal(kept >= np.float64(cut), scores >= np.float64(cut))
+
+
+@pytest.fixture(scope='module')
+def conll_dir(tmp_path_factory):
+  return make_data_dir(tmp_path_factory.mktemp('rescore_data'))
+
+
+def _config(kind, conll_dir):
+  if kind == 'ner-fixture':
+    config = tagging_fixture_config('conll2003', conll_dir)  # chunk F1, conlleval's and strict
+    config.num_epochs = 2
+    return config
+  config = load_config(kind)
+  config.method = 'feedforward'
+  return config
+
+
+def _alter(kind, block, task):
+  """The record's predictions with one test decision changed so that it now disagrees with the gold one where it
+  agreed (or agrees where it did not): every figure computed from it must move."""
+  decisions = predictions.unpack(block)['test']
+  gold = task.splits['test']
+  key = {'tiny': 'bins', 'tiny_horses': 'masks'}.get(kind, 'tags')
+  value = decisions[key].copy()
+  if key == 'bins':  # one (example, label): a bin above 0.5's cut if it was below, bin 0 if it was above
+    cut = int(np.searchsorted(decisions['cuts'], 0.5, side='right'))
+    i, j = np.argwhere(gold['y'] > 0.5)[0]
+    value[i, j] = 0 if value[i, j] >= cut else len(decisions['cuts'])
+  elif key == 'masks':
+    value[0, 0, 0] = ~value[0, 0, 0]
+  else:
+    real = gold['y'][gold['mask'] > 0]
+    value[0] = real[0] if value[0] != real[0] else (real[0] + 1) % 3
+  block['test']['decisions'][key] = predictions.encode(value)
+
+
+@pytest.mark.parametrize('kind', ['tiny', 'tiny_tagging', 'tiny_horses', 'ner-fixture'])
+def test_a_tiny_run_is_rescored_from_its_record(tmp_path, conll_dir, kind, capsys):
+  """Trained and recorded as the reproduce scripts do (reproduce_tagging.train_and_record: train_and_evaluate,
+  records.stamp, records.write); every figure rescored from the record matches to 1e-6, and one altered test
+  decision is a mismatch (exit status 1)."""
+  config = _config(kind, conll_dir)
+  out = tmp_path / 'run.json'
+  reproduce_tagging.train_and_record(config, str(tmp_path / 'workdir'), out)
+  record = records.load(out)
+  assert set(record['predictions']) == {'format', 'dev', 'test'}
+  rows = rescore.figures(record)
+  names = [name for name, _, _ in rows]
+  assert len(rows) >= 2 and any(n.startswith('test_') for n in names) and any(n.startswith('dev_') for n in names)
+  for name, recorded, rescored in rows:
+    assert recorded != 'not recorded', name
+    assert rescore.matches(recorded, rescored, 1e-6), (name, recorded, rescored)
+  if kind == 'tiny':  # test decisions kept at 0.5 and the dev-tuned threshold only
+    assert ('test decisions kept for', {'threshold': record['threshold']}, {'threshold': record['threshold']}) in rows
+  if kind == 'ner-fixture':
+    assert {'test_f1', 'test_f1_conlleval', 'test_accuracy'} <= set(names)
+  assert rescore.main([str(out)]) == 0
+  assert 'MISMATCH' not in capsys.readouterr().out
+
+  altered = json.loads(out.read_text())
+  _alter(kind, altered['predictions'], tasks.get_task(config))
+  bad = tmp_path / 'altered.json'
+  bad.write_text(json.dumps(altered))
+  assert rescore.main([str(bad)]) == 1
+  assert 'MISMATCH' in capsys.readouterr().out
+
+
+def test_other_gold_data_is_refused_and_old_records_are_listed(tmp_path, conll_dir, capsys):
+  config = tagging_fixture_config('conll2003', conll_dir)
+  out = tmp_path / 'run.json'
+  reproduce_tagging.train_and_record(config, str(tmp_path / 'workdir'), out)
+  # the same files with the test split's last sentence gone: the recorded gold digests catch it
+  other = make_data_dir(tmp_path / 'other')
+  testb = other / 'conll2003' / 'eng.testb'
+  testb.write_text(testb.read_text().rstrip('\n').rsplit('\n\n', 1)[0] + '\n')
+  assert rescore.main([str(out), f'--data_dir={other}']) == 1
+  assert 'differ from the run\'s' in capsys.readouterr().out
+  old = json.loads(out.read_text())
+  del old['predictions']
+  (tmp_path / 'old.json').write_text(json.dumps(old))
+  assert rescore.main([str(tmp_path / 'old.json')]) == 1  # nothing could be rescored
+  assert 'no predictions' in capsys.readouterr().out
+  assert rescore.main([str(out), str(tmp_path / 'old.json')]) == 0
+
+
+def test_a_fresh_result_without_predictions_is_not_stamped():
+  with pytest.raises(ValueError, match='holds no predictions'):
+    records.stamp({'task': 'x', 'test_f1': 0.5})
