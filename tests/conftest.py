@@ -32,7 +32,6 @@ def full_opt_env(**extra) -> dict:
   env['XLA_FLAGS'] = env.get('XLA_FLAGS', '').replace(FAST_XLA, '').strip()
   return env
 
-import jax  # pylint: disable=wrong-import-position
 import pytest  # pylint: disable=wrong-import-position
 
 ROOT = Path(__file__).resolve().parents[1]

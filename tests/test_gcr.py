@@ -12,7 +12,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from implicit_jax import bilevel
-from tests.test_bilevel import dense_hessian, flat64, rel_err, spen_problem
+from implicit_jax.testing import dense_hessian, flat64, rel_err, spen_problem
 
 
 def coupled_quadratic(n=30, m=7, seed=6, spectrum=(-3.0, 5.0)):

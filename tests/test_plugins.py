@@ -12,7 +12,7 @@ import pytest
 
 from implicit_jax import bilevel, methods, tasks
 from implicit_jax.engine import checkpoints, config as config_lib, data
-from tests.test_bilevel import rel_err, ridge_problem
+from implicit_jax.testing import rel_err, ridge_problem
 
 PACKAGE = 'plugin_fixture_pkg'  # a name no installed package has: created under a temporary folder below
 

@@ -17,9 +17,9 @@ import pytest
 from implicit_jax import bilevel, methods, tasks
 from implicit_jax.engine import data
 from implicit_jax.methods import implicit
-from tests.conftest import float64, load_config
+from tests.conftest import load_config
 # The problem is shared with scripts/gradient_checks.py, which reports these checks as numbers.
-from implicit_jax.testing import PROX_LAMBDA as LAMBDA, PROX_MU as MU, PROX_T_INNER as T_INNER  # pylint: disable=unused-import
+from implicit_jax.testing import PROX_MU as MU, PROX_T_INNER as T_INNER
 from implicit_jax.testing import dense_hessian, rel_err
 from implicit_jax.testing import proximal_problem as problem
 from tests.test_bilevel import assert_directional_fd

@@ -14,7 +14,7 @@ from implicit_jax.engine import data, train
 from implicit_jax.methods import implicit
 from implicit_jax.tasks.tagging import synthetic
 from tests.conftest import load_config
-from tests.test_bilevel import flat64
+from implicit_jax.testing import flat64
 
 
 @pytest.fixture(scope='module')

@@ -23,7 +23,7 @@ from implicit_jax import bilevel, methods, tasks
 from implicit_jax.engine import data
 from implicit_jax.methods import implicit
 from tests.conftest import float64, load_config
-from tests.test_bilevel import dense_hessian, newton_solver, rel_err
+from implicit_jax.testing import dense_hessian, newton_solver, rel_err
 
 WEIGHT_DECAY = 0.05
 
