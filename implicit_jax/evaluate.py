@@ -19,11 +19,6 @@ from implicit_jax.engine import checkpoints, cli, config as config_lib
 from implicit_jax.spaces.binary import Binary
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
-flags.DEFINE_enum('split', 'test', ['train', 'dev', 'test', 'all'], 'Split to score.')
-flags.DEFINE_string('data_dir', None, 'Override config.data.data_dir (the run\'s data moved).')
-flags.DEFINE_bool('json', False, 'Print one JSON object instead of a table.')
-flags.mark_flags_as_required(['workdir'])
 
 
 def _warn_never_positive(task, split: str, y) -> None:
@@ -78,5 +73,16 @@ def main(argv):
     print(f'{split:6} ' + ' '.join(cells))
 
 
+def define_flags() -> None:
+  """The command line's flags, defined when run as a program only: evaluate and predict define some of the same
+  names, and a process importing both as libraries (a test session, a notebook) would see them defined twice."""
+  flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
+  flags.DEFINE_enum('split', 'test', ['train', 'dev', 'test', 'all'], 'Split to score.')
+  flags.DEFINE_string('data_dir', None, 'Override config.data.data_dir (the run\'s data moved).')
+  flags.DEFINE_bool('json', False, 'Print one JSON object instead of a table.')
+  flags.mark_flags_as_required(['workdir'])
+
+
 if __name__ == '__main__':
+  define_flags()
   cli.run(main)

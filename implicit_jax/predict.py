@@ -28,15 +28,6 @@ from implicit_jax import tasks
 from implicit_jax.engine import checkpoints, cli
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
-flags.DEFINE_string('input', None, 'A .npy feature matrix, or a file in the run\'s dataset format.')
-flags.DEFINE_string('output', None, 'Where to write predictions (default: stdout).')
-flags.DEFINE_string('threshold', 'tuned', '"tuned" (the run\'s dev-tuned threshold) or a number in (0, 1).')
-flags.DEFINE_string('data_dir', None, 'Override config.data.data_dir (label names, scaling statistics).')
-flags.DEFINE_bool('scores', False, 'Write relaxed outputs instead of decoded ones.')
-flags.DEFINE_enum('format', 'auto', ['auto', 'conll', 'text'],
-                  'Tagging runs: the input is CoNLL columns or raw text (a sentence per line); auto tells them apart.')
-flags.mark_flags_as_required(['workdir', 'input'])
 
 
 def _threshold(spec: str, run) -> float:
@@ -123,5 +114,21 @@ def main(argv):
     sys.stdout.write(text)
 
 
+def define_flags() -> None:
+  """The command line's flags, defined when run as a program only: evaluate and predict define some of the same
+  names, and a process importing both as libraries (a test session, a notebook) would see them defined twice."""
+  flags.DEFINE_string('workdir', None, 'Training workdir (holds config.json and checkpoints).')
+  flags.DEFINE_string('input', None, 'A .npy feature matrix, or a file in the run\'s dataset format.')
+  flags.DEFINE_string('output', None, 'Where to write predictions (default: stdout).')
+  flags.DEFINE_string('threshold', 'tuned', '"tuned" (the run\'s dev-tuned threshold) or a number in (0, 1).')
+  flags.DEFINE_string('data_dir', None, 'Override config.data.data_dir (label names, scaling statistics).')
+  flags.DEFINE_bool('scores', False, 'Write relaxed outputs instead of decoded ones.')
+  flags.DEFINE_enum('format', 'auto', ['auto', 'conll', 'text'],
+                    'Tagging runs: the input is CoNLL columns or raw text (a sentence per line); auto tells '
+                    'them apart.')
+  flags.mark_flags_as_required(['workdir', 'input'])
+
+
 if __name__ == '__main__':
+  define_flags()
   cli.run(main)

@@ -25,8 +25,7 @@ if importlib.util.find_spec('implicit_jax') is None:
 
 CONFIG = '''\
 import os, tempfile
-from implicit_jax.engine import checkpoints, config as config_lib, plots, train
-from implicit_jax.tasks.mlc import analysis
+from implicit_jax.engine import checkpoints, config as config_lib, train
 
 # 'bibtex' (a few minutes on a CPU; the data ships inside the package) or 'tiny' (seconds, synthetic data).
 WHICH = os.environ.get('IMPLICIT_JAX_NOTEBOOK_CONFIG', 'bibtex')
@@ -52,7 +51,8 @@ QUICKSTART = [
              'print(scores)\n'
              "assert abs(scores['at_tuned']['example_f1'] - result['test_f1_tuned']) < 1e-9"),
     ('markdown', '## Training curves'),
-    ('code', "plots.plot_training_curves(result, os.path.join(workdir, 'curves.png'), skip=('dev_threshold',))\n"
+    ('code', 'from implicit_jax.engine import plots\n'
+             "plots.plot_training_curves(result, os.path.join(workdir, 'curves.png'), skip=('dev_threshold',))\n"
              'from IPython.display import Image\n'
              "Image(os.path.join(workdir, 'curves.png'))"),
 ]
@@ -66,7 +66,8 @@ ENERGY = [
     ('code', CONFIG),
     ('code', "result = train.train_and_evaluate(config, workdir)  # resumes or reuses a finished run\n"
              'run = checkpoints.load_trained(workdir)'),
-    ('code', "x, y = run.task.splits['train']['x'], run.task.splits['train']['y']\n"
+    ('code', 'from implicit_jax.tasks.mlc import analysis\n'
+             "x, y = run.task.splits['train']['x'], run.task.splits['train']['y']\n"
              "energy = run.modules['energy']\n"
              'score_hessian = -analysis.energy_hessian_y(energy.apply, run.params[\'phi\'], x, y)\n'
              'cooc = analysis.label_cooccurrence(y)\n'

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 
 import ml_collections
 from absl import app, flags
@@ -86,6 +87,9 @@ def run(main) -> None:
   and status 130."""
 
   def guarded(argv):
+    # A user's warning (a label XML that disagrees with -C, a never-positive label) is one line too: Python's
+    # default adds the source line that issued it, which names our code, not the user's file.
+    warnings.formatwarning = lambda message, category, *_: f'warning: {message}\n'
     try:
       main(argv)
     except USER_ERRORS as e:
