@@ -115,7 +115,7 @@ def build_table(scale: str = 'half') -> str:
     title = '## At the published width, long schedule (`--scale=full`)'
     schedule = (f'**Published channels {tuple(cfg["model"]["channels"])}** (energy '
                 f'{tuple(cfg["model"]["energy_channels"])}), {cfg["num_epochs"]} epochs of batch {cfg["batch_size"]} '
-                f'({max(r["steps"] for rs in runs.values() for r in rs)} steps), otherwise configs/horses.py; best '
+                f'({any_run["steps"]} steps), otherwise configs/horses.py; best '
                 'epoch on dev mean IoU. Dev curves (mean over seeds): '
                 '![dev curves](horses/curves_full.png).')
   lines = [
@@ -176,6 +176,16 @@ def build_table(scale: str = 'half') -> str:
       lines.append(f'- {SYSTEMS[system][0]} minus FCN, paired by seed (test mean IoU): '
                    + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
                    + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
+  if scale != 'half':  # the implicit paper's claim is over SEAL too: the same pairing against its rows here
+    cd = {r['seed']: r['test_mean_iou'] for r in runs.get('implicit-cd', [])}
+    for system in ('seal-regression', 'seal-regression-crops'):
+      other = {r['seed']: r['test_mean_iou'] for r in runs.get(system, [])}
+      seeds = sorted(set(cd) & set(other))
+      if seeds:
+        diffs = [100 * (cd[s] - other[s]) for s in seeds]
+        lines.append(f'- {SYSTEMS["implicit-cd"][0]} minus {SYSTEMS[system][0]}, paired by seed (test mean IoU): '
+                     + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
+                     + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
   for system in CROPS_SYSTEMS:  # what the crops change, system by system
     base = {r['seed']: r['test_mean_iou'] for r in runs.get(system[:-len('-crops')], [])}
     other = {r['seed']: r['test_mean_iou'] for r in runs.get(system, [])}
