@@ -37,7 +37,11 @@ def _final_state(workdir):
 
 
 def _comparable(metrics):
-  return {k: v for k, v in metrics.items() if k != 'train_seconds'}
+  """metrics.json but for the seconds and the config's provenance (config_file: the --config of a command-line
+  run, empty for one built in Python), which say how a run was made, not what it computed."""
+  out = {k: v for k, v in metrics.items() if k != 'train_seconds'}
+  out['config'] = {k: v for k, v in out.get('config', {}).items() if k != 'config_file'}
+  return out
 
 
 def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path):
