@@ -19,18 +19,18 @@ from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-posi
 
 def main():
   p = common.parser(__doc__)
-  p.add_argument('--steps', type=int, default=20, help='GBI steps (default 20, config.spen.gbi.steps)')
+  p.add_argument('--steps', type=int, default=20, help='GBI steps (default 20, config.gbi.steps)')
   p.add_argument('--batch', type=int, default=1024, help='test rows per call (default 1024)')
   args = p.parse_args()
   m = common.machine()
   config = common.load_config('bibtex')
-  config.spen.gbi.steps = args.steps
+  config.gbi.steps = args.steps
   task = tasks.get_task(config)
   method = methods.build(task, config)
   params = method.init(jax.random.key(0)).params
   x = {'x': np.asarray(task.splits['test']['x'][:args.batch])}
   feed_forward = xla_options.jit(method.predict)
-  gbi = xla_options.jit(inference.predictor(task.space, method.modules['energy'], config.spen.gbi))
+  gbi = xla_options.jit(inference.predictor(task.space, method.modules['energy'], config.gbi))
   times = common.time_interleaved({'feed-forward A_theta(x)': lambda: feed_forward(params, x),
                                    f'GBI, {args.steps} steps': lambda: gbi(params['phi'], x)}, args.reps)
   rows, rates = [], {}
@@ -42,7 +42,7 @@ def main():
 
 {common.section_header(m)}
 bibtex model, {len(x['x'])} test rows per call, same energy for GBI (projected gradient from 0.5, step
-{config.spen.gbi.step_size}). Median of {args.reps} interleaved calls.
+{config.gbi.step_size}). Median of {args.reps} interleaved calls.
 
 {common.table(['prediction', 'median (ms)', 'p25-p75 (ms)', 'examples/s'], rows)}
 

@@ -69,7 +69,7 @@ def main():
 
   # GBI against the feed-forward net on one energy: the implicit method's A_theta(x) and E_phi.
   config, method, state = built['implicit CD']
-  gbi_cfg = config.dvn.gbi
+  gbi_cfg = config.gbi
   feed_forward = xla_options.jit(method.predict)
   gbi = xla_options.jit(inference.predictor(task.space, method.modules['energy'], gbi_cfg))
   gbi_times = common.time_interleaved({'ff': lambda: feed_forward(state.params, test),

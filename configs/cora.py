@@ -34,9 +34,8 @@ def get_config(arg=None):
   # (scripts/reproduce_cora.py --sweep=cd-10, docs/cora/sweeps/cd-10.md: lambda 0.1, 1 and a rank margin of 5).
   c.implicit.inner_optimizer.learning_rate = 1e-3
   c.implicit.aux_lambda = 1.0
-  for section in (c.dvn, c.rspen, c.spen):
-    section.gbi.rule = 'mirror'   # on the simplices
-    section.gbi.step_size = 1.0
+  c.gbi.rule = 'mirror'         # GBI (dvn, rspen, spen) on the simplices
+  c.gbi.step_size = 1.0
   c.optimizer.learning_rate = 3e-3
   c.batch_size = 16
   c.eval_batch_size = 256

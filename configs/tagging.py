@@ -16,8 +16,8 @@ def get_config():
   c.implicit.negatives.num_samples = 3
   c.implicit.inner_optimizer.learning_rate = 3e-3
   c.optimizer.learning_rate = 3e-3
-  c.spen.gbi.rule = c.dvn.gbi.rule = c.nce_gbi.gbi.rule = c.seal.gbi.rule = 'mirror'  # on the simplices
-  c.spen.gbi.step_size = c.dvn.gbi.step_size = c.nce_gbi.gbi.step_size = c.seal.gbi.step_size = 1.0
+  c.gbi.rule = 'mirror'         # GBI (spen, dvn, rspen, nce_gbi, seal_static) on the simplices
+  c.gbi.step_size = 1.0
   c.batch_size = 32
   c.num_epochs = 10
   c.log_every = 50

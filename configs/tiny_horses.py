@@ -19,9 +19,8 @@ def get_config():
   c.model.energy_channels = (4, 8, 8)
   c.model.energy_hidden = (16,)
   c.implicit.unroll = False  # tiny convolutions: loops compile faster and cost nothing here
-  for section in ('spen', 'dvn', 'nce_gbi', 'seal'):
-    c[section].gbi.unroll = False
-    c[section].gbi.steps = 3
+  c.gbi.unroll = False
+  c.gbi.steps = 3
   c.seal.num_samples = 2
   c.batch_size = 3
   c.eval_batch_size = 3

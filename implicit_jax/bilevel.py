@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import optax
 from jax.flatten_util import ravel_pytree
 
@@ -98,12 +99,15 @@ class Solver:
       than outside them (jax-ml/jax#12868); convolutional tasks on CPU want it.
   """
 
+  # The defaults are the implicit method's (``implicit.solver``, built from them by ``default_config``): the
+  # values every recorded run that did not set a field ran with. A damped, truncated solve; an exact one (as the
+  # gradient checks want) sets ``damping=0.0`` and its own ``iterations`` and ``tol``.
   name: str = 'normal_cg'
-  iterations: int = 10
-  alpha: float = 0.01
+  iterations: int = 5
+  alpha: float = 0.03
   power_iters: int = 0
-  tol: float = 1e-6
-  damping: float = 0.0
+  tol: float = 1e-4
+  damping: float = 1e-2
   hvp: str = 'exact'
   fd_eps: float = 1e-3
   track_residual: bool = True
@@ -147,6 +151,17 @@ class Solver:
     if unknown:
       raise ValueError(f'solver: unknown field(s) {unknown}; valid fields are {sorted(known)}')
     return cls(**dict(config.items()))
+
+
+# Set by the method's own ``implicit.unroll`` (one switch for its inner steps and its solver), not by the section.
+NOT_IN_CONFIG = ('unroll',)
+
+
+def default_config() -> ml_collections.ConfigDict:
+  """``implicit.solver``: every field of ``Solver`` (documented there) but ``NOT_IN_CONFIG``, at its default: one
+  set of defaults for the dataclass and the config."""
+  return ml_collections.ConfigDict({f.name: f.default for f in dataclasses.fields(Solver)
+                                    if f.name not in NOT_IN_CONFIG})
 
 
 def plugin_solve(solver: Solver) -> Callable:

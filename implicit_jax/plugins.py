@@ -29,6 +29,7 @@ Its splits' keys must not be one of the names training adds to a batch (``implic
 * optionally ``SECTION = 'name'``, the config section it reads. A built-in section (``methods.SECTION_MODULES``)
   brings its own defaults; a new one needs ``default_config() -> ConfigDict``, its defaults, which
   ``base_config(task, method)`` adds and the run records;
+* optionally ``SHARED = ('gbi',)``: the shared sections it reads (``methods.SHARED``), which its runs record;
 * optionally ``SEMI_SUPERVISED = True``: it learns from unlabeled training rows (``Task.reward``); the others are
   refused a split that has them.
 

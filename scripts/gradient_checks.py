@@ -37,9 +37,9 @@ def central_fd(outer, phi, eps=1e-5):
 def main():
   rows = []
   l_aux, l_prim, theta_star, phi, batch, exact = ridge_problem()
-  for solver in (bilevel.Solver('dense'), bilevel.Solver('cg', iterations=50, tol=1e-12),
-                 bilevel.Solver('normal_cg', iterations=50, tol=1e-14),
-                 bilevel.Solver('neumann', iterations=3000, alpha=1.0, power_iters=30)):
+  for solver in (bilevel.Solver('dense', damping=0.0), bilevel.Solver('cg', iterations=50, tol=1e-12, damping=0.0),
+                 bilevel.Solver('normal_cg', iterations=50, tol=1e-14, damping=0.0),
+                 bilevel.Solver('neumann', iterations=3000, alpha=1.0, power_iters=30, damping=0.0)):
     grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star(phi), phi, batch, solver)
     rows.append(('ridge, closed form', solver.name, rel_err(grad, exact), float(info['residual'])))
   # GCR, fused products: exact in as many passes as theta has coordinates (6).
@@ -48,7 +48,7 @@ def main():
   rows.append(('ridge, closed form', 'gcr (6 fused passes)', rel_err(grad, exact), float(info['residual'])))
 
   l_aux, l_prim, phi, batch, theta_star, newton = spen_problem()
-  ours, info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense'))
+  ours, info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
   with warnings.catch_warnings():
     warnings.simplefilter('ignore', DeprecationWarning)
     import jaxopt  # pylint: disable=import-outside-toplevel
@@ -67,10 +67,10 @@ def main():
   unrolled = jax.jit(jax.grad(lambda p: l_prim(bilevel.inner_loop(l_aux, opt, 4000, p, theta_star,
                                                                     opt.init(theta_star), batch)[0], p, batch)))
   rows.append(('SPEN-like, unrolled through 4000 SGD steps', 'dense', rel_err(ours, unrolled(phi)), float('nan')))
-  for s in (bilevel.Solver('cg', iterations=200, tol=1e-13),
-            bilevel.Solver('normal_cg', iterations=400, tol=1e-15),
-            bilevel.Solver('neumann', iterations=20000, alpha=1.0, power_iters=50),
-            bilevel.Solver('cg', iterations=100, tol=1e-12, hvp='fd', fd_eps=1e-5)):
+  for s in (bilevel.Solver('cg', iterations=200, tol=1e-13, damping=0.0),
+            bilevel.Solver('normal_cg', iterations=400, tol=1e-15, damping=0.0),
+            bilevel.Solver('neumann', iterations=20000, alpha=1.0, power_iters=50, damping=0.0),
+            bilevel.Solver('cg', iterations=100, tol=1e-12, hvp='fd', fd_eps=1e-5, damping=0.0)):
     g, i = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, s)
     rows.append(('SPEN-like, vs dense solve', f'{s.name}{" (fd HVP)" if s.hvp == "fd" else ""}', rel_err(g, ours),
                  float(i['residual'])))
@@ -112,7 +112,7 @@ def main():
   _, l_prox, l_prim, phi, batch, anchor, newton = testing.proximal_problem()
   lam = implicit_lib.curvature(l_prox, anchor, phi, batch, iterations=3000)
   opt = optax.sgd(1.0 / lam)
-  solve = bilevel.ImplicitSolve(l_prox, opt, testing.PROX_T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13))
+  solve = bilevel.ImplicitSolve(l_prox, opt, testing.PROX_T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13, damping=0.0))
   (_, (theta, _, _)), ours, info = solve.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)
   stat = float(info['stationarity'])
   fd = central_fd(lambda p: l_prim(newton(theta, p), p, batch), phi)

@@ -94,11 +94,11 @@ SWEEPS = {
     # The GBI baselines on bibtex (docs/baselines.md): inference settings and the energy's learning rate.
     'bibtex-spen': ('bibtex', {
         'base': {'method': 'spen'},
-        'eta1': {'method': 'spen', 'spen.gbi.step_size': 1.0},
-        'mirror-eta1': {'method': 'spen', 'spen.gbi.rule': 'mirror', 'spen.gbi.step_size': 1.0},
-        'steps50-eta0.3': {'method': 'spen', 'spen.gbi.steps': 50, 'spen.gbi.step_size': 0.3},
+        'eta1': {'method': 'spen', 'gbi.step_size': 1.0},
+        'mirror-eta1': {'method': 'spen', 'gbi.rule': 'mirror', 'gbi.step_size': 1.0},
+        'steps50-eta0.3': {'method': 'spen', 'gbi.steps': 50, 'gbi.step_size': 0.3},
         'lr3e-4': {'method': 'spen', 'optimizer.learning_rate': 3e-4},
-        'eta1-lr3e-4': {'method': 'spen', 'spen.gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
+        'eta1-lr3e-4': {'method': 'spen', 'gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
     }),
     # The shared inference network on bibtex, by MBCE alone: our MBCE @0.5 trails SEAL's CE by ~4 F1.
     'bibtex-mbce': ('bibtex', {
@@ -182,11 +182,11 @@ SWEEPS = {
                                          for k, v in DENSE_MBCE.items()}),
     'bibtex-dvn': ('bibtex', {
         'base': {'method': 'dvn'},
-        'eta1': {'method': 'dvn', 'dvn.gbi.step_size': 1.0},
-        'mirror-eta1': {'method': 'dvn', 'dvn.gbi.rule': 'mirror', 'dvn.gbi.step_size': 1.0},
-        'steps50-eta0.3': {'method': 'dvn', 'dvn.gbi.steps': 50, 'dvn.gbi.step_size': 0.3},
+        'eta1': {'method': 'dvn', 'gbi.step_size': 1.0},
+        'mirror-eta1': {'method': 'dvn', 'gbi.rule': 'mirror', 'gbi.step_size': 1.0},
+        'steps50-eta0.3': {'method': 'dvn', 'gbi.steps': 50, 'gbi.step_size': 0.3},
         'lr3e-4': {'method': 'dvn', 'optimizer.learning_rate': 3e-4},
-        'eta1-lr3e-4': {'method': 'dvn', 'dvn.gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
+        'eta1-lr3e-4': {'method': 'dvn', 'gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
     }),
     # SEAL's energy-as-loss on bibtex: the static margin/NCE and dynamic NCE rows trail our MBCE at @0.5 (while
     # SEAL's beat its CE), with tuned F1 in line: the energy term's weight in the task-net loss shifts the outputs.
@@ -207,7 +207,7 @@ SWEEPS = {
         f'{name}-h400': {**overrides, 'num_epochs': 80, 'model.inference_hidden': (400, 400),
                          'model.energy_feature_hidden': (400,), 'model.energy_feature_dim': 400}
         for name, overrides in (('mbce', {'method': 'feedforward'}),
-                                ('spen', {'method': 'spen', 'spen.gbi.steps': 50, 'spen.gbi.step_size': 0.3}),
+                                ('spen', {'method': 'spen', 'gbi.steps': 50, 'gbi.step_size': 0.3}),
                                 ('infnet', {'method': 'infnet'}),
                                 ('seal-dynamic-regression', {'method': 'seal_dynamic',
                                                              'seal.energy_loss': 'regression'}),

@@ -7,6 +7,7 @@
 * HVPs and mixed partials against dense second derivatives.
 """
 
+import dataclasses
 import functools
 import warnings
 
@@ -27,11 +28,11 @@ from tests.conftest import float64
 # ------------------------------------------------------------------------------------------------ ridge
 
 @pytest.mark.parametrize('solver,tol', [
-    (bilevel.Solver('dense'), 1e-6),
-    (bilevel.Solver('cg', iterations=50, tol=1e-12), 1e-6),
-    (bilevel.Solver('normal_cg', iterations=50, tol=1e-14), 1e-6),
-    (bilevel.Solver('minres', iterations=50, tol=1e-14), 1e-6),
-    (bilevel.Solver('neumann', iterations=3000, alpha=1.0, power_iters=30), 1e-4),
+    (bilevel.Solver('dense', damping=0.0), 1e-6),
+    (bilevel.Solver('cg', iterations=50, tol=1e-12, damping=0.0), 1e-6),
+    (bilevel.Solver('normal_cg', iterations=50, tol=1e-14, damping=0.0), 1e-6),
+    (bilevel.Solver('minres', iterations=50, tol=1e-14, damping=0.0), 1e-6),
+    (bilevel.Solver('neumann', iterations=3000, alpha=1.0, power_iters=30, damping=0.0), 1e-4),
 ])
 def test_ridge_hypergradient_matches_closed_form(x64, solver, tol):
   l_aux, l_prim, theta_star, phi, batch, exact = ridge_problem()
@@ -45,7 +46,7 @@ def test_ridge_custom_vjp_inner_loop_matches_closed_form(x64):
   """jax.grad through ImplicitSolve (inner loop run to convergence from zero) gives the closed form."""
   l_aux, l_prim, _, phi, batch, exact = ridge_problem()
   opt = optax.sgd(2e-3)
-  inner = bilevel.ImplicitSolve(l_aux, opt, 5000, bilevel.Solver('cg', iterations=50, tol=1e-12))
+  inner = bilevel.ImplicitSolve(l_aux, opt, 5000, bilevel.Solver('cg', iterations=50, tol=1e-12, damping=0.0))
   theta0 = {'w': jnp.zeros(6)}
   outer = lambda p: l_prim(inner(p, theta0, opt.init(theta0), batch)[0], p, batch)
   assert rel_err(jax.jit(jax.grad(outer))(phi), exact) < 1e-6
@@ -55,7 +56,7 @@ def test_neumann_without_safe_step_diverges_and_says_so(x64):
   """alpha above 2 / lambda_max: the residual reports the divergence instead of hiding it."""
   l_aux, l_prim, theta_star, phi, batch, _ = ridge_problem()
   _, info = bilevel.hypergradient(l_prim, l_aux, theta_star(phi), phi, batch,
-                                  bilevel.Solver('neumann', iterations=50, alpha=1.0))
+                                  bilevel.Solver('neumann', iterations=50, alpha=1.0, damping=0.0))
   assert info['residual'] > 1e3
 
 
@@ -86,7 +87,7 @@ def test_spen_problem_is_solved_to_stationarity(x64):
 @pytest.fixture
 def spen_implicit_grad(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
-  grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense'))
+  grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
   assert info['residual'] < 1e-10 and info['implicit_norm'] > 1e-3
   return grad
 
@@ -132,10 +133,11 @@ def test_spen_custom_vjp_agrees_with_hypergradient_for_every_solver(spen_implici
   """The custom_vjp route (what training uses) and its diagnostics agree with the direct formula."""
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   opt = optax.sgd(1e-3)
-  for solver, tol in ((bilevel.Solver('dense'), 1e-8), (bilevel.Solver('cg', iterations=200, tol=1e-13), 1e-7),
-                      (bilevel.Solver('normal_cg', iterations=400, tol=1e-15), 1e-6),
-                      (bilevel.Solver('minres', iterations=400, tol=1e-15), 1e-6),
-                      (bilevel.Solver('neumann', iterations=20000, alpha=1.0, power_iters=50), 1e-4)):
+  for solver, tol in ((bilevel.Solver('dense', damping=0.0), 1e-8),
+                      (bilevel.Solver('cg', iterations=200, tol=1e-13, damping=0.0), 1e-7),
+                      (bilevel.Solver('normal_cg', iterations=400, tol=1e-15, damping=0.0), 1e-6),
+                      (bilevel.Solver('minres', iterations=400, tol=1e-15, damping=0.0), 1e-6),
+                      (bilevel.Solver('neumann', iterations=20000, alpha=1.0, power_iters=50, damping=0.0), 1e-4)):
     inner = bilevel.ImplicitSolve(l_aux, opt, 1, solver)  # one step from theta*: stays at theta*
     (loss, _), grad, diag = jax.jit(lambda p: inner.value_and_grad(
         l_prim, p, theta_star, opt.init(theta_star), batch))(phi)
@@ -154,7 +156,7 @@ def test_stationarity_and_cosine_diagnostics_match_their_definitions(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   opt = optax.sgd(1e-3)
   theta0 = jax.tree.map(lambda t: t + 0.1, theta_star)
-  inner = bilevel.ImplicitSolve(l_aux, opt, 3, bilevel.Solver('dense'))
+  inner = bilevel.ImplicitSolve(l_aux, opt, 3, bilevel.Solver('dense', damping=0.0))
   (_, (theta_t, _, _)), grad, diag = inner.value_and_grad(l_prim, phi, theta0, opt.init(theta0), batch)
   norm = lambda t: jnp.linalg.norm(ravel_pytree(jax.grad(l_aux)(t, phi, batch))[0])
   np.testing.assert_allclose(diag['grad_norm'], norm(theta_t), rtol=1e-10)
@@ -164,7 +166,7 @@ def test_stationarity_and_cosine_diagnostics_match_their_definitions(x64):
   implicit = ravel_pytree(grad)[0] - explicit
   np.testing.assert_allclose(diag['cosine'], explicit @ implicit / jnp.linalg.norm(explicit) /
                              jnp.linalg.norm(implicit), rtol=1e-8)
-  at_star = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver('dense'))
+  at_star = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver('dense', damping=0.0))
   _, _, diag = at_star.value_and_grad(l_prim, phi, theta_star, opt.init(theta_star), batch)
   assert diag['grad_norm'] < 1e-8 * norm(theta0)
 
@@ -197,17 +199,18 @@ def test_hvp_and_mixed_vjp_match_dense_second_derivatives(x64):
 def test_fd_hvp_solver_option_close_to_exact(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   exact, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('cg', iterations=100,
-                                                                                          tol=1e-12))
+                                                                                          tol=1e-12, damping=0.0))
   fd, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
-                                bilevel.Solver('cg', iterations=100, tol=1e-12, hvp='fd', fd_eps=1e-5))
+                                bilevel.Solver('cg', iterations=100, tol=1e-12, hvp='fd', fd_eps=1e-5, damping=0.0))
   assert rel_err(fd, exact) < 1e-5
 
 
 def test_identity_is_the_zero_term_neumann_series(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
-  a, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('identity', alpha=0.3))
+  a, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
+                               bilevel.Solver('identity', alpha=0.3, damping=0.0))
   b, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
-                               bilevel.Solver('neumann', iterations=0, alpha=0.3))
+                               bilevel.Solver('neumann', iterations=0, alpha=0.3, damping=0.0))
   assert rel_err(a, b) == 0
 
 
@@ -233,7 +236,7 @@ def test_damping_solves_the_shifted_system(x64):
     bilevel.Solver('identity', alpha=0.05, damping=0.3),
     bilevel.Solver('cg', iterations=3, tol=0.0, damping=0.3),
     bilevel.Solver('minres', iterations=3, tol=0.0, damping=0.3),
-    bilevel.Solver('minres', iterations=3, tol=0.0),
+    bilevel.Solver('minres', iterations=3, tol=0.0, damping=0.0),
     bilevel.Solver('normal_cg', iterations=3, tol=0.0, damping=0.3),
     bilevel.Solver('dense', damping=0.3),
     bilevel.Solver('none'),
@@ -254,7 +257,8 @@ def test_every_solver_reports_the_undamped_residual(x64, solver):
 def test_cg_stops_on_negative_curvature_instead_of_returning_nan(x64):
   f = lambda t, p, b: 0.5 * t['a'] @ (jnp.diag(jnp.array([1.0, -2.0, 3.0])) @ t['a'])
   theta = {'a': jnp.ones(3)}
-  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, {'a': jnp.ones(3)}, bilevel.Solver('cg', iterations=10))
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, {'a': jnp.ones(3)},
+                                      bilevel.Solver('cg', iterations=10, tol=1e-6, damping=0.0))
   assert jnp.all(jnp.isfinite(u['a'])) and info['residual'] > 1e-3
 
 
@@ -263,7 +267,8 @@ def test_normal_cg_on_indefinite_hessians(x64):
   diag = jnp.array([1.0, -2.0, 3.0])
   f = lambda t, p, b: 0.5 * t['a'] @ (diag * t['a'])
   theta, v = {'a': jnp.ones(3)}, {'a': jnp.array([1.0, 1.0, 1.0])}
-  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, v, bilevel.Solver('normal_cg', iterations=3, tol=0.0))
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, v,
+                                      bilevel.Solver('normal_cg', iterations=3, tol=0.0, damping=0.0))
   A = np.testing.assert_allclose
   A(u['a'], 1.0 / diag, rtol=1e-10)
   assert info['residual'] < 1e-10 and info['iterations'] == 7  # 2 HVPs per iteration plus H v
@@ -272,7 +277,7 @@ def test_normal_cg_on_indefinite_hessians(x64):
   g = lambda t, p, b: 0.5 * t['a'] @ (h @ t['a'])
   for k in (1, 2, 5):
     u, info = bilevel.solve_inverse_hvp(g, {'a': jnp.zeros(20)}, {}, None, {'a': jnp.ones(20)},
-                                        bilevel.Solver('normal_cg', iterations=k, tol=0.0))
+                                        bilevel.Solver('normal_cg', iterations=k, tol=0.0, damping=0.0))
     assert info['residual'] <= 1.0
     # The residual normal_cg reports (H u accumulated inside CG, no extra HVP) is that of H u = v.
     explicit = jnp.linalg.norm(h @ u['a'] - 1.0) / jnp.sqrt(20.0)
@@ -291,7 +296,7 @@ def test_minres_minimises_the_residual_over_the_krylov_space(x64):
   solve = lambda solver: bilevel.solve_inverse_hvp(g, {'a': jnp.zeros(30)}, {}, None, {'a': jnp.asarray(v)}, solver)
   previous = 1.0
   for k in (1, 2, 5, 9):
-    u, info = solve(bilevel.Solver('minres', iterations=k, tol=0.0))
+    u, info = solve(bilevel.Solver('minres', iterations=k, tol=0.0, damping=0.0))
     krylov = np.stack([np.linalg.matrix_power(h, i) @ v for i in range(k)], axis=1)
     c = np.linalg.lstsq(h @ krylov, v, rcond=None)[0]
     np.testing.assert_allclose(u['a'], krylov @ c, rtol=1e-7, atol=1e-9)
@@ -300,10 +305,10 @@ def test_minres_minimises_the_residual_over_the_krylov_space(x64):
     assert 1e-3 < explicit <= previous and info['iterations'] == k       # not converged yet, never worse
     previous = explicit
     # normal_cg's 2k + 1 HVPs search span{H v, H^3 v, ...}, inside MINRES's space of the same dimension.
-    _, ncg = solve(bilevel.Solver('normal_cg', iterations=k, tol=0.0))
-    _, mr = solve(bilevel.Solver('minres', iterations=2 * k + 1, tol=0.0))
+    _, ncg = solve(bilevel.Solver('normal_cg', iterations=k, tol=0.0, damping=0.0))
+    _, mr = solve(bilevel.Solver('minres', iterations=2 * k + 1, tol=0.0, damping=0.0))
     assert mr['residual'] <= ncg['residual'] * (1 + 1e-10)
-  u, info = solve(bilevel.Solver('minres', iterations=60, tol=1e-12))
+  u, info = solve(bilevel.Solver('minres', iterations=60, tol=1e-12, damping=0.0))
   reference, status = scipy.sparse.linalg.minres(h, v, rtol=1e-13, maxiter=200)
   assert status == 0 and info['residual'] < 1e-10
   np.testing.assert_allclose(u['a'], reference, rtol=1e-8, atol=1e-10)
@@ -314,23 +319,26 @@ def test_minres_exact_solution_and_zero_right_hand_side(x64):
   diag = jnp.array([1.0, -2.0, 3.0])
   f = lambda t, p, b: 0.5 * t['a'] @ (diag * t['a'])
   theta, v = {'a': jnp.ones(3)}, {'a': jnp.ones(3)}
-  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, v, bilevel.Solver('minres', iterations=3, tol=0.0))
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, v,
+                                      bilevel.Solver('minres', iterations=3, tol=0.0, damping=0.0))
   np.testing.assert_allclose(u['a'], 1.0 / diag, rtol=1e-10)  # three distinct eigenvalues: exact at k = 3
   assert info['residual'] < 1e-12
   # With tol = 0 it stops once the residual reaches round-off, before maxiter, and the iterate stays finite.
-  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, v, bilevel.Solver('minres', iterations=50, tol=0.0))
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, v,
+                                      bilevel.Solver('minres', iterations=50, tol=0.0, damping=0.0))
   np.testing.assert_allclose(u['a'], 1.0 / diag, rtol=1e-10)
   assert info['iterations'] < 50 and info['residual'] < 1e-12
-  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, {'a': jnp.zeros(3)}, bilevel.Solver('minres'))
+  u, info = bilevel.solve_inverse_hvp(f, theta, {}, None, {'a': jnp.zeros(3)},
+                                      bilevel.Solver('minres', iterations=10, tol=1e-6, damping=0.0))
   assert jnp.all(u['a'] == 0) and info['iterations'] == 0 and jnp.isfinite(info['residual'])
 
 
 def test_float32_on_flax_params_agrees_with_float64():
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   with float64():
-    ref, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense'))
+    ref, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
   cast = lambda t: jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), t)
-  cg = bilevel.Solver('cg', iterations=60)
+  cg = bilevel.Solver('cg', iterations=60, tol=1e-6, damping=0.0)
   grad, info = jax.jit(lambda t, p, b: bilevel.hypergradient(l_prim, l_aux, t, p, b, cg))(
       cast(theta_star), cast(phi), cast(batch))
   chex.assert_trees_all_equal_dtypes(grad, cast(phi))
@@ -390,7 +398,7 @@ def test_unrolled_solvers_give_the_loops_iterates(x64, name, iterations, tol):
   theta, v = {'a': 0.1 * jnp.arange(12.0)}, {'a': jnp.linspace(-1.0, 1.0, 12)}
   solve = lambda unroll: jax.jit(lambda t: bilevel.solve_inverse_hvp(
       f, t, 0.3, None, v, bilevel.Solver(name, iterations=iterations, tol=tol, alpha=0.1, power_iters=2,
-                                         unroll=unroll)))(theta)
+                                         damping=0.0, unroll=unroll)))(theta)
   (u_loop, info_loop), (u_unrolled, info_unrolled) = solve(False), solve(True)
   np.testing.assert_allclose(u_unrolled['a'], u_loop['a'], rtol=1e-12, atol=1e-14)
   assert info_unrolled['iterations'] == info_loop['iterations']
@@ -407,7 +415,8 @@ def test_unrolled_implicit_solve_matches_the_scanned_one(x64):
   opt = optax.adam(0.1)
   out = []
   for unroll in (False, True):
-    inner = bilevel.ImplicitSolve(f, opt, 4, bilevel.Solver('minres', iterations=5, unroll=unroll))
+    inner = bilevel.ImplicitSolve(f, opt, 4, bilevel.Solver('minres', iterations=5, unroll=unroll, tol=1e-6,
+                                                            damping=0.0))
     out.append(jax.jit(lambda p: inner.value_and_grad(l_prim, p, theta, opt.init(theta), batch))(phi))
   chex.assert_trees_all_close(out[0], out[1], rtol=1e-12, atol=1e-14)
 
@@ -448,3 +457,15 @@ def test_unrolled_route_is_the_derivative_of_the_inner_steps(x64):
   assert losses.shape == (4,)
   with pytest.raises(ValueError, match='outer_solve'):
     bilevel.ImplicitSolve(l_aux, opt, 4, bilevel.Solver('unrolled'))
+
+
+def test_the_solver_config_is_the_dataclass_with_its_defaults():
+  """One set of solver defaults: ``implicit.solver`` is ``bilevel.Solver``'s fields at their defaults (less
+  ``unroll``, which ``implicit.unroll`` sets), and those are the values the recorded runs used where they set none."""
+  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
+  section = config_lib.base_config().implicit.solver.to_dict()
+  assert set(section) == {f.name for f in dataclasses.fields(bilevel.Solver)} - {'unroll'}
+  assert bilevel.Solver.from_config(section) == bilevel.Solver()
+  assert section == {'name': 'normal_cg', 'iterations': 5, 'alpha': 0.03, 'power_iters': 0, 'tol': 1e-4,
+                     'damping': 1e-2, 'hvp': 'exact', 'fd_eps': 1e-3, 'track_residual': True, 'warm_start': False,
+                     'refresh': 1, 'track_stationarity': True}

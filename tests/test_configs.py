@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from implicit_jax import methods, tasks
+from implicit_jax import inference, methods, tasks
 from implicit_jax.engine import config as config_lib, data
 from implicit_jax.experiments import mlc
 from tests.conftest import ROOT, load_config
@@ -94,7 +94,8 @@ def test_a_run_records_the_sections_it_reads(method):
   config.method = method
   record = config_lib.recorded(config)
   section = methods.section_of(method)
-  assert set(record) == set(config_lib.core_config()) | {'data', 'model'} | ({section} if section else set())
+  assert set(record) == (set(config_lib.core_config()) | {'data', 'model'} | ({section} if section else set())
+                         | set(methods.shared_of(method)))
   assert json.loads(json.dumps(record)) == record  # plain JSON
 
 
@@ -120,7 +121,8 @@ def test_each_method_reads_its_own_section():
 
 
 def test_format_1_records_are_upgraded_with_the_values_their_runs_used():
-  """The first format's shared sections, as every method read them, move into each method's own section."""
+  """The first format's shared sections, as every method read them, move into each method's own section (the GBI
+  one stays shared, for the methods that read it)."""
   old = load_config('tiny').to_dict()
   old = config_lib.config_json(old)
   implicit = old['implicit']
@@ -128,10 +130,10 @@ def test_format_1_records_are_upgraded_with_the_values_their_runs_used():
             'gbi': {'steps': 7, 'step_size': 0.2, 'rule': 'mirror', 'init': 'half', 'tol': 0.0}}
   shared['negatives']['num_samples'] = 4
   del implicit['refine']
-  for name in ('spen', 'dvn', 'nce_gbi'):
+  for name in ('spen', 'nce_gbi', 'gbi'):
     del old[name]
   old['seal']['bce_weight'] = old['seal'].pop('ce_weight')
-  for key in ('cost', 'cost_scale', 'num_samples', 'noise_scale', 'gbi'):
+  for key in ('cost', 'cost_scale', 'num_samples', 'noise_scale'):
     del old['seal'][key]
   for key in ('cost', 'cost_scale'):
     del old['infnet'][key]
@@ -140,17 +142,52 @@ def test_format_1_records_are_upgraded_with_the_values_their_runs_used():
   for method, section, expected in (
       ('implicit', 'implicit', {'implicit.negatives.num_samples': 4, 'implicit.solver.iterations': 3,
                                 'implicit.refine.steps': 0, 'implicit.refine.rule': 'mirror', 'implicit.cost': 'f1'}),
-      ('spen', 'spen', {'spen.cost': 'f1', 'spen.cost_scale': 3.0, 'spen.gbi.steps': 7}),
-      ('dvn', 'dvn', {'dvn.gbi.step_size': 0.2}),
-      ('nce_gbi', 'nce_gbi', {'nce_gbi.num_samples': 4, 'nce_gbi.gbi.rule': 'mirror'}),
+      ('spen', 'spen', {'spen.cost': 'f1', 'spen.cost_scale': 3.0, 'gbi.steps': 7}),
+      ('dvn', None, {'gbi.step_size': 0.2}),
+      ('nce_gbi', 'nce_gbi', {'nce_gbi.num_samples': 4, 'gbi.rule': 'mirror'}),
       ('infnet_plus', 'infnet', {'infnet.cost': 'f1'}),
-      ('seal_static', 'seal', {'seal.ce_weight': 1.0, 'seal.num_samples': 4, 'seal.cost_scale': 3.0})):
+      ('seal_static', 'seal', {'seal.ce_weight': 1.0, 'seal.num_samples': 4, 'seal.cost_scale': 3.0,
+                               'gbi.step_size': 0.2}),
+      ('seal_dynamic', 'seal', {'seal.ce_weight': 1.0})):
     record = config_lib.upgrade(dict(v1, method=method))
-    assert set(record) == set(config_lib.core_config()) | {'data', 'model', section}, method
+    reads = set(methods.shared_of(method))
+    assert set(record) == set(config_lib.core_config()) | {'data', 'model', section} - {None} | reads, method
     flat = config_lib.flatten(record)
     assert {k: flat[k] for k in expected} == expected, method
     loaded = config_lib.load(dict(v1, method=method))  # a full config again, defaults for the rest
     assert loaded.method == method and loaded.implicit.solver.name == 'normal_cg'
+
+
+
+def test_format_2_records_read_their_methods_gbi_as_the_shared_section():
+  """The second format's ``gbi`` inside a method's section (``spen.gbi``, ``dvn.gbi``, ...) is the shared ``gbi``
+  of the methods that read it, and is dropped where the method did not (seal_dynamic's ``seal.gbi``): the record
+  reads as the run's config today, and that config may resume it."""
+  for method in ('spen', 'dvn', 'rspen', 'nce_gbi', 'seal_static', 'seal_dynamic', 'implicit'):
+    config = load_config('tiny')
+    config.method, config.gbi.steps, config.gbi.rule = method, 7, 'mirror'
+    now = config_lib.recorded(config)
+    assert ('gbi' in now) == (method not in ('seal_dynamic', 'implicit')), method
+    v2 = json.loads(json.dumps(now))
+    section = 'dvn' if method == 'dvn' else methods.section_of(method)
+    if method != 'implicit':
+      v2.setdefault(section, {})['gbi'] = v2.pop('gbi', config_lib.config_json(config.gbi))
+    assert config_lib.upgrade(v2) == now, method
+    assert config_lib.compare(v2, config) == [], method
+    assert config_lib.load(v2).gbi.steps == (7 if 'gbi' in now else 20), method
+
+
+def test_one_gbi_section_for_every_method_that_reads_it():
+  """GBI settings live in the shared ``config.gbi`` alone: no method's section holds its own, and the methods that
+  run GBI record it."""
+  config = config_lib.base_config('mlc')
+  assert config.gbi.to_dict() == inference.default_config().to_dict()
+  for section in methods.SECTION_MODULES:
+    assert 'gbi' not in config[section], section
+  readers = {m for m in methods.REGISTRY if 'gbi' in methods.shared_of(m)}
+  assert readers == {'spen', 'dvn', 'rspen', 'nce_gbi', 'seal_static'}
+  for method in methods.REGISTRY:
+    assert ('gbi' in config_lib.recorded(config_lib.base_config('mlc', method))) == (method in readers), method
 
 
 # ------------------------------------------------------------------------------------ published rows as configs

@@ -58,7 +58,8 @@ def test_gcr_is_minres_and_the_krylov_least_squares_minimiser(x64):
     c = np.linalg.lstsq(h @ krylov, v, rcond=None)[0]
     np.testing.assert_allclose(u['a'], krylov @ c, rtol=1e-7, atol=1e-9)
     m_u, m_info = bilevel.solve_inverse_hvp(f, {'a': jnp.zeros(30)}, {'w': jnp.ones(7)}, None,
-                                            {'a': jnp.asarray(v)}, bilevel.Solver('minres', iterations=k, tol=0.0))
+                                            {'a': jnp.asarray(v)},
+                                            bilevel.Solver('minres', iterations=k, tol=0.0, damping=0.0))
     np.testing.assert_allclose(u['a'], m_u['a'], rtol=1e-8, atol=1e-10)
     explicit = np.linalg.norm(h @ np.asarray(u['a']) - v) / np.linalg.norm(v)
     np.testing.assert_allclose(info['residual'], explicit, rtol=1e-8)
@@ -140,21 +141,21 @@ def test_custom_vjp_route_is_minres_and_its_memory_is_the_solution(x64, warm):
   residual = np.linalg.norm(hess @ flat64(u) - g_theta) / np.linalg.norm(g_theta)
   np.testing.assert_allclose(diag['residual'], residual, rtol=1e-8)
   unravel = ravel_pytree(theta_t)[1]
-  exact, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense'))
+  exact, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
   _, grad2, diag2 = step(phi, unravel(jnp.asarray(np.linalg.solve(hess, g_theta))))
   assert rel_err(grad2, exact) < 1e-6 and diag2['residual'] < 1e-8
 
 
 def test_gcr_settings_are_checked():
   with pytest.raises(ValueError, match='solver.warm_start'):
-    bilevel.Solver('minres', warm_start=True)
+    bilevel.Solver('minres', warm_start=True, iterations=10, tol=1e-6, damping=0.0)
   with pytest.raises(ValueError, match='solver.hvp'):
-    bilevel.Solver('gcr', hvp='fd')
+    bilevel.Solver('gcr', hvp='fd', iterations=10, damping=0.0)
   with pytest.raises(ValueError, match='solver.iterations'):
-    bilevel.Solver('gcr', iterations=0)
+    bilevel.Solver('gcr', iterations=0, damping=0.0)
   assert jnp.isnan(bilevel.implicit_gcr(
       lambda t, p, b: 0.5 * jnp.sum(t['a'] ** 2) * p['w'], {'a': jnp.ones(3)}, {'w': jnp.ones(())}, None,
-      {'a': jnp.ones(3)}, bilevel.Solver('gcr', track_stationarity=False))[2]['grad_norm'])
+      {'a': jnp.ones(3)}, bilevel.Solver('gcr', track_stationarity=False, iterations=10, damping=0.0))[2]['grad_norm'])
 
 
 @pytest.mark.parametrize('name', ['gcr', 'minres'])
@@ -190,8 +191,8 @@ def test_refresh_computes_the_term_every_kth_step_and_reuses_it_between(x64, nam
 
 def test_refresh_settings_are_checked():
   with pytest.raises(ValueError, match='solver.refresh'):
-    bilevel.Solver('gcr', refresh=0)
+    bilevel.Solver('gcr', refresh=0, iterations=10, damping=0.0)
   with pytest.raises(ValueError, match='solver.refresh'):
-    bilevel.Solver('gcr', refresh=2, warm_start=True)
+    bilevel.Solver('gcr', refresh=2, warm_start=True, iterations=10, damping=0.0)
   with pytest.raises(ValueError, match='solver.refresh'):
     bilevel.Solver('none', refresh=2)

@@ -93,8 +93,8 @@ def test_bad_settings_name_the_field():
   with pytest.raises(ValueError, match=r"gbi.init='given' needs the starting y"):
     initial_y('given', C.shape)
   config = load_config('tiny')
-  config.method, config.spen.gbi.rule = 'spen', 'newton'  # a method's own GBI section is named
-  with pytest.raises(ValueError, match=r"spen.gbi.rule: unknown update rule 'newton'"):
+  config.method, config.gbi.rule = 'spen', 'newton'  # the shared section is named
+  with pytest.raises(ValueError, match=r"^gbi.rule: unknown update rule 'newton'"):
     methods.build(tasks.get_task(config), config)
 
 
@@ -131,7 +131,7 @@ def test_dvn_adversarial_samples_raise_the_regression_loss_and_training_lowers_i
   y_inf = method.predict(state.params, batch)
   neg = lambda y_bar: -jax.vmap(lambda e, s: losses.dvn_regression(e[None, None], s[None, None]))(
       energy.apply(phi, batch, y_bar), soft_f1(y_bar, y))
-  y_adv, _ = gradient_based_inference(neg, y_inf, config.dvn.gbi.steps, config.dvn.gbi.step_size,
+  y_adv, _ = gradient_based_inference(neg, y_inf, config.gbi.steps, config.gbi.step_size,
                                       space=Binary((y.shape[-1],)))
   assert per_example(y_adv) > per_example(y_inf)  # the adversary finds outputs the value net gets more wrong
   step = jax.jit(method.train_step)

@@ -56,7 +56,7 @@ def solved(x64):
   _, l_prox, l_prim, phi, batch, anchor, _ = problem()
   lam = implicit.curvature(l_prox, anchor, phi, batch, iterations=3000)
   opt = optax.sgd(1.0 / lam)
-  solve = bilevel.ImplicitSolve(l_prox, opt, T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13))
+  solve = bilevel.ImplicitSolve(l_prox, opt, T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13, damping=0.0))
   (_, (theta, _, _)), grad, diag = jax.jit(solve.value_and_grad, static_argnums=0)(
       l_prim, phi, anchor, opt.init(anchor), batch)
   return theta, grad, diag, opt

@@ -176,13 +176,31 @@ def test_a_field_added_since_a_run_was_recorded_neither_blocks_resume_nor_loadin
     checkpoints.check_or_write_config(str(tmp_path), config)
 
 
+def test_a_run_recorded_with_its_methods_own_gbi_section_resumes_and_loads(tmp_path):
+  """The second config layout kept GBI inside each method's section (``spen.gbi``); such a record reads as the
+  shared ``config.gbi`` with its values: it resumes, loads back, and a real change to it is refused."""
+  config = load_config('tiny')
+  config.method, config.num_epochs, config.gbi.steps = 'spen', 1, 7
+  train.train_and_evaluate(config, str(tmp_path))
+  stored = json.loads((tmp_path / 'config.json').read_text())
+  stored['spen']['gbi'] = stored.pop('gbi')
+  checkpoints.write_json(str(tmp_path / 'config.json'), stored)
+  assert checkpoints.load_trained(str(tmp_path)).config.gbi.steps == 7
+  config.num_epochs = 2
+  assert train.train_and_evaluate(config, str(tmp_path))['steps'] == 16  # resumed and continued
+  checkpoints.write_json(str(tmp_path / 'config.json'), stored)
+  config.gbi.steps = 20
+  with pytest.raises(ValueError, match=r'gbi\.steps \(stored 7, now 20\)'):
+    checkpoints.check_or_write_config(str(tmp_path), config)
+
+
 def test_only_result_changing_fields_of_the_method_in_use_are_compared(tmp_path):
   """A run records its method's section alone: tuning another method's settings does not touch it."""
   config = load_config('tiny')
   config.method, config.num_epochs = 'feedforward', 1
   train.train_and_evaluate(config, str(tmp_path))
   stored = json.loads((tmp_path / 'config.json').read_text())
-  assert not {'implicit', 'spen', 'dvn', 'nce_gbi', 'infnet', 'seal'} & set(stored)
+  assert not {'implicit', 'spen', 'nce_gbi', 'infnet', 'seal', 'rspen', 'gbi'} & set(stored)
   config.implicit.aux_lambda = 7.0   # another method's section: the feedforward run neither reads nor records it
   config.log_every, config.eval_batch_size = 1, 32  # what it prints and how it batches predictions
   assert checkpoints.check_or_write_config(str(tmp_path), config)

@@ -1,15 +1,38 @@
 """Configs: the package's defaults, what a run records, and how a workdir's record is compared and read back.
 
-A config has
+A config has these sections, each defined once, with its defaults and their documentation, where named:
 
-* the core fields of ``core_config`` (seed, task, method, optimizer, batch and epoch counts, logging, devices);
-* the task's sections ``data`` and ``model`` (``implicit_jax.tasks.<family>.default_config``);
-* one section per method family (``implicit_jax.methods.SECTIONS``), each read by its own methods only.
+==================  ==============================================  ==============================================
+section             defined by                                      read by
+==================  ==============================================  ==============================================
+core fields         ``core_config`` (seed, task, method,            every run (``optimizer``: the outer, energy
+                    ``optimizer``, batches, epochs, logging,        optimiser of every method; the whole net for
+                    devices, ``divergence``)                        feedforward)
+``data``, ``model`` ``implicit_jax.tasks.<family>.default_config``  the task
+``gbi``             ``implicit_jax.inference.default_config``       spen, dvn, rspen, nce_gbi, seal_static
+                    (shared: gradient-based inference)              (``methods.SHARED``)
+``implicit``        ``methods/implicit.py``; its ``solver`` is      implicit
+                    ``bilevel.default_config``: the fields and
+                    defaults of ``bilevel.Solver``
+``spen``            ``methods/spen.py``                             spen
+``rspen``           ``methods/rspen.py``                            rspen
+``nce_gbi``         ``methods/seal.py``                             nce_gbi
+``seal``            ``methods/seal.py``                             seal_static, seal_dynamic
+``infnet``          ``methods/infnet.py``                           infnet, infnet_plus
+==================  ==============================================  ==============================================
+
+dvn, feedforward and crf have no section of their own (``methods.REGISTRY``). A plug-in method may bring a new
+section (``SECTION``) and name the shared ones it reads (``SHARED``; ``implicit_jax/plugins.py``). One ``gbi`` for
+every method that runs GBI: a published row whose method needs other GBI settings than its config file's sets them
+in its own overrides (``implicit_jax/experiments/``: bibtex's spen and dvn rows), so that a row's config says what
+it runs.
 
 ``base_config(task, method)`` assembles the defaults, every field documented where it is defined. Config files in
 ``configs/`` start from it and override what changes; ``from_file`` loads one by path, from any working
 directory (a config that builds on a sibling passes its own ``__file__``). A run records ``recorded(config)``:
-the core fields, the task's sections and its method's section, nothing it does not read.
+the core fields, the task's sections, its method's section and the shared ones it reads, nothing it does not read.
+(``base_config`` keeps every method's section, so that ``--config.method=`` can switch the method of a config
+file after it is built; what a run records, and is compared on, is only what its method reads.)
 
 Resuming. ``compare`` decides whether a config may continue a recorded run: the fields that change a run's
 results must agree; ``MUTABLE`` ones (how long it runs, what it prints, where it runs) may change; a field the
@@ -17,8 +40,9 @@ record lacks, added to the code since, must hold its default. ``load`` reads a r
 defaults filling what it lacks. Both rest on one rule instead of a migration table: **a new field's default
 reproduces what the code did before the field existed.**
 
-Records written before tasks were plug-ins (top-level ``solver``, ``negatives`` and ``gbi`` sections that every
-method shared) are translated once by ``upgrade``.
+Records of the earlier layouts are translated once by ``upgrade``: the first format's (before tasks were
+plug-ins: top-level ``solver``, ``negatives`` and ``gbi`` that every method shared) and the second's (a ``gbi``
+inside each GBI method's section: ``spen.gbi``, ``dvn.gbi``, ``rspen.gbi``, ``nce_gbi.gbi``, ``seal.gbi``).
 """
 
 from __future__ import annotations
@@ -71,11 +95,14 @@ def core_config() -> ml_collections.ConfigDict:
 
 
 def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collections.ConfigDict:
-  """Every default: the core fields, ``task``'s data and model sections, and every method family's section."""
+  """Every default: the core fields, ``task``'s data and model sections, every method family's section and the
+  shared sections."""
   from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
   c = core_config()
   c.task, c.method = task, method
   for name, section in tasks.family(task).default_config().items():
+    c[name] = section
+  for name, section in methods.shared_sections().items():
     c[name] = section
   for name, section in methods.default_sections(method).items():
     c[name] = section
@@ -154,23 +181,50 @@ def config_json(config) -> dict:
 
 
 def recorded(config) -> dict:
-  """What a run records and is compared on: core fields, the task's sections, the method's section."""
+  """What a run records and is compared on: core fields, the task's sections, the method's section and the
+  shared sections it reads."""
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
   full = config_json(config)
-  keep = set(core_config().keys()) | set(TASK_SECTIONS)
+  keep = set(core_config().keys()) | set(TASK_SECTIONS) | set(methods.shared_of(full['method']))
   section = methods.section_of(full['method'])
   if section:
     keep.add(section)
   return {k: v for k, v in full.items() if k in keep}
 
 
+# The sections that held a GBI section of their own in the second format.
+_GBI_SECTIONS = ('spen', 'dvn', 'rspen', 'nce_gbi', 'seal')
+
+
 def upgrade(stored: dict) -> dict:
-  """A record of the first format (top-level ``solver``/``negatives``/``gbi`` that every method read, the cost in
-  ``implicit``) in the current one: each method's settings moved into its own section, with the values the run
-  used. A current record is returned as it is."""
-  if not any(k in stored for k in ('solver', 'negatives', 'gbi')):
-    return stored
+  """A record of an earlier format in the current one, with the values the run used; a current record is returned
+  as it is. First format (top-level ``solver``/``negatives``/``gbi`` that every method read, the cost in
+  ``implicit``): each method's settings move into its own section. Second (a ``gbi`` in each GBI method's section):
+  the method's ``gbi`` becomes the shared top-level ``gbi`` if the method reads it, and is dropped if it did not
+  (seal_dynamic's ``seal.gbi``, unread)."""
+  if any(k in stored for k in ('solver', 'negatives')):
+    stored = _upgrade_first(stored)
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
+  section = _second_format_section(stored.get('method', 'implicit'))
+  if section not in _GBI_SECTIONS or 'gbi' not in (stored.get(section) or {}):
+    return stored
+  s = copy.deepcopy(stored)
+  gbi = s[section].pop('gbi')
+  if 'gbi' in methods.shared_of(s['method']):
+    s['gbi'] = gbi
+  if section == 'dvn':  # dvn's section held nothing else: dvn now reads the shared section alone
+    del s['dvn']
+  return s
+
+
+def _second_format_section(method: str) -> str | None:
+  """The section ``method`` read in the second format (dvn's is no section now, but was one then)."""
+  from implicit_jax import methods  # pylint: disable=import-outside-toplevel
+  return 'dvn' if method == 'dvn' else methods.section_of(method)
+
+
+def _upgrade_first(stored: dict) -> dict:
+  """A first-format record in the second format."""
   s = copy.deepcopy(stored)
   solver, negatives, gbi = s.pop('solver', {}), s.pop('negatives', {}), s.pop('gbi', {})
   implicit, seal = s.get('implicit', {}), s.get('seal', {})
@@ -190,7 +244,7 @@ def upgrade(stored: dict) -> dict:
     seal.update(cost, gbi=gbi, num_samples=negatives.get('num_samples', 0), noise_scale=negatives.get('scale', 0.1))
     if 'bce_weight' in seal:
       seal['ce_weight'] = seal.pop('bce_weight')
-  keep = set(core_config().keys()) | set(TASK_SECTIONS) | {methods.section_of(s['method'])}
+  keep = set(core_config().keys()) | set(TASK_SECTIONS) | {_second_format_section(s['method'])}
   return {k: v for k, v in s.items() if k in keep}
 
 

@@ -91,8 +91,8 @@ BASELINES = {
 # (docs/sweeps/<dataset>-<method>.md), and the settings of the dataset config under which a row ran, where the
 # config changed after it (each row's committed records hold them).
 AS_RUN = {
-    ('bibtex', 'spen'): {'spen.gbi.steps': 50, 'spen.gbi.step_size': 0.3},     # dev @0.5 40.11 vs 38.98 committed
-    ('bibtex', 'dvn'): {'dvn.gbi.rule': 'mirror', 'dvn.gbi.step_size': 1.0},   # dev @0.5 42.08 vs 40.83
+    ('bibtex', 'spen'): {'gbi.steps': 50, 'gbi.step_size': 0.3},       # dev @0.5 40.11 vs 38.98 committed
+    ('bibtex', 'dvn'): {'gbi.rule': 'mirror', 'gbi.step_size': 1.0},   # dev @0.5 42.08 vs 40.83
     # docs/sweeps/bibtex-seal.md (80 epochs): the energy's weight in the task-net loss, lambda1 (lambda2 = 1)
     ('bibtex', 'seal-dynamic nce'): {'seal.energy_weight': 0.3},          # dev @0.5 39.89 vs 39.17
     ('bibtex', 'seal-static nce'): {'seal.energy_weight': 0.1},           # dev @0.5 40.05 vs 33.17

@@ -7,7 +7,8 @@ through ``implicit_jax.tasks.Task``: its networks (``make_inference_net``, ``mak
 (relaxation, local loss, negatives, costs, GBI) and ``example_batch``; nothing here knows what x or y are.
 
 Each family reads its own config section (``SECTION_MODULES``), defined with its defaults in its module
-(``default_config``), plus the shared ``config.optimizer`` (the outer, energy optimiser).
+(``default_config``), plus the shared ``config.optimizer`` (the outer, energy optimiser) and the shared sections of
+``SHARED`` it uses (``config.gbi``: gradient-based inference, one section for every method that runs it).
 
 ``config.method`` is a name of ``REGISTRY`` or the import path of a method module outside the package
 (``implicit_jax/plugins.py`` says what it exports); ``plugin`` resolves one.
@@ -31,7 +32,7 @@ REGISTRY = {
     'feedforward': ('feedforward', 'build', None),
     'crf': ('crf', 'build', None),
     'spen': ('spen', 'build', 'spen'),
-    'dvn': ('dvn', 'build', 'dvn'),
+    'dvn': ('dvn', 'build', None),
     'nce_gbi': ('seal', 'build_nce_gbi', 'nce_gbi'),
     'infnet': ('infnet', 'build_infnet', 'infnet'),
     'infnet_plus': ('infnet', 'build_infnet_plus', 'infnet'),
@@ -43,8 +44,12 @@ REGISTRY = {
 # gold outputs only and refuse a split with unlabeled rows.
 SEMI_SUPERVISED = ('implicit', 'dvn', 'rspen')
 # config section -> the module whose default_config() defines it (its methods' settings, documented there).
-SECTION_MODULES = {'implicit': 'implicit', 'spen': 'spen', 'dvn': 'dvn', 'nce_gbi': 'seal', 'infnet': 'infnet',
-                   'seal': 'seal', 'rspen': 'rspen'}
+SECTION_MODULES = {'implicit': 'implicit', 'spen': 'spen', 'nce_gbi': 'seal', 'infnet': 'infnet', 'seal': 'seal',
+                   'rspen': 'rspen'}
+# Shared config sections, defined once at the top level: section -> (its defaults, the built-in methods that read
+# it). A plug-in method names those it reads in ``SHARED = ('gbi',)``. (implicit's prediction refinement,
+# ``implicit.refine``, is its own: it starts from A_theta(x) and has no init, tolerance or unroll.)
+SHARED = {'gbi': ('implicit_jax.inference', ('spen', 'dvn', 'rspen', 'nce_gbi', 'seal_static'))}
 
 
 @flax.struct.dataclass
@@ -138,6 +143,24 @@ def section_of(method: str) -> str | None:
   """The config section ``method`` reads (None: only the shared fields)."""
   target = plugin(method)
   return REGISTRY[method][2] if target is None else getattr(target, 'SECTION', None)
+
+
+def shared_of(method: str) -> tuple[str, ...]:
+  """The shared sections (``SHARED``) ``method`` reads."""
+  target = plugin(method)
+  if target is None:
+    return tuple(name for name, (_, readers) in SHARED.items() if method in readers)
+  names = tuple(getattr(target, 'SHARED', ()))
+  unknown = sorted(set(names) - set(SHARED))
+  if unknown:
+    raise ValueError(f'config.method: {method!r}: SHARED names {unknown}, not shared sections; choose from '
+                     f'{sorted(SHARED)}')
+  return names
+
+
+def shared_sections() -> dict:
+  """Every shared section with its defaults."""
+  return {name: importlib.import_module(module).default_config() for name, (module, _) in SHARED.items()}
 
 
 def semi_supervised(method: str) -> bool:

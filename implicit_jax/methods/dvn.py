@@ -4,33 +4,25 @@ With our convention (lower energy = better) the value network is ``v(x, y) = sig
 cross-entropy to the task's score of y against the gold output (``losses.dvn_regression``; ``Task.score``) on
 three kinds of y:
 
-* inference outputs: GBI on E from ``dvn.gbi.init`` (what the model would predict now);
-* adversarial outputs: from the inference output, ``dvn.gbi.steps`` projected *ascent* steps on the regression
+* inference outputs: GBI on E from ``gbi.init`` (what the model would predict now);
+* adversarial outputs: from the inference output, ``gbi.steps`` projected *ascent* steps on the regression
   loss itself, the outputs the value network is currently most wrong about (Gygli et al., section 3.2);
 * the gold output, score 1.
 
 On a task with a reward (Cora) the unlabeled rows' target is the reward of y instead of its score against the
 gold (``methods.batch_score``): DVN regressing the reward, as the paper's DVN row.
 
-All three are constants for the phi update. Prediction: GBI on E (``inference.predictor``).
+All three are constants for the phi update. Prediction: GBI on E (``inference.predictor``). DVN has no section of
+its own: it reads the shared ``config.gbi`` (inference and adversarial outputs in training, prediction).
 """
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import optax
 
 from implicit_jax import inference, losses
 from implicit_jax.methods import Method, batch_score
 from implicit_jax.methods.spen import energy_method
-
-
-def default_config(section: str = 'dvn') -> ml_collections.ConfigDict:
-  """``config.dvn``."""
-  del section
-  c = ml_collections.ConfigDict()
-  c.gbi = inference.default_config()  # inference and adversarial outputs in training, prediction at test time
-  return c
 
 
 def value_regression(energy, phi, batch, samples, score_fn):
@@ -62,6 +54,6 @@ def regression_loss(space, score_fn, gbi, field: str):
 
 
 def build(task, config) -> Method:
-  gbi = config.dvn.gbi
+  gbi = config.gbi
   score_fn = batch_score(task)
-  return energy_method(task, config, gbi, regression_loss(task.space, score_fn, gbi, 'dvn.gbi'), 'dvn.gbi')
+  return energy_method(task, config, gbi, regression_loss(task.space, score_fn, gbi, 'gbi'), 'gbi')

@@ -68,21 +68,10 @@ def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
   c.negatives.sampler = 'concrete'  # 'concrete' (relaxed), 'straight_through' (hard forward) or 'gaussian'
   c.negatives.temperature = 0.5  # concrete temperature
   c.negatives.scale = 0.1        # gaussian noise scale
-  c.solver = ml_collections.ConfigDict()  # inverse-HVP solver (implicit_jax.bilevel.Solver documents each)
-  c.solver.name = 'normal_cg'    # 'normal_cg', 'minres', 'gcr' (MINRES's iterate, products fused: the cheapest),
-                                 # 'cg', 'neumann', 'dense', 'identity', 'none' (no implicit
-                                 # term) or 'unrolled' (backprop through the inner steps: their true derivative)
-  c.solver.iterations = 5        # Neumann terms K / CG or MINRES max iterations
-  c.solver.alpha = 0.03          # Neumann step (upper bound when power_iters > 0)
-  c.solver.power_iters = 0       # HVPs spent estimating lambda_max(H) to set the Neumann step
-  c.solver.tol = 1e-4            # CG / MINRES relative residual tolerance
-  c.solver.damping = 1e-2        # (H + damping I) u = v; normal_cg: (H^2 + damping I) u = H v
-  c.solver.hvp = 'exact'         # 'exact' (jvp of grad) or 'fd' (finite difference, the paper's)
-  c.solver.fd_eps = 1e-3         # finite-difference perturbation length
-  c.solver.track_residual = True  # report ||H u - v|| / ||v|| (undamped H, every solver) each step
-  c.solver.warm_start = False    # gcr: the previous step's solution is one more direction (one more fused pass)
-  c.solver.refresh = 1           # k > 1: the implicit term computed every k-th step, reused in between
-  c.solver.track_stationarity = True  # gcr: one more gradient of L_aux for the grad_norm / stationarity diagnostic
+  c.solver = bilevel.default_config()  # the inverse-HVP solver: bilevel.Solver's fields and defaults, each
+                                 # documented there. name: 'normal_cg', 'minres', 'gcr' (MINRES's iterate,
+                                 # products fused: the cheapest), 'cg', 'neumann', 'dense', 'identity', 'none' (no
+                                 # implicit term) or 'unrolled' (backprop through the inner steps)
   c.unroll = False               # inner steps and solver iterations as straight-line code, not XLA loops: the same
                                  # numbers, longer compiles; XLA:CPU runs convolution gradients inside loops several
                                  # times slower (jax-ml/jax#12868), so the convolutional tasks set it

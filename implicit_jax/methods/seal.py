@@ -17,12 +17,12 @@ K = ``seal.num_samples``.
 * ``build_dynamic`` (Eq. 4-5): every step, one phi step on L_E with samples from F_{theta_{t-1}}, then one
   theta step on L_F with E_{phi_t}.
 * ``build_static`` (Eq. 3): for the first ``seal.pretrain_epochs`` the loss-net trains (margin: SPEN's
-  cost-augmented GBI loss; regression: DVN's loss on GBI and adversarial outputs, both with ``seal.gbi``;
+  cost-augmented GBI loss; regression: DVN's loss on GBI and adversarial outputs, both with the shared ``config.gbi``;
   regression_s and nce: as above) while the task net trains on CE alone, which makes it the cross-entropy noise
   model Psi of 'nce'. Then phi is frozen and theta trains on L_F.
 * ``build_nce_gbi`` (section ``nce_gbi``): the energy trained by 'nce' against a noise net Psi trained on CE
   alongside, prediction by GBI on the energy (SEAL Table 1, "NCE ranking" with GBI); Psi's output is GBI's
-  start with ``nce_gbi.gbi.init='given'``.
+  start with ``gbi.init='given'``.
 
 Parameters: ``{'phi': energy, 'theta': task net}`` (``'psi'`` for the noise net of nce_gbi). Metrics: 'loss'
 (L_E; 0 in seal_static once the energy is frozen, where it is not evaluated), 'loss_task' (the task net's loss:
@@ -43,11 +43,12 @@ _SAMPLER = {'regression_s': 'gaussian', 'nce': 'straight_through'}  # losses tha
 
 
 def default_config(section: str = 'seal') -> ml_collections.ConfigDict:
-  """``config.seal`` (seal_static, seal_dynamic) or ``config.nce_gbi``."""
+  """``config.seal`` (seal_static, seal_dynamic) or ``config.nce_gbi``. GBI (seal_static's margin and regression
+  losses; nce_gbi's prediction, from the noise net's output with ``gbi.init='given'``) reads the shared
+  ``config.gbi``."""
   c = ml_collections.ConfigDict()
   if section == 'nce_gbi':
     c.num_samples = 10            # K hard samples of the noise net per example in the NCE ranking loss
-    c.gbi = inference.default_config()  # prediction by GBI on the energy ('given': from the noise net's output)
     c.noise_optimizer = optimizer_config()  # optimiser of the noise net Psi (the energy uses config.optimizer)
     return c
   c.energy_loss = 'nce'           # loss-net loss: 'margin', 'regression' (DVN), 'regression_s' (perturbations of
@@ -60,7 +61,6 @@ def default_config(section: str = 'seal') -> ml_collections.ConfigDict:
   c.cost_scale = 1.0              # margin: multiplies Delta
   c.num_samples = 10              # regression_s and nce: K samples of the task net per example
   c.noise_scale = 0.1             # regression_s: standard deviation of the Gaussian perturbations
-  c.gbi = inference.default_config()  # seal_static margin and regression: the GBI of SPEN's and DVN's losses
   c.task_optimizer = optimizer_config()  # optimiser of the task net (the loss-net uses config.optimizer)
   return c
 
@@ -221,9 +221,9 @@ def build_static(task, config) -> Method:
   energy, net, energy_opt, net_opt, init, predict = _parts(task, config, cfg.task_optimizer, 'seal.task_optimizer')
   if name in ('margin', 'regression'):
     # SPEN's / DVN's own loss, on GBI outputs: the static loss-net does not look at the task net.
-    make_loss = (spen.margin_loss(space, space.cost(cfg.cost, 'seal.cost'), cfg.cost_scale, cfg.gbi, 'seal.gbi')
+    make_loss = (spen.margin_loss(space, space.cost(cfg.cost, 'seal.cost'), cfg.cost_scale, config.gbi, 'gbi')
                  if name == 'margin' else
-                 dvn.regression_loss(space, batch_score(task), cfg.gbi, 'seal.gbi'))
+                 dvn.regression_loss(space, batch_score(task), config.gbi, 'gbi'))
     objective = lambda params, batch, rng: make_loss(energy, params['phi'], batch)
   else:
     objective = samples_objective(task, energy, net, name, cfg)
@@ -253,7 +253,7 @@ def build_nce_gbi(task, config) -> Method:
   update_energy = energy_update(samples_objective(task, energy, net, 'nce', nce, key='psi', field='nce_gbi'),
                                 energy_opt)
   update_noise = task_update(task.space, energy, net, net_opt, key='psi')
-  predict_y = inference.predictor(task.space, energy, cfg.gbi, 'nce_gbi.gbi')
+  predict_y = inference.predictor(task.space, energy, config.gbi, 'gbi')
 
   def train_step(state, batch, rng):
     k_energy, k_noise = batch_lib.split(rng)
@@ -262,7 +262,7 @@ def build_nce_gbi(task, config) -> Method:
     return state.replace(step=state.step + 1), {'loss': loss, 'loss_noise': loss_noise}
 
   def predict(params, batch):
-    start = task.space.relax(net.apply(params['psi'], batch)) if cfg.gbi.init == 'given' else None
+    start = task.space.relax(net.apply(params['psi'], batch)) if config.gbi.init == 'given' else None
     return predict_y(params['phi'], batch, start)
 
   return Method(init, train_step, predict, {'noise': net, 'energy': energy})

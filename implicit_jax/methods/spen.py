@@ -4,7 +4,7 @@
     L(phi) = [Delta(y_hat, y_gold) - E_phi(x, y_hat) + E_phi(x, y_gold)]_+  (losses.ssvm_margin)
 
 y_hat is treated as a constant (the max over y of the margin violation, Danskin). Prediction: GBI on E_phi from
-``spen.gbi.init``. The task's energy, its output space's costs and GBI, as for every other method.
+``gbi.init``. The task's energy, its output space's costs and GBI, as for every other method.
 """
 
 import jax
@@ -17,12 +17,11 @@ from implicit_jax.methods import Method, State, init_params, make_optimizer
 
 
 def default_config(section: str = 'spen') -> ml_collections.ConfigDict:
-  """``config.spen``."""
+  """``config.spen``; GBI (cost-augmented inference in training, prediction) reads the shared ``config.gbi``."""
   del section
   c = ml_collections.ConfigDict()
   c.cost = 'l1'                  # Delta of the margin, a cost of the task's output space (spaces/)
   c.cost_scale = 1.0             # multiplies Delta
-  c.gbi = inference.default_config()  # cost-augmented inference in training, prediction at test time
   return c
 
 
@@ -76,5 +75,5 @@ def margin_loss(space, cost_fn, cost_scale, gbi, field: str):
 def build(task, config) -> Method:
   cfg = config.spen
   cost_fn = task.space.cost(cfg.cost, 'spen.cost')
-  return energy_method(task, config, cfg.gbi, margin_loss(task.space, cost_fn, cfg.cost_scale, cfg.gbi,
-                                                          'spen.gbi'), 'spen.gbi')
+  return energy_method(task, config, config.gbi, margin_loss(task.space, cost_fn, cfg.cost_scale, config.gbi, 'gbi'),
+                       'gbi')
