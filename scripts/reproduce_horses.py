@@ -166,35 +166,18 @@ def build_table(scale: str = 'half') -> str:
   if scale == 'half':
     lines += ['Test images with the gold mask and the FCN, DVN and implicit CD masks (seed 0 runs): '
               '![examples](horses/examples.png) (`python scripts/horses_figure.py`).', '']
-  fcn = {r['seed']: r['test_mean_iou'] for r in runs.get('fcn', [])}
-  for system in ('implicit-cd', 'implicit-cd-before', 'implicit-cd-t1-gcr', 'implicit-dvn', 'seal-regression',
-                 'seal-nce', 'dvn'):
-    other = {r['seed']: r['test_mean_iou'] for r in runs.get(system, [])}
-    seeds = sorted(set(fcn) & set(other))
-    if seeds:
-      diffs = [100 * (other[s] - fcn[s]) for s in seeds]
-      lines.append(f'- {SYSTEMS[system][0]} minus FCN, paired by seed (test mean IoU): '
-                   + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
-                   + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
+  iou = lambda system: {r['seed']: r['test_mean_iou'] for r in runs.get(system, [])}
+  pairs = [(f'{SYSTEMS[s][0]} minus FCN', s, 'fcn') for s in ('implicit-cd', 'implicit-cd-before',
+                                                               'implicit-cd-t1-gcr', 'implicit-dvn', 'seal-regression',
+                                                               'seal-nce', 'dvn')]
   if scale != 'half':  # the implicit paper's claim is over SEAL too: the same pairing against its rows here
-    cd = {r['seed']: r['test_mean_iou'] for r in runs.get('implicit-cd', [])}
-    for system in ('seal-regression', 'seal-regression-crops'):
-      other = {r['seed']: r['test_mean_iou'] for r in runs.get(system, [])}
-      seeds = sorted(set(cd) & set(other))
-      if seeds:
-        diffs = [100 * (cd[s] - other[s]) for s in seeds]
-        lines.append(f'- {SYSTEMS["implicit-cd"][0]} minus {SYSTEMS[system][0]}, paired by seed (test mean IoU): '
-                     + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
-                     + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
-  for system in CROPS_SYSTEMS:  # what the crops change, system by system
-    base = {r['seed']: r['test_mean_iou'] for r in runs.get(system[:-len('-crops')], [])}
-    other = {r['seed']: r['test_mean_iou'] for r in runs.get(system, [])}
-    seeds = sorted(set(base) & set(other))
-    if seeds:
-      diffs = [100 * (other[s] - base[s]) for s in seeds]
-      lines.append(f'- {SYSTEMS[system][0]} minus the same without crops, paired by seed (test mean IoU): '
-                   + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
-                   + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
+    pairs += [(f'{SYSTEMS["implicit-cd"][0]} minus {SYSTEMS[s][0]}', 'implicit-cd', s)
+              for s in ('seal-regression', 'seal-regression-crops')]
+  pairs += [(f'{SYSTEMS[s][0]} minus the same without crops', s, s[:-len('-crops')]) for s in CROPS_SYSTEMS]
+  for what, other, base in pairs:
+    line = records.paired(what, iou(other), iou(base), 'test mean IoU')
+    if line:
+      lines.append(line)
   if flagged:
     why = ('All runs share the short CPU schedule and the half-width networks above; the published baselines trained '
            'to convergence at full width with crop augmentation and test-time crop averaging.' if scale == 'half' else

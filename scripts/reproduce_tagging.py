@@ -281,26 +281,16 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
                  f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | '
                  f'`{tagging.config_name(dataset, system)}` |')
   lines.append('')
-  base = {r['seed']: r[f'test_{key}'] for r in runs.get(f'{dataset}-bilstm', [])}
+  of = lambda name, metric: {r['seed']: r[f'test_{metric}'] for r in runs.get(f'{dataset}-{name}', [])
+                             if f'test_{metric}' in r}
   for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-before', 'implicit-ssvm', 'crf',
                  'infnet-plus-stacked'):
-    other = {r['seed']: r[f'test_{key}'] for r in runs.get(f'{dataset}-{system}', [])}
-    seeds = sorted(set(base) & set(other))
-    if seeds:
-      diffs = [100 * (other[s] - base[s]) for s in seeds]
-      lines.append(f'- {SYSTEMS[system][0]} minus BiLSTM, paired by seed (test {"F1 strict" if chunked else key}): '
-                   + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
-                   + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
-    if chunked:  # the same on conlleval's F1, where both records of a seed hold it
-      conll_of = lambda name: {r['seed']: r[f'test_{CONLLEVAL}'] for r in runs.get(f'{dataset}-{name}', [])
-                               if f'test_{CONLLEVAL}' in r}
-      a, b = conll_of('bilstm'), conll_of(system)
-      both = sorted(set(a) & set(b))
-      if both:
-        diffs = [100 * (b[s] - a[s]) for s in both]
-        lines.append(f'- {SYSTEMS[system][0]} minus BiLSTM, paired by seed (test F1 conlleval): '
-                     + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(both, diffs))
-                     + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
+    what = f'{SYSTEMS[system][0]} minus BiLSTM'
+    # on conlleval's F1 too (chunked data), where both records of a seed hold it
+    for line in (records.paired(what, of(system, key), of('bilstm', key), f'test {"F1 strict" if chunked else key}'),
+                 chunked and records.paired(what, of(system, CONLLEVAL), of('bilstm', CONLLEVAL), 'test F1 conlleval')):
+      if line:
+        lines.append(line)
   gpu = [SYSTEMS[system][0] for system in SYSTEMS if gpu_mark(runs.get(f'{dataset}-{system}', []))]
   if gpu:
     both_gpu = gpu_mark(runs.get(f'{dataset}-bilstm', []))

@@ -36,6 +36,18 @@ def mean_std(values, scale: float = 100.0, digits: int = 2) -> str:
   return f'{values.mean():.{digits}f} ± {values.std(ddof=1):.{digits}f}'
 
 
+def paired(what: str, other: dict, base: dict, metric: str) -> str | None:
+  """``'- WHAT, paired by seed (METRIC): seed 0 +d0, ...; mean +m, k/n seeds positive.'`` for ``{seed: value}`` maps
+  (x 100, ``other - base`` over the seeds both hold), None when they share no seed: the line every table prints
+  under its rows."""
+  seeds = sorted(set(base) & set(other))
+  if not seeds:
+    return None
+  diffs = [100 * (other[s] - base[s]) for s in seeds]
+  return (f'- {what}, paired by seed ({metric}): ' + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
+          + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
+
+
 def spread(unit: str = 'seeds') -> str:
   """What ``mean_std`` shows, in the words every table's caption uses: N is each row's count of ``unit``."""
   return f'mean ± sample standard deviation (ddof 1) over N {unit} (N per row; the value alone where N = 1)'
