@@ -15,6 +15,7 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -213,8 +214,59 @@ def case_out_of_range_fields(t, tmp, base):
           'one line naming the field; nothing written')
 
 
+def case_cora_unlabeled_tokens(t, tmp, base):
+  fault = '`evaluate --split=all` on a semi-supervised Cora run (unlabeled tokens: gold -1)'
+  if not t.wants(fault):
+    return
+  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
+  run = tmp / 'cora_semi'
+  code, _, err = cli('main', '--config=configs/cora.py', f'--workdir={run}', '--config.method=implicit',
+                     f'--config.data.data_dir={ROOT / "tests" / "fixtures" / "cora"}', '--config.data.num_test=15',
+                     '--config.data.num_dev=10', '--config.data.labeled_rows=20', '--config.model.embeddings=random',
+                     '--config.model.encoder=conv', '--config.model.hidden=16', '--config.model.energy_hidden=16',
+                     '--config.batch_size=10', '--config.num_epochs=1')
+  assert code == 0, err
+  code, out, err = cli('evaluate', f'--workdir={run}', '--split=all', '--json')
+  shown_acc = json.loads(out)['train']['accuracy'] if code == 0 else None
+  loaded = checkpoints.load_trained(str(run))
+  train_split = loaded.task.splits['train']
+  tags, gold = np.argmax(np.asarray(loaded.predict(train_split)), -1), np.asarray(train_split['y'])
+  real = np.asarray(train_split['mask']) > 0
+  labeled, unlabeled = real & (gold >= 0), real & (gold < 0)
+  by_hand, all_tokens = float(np.mean(tags[labeled] == gold[labeled])), float(np.mean(tags[real] == gold[real]))
+  t.add(fault, f'`evaluate --split=all --json` (train accuracy {shown_acc}; by hand over the {labeled.sum()} '
+        f'labeled tokens {by_hand:.4f}, over all {real.sum()} tokens {all_tokens:.4f})', code, shown(err),
+        code == 0 and bool(unlabeled.any()) and shown_acc is not None and abs(shown_acc - by_hand) < 1e-6,
+        'train accuracy counts the labeled tokens only (the unlabeled ones are not errors)')
+
+
+# `main` with Python's SIGINT handler restored: a process started in the background ignores SIGINT
+# (tests/test_faults.py: MAIN_WITH_SIGINT).
+MAIN_WITH_SIGINT = ('import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); '
+                    "sys.argv[0] = 'implicit_jax.main'; runpy.run_module('implicit_jax.main', run_name='__main__')")
+
+
+def case_ctrl_c(t, tmp, base):
+  fault = 'Ctrl-C while training'
+  if not t.wants(fault):
+    return
+  run = tmp / 'ctrl_c'
+  args = [*TINY, f'--workdir={run}', '--config.num_epochs=200', '--config.checkpoint_every=4']
+  proc = cli(None, *args, code=MAIN_WITH_SIGINT, wait=False)
+  running = _wait_for(proc, lambda: bool(_steps(run / 'checkpoints')))
+  proc.send_signal(signal.SIGINT)
+  _, err = proc.communicate(timeout=300)
+  code = proc.returncode
+  code2, out2, _ = cli('main', *TINY, f'--workdir={run}', '--config.num_epochs=2', '--config.checkpoint_every=4')
+  t.add(fault, 'SIGINT to `main` once a checkpoint is saved; then the same command', code, shown(err),
+        running and code == 130 and shown(err) == [
+            f'interrupted: {run} keeps its last checkpoint; the same command resumes from it'] and code2 == 0 and
+        'resuming from step' in out2, 'one line saying the run resumes; exit 130; the same command resumes')
+
+
 ENGINE_CASES = [case_lock_file_deleted, case_full_disk_in_orbax, case_empty_loop_record, case_extension_killed,
-                case_grown_cora, case_write_fails_at_start, case_out_of_range_fields]
+                case_grown_cora, case_write_fails_at_start, case_out_of_range_fields, case_cora_unlabeled_tokens,
+                case_ctrl_c]
 
 
 def run_cases(t, tmp, base) -> None:
@@ -347,6 +399,17 @@ def main():
   code, _, err = cli('main', *custom, '--config.num_epochs=2')
   t.add('data file changed at the same path, then resume', '`main` again after one value changed', code,
         shown(err), one_error(code, err) and str(data) in err, 'refused, naming the file')
+  dense_data_changed(t, tmp)
+  if t.wants('a label column that is always 0'):
+    y[:, 2] = 0
+    write_custom(x)
+    never = tmp / 'never_run'
+    cli('main', *custom[:-1], f'--workdir={never}', '--config.num_epochs=1')
+    code, _, err = cli('evaluate', f'--workdir={never}', '--split=all')
+    t.add('a label column that is always 0', '`evaluate --split=all` on a custom dataset whose label l2 is never 1',
+          code, shown(err), code == 0 and shown(err) == [
+              f"warning: the {split} split has no positive example of 1 of 3 labels: 'l2'; its scores say nothing "
+              'about them' for split in ('train', 'dev', 'test')], 'a warning per split naming the label')
   training_files(t, tmp)
 
   # --- divergence ----------------------------------------------------------------------------------------
@@ -624,6 +687,49 @@ def training_files(t: Table, tmp: Path):
           'one line naming the file and line')
 
 
+def dense_data_changed(t: Table, tmp: Path):
+  """A one-epoch MBCE run on a copy of the dense, standardised fixture scaled.arff (split 60/20/20); then its
+  training file changed: one feature scaled by 3 (`predict`), its rows shuffled (`evaluate`)."""
+  faults = ('`predict` after the training file changed', '`evaluate` after the training file\'s rows were shuffled')
+  if not t.wants(*faults):
+    return
+  data_dir = tmp / 'dense_data'
+  data_dir.mkdir()
+  shutil.copy(ROOT / 'tests' / 'fixtures' / 'mlc' / 'scaled.arff', data_dir / 'train.arff')
+  run = tmp / 'dense_run'
+  code, _, err = cli('main', '--config=configs/custom.py', '--config.method=feedforward', '--config.num_epochs=1',
+                     '--config.batch_size=10', '--config.eval_batch_size=10', f'--config.data.data_dir={data_dir}',
+                     '--config.data.train_file=train.arff', f'--workdir={run}')
+  assert code == 0, err
+  lines = (data_dir / 'train.arff').read_text().split('\n')
+  start = lines.index('@data') + 1
+  rows = [line for line in lines[start:] if line.strip()]
+
+  def changed(name, new_rows):
+    (tmp / name).mkdir()
+    (tmp / name / 'train.arff').write_text('\n'.join(lines[:start] + new_rows) + '\n')
+    return tmp / name
+
+  if t.wants(faults[0]):
+    new = tmp / 'dense_new.arff'
+    new.write_text('\n'.join(lines[:start + 10]) + '\n')  # 10 rows to predict
+    scaled = changed('dense_scaled', [','.join(v if j != 4 else f'{float(v) * 3:g}' for j, v in
+                                               enumerate(r.split(','))) for r in rows])
+    _, before, _ = cli('predict', f'--workdir={run}', f'--input={new}', '--scores', f'--data_dir={data_dir}')
+    code, after, err = cli('predict', f'--workdir={run}', f'--input={new}', '--scores', f'--data_dir={scaled}')
+    t.add(faults[0] + ' (one feature scaled by 3)', '`predict --scores --data_dir=DIR` on 10 rows', code,
+          shown(err), code == 0 and after == before and len(before.split('\n')) == 11,
+          'the scores made with the run\'s recorded standardisation statistics, not refitted on today\'s file')
+  if t.wants(faults[1]):
+    shuffled = changed('dense_shuffled', [rows[i] for i in np.random.default_rng(0).permutation(len(rows))])
+    code, _, err = cli('evaluate', f'--workdir={run}', f'--data_dir={shuffled}', '--split=all')
+    code2, _, _ = cli('evaluate', f'--workdir={run}', f'--data_dir={data_dir}')
+    t.add(faults[1] + ' (custom file split 60/20/20)', '`evaluate --data_dir=DIR --split=all`', code, shown(err),
+          one_error(code, err) and f'was trained on other data: the train, dev, test splits read now from '
+          f'{shuffled / "train.arff"} differ' in err and code2 == 0,
+          'refused in one line naming the splits that differ and the file; the run\'s own data evaluates')
+
+
 def horses_data(t: Table, tmp: Path):
   """Horse masks stored otherwise than {0, 255} grey, images as .jpg, masks that are not two-valued."""
   from PIL import Image  # pylint: disable=import-outside-toplevel
@@ -692,6 +798,7 @@ def prediction_files(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: 
     code, out, err = cli('predict', f'--workdir={bib}', f'--input={unknown}', '--threshold=0.2')
     t.add("labels '?' in an ARFF given to `predict`", '`predict`', code, shown(err),
           code == 0 and out == original, 'the labels of the same rows with their gold labels')
+  labels_by_name(t, tmp, bib, rows_arff, original)
   objects, text = tmp / 'objects.npy', tmp / 'text.npy'
   np.save(objects, np.array([{'a': 1}, None], dtype=object), allow_pickle=True)
   np.save(text, np.array([['0', '1'], ['1', '0']]))
@@ -723,6 +830,61 @@ def prediction_files(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: 
           '`--input=new.conll`', c1 or c2, shown(e1) + shown(e2),
           c1 == c2 == 0 and o1 == o2 and tokens == [w for s in sentences for w in s],
           'token<TAB>tag lines, a blank line between sentences; the same for both')
+
+
+def _rows_arff(source: Path, path: Path, label_order=None, rename_label=None, nominal=None) -> Path:
+  """``source``'s rows with the label columns in ``label_order``, a label renamed (old, new), every attribute
+  declared with the values ``nominal`` (rows dense then); as tests/test_predict.py writes them."""
+  from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
+  data = read_mulan(source, num_labels=159)
+  order = np.arange(159) if label_order is None else np.asarray(label_order)
+  names = list(data.feature_names) + [data.label_names[j] for j in order]
+  if rename_label:
+    names = [rename_label[1] if n == rename_label[0] else n for n in names]
+  rows = np.concatenate([data.x, data.y[:, order]], axis=1).astype(int)
+  if nominal is None:
+    body = ['{' + ','.join(f'{j} 1' for j in np.flatnonzero(r)) + '}' for r in rows]
+  else:
+    body = [','.join(map(str, r)) for r in rows]
+  path.write_text('@relation rows\n' + ''.join(f"@attribute '{n}' {nominal or '{0,1}'}\n" for n in names) +
+                  '@data\n' + '\n'.join(body) + '\n')
+  return path
+
+
+def labels_by_name(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: str):
+  """Label columns reordered or renamed, nominal values declared in another order or unknown to the run."""
+  fault = '`predict` on an ARFF with the label columns in reversed order'
+  if t.wants(fault):
+    path = _rows_arff(rows_arff, tmp / 'labels_reversed.arff', label_order=np.arange(159)[::-1])
+    code, out, err = cli('predict', f'--workdir={bib}', f'--input={path}', '--threshold=0.2')
+    t.add(fault, '`predict`', code, shown(err), code == 0 and out == original and original.strip() != '',
+          'the same label names as the original order (labels matched by name)')
+  fault = '`predict` on an ARFF with a renamed label (TAG_apob as TAG_apoB)'
+  if t.wants(fault):
+    path = _rows_arff(rows_arff, tmp / 'label_renamed.arff', rename_label=('TAG_apob', 'TAG_apoB'))
+    code, _, err = cli('predict', f'--workdir={bib}', f'--input={path}')
+    t.add(fault, '`predict`', code, shown(err), one_error(code, err) and
+          f"{path}: no attribute for 1 of the run's labels: 'TAG_apob' (labels are matched by name)" in err,
+          'one line naming the file and the label')
+  fault = '`predict` on an ARFF whose nominal values are declared in another order ({1,0} for {0,1})'
+  if t.wants(fault):
+    path = _rows_arff(rows_arff, tmp / 'nominal_swapped.arff', nominal='{1,0}')
+    code, out, err = cli('predict', f'--workdir={bib}', f'--input={path}', '--threshold=0.2')
+    t.add(fault, '`predict`', code, shown(err), code == 0 and out == original and original.strip() != '',
+          'the same labels as the original file (values matched by value)')
+  fault = '`predict` on an ARFF with a nominal value the run never saw'
+  if t.wants(fault):
+    lines = _rows_arff(rows_arff, tmp / 'nominal_unknown.arff', nominal='{0,1,2}').read_text().split('\n')
+    header = lines.index('@data')
+    first = lines[header + 1].split(',')
+    first[0] = '2'  # the first feature, '0', takes a value the model never saw
+    lines[header + 1] = ','.join(first)
+    path = tmp / 'nominal_unknown.arff'
+    path.write_text('\n'.join(lines))
+    code, _, err = cli('predict', f'--workdir={bib}', f'--input={path}')
+    t.add(fault, '`predict` (declared {0,1,2}, a row holding 2)', code, shown(err), one_error(code, err) and
+          f"{path}:{header + 2}: feature '0': value '2' is not one the model was trained on {{0,1}}" in err,
+          'one line naming the file, line, feature and value')
 
 
 if __name__ == '__main__':
