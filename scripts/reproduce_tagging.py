@@ -347,9 +347,10 @@ def build_table() -> str:
            'NER / NER+ chunk F1 (implicit_jax/tasks/tagging/chunks.py): conlleval\'s, the papers\' metric (a stray '
            'I-/E- tag opens a chunk, counted as a false positive), and strict BIOES (an ill-formed run is no chunk). '
            'Records made before conlleval\'s F1 was recorded keep no predictions to rescore: "not recorded" until '
-           'rerun. Their epoch was selected on dev strict F1, and the within column and paired lines compare strict '
-           'F1, so they set our strict F1 against the papers\' conlleval F1, which is usually the lower of the two on '
-           'an argmax tagger\'s output (chunks.py).', '']
+           'rerun. Every epoch was selected on dev strict F1 (data.chunk_select). The within column compares a row\'s '
+           'conlleval F1 with the papers\' where all its records hold it, and its strict F1 otherwise (marked): '
+           'strict is usually the higher of the two on an argmax tagger\'s output (chunks.py). Paired lines are '
+           'given on strict F1, and on conlleval\'s where both rows hold it.', '']
   flagged = {}
   for dataset in DATASETS:
     if any(name.startswith(f'{dataset}-') for name in runs):
