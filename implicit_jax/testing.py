@@ -5,6 +5,11 @@ tests/test_proximal.py) and scripts/gradient_checks.py, which reports the same c
 * ``spen_problem``: a small SPEN-like MLC problem (MLP inference net, local + global energy, L_aux = BCE + lambda E
   + weight decay) solved to stationarity by Newton's method;
 * ``proximal_problem``: Eq. 6 as trained, made proximal around a random initialisation (``implicit.proximal``).
+
+And the inputs of the fault checks shared by tests/test_faults.py, tests/test_predict.py and scripts/faults.py:
+
+* ``rewrite_arff``: an ARFF's rows rewritten with its label columns reordered or renamed, or its values redeclared;
+* ``MAIN_WITH_SIGINT``: ``python -c`` code running ``implicit_jax.main`` with Python's SIGINT handler restored.
 """
 
 from __future__ import annotations
@@ -157,3 +162,30 @@ def proximal_problem():
     batch = dict(batch, anchor=anchor)
     l_prox = implicit.proximal(l_aux, PROX_MU)
     return l_aux, l_prox, l_prim, phi, batch, anchor, newton_solver(l_prox, batch, 20)
+
+
+# `python -m implicit_jax.main` with SIGINT as a terminal delivers it: a runner started in the background (CI,
+# nohup, `&`) ignores SIGINT, its children inherit that, and a Python started so never raises KeyboardInterrupt.
+# The handler is restored in the child itself: a preexec_fn would fork a multithreaded JAX process.
+MAIN_WITH_SIGINT = ('import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); '
+                    "sys.argv[0] = 'implicit_jax.main'; runpy.run_module('implicit_jax.main', run_name='__main__')")
+
+
+def rewrite_arff(source, path, label_order=None, rename_label=None, nominal=None, num_labels: int = 159):
+  """``source``'s rows written to ``path`` with the label columns in ``label_order`` (names moved with their
+  columns), ``rename_label`` (old, new), every attribute declared with the values ``nominal`` (default '{0,1}';
+  rows dense then, so that no value is implied by the declared order)."""
+  from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
+  data = read_mulan(source, num_labels=num_labels)
+  order = np.arange(num_labels) if label_order is None else np.asarray(label_order)
+  names = list(data.feature_names) + [data.label_names[j] for j in order]
+  if rename_label:
+    names = [rename_label[1] if n == rename_label[0] else n for n in names]
+  rows = np.concatenate([data.x, data.y[:, order]], axis=1).astype(int)
+  if nominal is None:
+    body = ['{' + ','.join(f'{j} 1' for j in np.flatnonzero(r)) + '}' for r in rows]
+  else:
+    body = [','.join(map(str, r)) for r in rows]
+  path.write_text('@relation rows\n' + ''.join(f"@attribute '{n}' {nominal or '{0,1}'}\n" for n in names) +
+                  '@data\n' + '\n'.join(body) + '\n')
+  return path

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from implicit_jax.testing import MAIN_WITH_SIGINT, rewrite_arff
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TINY = ['--config=configs/tiny.py']
@@ -238,12 +240,6 @@ def case_cora_unlabeled_tokens(t, tmp, base):
         f'labeled tokens {by_hand:.4f}, over all {real.sum()} tokens {all_tokens:.4f})', code, shown(err),
         code == 0 and bool(unlabeled.any()) and shown_acc is not None and abs(shown_acc - by_hand) < 1e-6,
         'train accuracy counts the labeled tokens only (the unlabeled ones are not errors)')
-
-
-# `main` with Python's SIGINT handler restored: a process started in the background ignores SIGINT
-# (tests/test_faults.py: MAIN_WITH_SIGINT).
-MAIN_WITH_SIGINT = ('import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); '
-                    "sys.argv[0] = 'implicit_jax.main'; runpy.run_module('implicit_jax.main', run_name='__main__')")
 
 
 def case_ctrl_c(t, tmp, base):
@@ -832,49 +828,30 @@ def prediction_files(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: 
           'token<TAB>tag lines, a blank line between sentences; the same for both')
 
 
-def _rows_arff(source: Path, path: Path, label_order=None, rename_label=None, nominal=None) -> Path:
-  """``source``'s rows with the label columns in ``label_order``, a label renamed (old, new), every attribute
-  declared with the values ``nominal`` (rows dense then); as tests/test_predict.py writes them."""
-  from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
-  data = read_mulan(source, num_labels=159)
-  order = np.arange(159) if label_order is None else np.asarray(label_order)
-  names = list(data.feature_names) + [data.label_names[j] for j in order]
-  if rename_label:
-    names = [rename_label[1] if n == rename_label[0] else n for n in names]
-  rows = np.concatenate([data.x, data.y[:, order]], axis=1).astype(int)
-  if nominal is None:
-    body = ['{' + ','.join(f'{j} 1' for j in np.flatnonzero(r)) + '}' for r in rows]
-  else:
-    body = [','.join(map(str, r)) for r in rows]
-  path.write_text('@relation rows\n' + ''.join(f"@attribute '{n}' {nominal or '{0,1}'}\n" for n in names) +
-                  '@data\n' + '\n'.join(body) + '\n')
-  return path
-
-
 def labels_by_name(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: str):
   """Label columns reordered or renamed, nominal values declared in another order or unknown to the run."""
   fault = '`predict` on an ARFF with the label columns in reversed order'
   if t.wants(fault):
-    path = _rows_arff(rows_arff, tmp / 'labels_reversed.arff', label_order=np.arange(159)[::-1])
+    path = rewrite_arff(rows_arff, tmp / 'labels_reversed.arff', label_order=np.arange(159)[::-1])
     code, out, err = cli('predict', f'--workdir={bib}', f'--input={path}', '--threshold=0.2')
     t.add(fault, '`predict`', code, shown(err), code == 0 and out == original and original.strip() != '',
           'the same label names as the original order (labels matched by name)')
   fault = '`predict` on an ARFF with a renamed label (TAG_apob as TAG_apoB)'
   if t.wants(fault):
-    path = _rows_arff(rows_arff, tmp / 'label_renamed.arff', rename_label=('TAG_apob', 'TAG_apoB'))
+    path = rewrite_arff(rows_arff, tmp / 'label_renamed.arff', rename_label=('TAG_apob', 'TAG_apoB'))
     code, _, err = cli('predict', f'--workdir={bib}', f'--input={path}')
     t.add(fault, '`predict`', code, shown(err), one_error(code, err) and
           f"{path}: no attribute for 1 of the run's labels: 'TAG_apob' (labels are matched by name)" in err,
           'one line naming the file and the label')
   fault = '`predict` on an ARFF whose nominal values are declared in another order ({1,0} for {0,1})'
   if t.wants(fault):
-    path = _rows_arff(rows_arff, tmp / 'nominal_swapped.arff', nominal='{1,0}')
+    path = rewrite_arff(rows_arff, tmp / 'nominal_swapped.arff', nominal='{1,0}')
     code, out, err = cli('predict', f'--workdir={bib}', f'--input={path}', '--threshold=0.2')
     t.add(fault, '`predict`', code, shown(err), code == 0 and out == original and original.strip() != '',
           'the same labels as the original file (values matched by value)')
   fault = '`predict` on an ARFF with a nominal value the run never saw'
   if t.wants(fault):
-    lines = _rows_arff(rows_arff, tmp / 'nominal_unknown.arff', nominal='{0,1,2}').read_text().split('\n')
+    lines = rewrite_arff(rows_arff, tmp / 'nominal_unknown.arff', nominal='{0,1,2}').read_text().split('\n')
     header = lines.index('@data')
     first = lines[header + 1].split(',')
     first[0] = '2'  # the first feature, '0', takes a value the model never saw

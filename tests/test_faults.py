@@ -21,6 +21,7 @@ import pytest
 
 from implicit_jax import evaluate
 from implicit_jax.engine import checkpoints, train, workdir as workdir_lib, writers
+from implicit_jax.testing import MAIN_WITH_SIGINT
 from tests.conftest import ROOT, load_config
 
 
@@ -44,12 +45,6 @@ def _cli(module, *args, code=None):
   cmd = [sys.executable, *(['-c', code] if code else ['-m', f'implicit_jax.{module}']), *args]
   return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, JAX_PLATFORMS='cpu'), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)
-
-
-# `python -m implicit_jax.main` with SIGINT as a terminal delivers it: a runner started in the background (CI,
-# nohup, `&`) ignores SIGINT, its children inherit that, and a Python started so never raises KeyboardInterrupt.
-MAIN_WITH_SIGINT = ('import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); '
-                    "sys.argv[0] = 'implicit_jax.main'; runpy.run_module('implicit_jax.main', run_name='__main__')")
 
 
 def _finish(proc, timeout=300):

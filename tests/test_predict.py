@@ -12,6 +12,7 @@ import pytest
 from implicit_jax.engine import checkpoints, train
 from implicit_jax.tasks.mlc.arff import read_mulan
 from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex
+from implicit_jax.testing import rewrite_arff
 from tests.conftest import ROOT, load_config
 
 FIXTURES = ROOT / 'tests' / 'fixtures' / 'mlc'
@@ -112,34 +113,15 @@ def test_predict_names_a_non_finite_input(workdir, tmp_path):
   assert f'error: {bad}: predict: x holds NaN or Inf (first at index (2, 5): example 2)' in proc.stderr
 
 
-def _rows_arff(source, path, label_order=None, rename_label=None, nominal=None):
-  """``source``'s rows with the label columns in ``label_order`` (names moved with their columns),
-  ``rename_label`` (old, new), every attribute declared with the values ``nominal`` (default '{0,1}'; rows dense
-  then, so that no value is implied by the declared order)."""
-  data = read_mulan(source, num_labels=159)
-  order = np.arange(159) if label_order is None else np.asarray(label_order)
-  names = list(data.feature_names) + [data.label_names[j] for j in order]
-  if rename_label:
-    names = [rename_label[1] if n == rename_label[0] else n for n in names]
-  rows = np.concatenate([data.x, data.y[:, order]], axis=1).astype(int)
-  if nominal is None:
-    body = ['{' + ','.join(f'{j} 1' for j in np.flatnonzero(r)) + '}' for r in rows]
-  else:
-    body = [','.join(map(str, r)) for r in rows]
-  path.write_text('@relation rows\n' + ''.join(f"@attribute '{n}' {nominal or '{0,1}'}\n" for n in names) +
-                  '@data\n' + '\n'.join(body) + '\n')
-  return path
-
-
 def test_predict_matches_labels_by_name(workdir, arff, tmp_path):
   """Label columns in another order give the same label names as the original file (the run's labels, not the
   file's order); a renamed label is one error line naming the file and the label."""
   original = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=0.2').stdout
-  reversed_labels = _rows_arff(arff, tmp_path / 'labels_reversed.arff', label_order=np.arange(159)[::-1])
+  reversed_labels = rewrite_arff(arff, tmp_path / 'labels_reversed.arff', label_order=np.arange(159)[::-1])
   proc = _predict(f'--workdir={workdir}', f'--input={reversed_labels}', '--threshold=0.2')
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert proc.stdout == original and original.strip()
-  renamed = _rows_arff(arff, tmp_path / 'label_renamed.arff', rename_label=('TAG_apob', 'TAG_apoB'))
+  renamed = rewrite_arff(arff, tmp_path / 'label_renamed.arff', rename_label=('TAG_apob', 'TAG_apoB'))
   proc = _predict(f'--workdir={workdir}', f'--input={renamed}')
   assert proc.returncode == 1 and 'Traceback' not in proc.stderr
   assert (f"error: {renamed}: no attribute for 1 of the run's labels: 'TAG_apob' (labels are matched by name)"
@@ -150,11 +132,11 @@ def test_predict_reads_nominal_values_by_value(workdir, arff, tmp_path):
   """Every attribute declared {1,0} instead of the training file's {0,1}: the same predictions; a value the
   training file never declared is one error line naming the file, line, feature and value."""
   original = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=0.2').stdout
-  swapped = _rows_arff(arff, tmp_path / 'swapped.arff', nominal='{1,0}')
+  swapped = rewrite_arff(arff, tmp_path / 'swapped.arff', nominal='{1,0}')
   proc = _predict(f'--workdir={workdir}', f'--input={swapped}', '--threshold=0.2')
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert proc.stdout == original and original.strip()
-  text = _rows_arff(arff, tmp_path / 'unknown.arff', nominal='{0,1,2}').read_text().split('\n')
+  text = rewrite_arff(arff, tmp_path / 'unknown.arff', nominal='{0,1,2}').read_text().split('\n')
   header = text.index('@data')
   first = text[header + 1].split(',')
   first[0] = '2'  # the first feature, '0', takes a value the model never saw
