@@ -16,9 +16,8 @@ from implicit_jax.experiments import mlc
 
 def get_config(arg=None):
   c = config_lib.from_file('bibtex.py', relative_to=__file__)
-  # bibtex's fused GCR solver was chosen on bibtex dev only: this dataset keeps the solver its rows ran with.
-  c.implicit.solver.name = 'normal_cg'
-  c.implicit.solver.iterations = 5  # 11 HVPs, as its rows ran (bibtex's GCR pass takes 1)
+  # normal_cg with 5 iterations (11 HVPs), as the MLC rows ran: bibtex's GCR pass was chosen on its dev only
+  c.update_from_flattened_dict(mlc.NORMAL_CG)
   c.data.name = 'cal500'
   c.batch_size = 16
   # Chosen on dev (docs/sweeps/dense-mbce-cal500.md, MBCE, mean dev F1 @0.5 over 3 seeds: 37.06 at 80 epochs

@@ -10,13 +10,13 @@ file the rows are split 60/20/20, stratified, by data.split_seed.
 """
 
 from implicit_jax.engine import config as config_lib
+from implicit_jax.experiments import mlc
 
 
 def get_config():
   c = config_lib.from_file('bibtex.py', relative_to=__file__)
-  # bibtex's fused GCR solver was chosen on bibtex dev only: this dataset keeps the solver its rows ran with.
-  c.implicit.solver.name = 'normal_cg'
-  c.implicit.solver.iterations = 5  # 11 HVPs, as the MLC rows ran (bibtex's GCR pass takes 1)
+  # normal_cg with 5 iterations (11 HVPs), as the MLC rows ran: bibtex's GCR pass was chosen on its dev only
+  c.update_from_flattened_dict(mlc.NORMAL_CG)
   c.data.name = 'custom'
   # Chosen on dev for a small dense file (docs/sweeps/dense-mbce-custom.md: tests/fixtures/mlc/scaled.arff, MBCE,
   # mean dev F1 @0.5 over 3 seeds 95.93 against 89.15 with the bibtex config's dropout 0.5 for 40 epochs).
