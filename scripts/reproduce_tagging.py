@@ -20,6 +20,7 @@ vectors on the package index.
 
 import argparse
 import datetime
+import functools
 import os
 from pathlib import Path
 
@@ -102,6 +103,9 @@ FLAG_REASONS['ner_plus'] = (
     'Unlike on NER, our NER+ BiLSTM is itself below its published number (row above), so a flagged row shares '
     'part of its gap with the base every method starts from; the paired lines compare each with that base.')
 RUNS = ROOT / 'docs' / 'tagging' / 'runs'
+# Records replaced by a rerun of the same config and seed (issue 33: the NER / NER+ rows recorded before conlleval's
+# F1 and the predictions were kept), kept to show how far a rerun moves a committed figure.
+SUPERSEDED = ROOT / 'docs' / 'tagging' / 'runs_superseded'
 SWEEP_DIR = ROOT / 'docs' / 'tagging' / 'sweeps'
 # configs/pos.py before the pos-ff sweep (GloVe 50d, BiLSTM); every variant spells out what it changes.
 _POS_BEFORE = {'method': 'feedforward', 'num_epochs': 30, 'optimizer.learning_rate': 1e-3, 'model.dropout': 0.2,
@@ -249,7 +253,12 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
              f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
              '|---|---|---|---|---|---|---|---|']
   flagged = []
+  duplicates = {}
   for system, (label, _) in SYSTEMS.items():
+    twin = duplicate_of(dataset, system)
+    if twin:
+      duplicates[system] = twin
+      continue
     rs = sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed'])
     pub = PUBLISHED[dataset].get(system, {})
     shown = ', '.join(f'{v:.1f} ({k})' for k, v in pub.items()) or '—'
@@ -283,26 +292,95 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
   lines.append('')
   of = lambda name, metric: {r['seed']: r[f'test_{metric}'] for r in runs.get(f'{dataset}-{name}', [])
                              if f'test_{metric}' in r}
-  for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-before', 'implicit-ssvm', 'crf',
-                 'infnet-plus-stacked'):
-    what = f'{SYSTEMS[system][0]} minus BiLSTM'
-    # on conlleval's F1 too (chunked data), where both records of a seed hold it
-    for line in (records.paired(what, of(system, key), of('bilstm', key), f'test {"F1 strict" if chunked else key}'),
-                 chunked and records.paired(what, of(system, CONLLEVAL), of('bilstm', CONLLEVAL), 'test F1 conlleval')):
+  if chunked:
+    lines += paired_table(dataset, runs, duplicates) + ['']
+  else:
+    for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-before', 'implicit-ssvm', 'crf',
+                   'infnet-plus-stacked'):
+      line = records.paired(f'{SYSTEMS[system][0]} minus BiLSTM', of(system, key), of('bilstm', key), f'test {key}')
       if line:
         lines.append(line)
+  for system, twin in duplicates.items():
+    lines.append(f'- `{tagging.config_name(dataset, system)}` is `{tagging.config_name(dataset, twin)}` on this '
+                 f'dataset (the same config: {SYSTEMS[system][0]}), so it is not a row of its own.')
   gpu = [SYSTEMS[system][0] for system in SYSTEMS if gpu_mark(runs.get(f'{dataset}-{system}', []))]
   if gpu:
     both_gpu = gpu_mark(runs.get(f'{dataset}-bilstm', []))
     lines.append(f'- Ran on one NVIDIA GPU, same config and seeds (s/run marked GPU): {", ".join(gpu)}. '
                  + ('The BiLSTM ran there too, so the paired differences compare GPU runs.' if both_gpu else
                     'Their paired differences set GPU runs against the BiLSTM\'s CPU runs: the same computation in '
-                    'another floating-point order, not the same trajectory.'))
+                    'another floating-point order, not the same trajectory.')
+                 + ' GPU seconds were counted with other runs sharing the card (3 to 42 at once), so they measure '
+                 'no method\'s speed.')
+  lines += superseded_lines(dataset, runs)
   for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-before', 'implicit-ssvm'):
     line = diagnostics_line(SYSTEMS[system][0], runs.get(f'{dataset}-{system}', []))
     if line:
       lines.append(line)
   return lines + [''], flagged
+
+
+@functools.cache
+def _row_config(dataset: str, system: str) -> str:
+  config = base_config(dataset, 0, '', system).to_dict()
+  config.pop('config_file', None)
+  return repr(config)
+
+
+def duplicate_of(dataset: str, system: str) -> str | None:
+  """The earlier row whose config on ``dataset`` is ``system``'s, or None: configs/ner.py computes the implicit term
+  on every step, so its implicit-cd-r1 is its implicit-cd."""
+  earlier = list(SYSTEMS)[:list(SYSTEMS).index(system)]
+  return next((other for other in earlier if _row_config(dataset, other) == _row_config(dataset, system)), None)
+
+
+def paired_table(dataset, runs, duplicates) -> list[str]:
+  """Every row against the BiLSTM seed by seed (test F1 x 100, the row minus the BiLSTM over the seeds both hold), on
+  conlleval's F1 (the papers' metric) and on strict F1."""
+  of = lambda name, metric: {r['seed']: r[f'test_{metric}'] for r in runs.get(f'{dataset}-{name}', [])
+                             if f'test_{metric}' in r}
+  def cells(system, metric):
+    seeds, diffs = records.paired_diffs(of(system, metric), of('bilstm', metric))
+    if not seeds:
+      return ['–', '–']
+    each = ', '.join(f'{d:+.2f}' for d in diffs)
+    if seeds != list(range(len(seeds))):
+      each = ', '.join(f'seed {k} {d:+.2f}' for k, d in zip(seeds, diffs))
+    return [each, f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)})']
+  lines = ['Paired by seed against the BiLSTM (test F1 x 100: the row minus the BiLSTM on each seed both hold, then '
+           'their mean and how many are positive):', '',
+           '| method | conlleval, by seed | conlleval, mean | strict, by seed | strict, mean |', '|---|---|---|---|---|']
+  for system, (label, _) in SYSTEMS.items():
+    if system == 'bilstm' or system in duplicates or not runs.get(f'{dataset}-{system}'):
+      continue
+    lines.append('| ' + ' | '.join([label] + cells(system, CONLLEVAL) + cells(system, 'f1')) + ' |')
+  return lines
+
+
+def superseded_lines(dataset, runs) -> list[str]:
+  """How far the reruns of replaced records (SUPERSEDED) moved: same config and seed, same device kind."""
+  old = load_runs(SUPERSEDED) if SUPERSEDED.exists() else {}
+  pairs = [(name, o, new) for name, rs in old.items() if name.startswith(f'{dataset}-') for o in rs
+           for new in runs.get(name, []) if new['seed'] == o['seed']]
+  if not pairs:
+    return []
+  same = [(n, o, r) for n, o, r in pairs if str(o.get('device', 'cpu'))[:3] == str(r.get('device', 'cpu'))[:3]]
+  moves = [100 * (r['test_f1'] - o['test_f1']) for _, o, r in same]
+  def parting(o, r):  # the first epoch whose dev strict F1 differs, 0 if none
+    return next((a['epoch'] for a, b in zip(o['history'], r['history']) if a['dev_f1'] != b['dev_f1']), 0)
+  parts = [parting(o, r) for _, o, r in same]
+  line = (f'- Reruns: {len(pairs)} records made before conlleval\'s F1 and the predictions were kept were rerun with '
+          'the same config and seed (the replaced ones are in docs/tagging/runs_superseded/).')
+  if same:
+    worst = max(range(len(same)), key=lambda i: abs(moves[i]))
+    line += (f' On the same kind of device ({len(same)} of them), test F1 strict moved by {np.median(np.abs(moves)):.2f}'
+             f' (median of |change|; largest {moves[worst]:+.2f}, {same[worst][0]} seed {same[worst][1]["seed"]}). '
+             f'Epoch 1\'s dev F1 equals the old record\'s to every digit in {sum(p != 1 for p in parts)} of '
+             f'{len(same)}, and the two part at epoch {int(np.median([p for p in parts if p] or [0]))} (median): the '
+             'same computation, its last-bit rounding compounding over the steps into another trajectory.')
+  if len(same) < len(pairs):
+    line += f' {len(pairs) - len(same)} were rerun on a GPU instead of the CPU, so another trajectory from the start.'
+  return [line]
 
 
 def gpu_mark(rs) -> str:
@@ -349,8 +427,9 @@ def build_table() -> str:
            'Records made before conlleval\'s F1 was recorded keep no predictions to rescore: "not recorded" until '
            'rerun. Every epoch was selected on dev strict F1 (data.chunk_select). The within column compares a row\'s '
            'conlleval F1 with the papers\' where all its records hold it, and its strict F1 otherwise (marked): '
-           'strict is usually the higher of the two on an argmax tagger\'s output (chunks.py). Paired lines are '
-           'given on strict F1, and on conlleval\'s where both rows hold it.', '']
+           'strict is usually the higher of the two on an argmax tagger\'s output (chunks.py). Under each NER '
+           'table, every row is set against the BiLSTM seed by seed on both F1s; under POS, the implicit rows, the '
+           'CRF and InfNet+ stacked.', '']
   flagged = {}
   for dataset in DATASETS:
     if any(name.startswith(f'{dataset}-') for name in runs):
@@ -398,9 +477,12 @@ def update_readme(table: str) -> None:
       return f'\n**{line[3:]}**\n'
     if line.startswith('**Emb'):
       return f'{line}\n'
+    if line.startswith('Paired'):
+      return f'\n{line}\n'
     return f'\n{line}' if line.startswith(('Not run', 'Flagged')) else line
 
-  kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run'))]
+  kept = [line for line in table.splitlines()
+          if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run', 'Paired'))]
   block = (f'{start}\n\nTest scores x 100, {records.spread()}, from the committed runs '
            '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
            + '\n'.join(spaced(line) for line in kept) + f'\n{end}')

@@ -1,5 +1,6 @@
 """The reproduction script's bookkeeping: which system a run file is, and the command list of its table."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -128,11 +129,37 @@ def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(
   assert '| BiLSTM (cross-entropy) | 2 | 85.00 (1 of 2 seeds) | 86.50 ± 0.71 |' in text
   assert '| BiLSTM-CRF (forward algorithm, Viterbi) | 1 | not recorded | 86.00 |' in text
   assert '| SPEN (GBI, mirror descent) | 2 | 85.00 ± 1.41 | 87.00 ± 1.41 |' in text
-  assert 'minus BiLSTM, paired by seed (test F1 strict)' in text
+  # every row against the BiLSTM, seed by seed, over the seeds both hold: conlleval's F1 on seed 1 alone
+  assert '| SPEN (GBI, mirror descent) | seed 1 +1.00 | +1.00 (1/1) | +0.00, +1.00 | +0.50 (1/2) |' in text
+  assert '| BiLSTM-CRF (forward algorithm, Viterbi) | – | – | +0.00 | +0.00 (0/1) |' in text
   # a record selected on conlleval's dev F1 cannot sit in a row selected on strict F1
   runs['ner-crf'].append(run(1, 0.86, config={'data': {'name': 'conll2003', 'chunk_select': 'f1_conlleval'}}))
   with pytest.raises(SystemExit, match="ner-crf: records selected on dev \\['f1_conlleval'\\]"):
     reproduce_tagging.dataset_section('ner', runs)
+
+
+def test_tagging_rows_with_one_config_are_one_row():
+  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  # configs/ner.py computes the implicit term on every step: its r1 row is its implicit-cd row; POS reuses it
+  assert reproduce_tagging.duplicate_of('ner', 'implicit-cd-r1') == 'implicit-cd'
+  assert reproduce_tagging.duplicate_of('pos', 'implicit-cd-r1') is None
+  assert reproduce_tagging.duplicate_of('ner', 'implicit-cd') is None
+  text = '\n'.join(reproduce_tagging.dataset_section('ner', {})[0])
+  assert '| implicit CD (T_inner 1, gcr, the term every step) |' not in text
+  assert '`configs/ner.py:implicit-cd-r1` is `configs/ner.py:implicit-cd` on this dataset' in text
+
+
+def test_tagging_table_says_how_far_a_rerun_moved_a_replaced_record(tmp_path, monkeypatch):
+  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  history = lambda *dev: [{'epoch': e + 1, 'dev_f1': d} for e, d in enumerate(dev)]
+  old = {'seed': 0, 'test_f1': 0.86, 'device': 'cpu: cpu', 'history': history(0.80, 0.85, 0.88)}
+  new = {'seed': 0, 'test_f1': 0.865, 'device': 'cpu: cpu', 'history': history(0.80, 0.85, 0.87)}
+  (tmp_path / 'ner-spen-seed0.json').write_text(json.dumps(old))
+  monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', tmp_path)
+  [line] = reproduce_tagging.superseded_lines('ner', {'ner-spen': [new]})
+  assert 'test F1 strict moved by 0.50 (median of |change|; largest +0.50, ner-spen seed 0)' in line
+  assert "Epoch 1's dev F1 equals the old record's to every digit in 1 of 1, and the two part at epoch 3" in line
+  assert reproduce_tagging.superseded_lines('ner_plus', {'ner-spen': [new]}) == []
 
 
 def test_tagging_diagnostics_line_averages_run_medians():

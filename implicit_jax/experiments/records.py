@@ -40,12 +40,17 @@ def paired(what: str, other: dict, base: dict, metric: str) -> str | None:
   """``'- WHAT, paired by seed (METRIC): seed 0 +d0, ...; mean +m, k/n seeds positive.'`` for ``{seed: value}`` maps
   (x 100, ``other - base`` over the seeds both hold), None when they share no seed: the line every table prints
   under its rows."""
-  seeds = sorted(set(base) & set(other))
+  seeds, diffs = paired_diffs(other, base)
   if not seeds:
     return None
-  diffs = [100 * (other[s] - base[s]) for s in seeds]
   return (f'- {what}, paired by seed ({metric}): ' + ', '.join(f'seed {s} {d:+.2f}' for s, d in zip(seeds, diffs))
           + f'; mean {np.mean(diffs):+.2f}, {sum(d > 0 for d in diffs)}/{len(diffs)} seeds positive.')
+
+
+def paired_diffs(other: dict, base: dict) -> tuple[list, list]:
+  """The seeds both ``{seed: value}`` maps hold, and ``100 * (other - base)`` on each."""
+  seeds = sorted(set(base) & set(other))
+  return seeds, [100 * (other[s] - base[s]) for s in seeds]
 
 
 def spread(unit: str = 'seeds') -> str:
