@@ -310,7 +310,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
                  + ('The BiLSTM ran there too, so the paired differences compare GPU runs.' if both_gpu else
                     'Their paired differences set GPU runs against the BiLSTM\'s CPU runs: the same computation in '
                     'another floating-point order, not the same trajectory.')
-                 + ' GPU seconds were counted with other runs sharing the card (3 to 42 at once), so they measure '
+                 + ' GPU seconds were counted with other runs sharing the card (up to 42 at once), so they measure '
                  'no method\'s speed.')
   lines += superseded_lines(dataset, runs)
   for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-before', 'implicit-ssvm'):
@@ -487,7 +487,34 @@ def update_readme(table: str) -> None:
            '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
            + '\n'.join(spaced(line) for line in kept) + f'\n{end}')
   head, rest = text.split(start, 1)
-  readme.write_text(head + block + rest.split(end, 1)[1], encoding='utf-8')
+  text = head + block + rest.split(end, 1)[1]
+  start, end = '<!-- results:margins -->', '<!-- /results:margins -->'
+  if start in text:
+    head, rest = text.split(start, 1)
+    text = head + start + '\n\n' + '\n'.join(margins_lines(load_runs(RUNS))) + '\n\n' + end + rest.split(end, 1)[1]
+  readme.write_text(text, encoding='utf-8')
+
+
+def margins_lines(runs) -> list[str]:
+  """The implicit paper's margin (its implicit CD minus its BiLSTM, one table) beside ours, paired by seed on the
+  papers' metric, and the row with the best mean dev score here (at least summary.MIN_RUNS seeds) against the same
+  BiLSTM: docs/results.md's "where the papers' margins go"."""
+  lines = ['| dataset | paper: implicit CD - BiLSTM | here: implicit CD - BiLSTM, paired | best row by dev here '
+           '| its test - BiLSTM, paired |', '|---|---|---|---|---|']
+  for dataset, title in DATASETS.items():
+    metric = CONLLEVAL if dataset != 'pos' else SELECT[dataset]
+    of = lambda name, m=metric, d=dataset: {r['seed']: r[f'test_{m}'] for r in runs.get(f'{d}-{name}', [])
+                                            if f'test_{m}' in r}
+    def cell(name, of=of):
+      seeds, diffs = records.paired_diffs(of(name), of('bilstm'))
+      return f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)} seeds)' if seeds else 'not recorded'
+    cd, base = PUBLISHED[dataset]['implicit-cd'], PUBLISHED[dataset]['bilstm']
+    paper = ', '.join(f'{cd[t] - base[t]:+.1f} ({t})' for t in cd if t in base) or '–'
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS if system != 'bilstm'}
+    best = summary.best(groups, f'dev_{SELECT[dataset]}')
+    lines.append(f'| {title.split(" (")[0]}{" (conlleval F1)" if dataset != "pos" else " (accuracy)"} | {paper} | '
+                 f'{cell("implicit-cd")} | {SYSTEMS[best][0] if best else "–"} | {cell(best) if best else "–"} |')
+  return lines
 
 
 def summary_rows(runs) -> list[str]:

@@ -162,6 +162,18 @@ def test_tagging_table_says_how_far_a_rerun_moved_a_replaced_record(tmp_path, mo
   assert reproduce_tagging.superseded_lines('ner_plus', {'ner-spen': [new]}) == []
 
 
+def test_tagging_margins_set_the_papers_beside_ours_on_the_papers_metric():
+  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  run = lambda seed, f1, dev: {'seed': seed, 'test_f1': 0.9, 'test_f1_conlleval': f1, 'dev_f1': dev}
+  runs = {'ner-bilstm': [run(k, 0.85, 0.91) for k in range(3)],
+          'ner-implicit-cd': [run(0, 0.86, 0.92), run(1, 0.84, 0.92), run(2, 0.87, 0.92)],
+          'ner-spen': [run(k, 0.88, 0.93) for k in range(3)], 'ner-crf': [run(0, 0.99, 0.99)]}  # one seed: not eligible
+  lines = reproduce_tagging.margins_lines(runs)
+  assert ('| CoNLL-2003 NER (conlleval F1) | +0.8 (impl T3) | +0.67 (2/3 seeds) | SPEN (GBI, mirror descent) | '
+          '+3.00 (3/3 seeds) |') in lines
+  assert '| Twitter POS (accuracy) | +1.4 (impl T9) | not recorded | – | – |' in lines
+
+
 def test_tagging_diagnostics_line_averages_run_medians():
   from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
   summary = lambda st, cos, imp: {'stationarity': {'median': st, 'first': 0.9, 'last': st - 0.1},
