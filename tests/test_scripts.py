@@ -129,6 +129,10 @@ def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(
   assert '| BiLSTM (cross-entropy) | 2 | 85.00 (1 of 2 seeds) | 86.50 ± 0.71 |' in text
   assert '| BiLSTM-CRF (forward algorithm, Viterbi) | 1 | not recorded | 86.00 |' in text
   assert '| SPEN (GBI, mirror descent) | 2 | 85.00 ± 1.41 | 87.00 ± 1.41 |' in text
+  # the chunks conlleval counts and strict does not, over the records that hold both counts
+  assert reproduce_tagging.stray_cell([{'test_num_pred_conlleval': 110, 'test_num_pred': 100}, {'test_num_pred': 9},
+                                       {'test_num_pred_conlleval': 121, 'test_num_pred': 100}]) == '16'
+  assert reproduce_tagging.stray_cell(runs['ner-crf']) == '–'
   # every row against the BiLSTM, seed by seed, over the seeds both hold: conlleval's F1 on seed 1 alone
   assert '| SPEN (GBI, mirror descent) | seed 1 +1.00 | +1.00 (1/1) | +0.00, +1.00 | +0.50 (1/2) |' in text
   assert '| BiLSTM-CRF (forward algorithm, Viterbi) | – | – | +0.00 | +0.00 (0/1) |' in text
