@@ -384,8 +384,10 @@ def superseded_lines(dataset, runs) -> list[str]:
     line += (f' On the same kind of device ({len(same)} of them), test F1 strict moved by {np.median(np.abs(moves)):.2f}'
              f' (median of |change|; largest {moves[worst]:+.2f}, {same[worst][0]} seed {same[worst][1]["seed"]}). '
              f'Epoch 1\'s dev F1 equals the old record\'s to every digit in {sum(p != 1 for p in parts)} of '
-             f'{len(same)}, and the two part at epoch {int(np.median([p for p in parts if p] or [0]))} (median): the '
-             'same computation, its last-bit rounding compounding over the steps into another trajectory.')
+             f'{len(same)}, every epoch\'s in {sum(p == 0 for p in parts)}'
+             + (f', and the others part at epoch {int(np.median([p for p in parts if p]))} (median)'
+                if any(parts) else '')
+             + ': the same computation, its last-bit rounding compounding over the steps into another trajectory.')
   if len(same) < len(pairs):
     line += f' {len(pairs) - len(same)} were rerun on a GPU instead of the CPU, so another trajectory from the start.'
   return [line]
