@@ -375,7 +375,8 @@ def superseded_lines(dataset, runs) -> list[str]:
   same = [(n, o, r) for n, o, r in pairs if str(o.get('device', 'cpu'))[:3] == str(r.get('device', 'cpu'))[:3]]
   moves = [100 * (r['test_f1'] - o['test_f1']) for _, o, r in same]
   def parting(o, r):  # the first epoch whose dev strict F1 differs, 0 if none
-    return next((a['epoch'] for a, b in zip(o['history'], r['history']) if a['dev_f1'] != b['dev_f1']), 0)
+    return next((a['epoch'] for a, b in zip(o.get('history', []), r.get('history', []))
+                 if a['dev_f1'] != b['dev_f1']), 0)
   parts = [parting(o, r) for _, o, r in same]
   line = (f'- Reruns: {len(pairs)} records made before conlleval\'s F1 and the predictions were kept were rerun with '
           'the same config and seed (the replaced ones are in docs/tagging/runs_superseded/).')
@@ -389,7 +390,8 @@ def superseded_lines(dataset, runs) -> list[str]:
                 if any(parts) else '')
              + ': the same computation, its last-bit rounding compounding over the steps into another trajectory.')
   if len(same) < len(pairs):
-    line += f' {len(pairs) - len(same)} were rerun on a GPU instead of the CPU, so another trajectory from the start.'
+    k = len(pairs) - len(same)
+    line += f' {k} {"was" if k == 1 else "were"} rerun on a GPU instead of the CPU: another trajectory from the start.'
   return [line]
 
 

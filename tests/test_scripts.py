@@ -116,8 +116,9 @@ def test_tagging_table_flags_and_pairs():
   assert 'seed 0 +1.00, seed 1 -1.00; mean +0.00, 1/2 seeds positive' in text
 
 
-def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule():
+def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(tmp_path, monkeypatch):
   from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', tmp_path)  # none: the committed ones pair with real records
   ner = {'data': {'name': 'conll2003'}}
   run = lambda seed, f1, **extra: {'seed': seed, 'test_f1': f1, 'dev_f1': f1, 'train_seconds': 1.0, 'config': ner,
                                    **extra}
