@@ -240,6 +240,11 @@ def conlleval_cell(rs) -> str:
   return fmt(have) + ('' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)')
 
 
+def by_seed(runs, dataset: str, system: str, metric: str) -> dict:
+  """``{seed: test metric}`` of a row's records that hold the metric: what the paired differences compare."""
+  return {r['seed']: r[f'test_{metric}'] for r in runs.get(f'{dataset}-{system}', []) if f'test_{metric}' in r}
+
+
 def stray_cell(rs) -> str:
   """Test chunks conlleval counts and strict BIOES does not (the mean over the records that hold both counts): for
   the most part a stray I-/E- tag, which conlleval opens as a chunk, a false positive, and strict drops. A tagger
@@ -298,8 +303,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
                  f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | '
                  f'`{tagging.config_name(dataset, system)}` |')
   lines.append('')
-  of = lambda name, metric: {r['seed']: r[f'test_{metric}'] for r in runs.get(f'{dataset}-{name}', [])
-                             if f'test_{metric}' in r}
+  of = lambda name, metric: by_seed(runs, dataset, name, metric)  # pylint: disable=unnecessary-lambda-assignment
   if chunked:
     lines += paired_table(dataset, runs, duplicates) + ['']
   else:
@@ -345,8 +349,7 @@ def duplicate_of(dataset: str, system: str) -> str | None:
 def paired_table(dataset, runs, duplicates) -> list[str]:
   """Every row against the BiLSTM seed by seed (test F1 x 100, the row minus the BiLSTM over the seeds both hold), on
   conlleval's F1 (the papers' metric) and on strict F1."""
-  of = lambda name, metric: {r['seed']: r[f'test_{metric}'] for r in runs.get(f'{dataset}-{name}', [])
-                             if f'test_{metric}' in r}
+  of = lambda name, metric: by_seed(runs, dataset, name, metric)  # pylint: disable=unnecessary-lambda-assignment
   def cells(system, metric):
     seeds, diffs = records.paired_diffs(of(system, metric), of('bilstm', metric))
     if not seeds:
@@ -518,8 +521,7 @@ def margins_lines(runs) -> list[str]:
            '| its test - BiLSTM, paired | rows above implicit CD on test (3+ seeds, mean) |', '|---|---|---|---|---|---|']
   for dataset, title in DATASETS.items():
     metric = CONLLEVAL if dataset != 'pos' else SELECT[dataset]
-    of = lambda name, m=metric, d=dataset: {r['seed']: r[f'test_{m}'] for r in runs.get(f'{d}-{name}', [])
-                                            if f'test_{m}' in r}
+    of = lambda name, m=metric, d=dataset: by_seed(runs, d, name, m)  # pylint: disable=unnecessary-lambda-assignment
     def cell(name, of=of):
       seeds, diffs = records.paired_diffs(of(name), of('bilstm'))
       return f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)} seeds)' if seeds else 'not recorded'
