@@ -311,6 +311,18 @@ def test_summary_keeps_other_families_and_chooses_on_dev(tmp_path):
   assert '| `configs/x.py:a` | 90.00 ± 0.00 (3) | – | – | 1.0 |' in rows[0] and text.endswith('\n\ntail\n')
 
 
+def test_summary_leads_ner_cells_with_conlleval_only_where_every_record_holds_it():
+  from implicit_jax.experiments import summary  # pylint: disable=import-outside-toplevel
+  both = [{'test_f1': 0.86, 'test_f1_conlleval': 0.84}, {'test_f1': 0.88, 'test_f1_conlleval': 0.86}]
+  strict_only = [{'test_f1': 0.86}, {'test_f1': 0.88}]
+  key, extra = 'test_f1', 'test_f1_conlleval'
+  assert summary.score(both, key, extra) == '85.00 ± 1.41 (2) (strict 87.00 ± 1.41)'
+  assert summary.score(strict_only, key, extra) == 'strict 87.00 ± 1.41 (2) (conlleval not recorded)'
+  mixed = [both[0], strict_only[1]]
+  assert summary.score(mixed, key, extra) == 'strict 87.00 ± 1.41 (2) (conlleval 84.00, 1 of 2 seeds)'
+  assert summary.score(strict_only, key) == '87.00 ± 1.41 (2)'  # POS, the other families: no second metric
+
+
 def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_table(monkeypatch):
   from implicit_jax.tasks import segmentation  # pylint: disable=import-outside-toplevel
   from scripts import reproduce_horses as rh  # pylint: disable=import-outside-toplevel

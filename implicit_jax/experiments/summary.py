@@ -24,8 +24,9 @@ CAPTION = (
     'records. For each task, the implicit row and the rival (any other method of the family\'s tables) with the '
     f'best mean dev score among the rows run on at least {MIN_RUNS} seeds; each cell names the config that '
     'reproduces the row (seed K: `--config.seed=K`, see its docstring). "published": the implicit paper\'s number '
-    '(Shankar & Piratla; NER\'s is conlleval F1, ours is strict chunk F1 with conlleval\'s in parentheses where '
-    'recorded). Written by the reproduce scripts (`--table_only`); why each gap is what it is: '
+    '(Shankar & Piratla; NER\'s is conlleval F1). NER cells lead with conlleval F1, the papers\' metric, where every '
+    'record of the row holds it, strict chunk F1 in parentheses; a row recorded before conlleval\'s F1 leads with '
+    '"strict". Written by the reproduce scripts (`--table_only`); why each gap is what it is: '
     '[docs/results.md](docs/results.md).')
 HEADER = ['| family | task | implicit (best on dev) | test | rival (best on dev) | test | published |',
           '|---|---|---|---|---|---|---|']
@@ -39,18 +40,20 @@ def best(groups: dict, dev_key: str, min_runs: int = MIN_RUNS):
 
 
 def score(runs, test_key: str, extra: str = '') -> str:
-  """``mean ± std (N)`` x 100 of ``test_key``; ``extra``: conlleval's F1, shown in parentheses over the runs whose
-  records hold it (with their count when not every run's does; records made before it was recorded hold no
+  """``mean ± std (N)`` x 100 of ``test_key``. ``extra`` (NER's conlleval F1, the papers' metric) leads instead,
+  with ``test_key`` (strict F1) in parentheses, when every run's record holds it; otherwise ``test_key`` leads,
+  marked "strict", with ``extra`` over the runs that hold it (records made before it was recorded keep no
   predictions to rescore it from)."""
-  text = f'{records.mean_std([r[test_key] for r in runs])} ({len(runs)})'
-  if extra and runs:
-    have = [r[extra] for r in runs if extra in r]
-    if not have:
-      text += ' (conlleval not recorded)'
-    else:
-      text += (f' (conlleval {records.mean_std(have)}'
-               + ('' if len(have) == len(runs) else f', {len(have)} of {len(runs)} seeds') + ')')
-  return text
+  n = len(runs)
+  main = f'{records.mean_std([r[test_key] for r in runs])} ({n})'
+  if not extra or not runs:
+    return main
+  have = [r[extra] for r in runs if extra in r]
+  if len(have) == n:
+    return f'{records.mean_std(have)} ({n}) (strict {records.mean_std([r[test_key] for r in runs])})'
+  if not have:
+    return f'strict {main} (conlleval not recorded)'
+  return f'strict {main} (conlleval {records.mean_std(have)}, {len(have)} of {n} seeds)'
 
 
 def row(family: str, task: str, implicit: tuple, rival: tuple, test_key: str, published: str,
