@@ -4,16 +4,21 @@
                                                                         # missing, then write docs/tagging.md
   python scripts/reproduce_tagging.py --dataset=pos --sweep=pos-ff --seeds=0                  # a dev sweep
   python scripts/reproduce_tagging.py --table_only
+  python scripts/reproduce_tagging.py --pending | xargs -P 12 -I{} sh -c '{}'         # what is left of the
+  python scripts/reproduce_tagging.py --table_only                    # NER / NER+ tables, 12 at a time, then the
+                                                                      # tables once (parallel runs write none)
 
 Each run is configs/<dataset>.py (pos, ner, ner_fixed, ner_plus) with the system's overrides and the seed; ner_fixed
 is ner with the word vectors frozen, as InfNet+ ran NER, beside ner's trainable ones. A run's compact
 record goes to docs/tagging/runs/<dataset>-<system>-seed<k>.json (per-step logs stay in the workdir under /tmp); a
-record that exists is not run again, so the script resumes where it was stopped. Sweeps (``SWEEPS``) write to
-docs/tagging/sweeps/<sweep>/ and a table docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
+record that exists is not run again, so the script resumes where it was stopped; with --supersede a NER / NER+
+record that has no conlleval F1 (made before it was recorded) is, and the old one moves to
+docs/tagging/runs_superseded/. Sweeps (``SWEEPS``) write to docs/tagging/sweeps/<sweep>/ and a table
+docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
 
 The table (docs/tagging.md; block results:tagging of docs/results.md; rows of README's summary) reports the test
-score (POS token accuracy, NER strict chunk F1) as mean ± sample std (ddof 1) over seeds, the implicit method's paired
-difference with the BiLSTM, and flags every baseline more than 1.5 points from each of its published numbers. The
+score (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample std (ddof 1) over seeds, the paired
+differences with the BiLSTM, and flags every baseline more than 1.5 points from each of its published numbers. The
 papers used 100d embeddings (skip-gram on tweets for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained
 vectors on the package index.
 """
@@ -196,21 +201,52 @@ def base_config(dataset, seed, data_dir, row):
   return config
 
 
-def train_and_record(config, workdir, out: Path):
+def train_and_record(config, workdir, out: Path, replaces: bool = False):
+  """Train and write the record to ``out``; ``replaces``: the record there moves to SUPERSEDED first, once the new
+  one is ready, so a run killed midway leaves the old record in place."""
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   result = train.train_and_evaluate(config, workdir)
+  if replaces:
+    SUPERSEDED.mkdir(parents=True, exist_ok=True)
+    out.replace(SUPERSEDED / out.name)
   records.write(out, records.stamp(result))
+
+
+def unscored(dataset: str, record) -> bool:
+  """A NER / NER+ record made before conlleval's F1 and the predictions were recorded: it cannot be rescored."""
+  return dataset != 'pos' and f'test_{CONLLEVAL}' not in record
+
+
+def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str, int]]:
+  """(dataset, system, seed) of every table row (a row whose config repeats an earlier one's is not) whose record on
+  that seed is absent or unscored: what is left before the tables are like for like."""
+  folder = folder or RUNS
+  left = []
+  for dataset in datasets:
+    for system in SYSTEMS:
+      if duplicate_of(dataset, system):
+        continue
+      for seed in seeds:
+        path = folder / f'{dataset}-{system}-seed{seed}.json'
+        if not path.exists() or unscored(dataset, records.load(path)):
+          left.append((dataset, system, seed))
+  return left
 
 
 def run_one(dataset, system, seed, args):
   out = RUNS / f'{dataset}-{system}-seed{seed}.json'
-  if out.exists():
+  stale = out.exists() and args.supersede and unscored(dataset, records.load(out))
+  if out.exists() and not stale:
     return
+  if stale and (SUPERSEDED / out.name).exists():
+    raise SystemExit(f'{out.name}: {SUPERSEDED / out.name} already holds a replaced record of this seed; move one '
+                     'of the two away before rerunning it')
   config = base_config(dataset, seed, args.data_dir, system)
   if args.epochs:
     config.num_epochs = args.epochs
-  print(f'== {dataset} {system} seed {seed}', flush=True)
-  train_and_record(config, f'{args.workdir}/{dataset}-{system}-{seed}', out)
+  print(f'== {dataset} {system} seed {seed}' + (' (rerun: its record has no conlleval F1)' if stale else ''),
+        flush=True)
+  train_and_record(config, f'{args.workdir}/{dataset}-{system}-{seed}', out, replaces=stale)
 
 
 def load_runs(folder: Path) -> dict:
@@ -570,8 +606,22 @@ def main():
   parser.add_argument('--epochs', type=int, default=0, help='override the config\'s num_epochs')
   parser.add_argument('--workdir', default='/tmp/reproduce_tagging')
   parser.add_argument('--table_only', action='store_true')
+  parser.add_argument('--supersede', action='store_true',
+                      help='rerun a NER / NER+ record that has no conlleval F1; the old one goes to '
+                           'docs/tagging/runs_superseded/ when the new one is written')
+  parser.add_argument('--no_table', action='store_true',
+                      help='train and write the records only: runs in parallel would each rewrite the tables and '
+                           'the README at once')
+  parser.add_argument('--pending', action='store_true',
+                      help='print, one per line, the command for each NER / NER+ row and seed of --seeds whose '
+                           'record is absent or has no conlleval F1 (run them in parallel with xargs -P), and exit')
   args = parser.parse_args()
   seeds = [int(s) for s in args.seeds.split(',')]
+  if args.pending:
+    for dataset, system, seed in pending(('ner', 'ner_plus'), seeds):
+      print(f'python scripts/reproduce_tagging.py --dataset={dataset} --systems={system} --seeds={seed} --supersede '
+            f'--no_table --data_dir={args.data_dir} --workdir={args.workdir}')
+    return
   if args.sweep:
     dataset, variants = SWEEPS[args.sweep]
     chosen = [v for v in args.only.split(',') if v] or list(variants)
@@ -598,6 +648,8 @@ def main():
     for seed in seeds:
       for system in systems:
         run_one(args.dataset, system, seed, args)
+    if args.no_table:
+      return
   table = build_table()
   (ROOT / 'docs' / 'tagging.md').write_text(table)
   update_readme(table)

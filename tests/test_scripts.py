@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+import ml_collections
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -141,6 +142,51 @@ def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(
   runs['ner-crf'].append(run(1, 0.86, config={'data': {'name': 'conll2003', 'chunk_select': 'f1_conlleval'}}))
   with pytest.raises(SystemExit, match="ner-crf: records selected on dev \\['f1_conlleval'\\]"):
     reproduce_tagging.dataset_section('ner', runs)
+
+
+def test_tagging_pending_lists_absent_and_unscored_records_and_supersede_keeps_the_old_one(tmp_path, monkeypatch):
+  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  runs, old = tmp_path / 'runs', tmp_path / 'superseded'
+  ner = {'method': 'feedforward', 'data': {'name': 'conll2003'}}
+  scored = {'seed': 0, 'test_f1': 0.86, 'test_f1_conlleval': 0.85, 'config': ner}
+  records.write(runs / 'ner-bilstm-seed0.json', scored)
+  records.write(runs / 'ner-crf-seed0.json', {'seed': 0, 'test_f1': 0.86, 'config': ner})  # before conlleval's F1
+  left = reproduce_tagging.pending(('ner',), [0], runs)
+  assert ('ner', 'crf', 0) in left and ('ner', 'spen', 0) in left  # unscored, absent
+  assert ('ner', 'bilstm', 0) not in left
+  assert ('ner', 'implicit-cd-r1', 0) not in left  # implicit-cd's config on NER: not a row of its own
+  assert len(left) == len(reproduce_tagging.SYSTEMS) - 2
+  # --supersede reruns the unscored record and moves it aside only once the new one is written
+  monkeypatch.setattr(reproduce_tagging, 'RUNS', runs)
+  monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', old)
+  monkeypatch.setattr(reproduce_tagging, 'base_config', lambda *a: ml_collections.ConfigDict())
+  trained = []
+
+  def fake_train(config, workdir, out, replaces=False):
+    trained.append((out.name, replaces, out.exists()))
+  monkeypatch.setattr(reproduce_tagging, 'train_and_record', fake_train)
+  args = type('Args', (), {'supersede': True, 'data_dir': '', 'epochs': 0, 'workdir': str(tmp_path)})
+  for system in ('bilstm', 'crf', 'spen'):
+    reproduce_tagging.run_one('ner', system, 0, args)
+  assert trained == [('ner-crf-seed0.json', True, True), ('ner-spen-seed0.json', False, False)]
+  args.supersede = False
+  trained.clear()
+  reproduce_tagging.run_one('ner', 'crf', 0, args)
+  assert not trained  # without --supersede an existing record is never rerun
+  args.supersede = True
+  records.write(old / 'ner-crf-seed0.json', {'seed': 0, 'test_f1': 0.85, 'config': ner})
+  with pytest.raises(SystemExit, match='already holds a replaced record'):
+    reproduce_tagging.run_one('ner', 'crf', 0, args)
+  # the move itself: the old record leaves runs/ only when the new one is ready
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+  monkeypatch.undo()
+  (old / 'ner-crf-seed0.json').unlink()
+  monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', old)
+  monkeypatch.setattr(records, 'stamp', lambda result: result)
+  monkeypatch.setattr(train, 'train_and_evaluate', lambda config, workdir: dict(scored, test_f1=0.9))
+  reproduce_tagging.train_and_record(None, str(tmp_path), runs / 'ner-crf-seed0.json', replaces=True)
+  assert records.load(old / 'ner-crf-seed0.json')['test_f1'] == 0.86
+  assert records.load(runs / 'ner-crf-seed0.json')['test_f1'] == 0.9
 
 
 def test_tagging_rows_with_one_config_are_one_row():
