@@ -484,7 +484,9 @@ def build_table() -> str:
            'strict is usually the higher of the two on an argmax tagger\'s output (chunks.py). "stray chunks": test '
            'chunks conlleval counts and strict does not, mostly stray I-/E- tags (of about 5,650 gold chunks); a '
            'tagger that takes each token\'s argmax makes hundreds, a decoder that scores tag transitions (CRF, SPEN) '
-           'few. Under each NER '
+           'few. "s/run": median training seconds as the runs were made, on whatever shared the machine (most NER / '
+           'NER+ reruns ran two at a time on the 2-core CPU machine, which slows each), so the column ranks no '
+           'method\'s speed: docs/benchmarks.md times them in one process. Under each NER '
            'table, every row is set against the BiLSTM seed by seed on both F1s; under POS, the implicit rows, the '
            'CRF and InfNet+ stacked.', '']
   flagged = {}
