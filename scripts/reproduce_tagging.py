@@ -324,7 +324,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
                        'row\'s other records alike, or set SELECT with every record rerun')
     # The papers report conlleval's F1: a row whose every record holds it is flagged on it; older rows (no
     # predictions to rescore) on strict F1, and the mark says which.
-    conll = chunked and all(f'test_{CONLLEVAL}' in r for r in rs)
+    conll = chunked and not any(unscored(dataset, r) for r in rs)
     flag_key = CONLLEVAL if conll else key
     mean = 100 * np.mean([r[f'test_{flag_key}'] for r in rs])
     mark = '—'

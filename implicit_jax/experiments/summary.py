@@ -45,15 +45,15 @@ def score(runs, test_key: str, extra: str = '') -> str:
   marked "strict", with ``extra`` over the runs that hold it (records made before it was recorded keep no
   predictions to rescore it from)."""
   n = len(runs)
-  main = f'{records.mean_std([r[test_key] for r in runs])} ({n})'
+  strict = records.mean_std([r[test_key] for r in runs])
   if not extra or not runs:
-    return main
+    return f'{strict} ({n})'
   have = [r[extra] for r in runs if extra in r]
   if len(have) == n:
-    return f'{records.mean_std(have)} ({n}) (strict {records.mean_std([r[test_key] for r in runs])})'
+    return f'{records.mean_std(have)} ({n}) (strict {strict})'
   if not have:
-    return f'strict {main} (conlleval not recorded)'
-  return f'strict {main} (conlleval {records.mean_std(have)}, {len(have)} of {n} seeds)'
+    return f'strict {strict} ({n}) (conlleval not recorded)'
+  return f'strict {strict} ({n}) (conlleval {records.mean_std(have)}, {len(have)} of {n} seeds)'
 
 
 def row(family: str, task: str, implicit: tuple, rival: tuple, test_key: str, published: str,
