@@ -39,7 +39,7 @@ from implicit_jax.experiments.mlc import PROXIMAL  # pylint: disable=wrong-impor
 # The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/tagging.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order).
 from implicit_jax.experiments import summary, tagging  # pylint: disable=wrong-import-position
-from implicit_jax.experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.tagging import EARLIER, SYSTEMS  # pylint: disable=wrong-import-position
 
 DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk F1; trainable word vectors)',
             'ner_fixed': 'CoNLL-2003 NER, fixed word vectors as InfNet+ (chunk F1; configs/ner_fixed.py)',
@@ -78,12 +78,16 @@ PUBLISHED = {
 }
 # InfNet+ ran NER with fixed pretrained vectors (issue 33): the published NER numbers stand beside both settings.
 PUBLISHED['ner_fixed'] = dict(PUBLISHED['ner'])
-for _published in PUBLISHED.values():  # the papers' implicit CD number stands beside both designs
+for _published in PUBLISHED.values():  # the papers' implicit CD number stands beside both schedules of the term
   if 'implicit-cd' in _published:
-    _published['implicit-cd-before'] = _published['implicit-cd-r1'] = _published['implicit-cd']
+    _published['implicit-cd-r1'] = _published['implicit-cd']
 NOT_BUILT = ('Global energies (InfNet+ Table 4): tag language models, forward (GE(a)), forward and backward (GE(b)), '
              'and with words (GE(c), gamma 1), trained jointly with Eq. 7 (model.global_energy), never pretrained.')
 TOLERANCE = 1.5
+EARLIER_NOTE = ('Earlier design of the implicit rows (implicit_jax/experiments/tagging.py EARLIER: five inner steps, '
+                'normal_cg with 11 HVPs, the design of the configs until 2026-11-26), no paper\'s system, so not set '
+                'beside a published number: kept to show what the faster design changed. On NER / NER+ these records '
+                'predate conlleval\'s F1 (the reason is in docs/results.md).')
 _WITHIN = 'The within column says whether a flagged row is above or below. '
 FLAG_REASONS = {'pos': (
     'The gap is shared by every row, the BiLSTM included, so it lies in the common inputs rather than in a method: '
@@ -221,13 +225,14 @@ def unscored(dataset: str, record) -> bool:
 
 
 def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str, int]]:
-  """(dataset, system, seed) of every table row (a row whose config repeats an earlier one's is not) whose record on
-  that seed is absent or unscored: what is left before the tables are like for like."""
+  """(dataset, system, seed) of every row beside the published numbers (a row whose config repeats an earlier one's
+  is not; nor are the EARLIER designs) whose record on that seed is absent or unscored: what is left before the
+  tables are like for like."""
   folder = folder or RUNS
   left = []
   for dataset in datasets:
     for system in SYSTEMS:
-      if duplicate_of(dataset, system):
+      if system in EARLIER or duplicate_of(dataset, system):
         continue
       for seed in seeds:
         path = folder / f'{dataset}-{system}-seed{seed}.json'
@@ -296,58 +301,40 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
   key = SELECT[dataset]
   chunked = dataset != 'pos'
   if chunked:
-    lines = [f'## {DATASETS[dataset]}', '',
-             f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks (test) | '
-             f'published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | config |',
-             '|---|---|---|---|---|---|---|---|---|---|']
+    header = [f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks (test) | '
+              f'published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | config |',
+              '|---|---|---|---|---|---|---|---|---|---|']
   else:
-    lines = [f'## {DATASETS[dataset]}', '',
-             f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
-             '|---|---|---|---|---|---|---|---|']
+    header = [f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
+              '|---|---|---|---|---|---|---|---|']
+  lines = [f'## {DATASETS[dataset]}', ''] + header
   flagged = []
   duplicates = {}
-  for system, (label, _) in SYSTEMS.items():
+  earlier = []
+  for system in SYSTEMS:
     twin = duplicate_of(dataset, system)
     if twin:
       duplicates[system] = twin
       continue
     rs = sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed'])
-    pub = PUBLISHED[dataset].get(system, {})
-    shown = ', '.join(f'{v:.1f} ({k})' for k, v in pub.items()) or '—'
-    if not rs:
-      lines.append(f'| {label} | 0 | not run |{" |" * (2 * chunked)} | {shown} | | | '
-                   f'`{tagging.config_name(dataset, system)}` |')
+    if system in EARLIER:
+      if rs:
+        earlier.append(row_line(dataset, system, rs, flagged))
       continue
-    mixed = sorted({selected_on(r) for r in rs} - {key})
-    if mixed:
-      raise SystemExit(f'{dataset}-{system}: records selected on dev {mixed}, the table on dev {key}: rerun the '
-                       'row\'s other records alike, or set SELECT with every record rerun')
-    # The papers report conlleval's F1: a row whose every record holds it is flagged on it; older rows (no
-    # predictions to rescore) on strict F1, and the mark says which.
-    conll = chunked and not any(unscored(dataset, r) for r in rs)
-    flag_key = CONLLEVAL if conll else key
-    mean = 100 * np.mean([r[f'test_{flag_key}'] for r in rs])
-    mark = '—'
-    if pub:
-      near = any(abs(mean - v) <= TOLERANCE for v in pub.values())
-      nearest = min(pub.values(), key=lambda v: abs(mean - v))
-      mark = 'yes' if near else f'**no** ({abs(mean - nearest):.1f} {"above" if mean > nearest else "below"})'
-      if chunked:
-        mark += ' (conlleval)' if conll else ' (strict)'
-      if not near:
-        flagged.append(label)
-    lines.append(f'| {label} | {len(rs)} | {conlleval_cell(rs) + " | " if chunked else ""}'
-                 f'{fmt([r[f"test_{key}"] for r in rs])} | '
-                 f'{fmt([r[f"dev_{key}"] for r in rs])} | {stray_cell(rs) + " | " if chunked else ""}{shown} | {mark} | '
-                 f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | '
-                 f'`{tagging.config_name(dataset, system)}` |')
+    lines.append(row_line(dataset, system, rs, flagged))
+  if earlier:
+    lines += ['', EARLIER_NOTE, ''] + header + earlier + ['']
+    for now, before in (('implicit-ssvm', 'implicit-ssvm-before'), ('implicit-cd', 'implicit-cd-before')):
+      line = records.paired(f'{SYSTEMS[now][0]} minus {SYSTEMS[before][0]}', by_seed(runs, dataset, now, key),
+                            by_seed(runs, dataset, before, key), f'test {key}')
+      if line:
+        lines.append(line)
   lines.append('')
   of = lambda name, metric: by_seed(runs, dataset, name, metric)  # pylint: disable=unnecessary-lambda-assignment
   if chunked:
     lines += paired_table(dataset, runs, duplicates) + ['']
   else:
-    for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-before', 'implicit-ssvm', 'crf',
-                   'infnet-plus-stacked'):
+    for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf', 'infnet-plus-stacked'):
       line = records.paired(f'{SYSTEMS[system][0]} minus BiLSTM', of(system, key), of('bilstm', key), f'test {key}')
       if line:
         lines.append(line)
@@ -364,11 +351,47 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
                  + ' GPU seconds were counted with other runs sharing the card (up to 42 at once), so they measure '
                  'no method\'s speed.')
   lines += superseded_lines(dataset, runs)
-  for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-before', 'implicit-ssvm'):
+  for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER):
     line = diagnostics_line(SYSTEMS[system][0], runs.get(f'{dataset}-{system}', []))
     if line:
       lines.append(line)
   return lines + [''], flagged
+
+
+def row_line(dataset, system, rs, flagged) -> str:
+  """The table row of ``system``'s records ``rs`` (sorted by seed); its label joins ``flagged`` when its mean is more
+  than TOLERANCE from every published number."""
+  key = SELECT[dataset]
+  chunked = dataset != 'pos'
+  label = SYSTEMS[system][0]
+  pub = PUBLISHED[dataset].get(system, {})
+  shown = ', '.join(f'{v:.1f} ({k})' for k, v in pub.items()) or '—'
+  if not rs:
+    return (f'| {label} | 0 | not run |{" |" * (2 * chunked)} | {shown} | | | '
+            f'`{tagging.config_name(dataset, system)}` |')
+  mixed = sorted({selected_on(r) for r in rs} - {key})
+  if mixed:
+    raise SystemExit(f'{dataset}-{system}: records selected on dev {mixed}, the table on dev {key}: rerun the '
+                     'row\'s other records alike, or set SELECT with every record rerun')
+  # The papers report conlleval's F1: a row whose every record holds it is flagged on it; older rows (no
+  # predictions to rescore) on strict F1, and the mark says which.
+  conll = chunked and not any(unscored(dataset, r) for r in rs)
+  flag_key = CONLLEVAL if conll else key
+  mean = 100 * np.mean([r[f'test_{flag_key}'] for r in rs])
+  mark = '—'
+  if pub:
+    near = any(abs(mean - v) <= TOLERANCE for v in pub.values())
+    nearest = min(pub.values(), key=lambda v: abs(mean - v))
+    mark = 'yes' if near else f'**no** ({abs(mean - nearest):.1f} {"above" if mean > nearest else "below"})'
+    if chunked:
+      mark += ' (conlleval)' if conll else ' (strict)'
+    if not near:
+      flagged.append(label)
+  return (f'| {label} | {len(rs)} | {conlleval_cell(rs) + " | " if chunked else ""}'
+          f'{fmt([r[f"test_{key}"] for r in rs])} | '
+          f'{fmt([r[f"dev_{key}"] for r in rs])} | {stray_cell(rs) + " | " if chunked else ""}{shown} | {mark} | '
+          f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | '
+          f'`{tagging.config_name(dataset, system)}` |')
 
 
 @functools.cache
@@ -538,10 +561,10 @@ def update_readme(table: str) -> None:
       return f'{line}\n'
     if line.startswith('Paired'):
       return f'\n{line}\n'
-    return f'\n{line}' if line.startswith(('Not run', 'Flagged')) else line
+    return f'\n{line}' if line.startswith(('Not run', 'Flagged', 'Earlier')) else line
 
   kept = [line for line in table.splitlines()
-          if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run', 'Paired'))]
+          if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run', 'Paired', 'Earlier'))]
   block = (f'{start}\n\nTest scores x 100, {records.spread()}, from the committed runs '
            '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
            + '\n'.join(spaced(line) for line in kept) + f'\n{end}')
@@ -568,10 +591,11 @@ def margins_lines(runs) -> list[str]:
       return f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)} seeds)' if seeds else 'not recorded'
     cd, base = PUBLISHED[dataset]['implicit-cd'], PUBLISHED[dataset]['bilstm']
     paper = ', '.join(f'{cd[t] - base[t]:+.1f} ({t})' for t in cd if t in base) or '–'
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS if system != 'bilstm'}
+    shipped = [system for system in SYSTEMS if system not in EARLIER]  # the rows beside the published numbers
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in shipped if system != 'bilstm'}
     best = summary.best(groups, f'dev_{SELECT[dataset]}')
     means = {system: 100 * np.mean([r[f'test_{metric}'] for r in rs])
-             for system, rs in ((s, runs.get(f'{dataset}-{s}', [])) for s in SYSTEMS)
+             for system, rs in ((s, runs.get(f'{dataset}-{s}', [])) for s in shipped)
              if len(rs) >= summary.MIN_RUNS and all(f'test_{metric}' in r for r in rs)}
     above = [f'{SYSTEMS[system][0].split(" (")[0]} {m:.2f}' for system, m in sorted(means.items(), key=lambda i: -i[1])
              if 'implicit-cd' in means and m > means['implicit-cd']]
@@ -586,7 +610,7 @@ def summary_rows(runs) -> list[str]:
   that selects their epochs."""
   rows = []
   for dataset, title in DATASETS.items():
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS}
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS if system not in EARLIER}
     implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit') and rs}
     rivals = {s: rs for s, rs in groups.items() if not s.startswith('implicit') and rs}
     key = SELECT[dataset]

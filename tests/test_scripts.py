@@ -115,6 +115,17 @@ def test_tagging_table_flags_and_pairs():
   assert '| BiLSTM (cross-entropy) | 2 | 87.50 ± 0.71 |' in text and '| yes |' in text   # 87.5 vs 88.7 / 88.8
   assert flagged == ['implicit CD (T_inner 1, gcr)'] and '**no** (2.6 below)' in text    # 87.5 vs 90.1
   assert 'seed 0 +1.00, seed 1 -1.00; mean +0.00, 1/2 seeds positive' in text
+  assert 'Earlier design' not in text  # no earlier-design records: no table for them
+  # an earlier design's row sits in its own table, beside no published number, and the design now is paired with it
+  runs['pos-implicit-cd-before'] = [run(0, 0.85), run(1, 0.87)]
+  lines, flagged = reproduce_tagging.dataset_section('pos', runs)
+  text = '\n'.join(lines)
+  main, earlier = text.split('Earlier design')
+  assert 'implicit CD, before' not in main
+  assert '| implicit CD, before (T_inner 5, normal_cg) | 2 | 86.00 ± 1.41 | 86.00 ± 1.41 | — | — |' in earlier
+  assert flagged == ['implicit CD (T_inner 1, gcr)']  # 86.0 vs 90.1, but no paper ran the earlier design
+  assert ('implicit CD (T_inner 1, gcr) minus implicit CD, before (T_inner 5, normal_cg), paired by seed (test '
+          'accuracy): seed 0 +4.00, seed 1 -1.00; mean +1.50') in earlier
 
 
 def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(tmp_path, monkeypatch):
@@ -155,7 +166,8 @@ def test_tagging_pending_lists_absent_and_unscored_records_and_supersede_keeps_t
   assert ('ner', 'crf', 0) in left and ('ner', 'spen', 0) in left  # unscored, absent
   assert ('ner', 'bilstm', 0) not in left
   assert ('ner', 'implicit-cd-r1', 0) not in left  # implicit-cd's config on NER: not a row of its own
-  assert len(left) == len(reproduce_tagging.SYSTEMS) - 2
+  assert not {system for _, system, _ in left} & set(reproduce_tagging.EARLIER)  # set apart, beside no paper's row
+  assert len(left) == len(reproduce_tagging.SYSTEMS) - 2 - len(reproduce_tagging.EARLIER)
   # --supersede reruns the unscored record and moves it aside only once the new one is written
   monkeypatch.setattr(reproduce_tagging, 'RUNS', runs)
   monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', old)
