@@ -39,7 +39,7 @@ from implicit_jax.experiments.mlc import PROXIMAL  # pylint: disable=wrong-impor
 # The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/tagging.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order).
 from implicit_jax.experiments import summary, tagging  # pylint: disable=wrong-import-position
-from implicit_jax.experiments.tagging import EARLIER, SYSTEMS  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.tagging import EARLIER, SHIPPED, SYSTEMS  # pylint: disable=wrong-import-position
 
 DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk F1; trainable word vectors)',
             'ner_fixed': 'CoNLL-2003 NER, fixed word vectors as InfNet+ (chunk F1; configs/ner_fixed.py)',
@@ -231,8 +231,8 @@ def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str,
   folder = folder or RUNS
   left = []
   for dataset in datasets:
-    for system in SYSTEMS:
-      if system in EARLIER or duplicate_of(dataset, system):
+    for system in SHIPPED:
+      if duplicate_of(dataset, system):
         continue
       for seed in seeds:
         path = folder / f'{dataset}-{system}-seed{seed}.json'
@@ -324,7 +324,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
     lines.append(row_line(dataset, system, rs, flagged))
   if earlier:
     lines += ['', EARLIER_NOTE, ''] + header + earlier + ['']
-    for now, before in (('implicit-ssvm', 'implicit-ssvm-before'), ('implicit-cd', 'implicit-cd-before')):
+    for before, now in EARLIER.items():
       line = records.paired(f'{SYSTEMS[now][0]} minus {SYSTEMS[before][0]}', by_seed(runs, dataset, now, key),
                             by_seed(runs, dataset, before, key), f'test {key}')
       if line:
@@ -591,11 +591,10 @@ def margins_lines(runs) -> list[str]:
       return f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)} seeds)' if seeds else 'not recorded'
     cd, base = PUBLISHED[dataset]['implicit-cd'], PUBLISHED[dataset]['bilstm']
     paper = ', '.join(f'{cd[t] - base[t]:+.1f} ({t})' for t in cd if t in base) or '–'
-    shipped = [system for system in SYSTEMS if system not in EARLIER]  # the rows beside the published numbers
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in shipped if system != 'bilstm'}
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SHIPPED if system != 'bilstm'}
     best = summary.best(groups, f'dev_{SELECT[dataset]}')
     means = {system: 100 * np.mean([r[f'test_{metric}'] for r in rs])
-             for system, rs in ((s, runs.get(f'{dataset}-{s}', [])) for s in shipped)
+             for system, rs in ((s, runs.get(f'{dataset}-{s}', [])) for s in SHIPPED)
              if len(rs) >= summary.MIN_RUNS and all(f'test_{metric}' in r for r in rs)}
     above = [f'{SYSTEMS[system][0].split(" (")[0]} {m:.2f}' for system, m in sorted(means.items(), key=lambda i: -i[1])
              if 'implicit-cd' in means and m > means['implicit-cd']]
@@ -610,7 +609,7 @@ def summary_rows(runs) -> list[str]:
   that selects their epochs."""
   rows = []
   for dataset, title in DATASETS.items():
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS if system not in EARLIER}
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SHIPPED}
     implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit') and rs}
     rivals = {s: rs for s, rs in groups.items() if not s.startswith('implicit') and rs}
     key = SELECT[dataset]
