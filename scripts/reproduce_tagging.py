@@ -27,6 +27,7 @@ import argparse
 import datetime
 import functools
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -646,9 +647,12 @@ def main():
   args = parser.parse_args()
   seeds = [int(s) for s in args.seeds.split(',')]
   if args.pending:
-    for dataset, system, seed in pending(('ner', 'ner_plus'), seeds):
+    left = pending(('ner', 'ner_plus'), seeds)
+    for dataset, system, seed in left:
       print(f'python scripts/reproduce_tagging.py --dataset={dataset} --systems={system} --seeds={seed} --supersede '
             f'--no_table --data_dir={args.data_dir} --workdir={args.workdir}')
+    # On stderr, so that stdout stays one command a line for xargs, and an empty list reads as done, not as a failure.
+    print(f'{len(left)} NER / NER+ run(s) left on seeds {args.seeds}', file=sys.stderr)
     return
   if args.sweep:
     dataset, variants = SWEEPS[args.sweep]

@@ -155,6 +155,22 @@ def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(
     reproduce_tagging.dataset_section('ner', runs)
 
 
+def test_committed_ner_records_leave_nothing_pending_and_pending_says_so(monkeypatch, capsys):
+  """Every NER / NER+ row beside a published number holds conlleval's F1 on seeds 0-2 (the committed records), and
+  --pending then prints no command on stdout (what xargs reads) and its count on stderr."""
+  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  assert reproduce_tagging.pending(('ner', 'ner_plus'), [0, 1, 2]) == []
+  monkeypatch.setattr(sys, 'argv', ['reproduce_tagging.py', '--pending'])
+  reproduce_tagging.main()
+  out, err = capsys.readouterr()
+  assert out == '' and '0 NER / NER+ run(s) left on seeds 0,1,2' in err
+  monkeypatch.setattr(sys, 'argv', ['reproduce_tagging.py', '--pending', '--seeds=3'])
+  reproduce_tagging.main()
+  out, err = capsys.readouterr()
+  assert len(out.splitlines()) == len(reproduce_tagging.pending(('ner', 'ner_plus'), [3])) > 0
+  assert f'{len(out.splitlines())} NER / NER+ run(s) left on seeds 3' in err
+
+
 def test_tagging_pending_lists_absent_and_unscored_records_and_supersede_keeps_the_old_one(tmp_path, monkeypatch):
   from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
   runs, old = tmp_path / 'runs', tmp_path / 'superseded'
