@@ -14,7 +14,10 @@ Rows:   --config=configs/horses.py:ROW trains a row of docs/horses.md (its confi
         dvn, seal-regression, seal-nce, implicit-cd (this config as it is), implicit-cd-t1-gcr,
         implicit-cd-before, implicit-dvn, fcn-200 (with ",full" only), and fcn-crops, dvn-crops,
         seal-regression-crops, seal-nce-crops, implicit-cd-crops: the system with data.crop=24); ",full": the
-        published channels (64, 128, 128) and 100 epochs, docs/horses.md's section "At the published width".
+        published channels (64, 128, 128) and 100 epochs, docs/horses.md's section "At the published width";
+        ",seal": SEAL's protocol (its split sizes 160/40, 24x24 crops, 36-crop test, no flips, each rival with
+        SEAL's chosen optimiser settings, 150 epochs; plus the row seal-regression-w), the section "At SEAL's
+        protocol" (implicit_jax/experiments/horses.py: VARIANTS['seal'], SEAL_SETTINGS).
 """
 
 from implicit_jax.engine import config as config_lib

@@ -32,13 +32,14 @@ from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-im
 # system -> (label, overrides), in table order; VARIANTS: the scales).
 from implicit_jax.experiments import horses, summary  # pylint: disable=wrong-import-position
 from implicit_jax.experiments.horses import (  # pylint: disable=wrong-import-position
-    CROPPED, CROPS_SYSTEMS, FULL_ONLY, SYSTEMS)
+    CROPPED, CROPS_SYSTEMS, FULL_ONLY, SEAL_ONLY, SYSTEMS)
 
 # Published test mean IoU (x 100): Shankar & Piratla Table 10 (their split and resolution protocol of Lu & Huang
 # 2020) and SEAL Table 4 (160 training images, 24x24 crops, 36-crop test averaging, DVN's protocol).
 PUBLISHED = {
     'fcn': {'SEAL T4': 77.80},
     'fcn-200': {'SEAL T4': 77.80},
+    'seal-regression-w': {'SEAL T4': 79.23},
     'dvn': {'implicit T10': 83.9, 'SEAL T4': 72.93},
     'seal-regression': {'SEAL T4': 79.23},
     'seal-nce': {'SEAL T4': 76.78},
@@ -56,8 +57,37 @@ RUNS = ROOT / 'docs' / 'horses' / 'runs'
 SCALES = {
     'half': ('', RUNS),
     'full': ('full', ROOT / 'docs' / 'horses' / 'runs_full'),
+    'seal': ('seal', ROOT / 'docs' / 'horses' / 'runs_seal'),
 }
 TOLERANCE = 2.0  # IoU points from a published number
+# --scale=seal: how its runs were made (every system and seed a process of its own on one GPU), and what the section
+# says of the protocol and of what still differs from SEAL's.
+SEAL_COMMAND = ('bash scripts/horses_parallel.sh seal "fcn dvn seal-regression seal-regression-w seal-nce implicit-cd" '
+                '"0 1 2" DATA_DIR OUT_DIR')
+SEAL_PROTOCOL = ("**SEAL's protocol** (its code, iesl/seal-neurips-2022, and its development repository's chosen "
+                 'configs: implicit_jax/experiments/horses.py, VARIANTS["seal"] and SEAL_SETTINGS): channels (64, 128, '
+                 '128) for both networks, 160 training and 40 dev images, one random 24x24 crop per image and epoch '
+                 'and no flips in training, each prediction averaged over 36 crops at test, every rival with the '
+                 'optimiser settings of SEAL\'s chosen config (the FCN: Adam 2.01e-3, gradients clipped; SEAL '
+                 'regression: 47 perturbations of the task net\'s logits, the energy term beside cross-entropy); '
+                 '{epochs} epochs of batch {batch} ({steps} steps), best epoch on dev mean IoU (SEAL: up to 1000 '
+                 'epochs, stopped after 20 without a better dev score, the learning rate halved after 10). The '
+                 'implicit row keeps configs/horses.py\'s own settings. Dev curves (mean over seeds): '
+                 '![dev curves](horses/curves_seal.png).')
+SEAL_DIFFERENCES = ('What still differs from SEAL: the split (SEAL\'s own 328 pre-resized images and index list; '
+                    'here a seeded draw of the same sizes from the 327 PNG files, so 127 test images against its '
+                    '128), the schedule (a fixed 150 epochs with the best dev epoch, against early stopping and a '
+                    'learning rate halved on plateaus; several dev curves still rose at the end, the line below), '
+                    'per-channel standardisation, one sigmoid logit per pixel against two softmax logits, SEAL '
+                    'regression\'s 10 x (6 energy + 1 task) updates per batch (here one of each), and for NCE '
+                    '100 samples against 500 with an energy weight SEAL did not publish a choice of.')
+# Systems of --scale=seal that were run but left no record, and why (their logs: scripts/horses_parallel.sh).
+SEAL_UNFINISHED = {
+    'dvn': ('the 3 runs were stopped at 520 s, at epochs 120-125 of 150, their best dev mean IoU 2.1-6.8: inference '
+            'by 30 projected gradient steps from the empty mask (gbi.init=zeros) barely leaves it, where SEAL\'s '
+            'inference takes Adam steps of 1.95 and its training starts half the inference samples at the gold '
+            'mask'),
+}
 
 
 def scaled_config(system: str, scale: str = 'half'):
@@ -111,6 +141,9 @@ def build_table(scale: str = 'half') -> str:
                 f'half the channels of DVN/SEAL ({tuple(cfg["model"]["channels"])} against (64, 128, 128)), selected '
                 'on dev mean IoU. The published numbers come from far longer GPU training at full width; the gap to '
                 'them is mostly that.')
+  elif scale == 'seal':
+    title = "## At SEAL's protocol (`--scale=seal`)"
+    schedule = SEAL_PROTOCOL.format(epochs=cfg['num_epochs'], batch=cfg['batch_size'], steps=any_run['steps'])
   else:
     title = '## At the published width, long schedule (`--scale=full`)'
     schedule = (f'**Published channels {tuple(cfg["model"]["channels"])}** (energy '
@@ -118,10 +151,11 @@ def build_table(scale: str = 'half') -> str:
                 f'({any_run["steps"]} steps), otherwise configs/horses.py; best '
                 'epoch on dev mean IoU. Dev curves (mean over seeds): '
                 '![dev curves](horses/curves_full.png).')
+  commands = ([SEAL_COMMAND] if scale == 'seal' else sorted({r['command'] for rs in runs.values() for r in rs}))
   lines = [
       title,
       '',
-      'Made by ' + '; '.join(f'`{c}`' for c in sorted({r['command'] for rs in runs.values() for r in rs})),
+      'Made by ' + '; '.join(f'`{c}`' for c in commands),
       f'(runs dated {min(r["date"] for rs in runs.values() for r in rs)[:10]} to '
       f'{max(r["date"] for rs in runs.values() for r in rs)[:10]}; devices: {", ".join(devices)}).',
       '',
@@ -129,12 +163,16 @@ def build_table(scale: str = 'half') -> str:
       '',
       f'Mean IoU and global IoU x 100 at threshold 0.5, {records.spread()}.',
       '',
-      f'Split: {info["split"]} (ids in each record). Images and masks resized to {info["size"]}x{info["size"]} '
-      '(bilinear / nearest), full images at train and test (no crops) except in the rows marked "24x24 crops", '
-      'random left-right flips in training. SEAL trained on 160 images with 24x24 random crops and averaged 36 '
-      'crops at test (DVN\'s protocol; SEAL\'s code, no flips); the "24x24 crops" rows do the same '
-      '(`data.crop=24`: tasks/segmentation), flips kept. The implicit paper follows Lu & Huang (2020). Neither '
-      'split is published, so the comparison is indicative.',
+      (f'Split: {info["split"]} (ids in each record), SEAL\'s sizes (its split is an index list of its own 328 '
+       'pre-resized images, which the project\'s 327 PNG files do not map onto). Images and masks resized to '
+       f'{info["size"]}x{info["size"]} (bilinear / nearest), standardised per channel (SEAL: [0, 1]).'
+       if scale == 'seal' else
+       f'Split: {info["split"]} (ids in each record). Images and masks resized to {info["size"]}x{info["size"]} '
+       '(bilinear / nearest), full images at train and test (no crops) except in the rows marked "24x24 crops", '
+       'random left-right flips in training. SEAL trained on 160 images with 24x24 random crops and averaged 36 '
+       'crops at test (DVN\'s protocol; SEAL\'s code, no flips); the "24x24 crops" rows do the same '
+       '(`data.crop=24`: tasks/segmentation), flips kept. The implicit paper follows Lu & Huang (2020). Neither '
+       'split is published, so the comparison is indicative.'),
       '',
       f'Test mean IoU x 100, {records.spread()}. "config": the row, seed K of which `python -m implicit_jax.main '
       '--config=CONFIG --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces.',
@@ -146,8 +184,11 @@ def build_table(scale: str = 'half') -> str:
   for system, (label, _) in SYSTEMS.items():
     rs = sorted(runs.get(system, []), key=lambda r: r['seed'])
     if not rs:
-      if scale == 'half' and system not in CROPS_SYSTEMS + FULL_ONLY:  # optional rows: shown once run
+      if scale == 'half' and system not in CROPS_SYSTEMS + FULL_ONLY + SEAL_ONLY:  # optional: shown once run
         lines.append(f'| {label} | 0 | not run | | | | | `{horses.config_name(system, scale)}` |')
+      if scale == 'seal' and system in SEAL_UNFINISHED:
+        lines.append(f'| {label} | 0 | no record: {SEAL_UNFINISHED[system]} | | | | | '
+                     f'`{horses.config_name(system, scale)}` |')
       continue
     mean = 100 * np.mean([r['test_mean_iou'] for r in rs])
     pub = PUBLISHED[system]
@@ -170,9 +211,13 @@ def build_table(scale: str = 'half') -> str:
   pairs = [(f'{SYSTEMS[s][0]} minus FCN', s, 'fcn') for s in ('implicit-cd', 'implicit-cd-before',
                                                                'implicit-cd-t1-gcr', 'implicit-dvn', 'seal-regression',
                                                                'seal-nce', 'dvn')]
-  if scale != 'half':  # the implicit paper's claim is over SEAL too: the same pairing against its rows here
+  if scale == 'full':  # the implicit paper's claim is over SEAL too: the same pairing against its rows here
     pairs += [(f'{SYSTEMS["implicit-cd"][0]} minus {SYSTEMS[s][0]}', 'implicit-cd', s)
               for s in ('seal-regression', 'seal-regression-crops')]
+  if scale == 'seal':
+    pairs = [(f'{SYSTEMS["implicit-cd"][0]} minus {SYSTEMS[s][0]}', 'implicit-cd', s)
+             for s in ('fcn', 'seal-regression', 'seal-regression-w', 'seal-nce', 'dvn')]
+    pairs += [(f'{SYSTEMS[s][0]} minus FCN', s, 'fcn') for s in ('seal-regression', 'seal-regression-w', 'seal-nce')]
   pairs += [(f'{SYSTEMS[s][0]} minus the same without crops', s, s[:-len('-crops')]) for s in CROPS_SYSTEMS]
   for what, other, base in pairs:
     line = records.paired(what, iou(other), iou(base), 'test mean IoU')
@@ -181,6 +226,7 @@ def build_table(scale: str = 'half') -> str:
   if flagged:
     why = ('All runs share the short CPU schedule and the half-width networks above; the published baselines trained '
            'to convergence at full width with crop augmentation and test-time crop averaging.' if scale == 'half' else
+           SEAL_DIFFERENCES if scale == 'seal' else
            'These runs have the published width and the long schedule (dev curves: the figure and the line below); what '
            'still differs is the split, the resolution protocol (implicit paper: Lu & Huang 2020) and, for SEAL and DVN, '
            'their crop augmentation and test-time averaging.')
@@ -240,59 +286,73 @@ def main():
                       f'named, and at --scale=half but {",".join(FULL_ONLY)} (rows of --scale=full only)')
   parser.add_argument('--epochs', type=int, default=0, help='override configs/horses.py num_epochs')
   parser.add_argument('--scale', default='half', choices=sorted(SCALES),
-                      help="half: configs/horses.py as committed (CPU); full: published channels, 100 epochs")
+                      help="half: configs/horses.py as committed (CPU); full: published channels, 100 epochs; "
+                      "seal: SEAL's protocol (24x24 crops, 36-crop test, its split sizes and chosen settings)")
   parser.add_argument('--workdir', default='/tmp/reproduce_horses')
   parser.add_argument('--table_only', action='store_true')
+  parser.add_argument('--no_table', action='store_true',
+                      help='train and write the records only (parallel runs: one table at the end, --table_only)')
   args = parser.parse_args()
   if not args.table_only:
     systems = args.systems.split(',') if args.systems else [
-        s for s in SYSTEMS if s not in CROPS_SYSTEMS and (args.scale == 'full' or s not in FULL_ONLY)]
+        s for s in SYSTEMS if s not in CROPS_SYSTEMS and (args.scale == 'full' or s not in FULL_ONLY)
+        and (args.scale == 'seal' or s not in SEAL_ONLY)]
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
       parser.error(f'--systems: unknown {unknown}; choose from {sorted(SYSTEMS)}')
-    if args.scale != 'full' and set(systems) & set(FULL_ONLY):
-      parser.error(f'--systems: {sorted(set(systems) & set(FULL_ONLY))} run at --scale=full only')
+    for only, scale in ((FULL_ONLY, 'full'), (SEAL_ONLY, 'seal')):
+      if args.scale != scale and set(systems) & set(only):
+        parser.error(f'--systems: {sorted(set(systems) & set(only))} run at --scale={scale} only')
     RUNS.mkdir(parents=True, exist_ok=True)
     for seed in (int(s) for s in args.seeds.split(',')):
       for system in systems:
         run_one(system, seed, args)
-  table, full_table = build_table(), ''
+    if args.no_table:
+      return
+  table, full_table, seal_table = build_table(), '', ''
   if load_runs('full'):
     plot_curves('full', ROOT / 'docs' / 'horses' / 'curves_full.png')
     full_table = build_table('full')
-  (ROOT / 'docs' / 'horses.md').write_text(table + ('\n' + full_table if full_table else ''))
-  update_readme(table, full_table)
+  if load_runs('seal'):
+    plot_curves('seal', ROOT / 'docs' / 'horses' / 'curves_seal.png')
+    seal_table = build_table('seal')
+  (ROOT / 'docs' / 'horses.md').write_text('\n'.join(t for t in (table, seal_table, full_table) if t))
+  update_readme(table, full_table, seal_table)
   print(table)
 
 
 def summary_rows(runs) -> list[str]:
-  """The README summary row, from the ``--scale=full`` section (docs/horses.md "At the published width": the
-  published channels and 100 epochs, the like-for-like setting against the published numbers; the half-width CPU
-  section is not): the best implicit row against the best other one, on dev mean IoU."""
+  """The README summary row, from the ``--scale=seal`` section (docs/horses.md "At SEAL's protocol": the setting of
+  the published rival numbers; the half-width CPU section and the earlier full-width one are not): the best implicit
+  row against the best other one, on dev mean IoU."""
   implicit = {s: rs for s, rs in runs.items() if s.startswith('implicit')}
   rivals = {s: rs for s, rs in runs.items() if not s.startswith('implicit')}
   a, b = summary.best(implicit, 'dev_mean_iou'), summary.best(rivals, 'dev_mean_iou')
   if not (a and b):
     return []
-  full = horses.VARIANTS['full']
   devices = sorted({str(r['device']).split(':')[0].upper() for r in implicit[a] + rivals[b]})
-  task = (f'Weizmann horses 32x32, mean IoU (docs/horses.md, section "At the published width": channels '
-          f'{"/".join(map(str, full["model.channels"]))}, {full["num_epochs"]} epochs, {" and ".join(devices)})')
-  return [summary.row('horses', task, (horses.config_name(a, 'full'), implicit[a]),
-                      (horses.config_name(b, 'full'), rivals[b]), 'test_mean_iou',
+  task = ('Weizmann horses 32x32, mean IoU (docs/horses.md, section "At SEAL\'s protocol": 24x24 crops, 36-crop '
+          f'test, {horses.VARIANTS["seal"]["num_epochs"]} epochs, {" and ".join(devices)})')
+  return [summary.row('horses', task, (horses.config_name(a, 'seal'), implicit[a]),
+                      (horses.config_name(b, 'seal'), rivals[b]), 'test_mean_iou',
                       f'{PUBLISHED["implicit-cd"]["implicit T10"]:.1f}')]
 
 
-def update_readme(table: str, full_table: str = '') -> None:
+def update_readme(table: str, full_table: str = '', seal_table: str = '') -> None:
   """Copies the tables and the paired differences into docs/results.md's results:horses block (the half-width
   section, then the ``--scale=full`` one where it has records), and the horses row into README.md's summary table."""
-  summary.update(ROOT / 'README.md', 'horses', summary_rows(load_runs('full')))
+  summary.update(ROOT / 'README.md', 'horses', summary_rows(load_runs('seal')))
   readme = ROOT / 'docs' / 'results.md'
   text = readme.read_text(encoding='utf-8')
   start, end = '<!-- results:horses -->', '<!-- /results:horses -->'
   if start not in text:
     return
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '**CPU'))]
+  if seal_table:
+    kept += ['', "**At SEAL's protocol (`--scale=seal`)**: 24x24 crops, 36-crop test, SEAL's split sizes and its "
+             "chosen optimiser settings; what still differs: [horses.md](horses.md#at-seals-protocol---scaleseal).",
+             '']
+    kept += [line for line in seal_table.splitlines() if line.startswith(('|', '- '))]
   if full_table:
     kept += ['', '**At the published width (`--scale=full`)**. '
              + next(line for line in full_table.splitlines() if line.startswith('**Published')).replace('**', ''),

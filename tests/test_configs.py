@@ -215,7 +215,7 @@ def committed_rows():
     yield path, f'{dataset}.py', stem[len(dataset) + 1:]
   for path in sorted((docs / 'cora' / 'runs').glob('*.json')):
     yield path, 'cora.py', path.stem[len('cora-'):].rsplit('-l', 1)[0]
-  for folder, variant in (('runs', ''), ('runs_full', ',full')):
+  for folder, variant in (('runs', ''), ('runs_full', ',full'), ('runs_seal', ',seal')):
     for path in sorted((docs / 'horses' / folder).glob('*.json')):
       yield path, 'horses.py', path.stem.rsplit('-seed', 1)[0] + variant
 
@@ -247,7 +247,8 @@ def test_every_committed_record_is_reproduced_by_its_rows_config():
   assert len(rows) >= 536
   names = {f'{path.parent.name}/{path.stem.rsplit("-seed", 1)[0]}' for path, _, _ in rows}
   assert {'runs/ner_fixed-bilstm', 'runs/ner_fixed-implicit-cd', 'runs/pos-bilstm', 'runs_full/fcn-200',
-          'runs_full/seal-regression-crops', 'runs_full/implicit-cd'} <= names
+          'runs_full/seal-regression-crops', 'runs_full/implicit-cd', 'runs_seal/fcn',
+          'runs_seal/seal-regression-w'} <= names
   loaded, failures = {}, []
   for path, config_file, arg in rows:
     if (config_file, arg) not in loaded:
@@ -328,7 +329,9 @@ def test_every_row_of_every_family_loads_and_unknown_rows_are_named():
   from implicit_jax.experiments import cora, horses, mlc, tagging  # pylint: disable=import-outside-toplevel
   rows = [(f'{d}.py', s) for d in ('bibtex', 'delicious') for s in mlc.ROWS] + [
       (f'{d}.py', s) for d in tagging.DATASETS for s in tagging.SYSTEMS] + [
-      ('cora.py', s) for s in cora.TRAINED] + [('horses.py', f'{s},full') for s in horses.SYSTEMS]
+      ('cora.py', s) for s in cora.TRAINED] + [
+      ('horses.py', f'{s},full') for s in horses.SYSTEMS if s not in horses.SEAL_ONLY] + [
+      ('horses.py', f'{s},seal') for s in horses.SYSTEMS if s not in horses.FULL_ONLY]
   for config_file, arg in rows:
     config = config_lib.from_file(ROOT / 'configs' / config_file, arg=arg.replace(' ', '_'))
     config_lib.check(config)
@@ -341,6 +344,8 @@ def test_every_row_of_every_family_loads_and_unknown_rows_are_named():
     config_lib.from_file(ROOT / 'configs' / 'bibtex.py', arg='mbce,full')
   with pytest.raises(ValueError, match="unknown row 'rules'"):  # computed by the script, not a trained row
     config_lib.from_file(ROOT / 'configs' / 'cora.py', arg='rules')
+  with pytest.raises(ValueError, match="row 'seal-regression-w' is of the SEAL-protocol section only"):
+    config_lib.from_file(ROOT / 'configs' / 'horses.py', arg='seal-regression-w,full')
 
 
 def test_the_command_line_takes_a_row_and_records_it(tmp_path):

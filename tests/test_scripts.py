@@ -402,7 +402,8 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
   from scripts import reproduce_horses as rh  # pylint: disable=import-outside-toplevel
   assert rh.CROPS_SYSTEMS and set(rh.CROPS_SYSTEMS) <= set(rh.SYSTEMS) and set(rh.SYSTEMS) == set(rh.PUBLISHED)
   for system in rh.SYSTEMS:
-    config = rh.scaled_config(system, 'full' if system in rh.FULL_ONLY else 'half')  # a misspelt field raises
+    scale = 'full' if system in rh.FULL_ONLY else 'seal' if system in rh.SEAL_ONLY else 'half'
+    config = rh.scaled_config(system, scale)  # a misspelt field raises
     if system in rh.CROPS_SYSTEMS:
       base = rh.scaled_config(system[:-len('-crops')])
       assert config.data.crop == 24 and base.data.crop == 0
@@ -412,7 +413,7 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
       assert config.to_dict() == base.to_dict()  # nothing else changed
       assert segmentation.check_crop(config.data) == (0, 2, 3, 4, 6, 8)  # SEAL's 36 windows
     else:
-      assert config.data.crop == 0
+      assert config.data.crop == (24 if scale == 'seal' else 0)
   with pytest.raises(ValueError, match="row 'fcn-200' is of the published-width section only: fcn-200,full"):
     rh.scaled_config('fcn-200')
   run = lambda seed, iou: {'seed': seed, 'test_mean_iou': iou, 'test_global_iou': iou, 'dev_mean_iou': iou,
@@ -427,6 +428,16 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
           'seed 0 +5.00, seed 1 -1.00; mean +2.00, 1/2 seeds positive.') in table
   assert '| DVN (GBI, soft-IoU regression) | 0 | not run |' in table  # a default row that has not run
   assert 'SEAL-dynamic (regression), 24x24 crops' not in table       # an optional one is left out
+  # --scale=seal: the implicit row paired against every rival, a run without a record named with its reason
+  seal_run = lambda seed, iou: {**run(seed, iou), 'steps': 3000, 'best_epoch': 2,
+                                'history': [{'epoch': 1, 'dev_mean_iou': iou}, {'epoch': 2, 'dev_mean_iou': iou}]}
+  monkeypatch.setattr(rh, 'load_runs', lambda scale='half': {'fcn': [seal_run(0, 0.74), seal_run(1, 0.75)],
+                                                             'implicit-cd': [seal_run(0, 0.76), seal_run(1, 0.74)]})
+  table = rh.build_table('seal')
+  assert "## At SEAL's protocol (`--scale=seal`)" in table and rh.SEAL_COMMAND in table
+  assert ('implicit CD (1 - soft IoU; T_inner 2, gcr) minus FCN (cross-entropy), paired by seed (test mean IoU): '
+          'seed 0 +2.00, seed 1 -1.00; mean +0.50, 1/2 seeds positive.') in table
+  assert f'| DVN (GBI, soft-IoU regression) | 0 | no record: {rh.SEAL_UNFINISHED["dvn"]} |' in table
 
 
 def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path, monkeypatch):

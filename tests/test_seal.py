@@ -6,6 +6,7 @@ import types
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 import pytest
 
@@ -83,6 +84,17 @@ def test_regression_s_loss_by_hand():
   noise = jnp.array([[[1.0, -1.0]], [[6.0, -6.0]]])
   want = (ce(0.5, 0.5) + ce(0.2, 0.6) + ce(-1.0, 1.0) + ce(-1.0, 1.0)) / 4
   A(loss(PHI, X, jnp.zeros((1, 2)), noise), want, rtol=1e-6)
+
+
+def test_regression_s_with_noise_on_the_logits_by_hand():
+  # logits 0: noise (ln 3 / 0.5, 0) at scale 0.5 gives sigmoid(ln 3, 0) = (0.75, 0.5): E = 0.75 - 1 = -0.25, soft
+  # F1 2 * 0.75 / (1.25 + 1) = 2/3. No clipping: a logit pushed far stays inside (0, 1), below 1.
+  loss = _loss('regression_s', **{'seal.noise_scale': 0.5, 'seal.noise_on': 'logits'})
+  noise = jnp.array([[[2 * math.log(3.0), 0.0]]])
+  want = (ce(0.5, 0.5) + ce(0.25, 2 / 3) + ce(-1.0, 1.0)) / 3
+  A(loss(PHI, X, jnp.zeros((1, 2)), noise), want, rtol=1e-6)
+  on_output = _loss('regression_s', **{'seal.noise_scale': 0.5})(PHI, X, jnp.zeros((1, 2)), noise)
+  assert abs(float(on_output) - want) > 1e-3  # the two perturbations differ
 
 
 def test_nce_loss_by_hand():
@@ -222,9 +234,28 @@ def test_bad_config_values_name_the_field(method_name):
   config = _config(method_name, 'regression_s')
   config.seal.noise_scale = 0.0
   _raises(config, r'seal.noise_scale must be > 0')
+  config = _config(method_name, 'regression_s', noise_on='probs')
+  _raises(config, r"seal.noise_on: unknown 'probs'; choose one of \('output', 'logits'\)")
+  config = _config(method_name, 'nce')
+  config.seal.task_optimizer.clip_norm = -1.0
+  _raises(config, r'seal.task_optimizer.clip_norm must be a number >= 0 \(0 = no clipping\), got -1.0')
   config = _config(method_name, 'margin')
   config.seal.cost = 'zero_one'
   _raises(config, r"seal.cost: unknown cost 'zero_one'")
+
+
+def test_clip_norm_clips_the_global_gradient_norm_first_and_zero_leaves_the_optimiser_as_it_was():
+  params = {'a': jnp.array([1.0, 2.0]), 'b': jnp.array(3.0)}
+  grads = {'a': jnp.array([3.0, 0.0]), 'b': jnp.array(4.0)}  # global norm 5
+  for clip, scale in ((0.0, 1.0), (10.0, 1.0), (2.5, 0.5)):
+    opt = make_optimizer(ml_collections.ConfigDict({'name': 'sgd', 'learning_rate': 0.1, 'clip_norm': clip}), 'o')
+    updates, _ = opt.update(grads, opt.init(params), params)
+    A(updates['a'], -0.1 * scale * grads['a'], rtol=1e-6)
+    A(updates['b'], -0.1 * scale * grads['b'], rtol=1e-6)
+  # clip_norm 0 (and a section recorded before the field): the plain optimiser's state, as those records hold
+  adam = lambda **clip: make_optimizer(ml_collections.ConfigDict({'name': 'adam', 'learning_rate': 0.1, **clip}), 'o')
+  structure = lambda opt: jax.tree_util.tree_structure(opt.init(params))
+  assert structure(adam()) == structure(adam(clip_norm=0.0)) != structure(adam(clip_norm=1.0))
 
 
 def test_bad_pretrain_epochs_and_nce_gbi_samples_name_the_field():

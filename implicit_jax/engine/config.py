@@ -77,6 +77,8 @@ def core_config() -> ml_collections.ConfigDict:
   c.optimizer.name = 'adam'   # 'adam', 'sgd' or 'adamw'
   c.optimizer.learning_rate = 1e-3
   c.optimizer.weight_decay = 1e-4  # 'adamw' only: decoupled weight decay (optax's default)
+  c.optimizer.clip_norm = 0.0  # > 0: gradients clipped to this global norm before the update (SEAL's horses
+                              # configs clip); 0 = no clipping
   c.batch_size = 32           # global batch, split over the devices of the ('data',) mesh
   c.eval_batch_size = 1024    # prediction batch for dev/test (the last one padded and masked: one compile)
   c.num_devices = 0           # devices in the data-parallel mesh; 0 = all (every host's, when multi-host)

@@ -43,9 +43,50 @@ SYSTEMS.update({f'{s}-crops': (f'{SYSTEMS[s][0]}, 24x24 crops', {**SYSTEMS[s][1]
 CROPS_SYSTEMS = tuple(f'{s}-crops' for s in CROPPED)
 # Rows of the ',full' section only (a schedule the half-width CPU section does not run).
 FULL_ONLY = ('fcn-200',)
+# Rows of the ',seal' section only: SEAL-dynamic regression with SEAL's printed energy weight taken as it is (0.00564
+# on E beside the summed CE; SEAL_SETTINGS explains the conversion the 'seal-regression' row makes); the two are
+# chosen between on dev.
+SYSTEMS['seal-regression-w'] = ('SEAL-dynamic (regression), energy weight 0.00564 unconverted',
+                                {'method': 'seal_dynamic'})
+SEAL_ONLY = ('seal-regression-w',)
 VARIANTS = {
     'full': {'model.channels': (64, 128, 128), 'model.energy_channels': (64, 128, 128), 'num_epochs': 100},
+    # SEAL's protocol (iesl/seal-neurips-2022 and its development repo's configs, read, not copied): the published
+    # widths and energy head, 160 training and 40 dev images (the other 127 for test), 24x24 random crops and no
+    # flips in training, 36 crops averaged at test, the best epoch on dev of a schedule long enough for every dev
+    # curve to flatten (SEAL stops after 20 epochs without a better dev score, of up to 1000). Each system's own
+    # settings from SEAL's chosen configs follow in SEAL_SETTINGS.
+    'seal': {'model.channels': (64, 128, 128), 'model.energy_channels': (64, 128, 128),
+             'model.energy_hidden': (384, 192), 'data.num_train': 160, 'data.num_dev': 40, 'data.crop': 24,
+             'data.flip': False, 'num_epochs': 150, 'eval_batch_size': 128},
 }
+# The optimiser settings of SEAL's chosen horses configs (its sweep's best runs), per system; a system not named keeps
+# configs/horses.py's (the implicit rows: their own settings, chosen on dev on the earlier pipeline). SEAL's task-net
+# losses are means over a crop's 24 x 24 pixels, ours sums (Binary.local_loss): a gradient-norm clip on a task-net
+# loss is SEAL's times PIXELS, and SEAL's weight of its energy term, on -sigmoid(score) beside the mean CE, is ours
+# on E beside the summed CE times PIXELS / 4 (sigmoid' <= 1/4, about its value where the value net sits).
+PIXELS = 24 * 24
+_SEAL_TASK_NET = {'learning_rate': 2.136e-3, 'clip_norm': 2.0 * PIXELS}
+_SEAL_ENERGY_WEIGHT = 0.00564 * PIXELS / 4
+SEAL_SETTINGS = {
+    # cross-entropy: Adam at 2.01e-3, gradients clipped to norm 8 (per pixel)
+    'fcn': {'optimizer.learning_rate': 2.01e-3, 'optimizer.clip_norm': 8.0 * PIXELS},
+    # DVN: the value net at 1.4e-4 (20x under configs/horses.py's 3e-3, at which it did not train), 30 inference
+    # steps from the empty mask
+    'dvn': {'optimizer.learning_rate': 1.407e-4, 'gbi.steps': 30, 'gbi.init': 'zeros'},
+    # regression on the task net's output and 47 perturbations of its logits (std 0.855 on each of two softmax
+    # logits: 0.855 * sqrt(2) on the one sigmoid logit), the energy term weighted as SEAL's 0.00564 beside CE at 1
+    'seal-regression': {'seal.energy_loss': 'regression_s', 'seal.num_samples': 47, 'seal.noise_on': 'logits',
+                        'seal.noise_scale': 1.209, 'seal.energy_weight': _SEAL_ENERGY_WEIGHT, 'seal.ce_weight': 1.0,
+                        'optimizer.learning_rate': 2.79e-3, 'optimizer.clip_norm': 6.0,
+                        **{f'seal.task_optimizer.{k}': v for k, v in _SEAL_TASK_NET.items()}},
+    # NCE: SEAL published no chosen horses config (a sweep of the energy weight over [1e-4, 1]); the regression's
+    # optimisers and weight, with 100 samples of the task net (SEAL's sweep: 500)
+    'seal-nce': {'seal.energy_loss': 'nce', 'seal.num_samples': 100, 'seal.energy_weight': _SEAL_ENERGY_WEIGHT,
+                 'seal.ce_weight': 1.0, 'optimizer.learning_rate': 2.79e-3, 'optimizer.clip_norm': 6.0,
+                 **{f'seal.task_optimizer.{k}': v for k, v in _SEAL_TASK_NET.items()}},
+}
+SEAL_SETTINGS['seal-regression-w'] = {**SEAL_SETTINGS['seal-regression'], 'seal.energy_weight': 0.00564}
 
 
 def apply(config, arg: str | None):
@@ -53,11 +94,15 @@ def apply(config, arg: str | None):
   if not arg:
     return config
   system, variants = experiments.parse(arg, SYSTEMS, VARIANTS, 'configs/horses.py')
+  if system in SEAL_ONLY and 'seal' not in variants:
+    raise ValueError(f'configs/horses.py: row {system!r} is of the SEAL-protocol section only: {system},seal')
   if system in FULL_ONLY and 'full' not in variants:
     raise ValueError(f'configs/horses.py: row {system!r} is of the published-width section only: {system},full')
   for variant in variants:  # the scale first, as scripts/reproduce_horses.py applied it
     config.update_from_flattened_dict(VARIANTS[variant])
   config.update_from_flattened_dict(SYSTEMS[system][1])
+  if 'seal' in variants:
+    config.update_from_flattened_dict(SEAL_SETTINGS.get(system, {}))
   return config
 
 

@@ -100,11 +100,17 @@ def make_optimizer(cfg, field: str, differentiable: bool = False) -> optax.Gradi
     kwargs['mask'] = trainable
   if differentiable and cfg.name in ('adam', 'adamw'):
     kwargs['eps_root'] = EPS_ROOT
-  return OPTIMIZERS[cfg.name](cfg.learning_rate, **kwargs)
+  clip = cfg.get('clip_norm', 0.0)
+  if isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip >= 0:
+    raise ValueError(f'{field}.clip_norm must be a number >= 0 (0 = no clipping), got {clip!r}')
+  optimizer = OPTIMIZERS[cfg.name](cfg.learning_rate, **kwargs)
+  # Without clipping the optimiser and its state are exactly those of the records made before the field.
+  return optax.chain(optax.clip_by_global_norm(clip), optimizer) if clip else optimizer
 
 
 def optimizer_config(learning_rate: float = 1e-3) -> ml_collections.ConfigDict:
-  return ml_collections.ConfigDict({'name': 'adam', 'learning_rate': learning_rate})  # name: 'adam', 'sgd', 'adamw'
+  # name: 'adam', 'sgd', 'adamw'; clip_norm > 0: gradients clipped to that global norm first (0 = off)
+  return ml_collections.ConfigDict({'name': 'adam', 'learning_rate': learning_rate, 'clip_norm': 0.0})
 
 
 def positive_int(value, field: str, minimum: int = 1) -> int:

@@ -39,6 +39,7 @@ from implicit_jax.methods import (Method, State, batch_score, dvn, init_params, 
                                   positive_int, spen, steps_per_epoch)
 
 ENERGY_LOSSES = ('margin', 'regression', 'regression_s', 'nce')
+NOISE_ON = ('output', 'logits')
 _SAMPLER = {'regression_s': 'gaussian', 'nce': 'straight_through'}  # losses that draw K samples, and how
 
 
@@ -61,6 +62,8 @@ def default_config(section: str = 'seal') -> ml_collections.ConfigDict:
   c.cost_scale = 1.0              # margin: multiplies Delta
   c.num_samples = 10              # regression_s and nce: K samples of the task net per example
   c.noise_scale = 0.1             # regression_s: standard deviation of the Gaussian perturbations
+  c.noise_on = 'output'           # regression_s: perturb the relaxed output ('output', clipped back into the set)
+                                  # or the logits ('logits': relax(logits + noise_scale * eps), SEAL's horses code)
   c.task_optimizer = optimizer_config()  # optimiser of the task net (the loss-net uses config.optimizer)
   return c
 
@@ -74,6 +77,8 @@ def _check_energy_loss(name, cfg, space, field='seal'):
     positive_int(cfg.num_samples, f'{field}.num_samples')
   if name == 'regression_s' and not cfg.noise_scale > 0:
     raise ValueError(f'{field}.noise_scale must be > 0 for regression_s, got {cfg.noise_scale}')
+  if name == 'regression_s' and cfg.get('noise_on', 'output') not in NOISE_ON:
+    raise ValueError(f'{field}.noise_on: unknown {cfg.noise_on!r}; choose one of {NOISE_ON}')
 
 
 def _weights(cfg):
@@ -107,6 +112,9 @@ def sample_energy_loss(task, energy, name, cfg, field='seal'):
                                 cfg.cost_scale * cost_fn(p, y, mask))
     if name == 'regression':
       return dvn.value_regression(energy, phi, batch, jnp.stack([p, y]), score_fn)
+    if name == 'regression_s' and cfg.get('noise_on', 'output') == 'logits':
+      perturbed = jnp.concatenate([p[None], space.relax(logits + cfg.noise_scale * noise)])  # [K + 1, *y.shape]
+      return dvn.value_regression(energy, phi, batch, jnp.concatenate([perturbed, y[None]]), score_fn)
     if name == 'regression_s':
       perturbed = space.negatives(logits, noise, 'gaussian', 1.0, cfg.noise_scale, True)  # [K + 1, *y.shape]
       return dvn.value_regression(energy, phi, batch, jnp.concatenate([perturbed, y[None]]), score_fn)
