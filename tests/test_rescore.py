@@ -1,6 +1,8 @@
 """Run records keep compact predictions, and scripts/rescore.py recomputes their figures from them alone."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -9,8 +11,12 @@ from implicit_jax import tasks
 from implicit_jax.engine import predictions
 from implicit_jax.experiments import records
 from scripts import rescore, reproduce_tagging
-from tests.conftest import load_config
+from tests.conftest import ROOT, load_config
+from tests.test_tagging_data import tagging_data
 from tests.test_tagging_task import make_data_dir, tiny_config as tagging_fixture_config
+
+# A committed NER record with fixed GloVe vectors, made where model.embeddings_path named a file of that machine
+NER_FIXED = ROOT / 'docs' / 'tagging' / 'runs' / 'ner_fixed-bilstm-seed0.json'
 
 
 def test_codec_round_trips_every_kind_of_array():
@@ -128,3 +134,58 @@ def test_other_gold_data_is_refused_and_old_records_are_listed(tmp_path, conll_d
 def test_a_fresh_result_without_predictions_is_not_stamped():
   with pytest.raises(ValueError, match='holds no predictions'):
     records.stamp({'task': 'x', 'test_f1': 0.5})
+
+
+def test_a_record_whose_vectors_file_is_gone_is_rescored(tmp_path, capsys):
+  """The word vectors are not read (they set the initial weights and the inputs' vocabulary, not the gold labels):
+  a committed ner_fixed record, its embeddings_path pointed at a file that is nowhere, rescores to every figure;
+  beside a missing record and corrupt decisions, each one line, the good record is still rescored."""
+  root = tagging_data('conll2003')
+  record = json.loads(NER_FIXED.read_text())
+  assert record['predictions'] and record['config']['model']['embeddings'] == 'glove'
+  record['config']['model']['embeddings_path'] = str(tmp_path / 'gone' / 'glove_ner.txt')
+  moved = tmp_path / 'moved.json'
+  moved.write_text(json.dumps(record))
+  assert rescore.main([str(moved), f'--data_dir={root}']) == 0
+  out = capsys.readouterr().out
+  assert 'MISMATCH' not in out and '=> 20 of 20 figures match' in out
+  assert out.splitlines()[-1] == '1 record(s) rescored, 1 matching; 0 without predictions; 0 failing'
+
+  short = json.loads(moved.read_text())  # the test tags of the last sentence's tokens lost
+  tags = short['predictions']['test']['decisions']['tags']
+  tags.update(predictions.encode(predictions.decode(tags)[:-3]))
+  (tmp_path / 'short.json').write_text(json.dumps(short))
+  cut = json.loads(moved.read_text())  # the xz stream of the dev tags cut short
+  cut['predictions']['dev']['decisions']['tags']['data'] = cut['predictions']['dev']['decisions']['tags']['data'][:40]
+  (tmp_path / 'cut.json').write_text(json.dumps(cut))
+  bad = [str(tmp_path / name) for name in ('missing.json', 'short.json', 'cut.json')]
+  assert rescore.main([*bad, str(moved), f'--data_dir={root}']) == 1
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0] == f'{bad[0]}: failed: no such file: {bad[0]}'
+  assert lines[1].startswith(f'{bad[1]}: conll2003, feedforward, seed 0, best epoch 9: failed: the recorded test '
+                             'decisions do not fit the test split')
+  assert lines[2].startswith(f'{bad[2]}: conll2003, feedforward, seed 0, best epoch 9: failed: the recorded '
+                             'decisions cannot be decoded')
+  assert lines[3].startswith(f'{moved}: ') and lines[-2] == '  => 20 of 20 figures match (tolerance 1e-06)'
+  assert lines[-1] == '1 record(s) rescored, 1 matching; 0 without predictions; 3 failing'
+
+
+def test_a_bad_record_is_one_line_and_exit_status_1(tmp_path, capsys):
+  """A missing record and a truncated one (the first half of a committed record: no data is read) each give one
+  line naming the record and the cause, no traceback, and exit status 1."""
+  missing, truncated = tmp_path / 'missing.json', tmp_path / 'truncated.json'
+  text = NER_FIXED.read_text()
+  truncated.write_text(text[:len(text) // 2])
+  with pytest.raises(json.JSONDecodeError) as invalid:
+    json.loads(truncated.read_text())
+  expected = {missing: f'{missing}: failed: no such file: {missing}',
+              truncated: f'{truncated}: failed: not valid JSON (truncated?): {invalid.value}'}
+  for path, line in expected.items():
+    assert rescore.main([str(path)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        line, '0 record(s) rescored, 0 matching; 0 without predictions; 1 failing']
+  run = subprocess.run([sys.executable, 'scripts/rescore.py', str(missing), str(truncated)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300, check=False)
+  assert run.returncode == 1 and 'Traceback' not in run.stdout + run.stderr, run.stderr
+  assert run.stdout.splitlines() == [*expected.values(),
+                                     '0 record(s) rescored, 0 matching; 0 without predictions; 2 failing']
