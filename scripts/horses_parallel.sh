@@ -2,7 +2,8 @@
 # Every (system, seed) of one horses scale as its own process, all at once on one accelerator, then the records
 # packed. How docs/horses.md's "At SEAL's protocol" runs were made (one H100):
 #
-#   bash scripts/horses_parallel.sh seal "fcn dvn seal-regression seal-nce implicit-cd" "0 1 2" DATA_DIR OUT_DIR
+#   bash scripts/horses_parallel.sh seal "fcn dvn seal-regression seal-regression-w seal-nce implicit-cd" "0 1 2" \
+#     DATA_DIR OUT_DIR
 #
 # Each run is `scripts/reproduce_horses.py --scale=SCALE --systems=S --seeds=K --no_table`, stopped after
 # RUN_TIMEOUT seconds (default 520: a stopped run writes no record); a run with a record is skipped. The records

@@ -66,8 +66,12 @@ VARIANTS = {
 # loss is SEAL's times PIXELS, and SEAL's weight of its energy term, on -sigmoid(score) beside the mean CE, is ours
 # on E beside the summed CE times PIXELS / 4 (sigmoid' <= 1/4, about its value where the value net sits).
 PIXELS = 24 * 24
-_SEAL_TASK_NET = {'learning_rate': 2.136e-3, 'clip_norm': 2.0 * PIXELS}
 _SEAL_ENERGY_WEIGHT = 0.00564 * PIXELS / 4
+# SEAL-dynamic's optimisers (its chosen regression config): the energy at 2.79e-3 clipped to 6, the task net at
+# 2.136e-3 clipped to 2 per pixel; the energy term weighted as SEAL's 0.00564 beside CE at 1
+_SEAL_DYNAMIC = {'seal.energy_weight': _SEAL_ENERGY_WEIGHT, 'seal.ce_weight': 1.0, 'optimizer.learning_rate': 2.79e-3,
+                 'optimizer.clip_norm': 6.0, 'seal.task_optimizer.learning_rate': 2.136e-3,
+                 'seal.task_optimizer.clip_norm': 2.0 * PIXELS}
 SEAL_SETTINGS = {
     # cross-entropy: Adam at 2.01e-3, gradients clipped to norm 8 (per pixel)
     'fcn': {'optimizer.learning_rate': 2.01e-3, 'optimizer.clip_norm': 8.0 * PIXELS},
@@ -75,16 +79,12 @@ SEAL_SETTINGS = {
     # steps from the empty mask
     'dvn': {'optimizer.learning_rate': 1.407e-4, 'gbi.steps': 30, 'gbi.init': 'zeros'},
     # regression on the task net's output and 47 perturbations of its logits (std 0.855 on each of two softmax
-    # logits: 0.855 * sqrt(2) on the one sigmoid logit), the energy term weighted as SEAL's 0.00564 beside CE at 1
-    'seal-regression': {'seal.energy_loss': 'regression_s', 'seal.num_samples': 47, 'seal.noise_on': 'logits',
-                        'seal.noise_scale': 1.209, 'seal.energy_weight': _SEAL_ENERGY_WEIGHT, 'seal.ce_weight': 1.0,
-                        'optimizer.learning_rate': 2.79e-3, 'optimizer.clip_norm': 6.0,
-                        **{f'seal.task_optimizer.{k}': v for k, v in _SEAL_TASK_NET.items()}},
+    # logits: 0.855 * sqrt(2) on the one sigmoid logit)
+    'seal-regression': {**_SEAL_DYNAMIC, 'seal.energy_loss': 'regression_s', 'seal.num_samples': 47,
+                        'seal.noise_on': 'logits', 'seal.noise_scale': 1.209},
     # NCE: SEAL published no chosen horses config (a sweep of the energy weight over [1e-4, 1]); the regression's
     # optimisers and weight, with 100 samples of the task net (SEAL's sweep: 500)
-    'seal-nce': {'seal.energy_loss': 'nce', 'seal.num_samples': 100, 'seal.energy_weight': _SEAL_ENERGY_WEIGHT,
-                 'seal.ce_weight': 1.0, 'optimizer.learning_rate': 2.79e-3, 'optimizer.clip_norm': 6.0,
-                 **{f'seal.task_optimizer.{k}': v for k, v in _SEAL_TASK_NET.items()}},
+    'seal-nce': {**_SEAL_DYNAMIC, 'seal.energy_loss': 'nce', 'seal.num_samples': 100},
 }
 SEAL_SETTINGS['seal-regression-w'] = {**SEAL_SETTINGS['seal-regression'], 'seal.energy_weight': 0.00564}
 

@@ -77,7 +77,7 @@ def _check_energy_loss(name, cfg, space, field='seal'):
     positive_int(cfg.num_samples, f'{field}.num_samples')
   if name == 'regression_s' and not cfg.noise_scale > 0:
     raise ValueError(f'{field}.noise_scale must be > 0 for regression_s, got {cfg.noise_scale}')
-  if name == 'regression_s' and cfg.get('noise_on', 'output') not in NOISE_ON:
+  if name == 'regression_s' and cfg.noise_on not in NOISE_ON:
     raise ValueError(f'{field}.noise_on: unknown {cfg.noise_on!r}; choose one of {NOISE_ON}')
 
 
@@ -112,11 +112,10 @@ def sample_energy_loss(task, energy, name, cfg, field='seal'):
                                 cfg.cost_scale * cost_fn(p, y, mask))
     if name == 'regression':
       return dvn.value_regression(energy, phi, batch, jnp.stack([p, y]), score_fn)
-    if name == 'regression_s' and cfg.get('noise_on', 'output') == 'logits':
-      perturbed = jnp.concatenate([p[None], space.relax(logits + cfg.noise_scale * noise)])  # [K + 1, *y.shape]
-      return dvn.value_regression(energy, phi, batch, jnp.concatenate([perturbed, y[None]]), score_fn)
-    if name == 'regression_s':
-      perturbed = space.negatives(logits, noise, 'gaussian', 1.0, cfg.noise_scale, True)  # [K + 1, *y.shape]
+    if name == 'regression_s':  # [K + 1, *y.shape]: p, then its K perturbations
+      perturbed = (jnp.concatenate([p[None], space.relax(logits + cfg.noise_scale * noise)])
+                   if cfg.noise_on == 'logits' else space.negatives(logits, noise, 'gaussian', 1.0, cfg.noise_scale,
+                                                                    True))
       return dvn.value_regression(energy, phi, batch, jnp.concatenate([perturbed, y[None]]), score_fn)
     # nce: hard samples (straight_through's forward value); P_N is the task net's distribution, a constant.
     samples = jax.lax.stop_gradient(space.negatives(logits, noise, 'straight_through', 1.0, 0.0, False))
