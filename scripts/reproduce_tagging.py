@@ -509,7 +509,9 @@ def build_table() -> str:
            'chunks conlleval counts and strict does not, mostly stray I-/E- tags (of about 5,650 gold chunks); a '
            'tagger that takes each token\'s argmax makes hundreds, a decoder that scores tag transitions (CRF, SPEN) '
            'few. "s/run": median training seconds as the runs were made, on whatever shared the machine (most NER / '
-           'NER+ reruns ran two at a time on the 2-core CPU machine, which slows each), so the column ranks no '
+           'NER+ reruns ran two at a time on the 2-core CPU machine, which slows each; the POS rows rerun on '
+           '2026-11-26 so that their records keep predictions, every figure identical, ran beside up to six other '
+           'training processes), so the column ranks no '
            'method\'s speed: docs/benchmarks.md times them in one process. Under each NER '
            'table, every row is set against the BiLSTM seed by seed on both F1s; under POS, the implicit rows, the '
            'CRF and InfNet+ stacked.', '']
