@@ -462,3 +462,18 @@ def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path
   assert rows[0].startswith('| cal500 | 301/3/3 | none | 38.00 | 38.00 | 50.00 | 36.00 |')  # datasets first
   assert rows[1].startswith('| scaled.arff | 90/3/3 | none | 89.00 ± 1.41 | 89.00 ± 1.41 | – | 92.00 ± 0.00 | '
                             '92.00 ± 0.00 | -3.00 (-2.00, -4.00) |')
+
+
+def test_compare_methods_trains_an_implicit_row_through_reproduce_mlc(monkeypatch):
+  """An implicit row named to compare_methods (e.g. implicit-ssvm-h400) is reproduce_mlc's run, trained (not
+  verified): compare_methods' arguments carry no --verify, which reproduce_mlc.run_one reads."""
+  import argparse  # pylint: disable=import-outside-toplevel
+  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
+  import compare_methods  # pylint: disable=import-outside-toplevel
+  import reproduce_mlc  # pylint: disable=import-outside-toplevel
+  seen = []
+  monkeypatch.setattr(reproduce_mlc, 'run_one', lambda dataset, system, seed, args: seen.append(
+      (dataset, system, seed, args.verify, args.protocol)))
+  args = argparse.Namespace(data_dir='data', protocol='official', epochs=0)
+  compare_methods.run_one('bibtex', 'implicit-ssvm-h400', 1, args)
+  assert seen == [('bibtex', 'implicit-ssvm-h400', 1, False, 'official')]
