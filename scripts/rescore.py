@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 
 from implicit_jax import tasks
-from implicit_jax.engine import config as config_lib, predictions
+from implicit_jax.engine import cli, config as config_lib, predictions
 from implicit_jax.experiments import records
 
 _TASKS = {}  # the task of each (task, data, model, seed): a table's records share a few datasets
@@ -74,13 +74,15 @@ def scoring_config(config):
   return config
 
 
-def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object, object]]:
-  """``[(name, recorded, rescored)]`` of every figure the record's decisions determine; NotRescorable when it
-  keeps no predictions or the data read now is not the run's."""
+def predicted(record: dict, data_dir: str | None = None):
+  """``(task, {'dev': relaxed, 'test': relaxed})``: the record's task rebuilt, its gold checked against the record's
+  digests, and the recorded decisions as predictions its evaluator scores as the run did; NotRescorable when it
+  keeps no predictions or the data read now is not the run's, BadRecord when the decisions cannot be read back."""
   block = record.get('predictions')
   if not block:
-    raise NotRescorable(f'no predictions (recorded {str(record.get("date", "before they were kept"))[:10]}, '
-                        'before records kept them): rerun it to rescore')
+    when = f'recorded {str(record["date"])[:10]}, before records kept them' if record.get('date') else \
+        'made before records kept them'
+    raise NotRescorable(f'no predictions ({when}): rerun it to rescore')
   if not isinstance(record.get('config'), dict):
     raise BadRecord('the record holds predictions but no config to rebuild its task from')
   config = scoring_config(config_lib.load(record['config']))
@@ -104,7 +106,16 @@ def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object
       relaxed[name] = evaluator.relaxed(decisions[name], split)
     except Exception as e:  # pylint: disable=broad-except
       raise BadRecord(f'the recorded {name} decisions do not fit the {name} split: {cause(e)}') from e
+  return task, relaxed
+
+
+def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object, object]]:
+  """``[(name, recorded, rescored)]`` of every figure the record's decisions determine; NotRescorable when it
+  keeps no predictions or the data read now is not the run's."""
+  task, relaxed = predicted(record, data_dir)
+  evaluator, dev, test = task.evaluator, task.splits['dev'], task.splits['test']
   dev_pred, test_pred = relaxed['dev'], relaxed['test']
+  block = record['predictions']
   out = []
   best = [h for h in records.history(record) if h.get('epoch') == record['best_epoch']]
   for key, value in evaluator.metrics(dev_pred, dev).items():
@@ -149,7 +160,7 @@ def cause(error: Exception) -> str:
   name = type(error).__name__
   if name == 'Error':  # binascii.Error, ...: the module says which
     name = f'{type(error).__module__}.{name}'
-  text = ' '.join(str(error).split())
+  text = cli.one_line(error) if str(error).strip() else ''
   return f'{name}: {text}' if text else name
 
 
@@ -159,10 +170,14 @@ def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
   rescored."""
   head = str(path)
   try:
-    record = json.loads(Path(path).read_text())
-    if not isinstance(record, dict):
-      raise BadRecord(f'not a run record (a JSON {type(record).__name__}, not an object)')
-    record['history'] = records.history(record)  # as records.load reads it
+    try:
+      record = records.load(path)
+    except ValueError as e:
+      if isinstance(e, json.JSONDecodeError):
+        raise
+      raise BadRecord(str(e).removeprefix(f'{path}: ')) from e
+    if 'task' not in record and 'config' not in record:
+      raise BadRecord('not a run record (an object with neither a task nor a config)')
     head = f'{path}: {record.get("task")}, {record.get("method")}, seed {record.get("seed")}, best epoch ' \
            f'{record.get("best_epoch")}'
     rows = figures(record, data_dir)

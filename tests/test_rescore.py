@@ -189,3 +189,38 @@ def test_a_bad_record_is_one_line_and_exit_status_1(tmp_path, capsys):
   assert run.returncode == 1 and 'Traceback' not in run.stdout + run.stderr, run.stderr
   assert run.stdout.splitlines() == [*expected.values(),
                                      '0 record(s) rescored, 0 matching; 0 without predictions; 2 failing']
+
+
+# One committed record per family that keeps predictions, with the data folder it reads (None: the bundled bibtex).
+COMMITTED = {
+    'multi-label (bibtex, 400 units)': ('docs/baselines/runs/bibtex-seal-dynamic_nce-h400-seed0.json', None),
+    'sequence labeling (POS)': ('docs/tagging/runs/pos-implicit-cd-seed1.json', 'twitter_pos'),
+    'sequence labeling (NER+)': ('docs/tagging/runs/ner_plus-infnet-plus-stacked-seed2.json', 'conll2003'),
+    'segmentation (horses, SEAL protocol)': ('docs/horses/runs_seal/implicit-cd-seed1.json', 'weizmann_horse'),
+}
+
+
+@pytest.mark.parametrize('family', sorted(COMMITTED))
+def test_a_committed_record_of_each_family_is_rescored(family, capsys):
+  """A committed record of each family that keeps predictions rescores to every figure it holds (the bibtex one
+  reads the bundled data; the others skip without ../shared/data)."""
+  path, folder = COMMITTED[family]
+  args = [str(ROOT / path)] + ([f'--data_dir={tagging_data(folder)}'] if folder else [])
+  assert rescore.main(args) == 0
+  out = capsys.readouterr().out
+  assert 'MISMATCH' not in out and out.splitlines()[-1].startswith('1 record(s) rescored, 1 matching')
+
+
+def test_json_that_is_not_a_record_is_one_line(tmp_path, capsys):
+  """A JSON list, and an object that is no run record: one line each naming the file, exit status 1; records.load
+  refuses the list naming it."""
+  listed, other = tmp_path / 'list.json', tmp_path / 'other.json'
+  listed.write_text('[1, 2]')
+  other.write_text('{"name": "not a run"}')
+  with pytest.raises(ValueError, match='list.json: not a run record'):
+    records.load(listed)
+  assert rescore.main([str(listed), str(other)]) == 1
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0] == f'{listed}: failed: not a run record (a JSON list, not an object)'
+  assert lines[1] == f'{other}: failed: not a run record (an object with neither a task nor a config)'
+  assert len(lines) == 3

@@ -143,7 +143,11 @@ def write(path: Path, result: dict) -> None:
 
 
 def load(path: Path) -> dict:
+  """The run record at ``path`` with its per-epoch history read back; ValueError naming the file when it holds
+  JSON that is not a record (an object)."""
   record = json.loads(Path(path).read_text())
+  if not isinstance(record, dict):
+    raise ValueError(f'{path}: not a run record (a JSON {type(record).__name__}, not an object)')
   record['history'] = history(record)
   return record
 

@@ -50,6 +50,7 @@ class Evaluator:
   """
 
   select: str = ''  # the key of metrics() whose dev value picks the best epoch (higher is better)
+  headline: str = ''  # the test figure the tables lead with (result key 'test_' + headline), for example_scores
 
   def metrics(self, pred: np.ndarray, split: dict) -> dict[str, float]:
     """The per-epoch dev metrics, a flat dict of floats holding ``select``."""
@@ -83,6 +84,12 @@ class Evaluator:
     """An array aligned with ``split`` that ``metrics``, ``final`` and ``score`` score exactly as they scored the
     predictions ``decisions`` were taken from."""
     raise NotImplementedError(f'{type(self).__name__} keeps no decisions to rescore')
+
+  def example_scores(self, pred: np.ndarray, split: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``(num, den)``, one entry per example, with ``sum(num) / sum(den)`` the ``headline`` figure of ``pred`` on
+    ``split`` (a mean of per-example scores has ``den`` all ones; a corpus-level ratio such as chunk F1 sums its
+    counts): what a bootstrap over examples resamples (scripts/claims.py)."""
+    raise NotImplementedError(f'{type(self).__name__} defines no per-example scores')
 
   def calibration_of(self, result: dict) -> dict:
     """The calibration a finished run chose, read back from its result."""

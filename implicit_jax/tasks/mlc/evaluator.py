@@ -25,6 +25,7 @@ class F1Evaluator(Evaluator):
   the example F1 of a row whose gold and predicted label sets are both empty (``data.empty_f1``)."""
 
   select = 'f1'
+  headline = 'f1'  # example F1 at 0.5 (DVN's and SEAL's protocol, the papers' tables)
 
   def __init__(self, empty: float = 1.0):
     self.empty = metrics.check_empty(empty)
@@ -66,6 +67,10 @@ class F1Evaluator(Evaluator):
       raise ValueError(f'recorded decisions of shape {decisions["bins"].shape}, the split\'s gold '
                        f'{np.shape(split["y"])}: not the run\'s data')
     return values[decisions['bins'].astype(np.int64)]
+
+  def example_scores(self, pred, split):
+    f1 = metrics.example_f1_each(np.asarray(pred) >= 0.5, np.asarray(split['y']) > 0.5, self.empty)
+    return f1, np.ones_like(f1)
 
   def calibrate(self, dev_pred, dev):
     return {'threshold': tune_threshold(dev_pred, dev['y'], empty=self.empty)[0]}

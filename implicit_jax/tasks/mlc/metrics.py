@@ -19,13 +19,17 @@ def check_empty(empty) -> float:
 def example_f1(pred: np.ndarray, gold: np.ndarray, empty: float = 1.0) -> float:
   """Mean over examples of ``2 |pred & gold| / (|pred| + |gold|)``, ``empty`` where both sets are empty; binary
   arrays of shape [N, L]."""
+  return float(np.mean(example_f1_each(pred, gold, empty)))
+
+
+def example_f1_each(pred: np.ndarray, gold: np.ndarray, empty: float = 1.0) -> np.ndarray:
+  """The F1 of each example (``example_f1`` is their mean): [N]."""
   pred, gold = np.asarray(pred, bool), np.asarray(gold, bool)
   if pred.shape != gold.shape:
     raise ValueError(f'example_f1: prediction shape {pred.shape} does not match gold shape {gold.shape}')
   tp = np.sum(pred & gold, axis=-1)
   denom = np.sum(pred, axis=-1) + np.sum(gold, axis=-1)
-  f1 = np.where(denom == 0, check_empty(empty), 2.0 * tp / np.maximum(denom, 1))
-  return float(np.mean(f1))
+  return np.where(denom == 0, check_empty(empty), 2.0 * tp / np.maximum(denom, 1))
 
 
 def micro_f1(pred: np.ndarray, gold: np.ndarray) -> float:

@@ -20,16 +20,26 @@ def iou_scores(pred: np.ndarray, gold: np.ndarray, threshold: float = THRESHOLD)
   p, g = np.asarray(pred) >= threshold, np.asarray(gold) >= 0.5
   inter = np.sum(p & g, axis=(1, 2))
   union = np.sum(p | g, axis=(1, 2))
-  per_image = np.where(union > 0, inter / np.maximum(union, 1), 1.0)
+  per_image = image_iou(inter, union)
   return {'mean_iou': float(per_image.mean()),
           'global_iou': float(inter.sum() / max(union.sum(), 1)),
           'pixel_accuracy': float(np.mean(p == g))}
 
 
+def image_iou(inter: np.ndarray, union: np.ndarray) -> np.ndarray:
+  """Each image's IoU from its pixel counts; 1 where gold and prediction are both empty."""
+  return np.where(union > 0, inter / np.maximum(union, 1), 1.0)
+
+
 class IoUEvaluator(Evaluator):
   """``mean_iou`` selects the best epoch."""
 
-  select = 'mean_iou'
+  select = headline = 'mean_iou'
+
+  def example_scores(self, pred, split):
+    p, g = np.asarray(pred) >= THRESHOLD, np.asarray(split['y']) >= 0.5
+    iou = image_iou(np.sum(p & g, axis=(1, 2)), np.sum(p | g, axis=(1, 2)))
+    return iou, np.ones_like(iou)
 
   def metrics(self, pred, split):
     return iou_scores(pred, split['y'])

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from implicit_jax.tasks import Evaluator
-from implicit_jax.tasks.tagging.chunks import chunk_f1
+from implicit_jax.tasks.tagging.chunks import chunk_counts, chunk_f1
 
 
 def token_accuracy(pred_tags: np.ndarray, gold_tags: np.ndarray, mask: np.ndarray) -> float:
@@ -52,7 +52,12 @@ class ArgmaxDecisions:
 class AccuracyEvaluator(ArgmaxDecisions, Evaluator):
   """``accuracy`` selects the best epoch; no calibration (the relaxed output is decoded by argmax per token)."""
 
-  select = 'accuracy'
+  select = headline = 'accuracy'
+
+  def example_scores(self, pred, split):
+    gold, mask = np.asarray(split['y']), np.asarray(split['mask']) > 0
+    scored = mask & (gold >= 0)
+    return np.sum((np.argmax(pred, axis=-1) == gold) & scored, axis=1), np.sum(scored, axis=1)
 
   def metrics(self, pred, split):
     return {'accuracy': token_accuracy(np.argmax(pred, axis=-1), split['y'], split['mask'])}
@@ -73,6 +78,7 @@ class ChunkF1Evaluator(ArgmaxDecisions, Evaluator):
   in old and new records. No calibration."""
 
   SELECTABLE = ('f1', 'f1_conlleval')
+  headline = 'f1_conlleval'  # the papers' metric
 
   def __init__(self, tag_names: Sequence[str], select: str = 'f1'):
     self.tag_names = tuple(tag_names)
@@ -98,6 +104,13 @@ class ChunkF1Evaluator(ArgmaxDecisions, Evaluator):
 
   def metrics(self, pred, split):
     return {k: v for k, v in self._scores(pred, split).items() if isinstance(v, float)}
+
+  def example_scores(self, pred, split):
+    """Per sentence ``2 * correct`` over ``gold + predicted`` chunks (conlleval's): F1 = 2c / (g + p), and
+    conlleval's chunks never cross a sentence boundary, so the counts add over sentences."""
+    gold, guessed = sentences(split['y'], split['mask']), sentences(np.argmax(pred, axis=-1), split['mask'])
+    counts = np.array([chunk_counts([g], [p], self.tag_names, scheme='conlleval') for g, p in zip(gold, guessed)])
+    return 2 * counts[:, 2], counts[:, 0] + counts[:, 1]
 
   def describe(self, m):
     return (f'chunk F1 conlleval {m["f1_conlleval"]:.4f} (precision {m["precision_conlleval"]:.4f}, recall '

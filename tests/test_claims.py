@@ -1,0 +1,133 @@
+"""The claims ledger (scripts/claims.py): per-example scores that give back each headline figure, and the paired
+bootstrap's verdicts on records made for the purpose."""
+
+import json
+
+import numpy as np
+import pytest
+
+from implicit_jax.experiments import records
+from implicit_jax.tasks.mlc.evaluator import F1Evaluator
+from implicit_jax.tasks.segmentation.evaluator import IoUEvaluator
+from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evaluator
+from scripts import claims, reproduce_tagging
+from tests.conftest import load_config
+
+TAGS = ('O', 'B-PER', 'I-PER', 'E-PER', 'S-PER', 'B-LOC', 'I-LOC', 'E-LOC', 'S-LOC')
+
+
+def _tagging_split(rng, n=40, length=12):
+  lengths = rng.integers(1, length + 1, n)
+  mask = (np.arange(length)[None] < lengths[:, None]).astype(np.float32)
+  y = np.where(mask > 0, rng.integers(0, len(TAGS), (n, length)), 0)
+  return {'y': y, 'mask': mask}, rng.random((n, length, len(TAGS)))
+
+
+@pytest.mark.parametrize('kind', ['mlc', 'accuracy', 'chunks', 'iou'])
+def test_per_example_scores_give_back_the_headline_figure(kind):
+  """sum(num) / sum(den) of each evaluator's example_scores is the figure its tables lead with, to 1e-12, on random
+  predictions (random tag sequences hold ill-formed chunks, where conlleval and strict differ)."""
+  rng = np.random.default_rng(0)
+  if kind == 'mlc':
+    evaluator, split = F1Evaluator(empty=0.0), {'y': (rng.random((50, 7)) < 0.2).astype(np.float32)}
+    pred = rng.random((50, 7)) * 0.8
+    figure = evaluator.metrics(pred, split)['f1']
+  elif kind == 'iou':
+    evaluator, split = IoUEvaluator(), {'y': (rng.random((6, 8, 8)) < 0.3).astype(np.float32)}
+    split['y'][0] = 0  # an empty gold mask
+    pred = rng.random((6, 8, 8)) * 0.9
+    pred[0] = 0  # predicted empty too: IoU 1
+    figure = evaluator.metrics(pred, split)['mean_iou']
+  else:
+    split, pred = _tagging_split(rng)
+    if kind == 'accuracy':
+      evaluator = AccuracyEvaluator()
+      split['y'][0, 0] = -1  # a token without a gold tag is not counted
+      figure = evaluator.metrics(pred, split)['accuracy']
+    else:
+      evaluator = ChunkF1Evaluator(TAGS)
+      figure = evaluator.score(pred, split, {})['f1_conlleval']
+  num, den = evaluator.example_scores(pred, split)
+  assert len(num) == len(den) == len(split['y'])
+  assert abs(np.sum(num) / np.sum(den) - figure) < 1e-12
+  assert evaluator.headline
+
+
+def _record(path, seed, value, key='test_f1'):
+  path.write_text(json.dumps({'seed': seed, key: value, 'history': []}))
+  return path
+
+
+def _row(tmp_path, name, values, key='test_f1'):
+  return claims.Row(name, f'configs/x.py:{name}',
+                    {s: _record(tmp_path / f'{name}-{s}.json', s, v, key) for s, v in enumerate(values)}, key)
+
+
+def test_seed_only_claims_are_oriented_and_judged(tmp_path):
+  """A published difference below 0 is its rival's claim; an interval above 0 reproduces, one below reverses, one
+  that holds 0 does not reproduce; a row without records is not run."""
+  rng = np.random.default_rng(0)
+  high, low = _row(tmp_path, 'high', [0.50, 0.52, 0.51]), _row(tmp_path, 'low', [0.40, 0.41, 0.42])
+  mixed = _row(tmp_path, 'mixed', [0.45, 0.55, 0.50])
+  claim = claims.Claim('paper', 'task', low, high, -2.0)  # the paper has high above low
+  assert (claim.a.label, claim.b.label, claim.published) == ('high', 'low', 2.0)
+  result = claims.test_claim(claim, None, rng)
+  assert result['verdict'] == 'reproduced' and result['agree'] == 3 and result['basis'].startswith('seeds only')
+  assert abs(result['mean'] - 10.0) < 1e-9 and result['low'] <= result['mean'] <= result['high']
+  assert claims.test_claim(claims.Claim('paper', 'task', low, high, 1.0), None, rng)['verdict'] == 'reversed'
+  assert claims.test_claim(claims.Claim('paper', 'task', mixed, _row(tmp_path, 'same', [0.5] * 3), 1.0), None,
+                           rng)['verdict'] == 'not reproduced'
+  missing = claims.Row('gone', 'configs/x.py:gone', {}, 'test_f1')
+  assert claims.test_claim(claims.Claim('paper', 'task', high, missing, 1.0), None, rng)['verdict'] == 'not run'
+
+
+def test_claims_with_predictions_resample_the_test_examples(tmp_path):
+  """Two tiny multi-label runs recorded as the scripts record them: the claim of one over the other is judged on
+  their per-example scores (basis: examples and seeds), its mean is the recorded difference, a run against itself
+  is a difference of exactly 0 (not reproduced), and a record whose figure its decisions do not give is refused,
+  naming it."""
+  rows = {}
+  for name, epochs in (('short', 1), ('long', 3)):
+    config = load_config('tiny')
+    config.method, config.num_epochs = 'feedforward', epochs
+    out = tmp_path / f'{name}.json'
+    reproduce_tagging.train_and_record(config, str(tmp_path / name), out)
+    rows[name] = claims.Row(name, name, {0: out}, 'test_f1')
+  rng = np.random.default_rng(0)
+  result = claims.test_claim(claims.Claim('paper', 'tiny', rows['long'], rows['short'], 1.0), None, rng)
+  a, b = (records.load(rows[n].runs[0])['test_f1'] for n in ('long', 'short'))
+  assert result['basis'].startswith('examples (') and abs(result['mean'] - 100 * (a - b)) < 1e-9
+  assert result['low'] <= result['mean'] <= result['high']
+  same = claims.test_claim(claims.Claim('paper', 'tiny', rows['long'], rows['long'], 1.0), None, rng)
+  assert (same['low'], same['high'], same['verdict']) == (0.0, 0.0, 'not reproduced')
+  bad = json.loads(rows['long'].runs[0].read_text())
+  bad['test_f1'] += 0.01
+  (tmp_path / 'bad.json').write_text(json.dumps(bad))
+  with pytest.raises(ValueError, match='bad.json: per-example scores give'):
+    claims.test_claim(claims.Claim('paper', 'tiny', claims.Row('bad', 'bad', {0: tmp_path / 'bad.json'}, 'test_f1'),
+                                   rows['short'], 1.0), None, rng)
+
+
+@pytest.mark.slow
+def test_the_committed_ledger_is_what_the_records_give(tmp_path):
+  """scripts/claims.py on a copy of the checkout rebuilds README's claims line and the ledger's rows exactly as
+  committed (a verdict typed by hand, or one the records no longer give, fails here)."""
+  import os  # pylint: disable=import-outside-toplevel
+  import shutil  # pylint: disable=import-outside-toplevel
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  from tests.test_tagging_data import tagging_data  # pylint: disable=import-outside-toplevel
+  data = tagging_data('weizmann_horse')
+  root = claims.ROOT
+  copy = tmp_path / 'repo'
+  for folder in ('configs', 'scripts', 'docs'):
+    shutil.copytree(root / folder, copy / folder, ignore=shutil.ignore_patterns('__pycache__'))
+  shutil.copy(root / 'README.md', copy / 'README.md')
+  env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=str(root))
+  proc = subprocess.run([sys.executable, str(copy / 'scripts' / 'claims.py'), f'--data_dir={data}'], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=900, env=env, check=False)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  block = lambda text: text[text.index(claims.START):text.index(claims.END)]
+  rows = lambda text: [line for line in block(text).splitlines() if line.startswith('|')]
+  assert block((copy / 'README.md').read_text()) == block((root / 'README.md').read_text())
+  assert rows((copy / 'docs' / 'results.md').read_text()) == rows((root / 'docs' / 'results.md').read_text())
