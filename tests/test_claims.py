@@ -71,6 +71,9 @@ def test_seed_only_claims_are_oriented_and_judged(tmp_path):
   mixed = _row(tmp_path, 'mixed', [0.45, 0.55, 0.50])
   claim = claims.Claim('paper', 'task', low, high, -2.0)  # the paper has high above low
   assert (claim.a.label, claim.b.label, claim.published) == ('high', 'low', 2.0)
+  given = claims.Claim('paper', 'task', low, high, (40.0, 52.0))  # each row's published number: swapped with it
+  assert (given.a.label, given.numbers, given.published) == ('high', (52.0, 40.0), 12.0)
+  assert claims.test_claim(given, None, rng)['own'] == '-1.00, +1.00'  # 51 - 52, 41 - 40
   result = claims.test_claim(claim, None, rng)
   assert result['verdict'] == 'reproduced' and result['agree'] == 3 and result['basis'].startswith('seeds only')
   assert abs(result['mean'] - 10.0) < 1e-9 and result['low'] <= result['mean'] <= result['high']
