@@ -215,19 +215,14 @@ def test_claim(claim: Claim, data_dir, rng) -> dict:
     replicates = diffs[seed_draw].mean(axis=1)
     basis = 'seeds only (records keep no predictions)'
   low, high = np.quantile(replicates, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-  sign = 1.0  # every claim's published difference is positive (Claim.__post_init__)
-  if low * sign > 0 and high * sign > 0:
-    verdict = 'reproduced'
-  elif low * sign < 0 and high * sign < 0:
-    verdict = 'reversed'
-  else:
-    verdict = 'not reproduced'
+  # every claim's published difference is positive (Claim.__post_init__): its side of 0 is above
+  verdict = 'reproduced' if low > 0 else 'reversed' if high < 0 else 'not reproduced'
   own = ''
   if claim.numbers and key == claim.a.key:  # each row against its own published number: a rival far under its own
     means = [100 * np.mean([r[key] for r in loaded[side].values()]) for side in ('a', 'b')]  # is a weak rival
     own = ', '.join(f'{m - n:+.2f}' for m, n in zip(means, claim.numbers))
   return {'own': own, 'mean': float(diffs.mean()), 'low': float(low), 'high': float(high), 'seeds': len(seeds),
-          'agree': int(np.sum(np.sign(diffs) == sign)), 'basis': basis, 'verdict': verdict, 'metric': metric}
+          'agree': int(np.sum(diffs > 0)), 'basis': basis, 'verdict': verdict, 'metric': metric}
 
 
 def table(items: list[Claim]) -> list[str]:

@@ -172,9 +172,9 @@ def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
   try:
     try:
       record = records.load(path)
-    except ValueError as e:
-      if isinstance(e, json.JSONDecodeError):
-        raise
+    except json.JSONDecodeError:
+      raise  # cause() says it in one line
+    except ValueError as e:  # JSON that is not an object; the line names the path already
       raise BadRecord(str(e).removeprefix(f'{path}: ')) from e
     if 'task' not in record and 'config' not in record:
       raise BadRecord('not a run record (an object with neither a task nor a config)')
