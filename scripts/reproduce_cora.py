@@ -171,7 +171,10 @@ def build_table(rules_acc: float | None) -> str:
            '(implicit CD: 5 inner steps each); implicit CD\'s lambda and negatives were chosen on dev at draw 0 '
            '(docs/cora/sweeps/cd-*.md), whose test numbers are in the table like the others. "config": the row, '
            'draw K at N labeled of which `python -m implicit_jax.main --config=CONFIG --config.data.labeled=N '
-           '--config.data.draw=K --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces.', '',
+           '--config.data.draw=K --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces. "train '
+           's/run" is the median of a row\'s records\' training time, not a speed measurement: the implicit CD, '
+           'R-SPEN and DVN records were rerun (2026-11-27) beside up to six other processes on the 2-core machine '
+           '(docs/benchmarks.md measures speed).', '',
            f'Token accuracy x 100, {records.spread("labeled draws")}; the count of draws in brackets.', '',
            '| method | test acc. 5 | test acc. 10 | test acc. 50 | dev acc. 5 / 10 / 50 | train s/run | config |',
            '|---|---|---|---|---|---|---|']
