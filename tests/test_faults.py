@@ -584,3 +584,25 @@ def test_evaluate_warns_of_labels_never_positive_in_a_split(tmp_path):
   assert [line for line in err.splitlines() if line.strip()] == [
       f"warning: the {split} split has no positive example of 1 of 3 labels: 'l2'; its scores say nothing about them"
       for split in ('train', 'dev', 'test')]
+
+
+def test_a_folder_of_run_file_names_without_a_run_record_is_refused_untouched(tmp_path):
+  """A folder holding the user's own metrics.jsonl, lock and checkpoints/readme.txt but no config.json was taken
+  for a workdir: metrics.jsonl replaced, lock deleted. Without a run's config record, only a start's lock record
+  (and the config record's temporary) may be there."""
+  mine = tmp_path / 'mine'
+  (mine / 'checkpoints').mkdir(parents=True)
+  files = {'metrics.jsonl': '{"step": 1, "loss": 0.5}\n', 'lock': 'my own lock\n', 'checkpoints/readme.txt': 'x'}
+  for name, text in files.items():
+    (mine / name).write_text(text)
+  with pytest.raises(ValueError, match=rf'^--workdir {mine} holds files a training run did not write \(checkpoints, '
+                     r'lock, metrics.jsonl\); nothing was changed: give a new or empty folder$'):
+    train.train_and_evaluate(_tiny(), str(mine))
+  assert all((mine / name).read_text() == text for name, text in files.items())
+  assert sorted(p.name for p in mine.iterdir()) == ['checkpoints', 'lock', 'metrics.jsonl']
+  # A start killed after taking its lock (the lock's record, the config record's temporary) is not in the way.
+  started = tmp_path / 'started'
+  started.mkdir()
+  (started / 'lock').write_text('1234 on somehost\n')
+  (started / 'config.json.tmp').write_text('{"meth')
+  assert workdir_lib.foreign_files(str(started)) == []
