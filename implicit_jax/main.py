@@ -38,6 +38,7 @@ def main(argv):
   logging.set_verbosity(logging.WARNING)  # Orbax logs every save and restore at INFO
   # The run records which file (and argument) its values came from: config.json then names the row it reproduces.
   FLAGS.config.config_file = config_flags.get_config_filename(FLAGS['config'])
+  FLAGS.config.overrides = cli.overrides(config_flags.get_override_values(FLAGS['config']))
   if not FLAGS.distributed:
     _train()
     return

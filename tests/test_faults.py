@@ -36,7 +36,7 @@ def _comparable(metrics):
   """metrics.json but for the seconds and the config's provenance (config_file: the --config that made the run,
   which a run started in Python does not have)."""
   out = {k: v for k, v in metrics.items() if k != 'train_seconds'}
-  out['config'] = {k: v for k, v in out.get('config', {}).items() if k != 'config_file'}
+  out['config'] = {k: v for k, v in out.get('config', {}).items() if k not in ('config_file', 'overrides')}
   return out
 
 
@@ -606,3 +606,4 @@ def test_a_folder_of_run_file_names_without_a_run_record_is_refused_untouched(tm
   (started / 'lock').write_text('1234 on somehost\n')
   (started / 'config.json.tmp').write_text('{"meth')
   assert workdir_lib.foreign_files(str(started)) == []
+

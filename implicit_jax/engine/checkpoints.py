@@ -213,7 +213,10 @@ def check_or_write_config(workdir: str, config, write: bool = True) -> bool:
   path = os.path.join(workdir, 'config.json')
   existing = False
   if os.path.exists(path):
-    diff = config_lib.compare(read_json(path), config)
+    try:
+      diff = config_lib.compare(read_json(path), config)
+    except config_lib.NewerRecord as e:
+      raise config_lib.NewerRecord(f'{path} {e}') from None
     if not diff:
       existing = True
     elif has_checkpoint(workdir):
@@ -450,7 +453,10 @@ def load_config(workdir: str) -> ml_collections.ConfigDict:
   path = os.path.join(workdir, 'config.json')
   if not os.path.exists(path):
     raise FileNotFoundError(f'{path} not found: {workdir} is not a training workdir')
-  return config_lib.load(read_json(path))
+  try:
+    return config_lib.load(read_json(path))
+  except config_lib.NewerRecord as e:
+    raise config_lib.NewerRecord(f'{path} {e}') from None
 
 
 def load_trained(workdir: str, config_overrides: dict | None = None, same_data: bool = False) -> Run:

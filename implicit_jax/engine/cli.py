@@ -78,6 +78,18 @@ def parse_flags(argv):
     sys.exit(2)
 
 
+def overrides(values: dict) -> tuple[str, ...]:
+  """The ``--config.<field>=<value>`` flags a command line was given (``config_flags.get_override_values``), each
+  as a shell word that gives the same value again; the fields that record provenance are left out."""
+  out = []
+  for field, value in values.items():
+    if field in ('config_file', 'overrides'):
+      continue
+    text = value if isinstance(value, str) else repr(tuple(value) if isinstance(value, list) else value)
+    out.append(f'--config.{field}={text}')
+  return tuple(out)
+
+
 class Interrupted(KeyboardInterrupt):
   """Ctrl-C, with what the user should know (e.g. that the run resumes)."""
 
