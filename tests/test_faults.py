@@ -607,3 +607,51 @@ def test_a_folder_of_run_file_names_without_a_run_record_is_refused_untouched(tm
   (started / 'config.json.tmp').write_text('{"meth')
   assert workdir_lib.foreign_files(str(started)) == []
 
+
+def test_ctrl_c_during_a_save_takes_effect_once_the_save_is_complete(tmp_path, monkeypatch):
+  """Ctrl-C that came while Orbax wrote left its temporary folder (7 of 8 tries at a checkpoint per step) and, now
+  and then, a 40-line traceback of its worker threads. The interrupt now waits for the save: here it arrives as
+  the save starts, and the step is saved whole before KeyboardInterrupt is raised."""
+  import flax.struct  # pylint: disable=import-outside-toplevel
+
+  @flax.struct.dataclass
+  class State:
+    step: int
+    params: dict
+
+  host = checkpoints._host  # pylint: disable=protected-access
+
+  def interrupted_host(tree):
+    signal.raise_signal(signal.SIGINT)  # Python's default handler: KeyboardInterrupt at the next bytecode
+    return host(tree)
+
+  monkeypatch.setattr(checkpoints, '_host', interrupted_host)
+  ckpt = checkpoints.Checkpointer(str(tmp_path))
+  try:
+    with pytest.raises(KeyboardInterrupt):
+      ckpt.save(State(step=np.int32(3), params={'w': np.ones(4, np.float32)}), {'history': []})
+    assert ckpt.latest_step() == 3
+  finally:
+    ckpt.close()
+  assert not [p for p in tmp_path.rglob('*') if 'tmp' in p.name]
+
+
+def test_evaluate_on_a_config_that_builds_another_network_does_not_call_the_checkpoint_unreadable(tmp_path):
+  """config.json given a layer more after the run (or another method): evaluate called the intact best-on-dev
+  checkpoint 'unreadable', tried the one before it and failed. Now one error names the array that differs and the
+  config, and the checkpoint stays where it is."""
+  workdir = tmp_path / 'run'
+  train.train_and_evaluate(_tiny(num_epochs=1), str(workdir))
+  path = workdir / 'config.json'
+  record = json.loads(path.read_text())
+  best = sorted(p.name for p in (workdir / 'best').iterdir())
+  for field, value, named in (('energy_feature_hidden', [16, 16], 'the model built now has phi.params.MLP_0.Dense_2'),
+                              ('linear_skip', True, 'the model built now has theta.params.linear')):
+    edited = json.loads(json.dumps(record))
+    edited['model'][field] = value
+    path.write_text(json.dumps(edited))
+    with pytest.raises(checkpoints.OtherShapes, match=rf'^the best-on-dev parameters in {workdir}/best/\d+ do not '
+                       rf'fit the model built from the data and config read now \(.*{named}.*\): .*config.json was '
+                       'changed'):
+      evaluate.evaluate_run(str(workdir))
+    assert sorted(p.name for p in (workdir / 'best').iterdir()) == best and not (workdir / 'corrupt').exists()
