@@ -260,9 +260,104 @@ def case_ctrl_c(t, tmp, base):
         'resuming from step' in out2, 'one line saying the run resumes; exit 130; the same command resumes')
 
 
+def case_ctrl_c_during_saves(t, tmp, base):
+  fault = 'Ctrl-C while a checkpoint is written'
+  if not t.wants(fault):
+    return
+  results = []
+  for k, delay in enumerate((0.3, 0.9, 1.7)):  # a run that saves every step is almost always inside a save
+    run = tmp / f'ctrl_c_saving{k}'
+    proc = cli(None, *TINY, f'--workdir={run}', '--config.num_epochs=400', '--config.checkpoint_every=1',
+               code=MAIN_WITH_SIGINT, wait=False)
+    running = _wait_for(proc, lambda run=run: bool(_steps(run / 'checkpoints')))
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    left = sorted(str(p.relative_to(run)) for p in run.rglob('*') if p.name.endswith('orbax-checkpoint-tmp'))
+    results.append((running, proc.returncode, shown(err), left))
+  code, lines = results[0][1], results[0][2]
+  t.add(fault, 'SIGINT to `main` saving a checkpoint every step, 0.3, 0.9 and 1.7 s after its first (3 runs)',
+        code, lines, all(r and c == 130 and len(e) == 1 and e[0].startswith('interrupted: ') and not left
+                         for r, c, e, left in results),
+        'each: one line, exit 130, no temporary checkpoint folder left')
+
+
+def case_users_run_file_names(t, tmp, base):
+  fault = "`--workdir` holding the user's own metrics.jsonl, lock and checkpoints/, no config.json"
+  if not t.wants(fault):
+    return
+  mine = tmp / 'users_files'
+  (mine / 'checkpoints').mkdir(parents=True)
+  files = {'metrics.jsonl': '{"step": 1}\n', 'lock': 'my lock\n', 'checkpoints/readme.txt': 'notes'}
+  for name, text in files.items():
+    (mine / name).write_text(text)
+  code, _, err = cli('main', *TINY, f'--workdir={mine}')
+  t.add(fault, '`main`', code, shown(err), one_error(code, err) and 'holds files a training run did not write' in err
+        and all((mine / name).read_text() == text for name, text in files.items()),
+        'refused in one line, every file untouched (metrics.jsonl was replaced, lock deleted)')
+
+
+def case_record_of_a_newer_version(t, tmp, base):
+  fault = 'config.json with a field this version does not know (a newer version\'s)'
+  if not t.wants(fault):
+    return
+  run = tmp / 'newer'
+  shutil.copytree(base, run)
+  record = json.loads((run / 'config.json').read_text())
+  record['optimizer']['momentum_schedule'] = 'cosine'
+  text = json.dumps(record)
+  (run / 'config.json').write_text(text)
+  code, _, err = cli('main', *TINY, f'--workdir={run}', '--config.num_epochs=3')
+  code2, _, err2 = cli('evaluate', f'--workdir={run}')
+  t.add(fault, '`main --config.num_epochs=3` (resume), then `evaluate`', code, shown(err) + shown(err2),
+        one_error(code, err) and one_error(code2, err2) and 'optimizer.momentum_schedule' in err + err2 and
+        (run / 'config.json').read_text() == text,
+        'both refused in one line naming the file and field; config.json untouched (it was rewritten without it)')
+
+
+def case_config_of_another_network(t, tmp, base):
+  fault = '`evaluate` after config.json was given a layer more'
+  if not t.wants(fault):
+    return
+  run = tmp / 'edited_config'
+  shutil.copytree(base, run)
+  record = json.loads((run / 'config.json').read_text())
+  record['model']['energy_feature_hidden'] = [16, 16]
+  (run / 'config.json').write_text(json.dumps(record))
+  code, _, err = cli('evaluate', f'--workdir={run}')
+  t.add(fault, '`evaluate`', code, shown(err), one_error(code, err) and 'do not fit the model built' in err and
+        'unreadable' not in err and not (run / 'corrupt').exists(),
+        'one line naming the array and the config (the intact checkpoint was called unreadable)')
+
+
+def case_overrides_recorded(t, tmp, base):
+  fault = 'a row of a config file with another method given'
+  if not t.wants(fault):
+    return
+  run = tmp / 'row_and_override'
+  given = ['--config.method=feedforward', '--config.optimizer.learning_rate=0.02']
+  code, _, err = cli('main', *TINY, f'--workdir={run}', *given)
+  record = json.loads((run / 'config.json').read_text()) if code == 0 else {}
+  t.add(fault, '`main --config=configs/tiny.py ' + ' '.join(given) + '`', code, shown(err),
+        code == 0 and record.get('config_file') == 'configs/tiny.py' and record.get('overrides') == given,
+        'config.json records the config file and every override: the command that makes the run again')
+
+
+def case_rescore_bad_data_dir(t, tmp, base):
+  fault = '`scripts/rescore.py` with a --data_dir that is a file'
+  if not t.wants(fault):
+    return
+  record = ROOT / 'docs' / 'tagging' / 'runs' / 'pos-crf-seed0.json'
+  code, _, err = cli(None, 'scripts/rescore.py', str(record), f'--data_dir={ROOT / "README.md"}',
+                     code='import runpy, sys; sys.argv.pop(0); runpy.run_path(sys.argv[0], run_name="__main__")')
+  t.add(fault, '`rescore.py RECORD --data_dir=README.md`', code, shown(err),
+        one_error(code, err) and 'not a folder' in err, 'one line before any record')
+
+
 ENGINE_CASES = [case_lock_file_deleted, case_full_disk_in_orbax, case_empty_loop_record, case_extension_killed,
                 case_grown_cora, case_write_fails_at_start, case_out_of_range_fields, case_cora_unlabeled_tokens,
-                case_ctrl_c]
+                case_ctrl_c, case_ctrl_c_during_saves, case_users_run_file_names, case_record_of_a_newer_version,
+                case_config_of_another_network, case_overrides_recorded, case_rescore_bad_data_dir]
 
 
 def run_cases(t, tmp, base) -> None:
@@ -826,6 +921,13 @@ def prediction_files(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: 
           '`--input=new.conll`', c1 or c2, shown(e1) + shown(e2),
           c1 == c2 == 0 and o1 == o2 and tokens == [w for s in sentences for w in s],
           'token<TAB>tag lines, a blank line between sentences; the same for both')
+    code, out, err = cli('predict', f'--workdir={run}', f'--input={raw}', '--format=conll')
+    t.add('`predict --format=conll` on raw text', '`predict --input=new.txt --format=conll` (2 sentences, 8 words)',
+          code, shown(err), one_error(code, err) and f'{raw}:2: 3 columns where line 1 has 5' in err and not out,
+          'refused in one line naming the line (it tagged the first word of each line)')
+    code, out, err = cli('predict', f'--workdir={run}', f'--input={tmp}')
+    t.add('`predict` given a folder as --input', '`predict --input=<a folder>`', code, shown(err),
+          one_error(code, err) and f'--input={tmp} is a folder' in err, 'one line naming it a folder')
 
 
 def labels_by_name(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: str):

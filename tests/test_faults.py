@@ -605,6 +605,7 @@ def test_a_folder_of_run_file_names_without_a_run_record_is_refused_untouched(tm
   started.mkdir()
   (started / 'lock').write_text('1234 on somehost\n')
   (started / 'config.json.tmp').write_text('{"meth')
+  (started / 'best').mkdir()
   assert workdir_lib.foreign_files(str(started)) == []
 
 

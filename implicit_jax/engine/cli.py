@@ -102,7 +102,8 @@ def guarded(main, *args) -> int:
   # default adds the source line that issued it, which names our code, not the user's file.
   warnings.formatwarning = lambda message, category, *_: f'warning: {message}\n'
   try:
-    return main(*args) or 0
+    status = main(*args)
+    return status if isinstance(status, int) else 0  # a main that returns its result (for tests) succeeded
   except USER_ERRORS as e:
     print(f'error: {one_line(e)}', file=sys.stderr, flush=True)
     return 1

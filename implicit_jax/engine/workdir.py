@@ -88,20 +88,27 @@ def _is_lock_record(path: str) -> bool:
   return not text or re.fullmatch(r'\d+ on \S+\n', text) is not None
 
 
+def _empty_folder(workdir: str, name: str) -> bool:
+  path = os.path.join(workdir, name)
+  return os.path.isdir(path) and not os.listdir(path)
+
+
 def foreign_files(workdir: str) -> list[str]:
   """The entries of an existing ``workdir`` that a run of this project did not write: the run's JSON files that
   are not a run's records (a user's own config.json, metrics.json or data.json); and, without a run's config
-  record, everything but a lock record: a run writes config.json right after taking its lock, so a metrics.jsonl,
-  a checkpoints folder or a lock file of another form without it are someone else's, which a run would
-  replace."""
+  record, everything but what a start leaves before it writes one (its lock record, empty checkpoint folders): a
+  run writes config.json right after taking its lock, so a metrics.jsonl, a checkpoint folder with files in it
+  or a lock file of another form without it are someone else's, which a run would replace."""
   entries = sorted(os.listdir(workdir))
   own = {'config.json': ('method', 'seed', 'batch_size'), 'metrics.json': ('method', 'config'),
          'data.json': ('fingerprint',)}
   foreign = [name for name, keys in own.items()
              if name in entries and not _is_record(os.path.join(workdir, name), keys)]
   if 'config.json' not in entries or 'config.json' in foreign:
-    # config.json.tmp: a start stopped while writing the config record (written atomically, right after the lock)
+    # What a start stopped before its config record was written leaves: its lock record, the record's temporary
+    # (written atomically), and the checkpoint folders, still empty.
     started = {'config.json.tmp'} | ({'lock'} if _is_lock_record(os.path.join(workdir, 'lock')) else set())
+    started |= {name for name in ('checkpoints', 'best') if name in entries and _empty_folder(workdir, name)}
     foreign += [name for name in entries if name not in started]
   return sorted(set(foreign))
 
