@@ -16,8 +16,8 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from implicit_jax import batch as batch_lib, methods, tasks
-from implicit_jax.engine import (checkpoints, config as config_lib, data, predictions, workdir as workdir_lib, writers,
-                                 xla_options)
+from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, predictions, workdir as workdir_lib,
+                                 writers, xla_options)
 
 
 def data_parallel(config):
@@ -85,6 +85,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   config_lib.check(config)
   task = tasks.get_task(config)
   method = methods.build(task, config)
+  checks.before_training(task, method, config)
   n_train = data.num_examples(task.splits['train'])
   if n_train < config.batch_size:
     raise ValueError(f'config.batch_size={config.batch_size} exceeds the {n_train} training examples')
