@@ -65,6 +65,9 @@ FILES = {
           select = 'accuracy'
           def metrics(self, pred, split):
             return {'accuracy': float(np.mean(np.argmax(pred, axis=-1) == split['y']))}
+        class NaNAccuracy(Accuracy):
+          def metrics(self, pred, split):
+            return {'accuracy': float('nan')}
         def make_task(config):
           variant, rng = config.data.variant, np.random.default_rng(0)
           if variant == 'none':
@@ -80,7 +83,7 @@ FILES = {
           return Task('multiclass', {s: {'x': x[c], 'y': y[c]} for s, c in cut.items()}, Multiclass(CLASSES),
                       lambda heads=1: MLPInferenceNet(outputs, (16,), heads=heads),
                       lambda: MLCEnergy(CLASSES, (16,), 16, 4),
-                      Accuracy(), score='accuracy')
+                      NaNAccuracy() if variant == 'nan_metric' else Accuracy(), score='accuracy')
     ''',
     # A method whose init reads its key on the host (allowed: only the step and predict are jitted).
     'host_init.py': '''
@@ -335,4 +338,13 @@ def test_the_shape_checks_pass_a_method_whose_init_needs_concrete_values():
   with pytest.raises(jax.errors.ConcretizationTypeError):
     jax.eval_shape(method.init, jax.random.key(0))  # shapes alone cannot be had of it
   checks.before_training(task, method, config)  # its init is run instead: no error
+
+
+def test_a_non_finite_select_metric_is_named_with_the_evaluator(tmp_path):
+  with pytest.raises(ValueError) as error:
+    multiclass(tmp_path, **{'data.variant': 'nan_metric'})
+  message = str(error.value)
+  assert message.startswith("task multiclass: NaNAccuracy.metrics() gave the dev 'accuracy' nan at epoch 1"), message
+  assert 'select' in message and 'finite' in message
+  assert not (tmp_path / 'run' / 'metrics.json').exists()
 

@@ -6,13 +6,17 @@ Before the workdir is touched (``before_training``): every split's stored labels
 (``OutputSpace.label_error``: shape and values), then the shapes the networks and the method give on the example
 batch the networks are initialised on, against ``space.shape``: the inference net's logits and ``predict``'s
 relaxed output. Shapes come from ``jax.eval_shape``: traced, never run, so the check costs no compute (an
-initialisation that needs concrete values is run). The errors are ValueErrors: the command lines print them as one
-line.
+initialisation that needs concrete values is run). Each dev evaluation: the evaluator's ``select`` metric, which
+picks the best epoch, must be a finite number (``select_metric``). The errors are ValueErrors: the command lines
+print them as one line.
 """
 
 from __future__ import annotations
 
+import math
+
 import jax
+import numpy as np
 
 from implicit_jax import tasks
 
@@ -69,3 +73,18 @@ def before_training(task, method, config) -> None:
   inference_net(task, batch, want)
   predict(method, config, batch, want, task.space.name)
 
+
+def select_metric(task, metrics: dict, epoch: int):
+  """The dev value of the evaluator's ``select``, which picks the best epoch, as ``metrics`` holds it: a finite
+  number, else an error naming the evaluator and the metric."""
+  name = task.evaluator.select
+  source = f'task {task.name}: {type(task.evaluator).__name__}.metrics()'
+  if name not in metrics:
+    raise ValueError(f'{source} gave no {name!r}, its select metric (the one that picks the best epoch), at epoch '
+                     f'{epoch}; it gave {sorted(metrics)}')
+  value = metrics[name]
+  number = not isinstance(value, bool) and isinstance(value, (int, float, np.number))
+  if not number or not math.isfinite(value):
+    raise ValueError(f'{source} gave the dev {name!r} {value if number else repr(value)} at epoch {epoch}; its '
+                     'select metric picks the best epoch and must be a finite number (Evaluator.metrics)')
+  return value

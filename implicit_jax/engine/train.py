@@ -186,11 +186,11 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
       t_eval = time.perf_counter()
       dev_metrics = evaluator.metrics(predict_split(task, predict_fn, state.params, task.splits['dev'], config,
                                                     sharded), task.splits['dev'])
+      value = checks.select_metric(task, dev_metrics, epoch + 1)  # before it is recorded anywhere
       loop['history'].append({'step': step, 'epoch': epoch + 1, **{f'dev_{k}': v for k, v in dev_metrics.items()}})
       writer.write_scalars(step, {f'dev/{k}': v for k, v in dev_metrics.items()})
       print(f'epoch {epoch + 1}/{config.num_epochs}  dev {evaluator.describe(dev_metrics)}  '
             f'(eval {time.perf_counter() - t_eval:.1f}s)', flush=True)
-      value = dev_metrics[evaluator.select]
       if loop['best'] is None or value > loop['best'][select]:
         ckpt.save_best(step, state.params)
         loop['best'] = {select: value, 'epoch': epoch + 1, 'step': step}
