@@ -50,6 +50,12 @@ FILES = {
           return unravel(jnp.linalg.solve(columns.T, flat)), {'iterations': flat.size}
         def not_a_pair(matvec, v, solver):
           return v
+        def nan_u(matvec, v, solver):
+          return jax.tree.map(lambda a: a * jnp.nan, v), {'iterations': 1}
+        def words(matvec, v, solver):
+          return v, {'iterations': 'many'}
+        def no_count(matvec, v, solver):
+          return v, {}
     ''',
     # A small multi-class task; config.data.variant breaks one part of the task contract at a time.
     'multiclass.py': '''
@@ -348,3 +354,44 @@ def test_a_non_finite_select_metric_is_named_with_the_evaluator(tmp_path):
   assert 'select' in message and 'finite' in message
   assert not (tmp_path / 'run' / 'metrics.json').exists()
 
+
+def implicit_step(solver):
+  """The implicit method's first step on the tiny synthetic task with the plug-in ``solver``, traced and run."""
+  config = tiny(method='implicit')
+  config.implicit.solver.name = f'{PACKAGE}.solver.{solver}'
+  config.implicit.inner_steps = 1
+  task = tasks.get_task(config)
+  method = methods.build(task, config)
+  batch = next(data.train_batches(task, 16, np.random.default_rng(0)))
+  return jax.jit(method.train_step)(method.init(jax.random.key(0)), batch, jax.random.key(1))[1]
+
+
+def test_a_solver_whose_info_is_not_a_number_is_named():
+  with pytest.raises(ValueError) as error:
+    implicit_step('words')
+  assert str(error.value) == (f"implicit.solver.name: '{PACKAGE}.solver.words' returned info['iterations'] = "
+                              "'many', a str, not a number (info's values are numbers or arrays of numbers; see "
+                              'implicit_jax/plugins.py)')
+
+
+def test_a_solver_returning_nan_is_named_where_training_stops(tmp_path):
+  config = tiny(method='implicit')
+  config.implicit.solver.name = f'{PACKAGE}.solver.nan_u'
+  config.implicit.inner_steps = 1
+  config.num_epochs, config.log_every = 1, 2
+  with pytest.raises(FloatingPointError) as error:
+    train.train_and_evaluate(config, str(tmp_path))
+  message = str(error.value)
+  assert message.startswith('non-finite '), message
+  assert (f"from the inverse-HVP solver implicit.solver.name='{PACKAGE}.solver.nan_u', non-finite at step 1 while "
+          'the losses were finite') in message, message
+  assert 'training stopped' in message
+
+
+def test_a_solver_that_gives_no_count_trains_with_the_count_logged_as_nan(tmp_path):
+  config = tiny(method='implicit')
+  config.implicit.solver.name = f'{PACKAGE}.solver.no_count'
+  config.implicit.inner_steps = 1
+  config.num_epochs, config.log_every = 1, 2
+  result = train.train_and_evaluate(config, str(tmp_path))
+  assert np.isnan(result['train_log']['2']['iterations']) and np.isfinite(result['dev_f1'])
