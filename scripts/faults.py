@@ -33,9 +33,9 @@ TINY = ['--config=configs/tiny.py']
 ENV = dict(os.environ, JAX_PLATFORMS='cpu')
 
 
-def cli(module, *args, code=None, wait=True):
+def cli(module, *args, code=None, wait=True, env=None):
   cmd = [sys.executable, *(['-c', code] if code else ['-m', f'implicit_jax.{module}']), *map(str, args)]
-  proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  proc = subprocess.Popen(cmd, cwd=ROOT, env=env or ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   if not wait:
     return proc
   out, err = proc.communicate(timeout=900)
@@ -358,6 +358,153 @@ ENGINE_CASES = [case_lock_file_deleted, case_full_disk_in_orbax, case_empty_loop
                 case_grown_cora, case_write_fails_at_start, case_out_of_range_fields, case_cora_unlabeled_tokens,
                 case_ctrl_c, case_ctrl_c_during_saves, case_users_run_file_names, case_record_of_a_newer_version,
                 case_config_of_another_network, case_overrides_recorded, case_rescore_bad_data_dir]
+
+
+# --- plug-ins that break the contract (issue 44): a package of them on the subprocess's PYTHONPATH ---------------
+PLUGINS = 'faults_plugins'
+PLUGIN_FILES = {
+    '__init__.py': '',
+    # A small multi-class task; config.data.variant breaks one part of the task contract at a time.
+    'multiclass.py': (
+        'import ml_collections\nimport numpy as np\nfrom implicit_jax.spaces.categorical import Multiclass\n'
+        'from implicit_jax.tasks import Evaluator, Task\n'
+        'from implicit_jax.tasks.mlc.models import MLCEnergy, MLPInferenceNet\n'
+        'def default_config():\n'
+        "  return ml_collections.ConfigDict({'data': {'variant': 'good'}, 'model': {'outputs': 10}})\n"
+        'class Accuracy(Evaluator):\n'
+        "  select = 'accuracy'\n"
+        '  def metrics(self, pred, split):\n'
+        "    return {'accuracy': float(np.mean(np.argmax(pred, axis=-1) == split['y']))}\n"
+        'class NaNAccuracy(Accuracy):\n'
+        '  def metrics(self, pred, split):\n'
+        "    return {'accuracy': float('nan')}\n"
+        'def make_task(config):\n'
+        '  variant, rng = config.data.variant, np.random.default_rng(0)\n'
+        "  if variant == 'none':\n"
+        '    return None\n'
+        '  x = rng.normal(size=(160, 8)).astype(np.float32)\n'
+        '  y = np.argmax(x @ rng.normal(size=(8, 10)), axis=1)\n'
+        "  y = y + 5 if variant == 'shifted' else np.eye(10, dtype=np.float32)[y] if variant == 'one_hot' else y\n"
+        "  cut = {'train': slice(0, 96), 'dev': slice(96, 128), 'test': slice(128, 160)}\n"
+        '  outputs = config.model.outputs\n'
+        "  return Task('multiclass', {s: {'x': x[c], 'y': y[c]} for s, c in cut.items()}, Multiclass(10),\n"
+        '              lambda heads=1: MLPInferenceNet(outputs, (16,), heads=heads),\n'
+        '              lambda: MLCEnergy(10, (16,), 16, 4),\n'
+        "              NaNAccuracy() if variant == 'nan_metric' else Accuracy(), score='accuracy')\n"),
+    'config.py': (
+        'from implicit_jax.engine import config as config_lib\n'
+        'def get_config():\n'
+        f"  c = config_lib.base_config('{PLUGINS}.multiclass', 'feedforward')\n"
+        '  c.batch_size = c.eval_batch_size = 16\n'
+        '  c.num_epochs = 1\n'
+        '  return c\n'),
+    # A method whose predict keeps 7 of the 10 classes.
+    'seven.py': (
+        'from implicit_jax.methods import feedforward\n'
+        'def build(task, config):\n'
+        '  method = feedforward.build(task, config)\n'
+        '  return method._replace(predict=lambda params, batch: method.predict(params, batch)[..., :7])\n'),
+    'solver.py': (
+        'import jax, jax.numpy as jnp\n'
+        'def nan_u(matvec, v, solver):\n'
+        "  return jax.tree.map(lambda a: a * jnp.nan, v), {'iterations': 1}\n"
+        'def words(matvec, v, solver):\n'
+        "  return v, {'iterations': 'many'}\n"),
+}
+
+
+def plugins(tmp: Path) -> tuple[dict, list[str]]:
+  """The environment with the plug-in package on PYTHONPATH (written once under ``tmp``), and the arguments of
+  its multi-class task's config."""
+  root = tmp / 'plugins'
+  if not root.exists():
+    (root / PLUGINS).mkdir(parents=True)
+    for name, text in PLUGIN_FILES.items():
+      (root / PLUGINS / name).write_text(text)
+  path = os.pathsep.join(p for p in (str(root), ENV.get('PYTHONPATH', '')) if p)
+  return dict(ENV, PYTHONPATH=path), [f'--config={root / PLUGINS / "config.py"}']
+
+
+def _plugin_refused(t, tmp, fault, how, extra, wants):
+  """``main`` on the plug-in task with the ``extra`` flags: refused in one line holding each of ``wants``, before
+  the workdir is made."""
+  if not t.wants(fault):
+    return
+  env, args = plugins(tmp)
+  run = tmp / f'plugin_{extra[0].split(".")[-1].replace("=", "_")}'
+  code, _, err = cli('main', *args, f'--workdir={run}', *extra, env=env)
+  t.add(fault, how, code, shown(err), one_error(code, err) and all(w in err for w in wants) and not run.exists(),
+        'one line naming the plug-in, the cause and the fix, before training; nothing written')
+
+
+def case_plugin_labels_outside_the_space(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in task with labels 5..14 for a 10-class space', '`main --config.data.variant=shifted`',
+                  ['--config.data.variant=shifted'], ["the train split's y", '10, 11, 12, 13, 14', 'class ids 0..9'])
+
+
+def case_plugin_one_hot_labels(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in task with one-hot y where the space wants class ids',
+                  '`main --config.data.variant=one_hot`', ['--config.data.variant=one_hot'],
+                  ["the train split's y has shape (96, 10)", 'wants (96,)', 'argmax'])
+
+
+def case_plugin_make_task_none(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in `make_task` returning None', '`main --config.data.variant=none`',
+                  ['--config.data.variant=none'], [f"make_task of '{PLUGINS}.multiclass' returned None"])
+
+
+def case_plugin_inference_net_width(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in inference net with 7 outputs for a 10-class space',
+                  '`main --config.model.outputs=7`', ['--config.model.outputs=7'],
+                  ["make_inference_net()'s output has shape (1, 7)", 'wants (1, 10)'])
+
+
+def case_plugin_predict_width(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in method whose `predict` returns 7 of 10 classes',
+                  f'`main --config.method={PLUGINS}.seven`', [f'--config.method={PLUGINS}.seven'],
+                  [f"config.method: '{PLUGINS}.seven': predict(params, batch) returned shape (1, 7)", 'wants (1, 10)'])
+
+
+def case_plugin_nan_select_metric(t, tmp, base):
+  fault = "plug-in evaluator returning {'accuracy': nan}"
+  if not t.wants(fault):
+    return
+  env, args = plugins(tmp)
+  run = tmp / 'plugin_nan_metric'
+  code, _, err = cli('main', *args, f'--workdir={run}', '--config.data.variant=nan_metric', env=env)
+  t.add(fault, '`main --config.data.variant=nan_metric`', code, shown(err),
+        one_error(code, err) and "NaNAccuracy.metrics() gave the dev 'accuracy' nan at epoch 1" in err and
+        not (run / 'metrics.json').exists(), 'one line naming the evaluator and the metric; no metrics.json')
+
+
+def case_plugin_solver_nan(t, tmp, base):
+  fault = 'plug-in solver returning a NaN u'
+  if not t.wants(fault):
+    return
+  env, _ = plugins(tmp)
+  code, _, err = cli('main', *TINY, f'--workdir={tmp / "plugin_solver_nan"}', '--config.log_every=1',
+                     f'--config.implicit.solver.name={PLUGINS}.solver.nan_u', env=env)
+  t.add(fault, '`main --config.implicit.solver.name=...nan_u`', code, shown(err), one_error(code, err) and
+        f"inverse-HVP solver implicit.solver.name='{PLUGINS}.solver.nan_u', non-finite at step 1" in err,
+        'stops at the first log: quantity, step, last good checkpoint, and the solver named')
+
+
+def case_plugin_solver_info(t, tmp, base):
+  fault = 'plug-in solver whose `info` is not a number'
+  if not t.wants(fault):
+    return
+  env, _ = plugins(tmp)
+  run = tmp / 'plugin_solver_info'
+  code, _, err = cli('main', *TINY, f'--workdir={run}', f'--config.implicit.solver.name={PLUGINS}.solver.words',
+                     env=env)
+  t.add(fault, "`main`, the solver's info `{'iterations': 'many'}`", code, shown(err), one_error(code, err) and
+        f"implicit.solver.name: '{PLUGINS}.solver.words' returned info['iterations'] = 'many'" in err,
+        'one line naming the solver and the value, as the first step is traced')
+
+
+ENGINE_CASES += [case_plugin_labels_outside_the_space, case_plugin_one_hot_labels, case_plugin_make_task_none,
+                 case_plugin_inference_net_width, case_plugin_predict_width, case_plugin_nan_select_metric,
+                 case_plugin_solver_nan, case_plugin_solver_info]
 
 
 def run_cases(t, tmp, base) -> None:
