@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -354,10 +355,121 @@ def case_rescore_bad_data_dir(t, tmp, base):
         one_error(code, err) and 'not a folder' in err, 'one line before any record')
 
 
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('localhost', 0))
+    return s.getsockname()[1]
+
+
+def _served(port: int) -> bool:
+  with socket.socket() as s:
+    return s.connect_ex(('localhost', port)) == 0
+
+
+def _distributed(port, process_id, *args, cwd=ROOT):
+  """One process of a two-process `--distributed` run on this machine (a coordinator on localhost, Gloo)."""
+  cmd = [sys.executable, '-m', 'implicit_jax.main', '--distributed', f'--coordinator_address=localhost:{port}',
+         '--num_processes=2', f'--process_id={process_id}', '--heartbeat_timeout=10', *map(str, args)]
+  return subprocess.Popen(cmd, cwd=cwd, env=dict(ENV, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+def _two_processes(each, *args, cwds=(ROOT, ROOT)):
+  """Process i of a two-process run given args then each[i]: ``('code0, code1', [stderr lines of both], ok)``,
+  ok when each ended with status 1 and one line."""
+  port = _free_port()
+  procs = [_distributed(port, i, *args, *each[i], cwd=cwds[i]) for i in range(2)]
+  errs = []
+  for p in procs:
+    try:
+      errs.append(shown(p.communicate(timeout=300)[1]))
+    except subprocess.TimeoutExpired:
+      p.kill()
+      errs.append(shown(p.communicate()[1]) + ['(hung: killed after 300 s)'])
+  codes = [p.returncode for p in procs]
+  return ', '.join(map(str, codes)), [e for err in errs for e in err], all(
+      code == 1 and len(err) == 1 for code, err in zip(codes, errs))
+
+
+def _disagree(t, tmp, fault, how, each, named, *args, cwds=(ROOT, ROOT)):
+  if not t.wants(fault):
+    return
+  work = tmp / f'disagree_{len(t.rows)}'
+  code, err, ended = _two_processes(each, *args, f'--workdir={work}', cwds=cwds)
+  t.add(fault, how, code, err,
+        ended and all(f'error: process {i} of 2: the processes of this run disagree: {named}' in line
+                      for i, line in enumerate(err)) and not work.exists(),
+        'both stop before training, each with one line naming what differs; nothing written')
+
+
+def case_processes_other_learning_rate(t, tmp, base):
+  _disagree(t, tmp, 'two processes of a run, one given another learning rate',
+            'process 1 `--config.optimizer.learning_rate=0.5`, process 0 none', ((), ('--config.optimizer.'
+                                                                                    'learning_rate=0.5',)),
+            'config.optimizer.learning_rate (process 0: 0.01, process 1: 0.5)', *TINY)
+
+
+def case_processes_other_seed(t, tmp, base):
+  _disagree(t, tmp, 'two processes of a run, one given another seed', 'process 1 `--config.seed=1`',
+            ((), ('--config.seed=1',)), 'config.seed (process 0: 0, process 1: 1)', *TINY)
+
+
+def case_processes_other_epochs(t, tmp, base):
+  _disagree(t, tmp, 'two processes of a run, one given another num_epochs', 'process 1 `--config.num_epochs=3`',
+            ((), ('--config.num_epochs=3',)), 'config.num_epochs (process 0: 2, process 1: 3)', *TINY)
+
+
+def case_processes_other_workdir(t, tmp, base):
+  other = tmp / 'processes_other_workdir'
+  _disagree(t, tmp, 'two processes of a run, one given another workdir', 'process 1 `--workdir` another folder',
+            ((), (f'--workdir={other}',)), '--workdir (process 0: ', *TINY)
+
+
+def case_processes_other_data(t, tmp, base):
+  fault = 'two processes of a run reading different copies of the data'
+  if not t.wants(fault):
+    return
+  rng = np.random.default_rng(0)
+  x, y = rng.integers(0, 2, (60, 8)), rng.integers(0, 2, (60, 3))
+  hosts = [tmp / 'host0', tmp / 'host1']
+  for host in hosts:
+    host.mkdir()
+    (host / 'rows.arff').write_text(arff_text([f'f{j}' for j in range(8)] + [f'l{j}' for j in range(3)],
+                                              np.concatenate([x, y], axis=1), relation='rows -C -3'))
+    x[5, 2] = 1 - x[5, 2]
+  _disagree(t, tmp, fault, 'the same command in two folders whose `rows.arff` differ in one value', ((), ()),
+            'data train.x (process 0: ', f'--config={ROOT}/configs/bibtex.py', '--config.data.name=custom',
+            '--config.data.train_file=rows.arff', '--config.data.protocol=resplit', '--config.method=feedforward',
+            '--config.batch_size=12', '--config.eval_batch_size=12', cwds=hosts)
+
+
+def case_processes_same_id(t, tmp, base):
+  fault = 'two processes of a run both given --process_id=0'
+  if not t.wants(fault):
+    return
+  port, work = _free_port(), tmp / 'same_id'
+  args = [*TINY, f'--workdir={work}', '--initialization_timeout=10']
+  first = _distributed(port, 0, *args)
+  deadline = time.time() + 300
+  while first.poll() is None and not _served(port) and time.time() < deadline:
+    time.sleep(0.1)
+  second = _distributed(port, 0, *args)
+  errs = [shown(p.communicate(timeout=300)[1]) for p in (second, first)]
+  codes = [first.returncode, second.returncode]
+  t.add(fault, 'the second started once the first serves the coordinator; `--initialization_timeout=10`',
+        f'{codes[0]}, {codes[1]}', errs[1] + errs[0],
+        codes == [1, 1] and [len(e) for e in errs] == [1, 1] and 'already in use' in errs[0][0] and
+        'did not all join' in errs[1][0] and not work.exists(),
+        'the second refused at once, naming the port; the first stops at the timeout, naming what each process '
+        'needs')
+
+
 ENGINE_CASES = [case_lock_file_deleted, case_full_disk_in_orbax, case_empty_loop_record, case_extension_killed,
                 case_grown_cora, case_write_fails_at_start, case_out_of_range_fields, case_cora_unlabeled_tokens,
                 case_ctrl_c, case_ctrl_c_during_saves, case_users_run_file_names, case_record_of_a_newer_version,
-                case_config_of_another_network, case_overrides_recorded, case_rescore_bad_data_dir]
+                case_config_of_another_network, case_overrides_recorded, case_rescore_bad_data_dir,
+                case_processes_other_learning_rate, case_processes_other_seed, case_processes_other_epochs,
+                case_processes_other_workdir, case_processes_other_data, case_processes_same_id]
 
 
 # --- plug-ins that break the contract (issue 44): a package of them on the subprocess's PYTHONPATH ---------------

@@ -16,8 +16,8 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from implicit_jax import batch as batch_lib, bilevel, methods, tasks
-from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, predictions, workdir as workdir_lib,
-                                 writers, xla_options)
+from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, multihost, predictions,
+                                 workdir as workdir_lib, writers, xla_options)
 
 
 def data_parallel(config):
@@ -82,8 +82,12 @@ def train_and_evaluate(config, workdir: str) -> dict:
   (config, metrics, TensorBoard, checkpoints: the state is replicated); the others read it, so it must be on
   storage all hosts share (docs/multihost.md).
   """
+  # The processes of a multi-host run first check that they run the same thing (engine/multihost.py): one that
+  # differs would train a silently wrong run, or leave the others waiting in a collective it never reaches.
+  multihost.agree_on_command(config, workdir)
   config_lib.check(config)
   task = tasks.get_task(config)
+  multihost.agree_on_data(task)
   method = methods.build(task, config)
   checks.before_training(task, method, config)
   n_train = data.num_examples(task.splits['train'])
