@@ -18,7 +18,7 @@ import math
 import jax
 import numpy as np
 
-from implicit_jax import tasks
+from implicit_jax import batch as batch_lib, tasks
 
 
 def labels(task) -> None:
@@ -47,7 +47,7 @@ def _initialised(init, *args):
 def inference_net(task, batch: dict, want: tuple) -> None:
   """``make_inference_net()``'s logits have the space's shape (``tasks.Task``)."""
   net = task.make_inference_net()
-  params = _initialised(net.init, jax.random.key(0), batch)
+  params = _initialised(net.init, batch_lib.init_key(0), batch)
   got = _shape(jax.eval_shape(net.apply, params, batch))
   if got != want:
     raise ValueError(f"task {task.name}: make_inference_net()'s output has shape {got}; the {task.space.name} output "
@@ -56,7 +56,7 @@ def inference_net(task, batch: dict, want: tuple) -> None:
 
 def predict(method, config, batch: dict, want: tuple, space_name: str) -> None:
   """``method.predict`` gives a relaxed output of the space's shape (``methods.Method``)."""
-  state = _initialised(method.init, jax.random.key(0))
+  state = _initialised(method.init, batch_lib.init_key(0))
   got = _shape(jax.eval_shape(method.predict, state.params, batch))
   if got != want:
     raise ValueError(f'config.method: {config.method!r}: predict(params, batch) returned shape {got}; the '
