@@ -946,9 +946,10 @@ def main():
       f'Made by `python scripts/faults.py` on {datetime.date.today().isoformat()} ({minutes:.1f} min, '
       f'{os.cpu_count()} CPU cores). Each case was run as a user runs it; "stderr" is what it printed there (first '
       'two lines; `$TMP` is the scratch folder). Exit 1 is a bad input or fault, exit 2 a bad command line. The '
-      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py`, `tests/test_arff.py` and the '
-      'reader tests of each task (`test_mlc_data.py`, `test_tagging_predict.py`, `test_tagging_embeddings.py`, '
-      '`test_segmentation.py`, `test_citations.py`).',
+      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py`, `tests/test_arff.py`, '
+      '`tests/test_plugins.py`, `tests/test_configs.py`, `tests/test_rescore.py`, `tests/test_multihost.py` (marker '
+      'multihost) and the reader tests of each task (`test_mlc_data.py`, `test_tagging_predict.py`, '
+      '`test_tagging_embeddings.py`, `test_segmentation.py`, `test_citations.py`).',
       '',
       '| fault | how it was tried | exit | stderr | as it should be | what should happen |',
       '|---|---|---|---|---|---|',
