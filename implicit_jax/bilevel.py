@@ -386,6 +386,28 @@ def power_iteration(matvec, v: PyTree, iterations: int, unroll: bool = False) ->
   return lam
 
 
+def _numeric(value) -> bool:
+  if isinstance(value, (bool, int, float)):
+    return True
+  dtype = getattr(value, 'dtype', None)
+  return dtype is not None and (jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.bool_))
+
+
+def plugin_count(name: str, info: Mapping) -> Any:
+  """The ``iterations`` a plug-in solver's ``info`` reports (NaN: none), once every value of ``info`` is checked to
+  be numeric. Checked as the step is traced: a string or an object would fail later inside JAX, naming no solver."""
+  for path, value in jax.tree_util.tree_leaves_with_path(info, is_leaf=lambda x: x is None):
+    if not _numeric(value):
+      raise ValueError(f'solver.name: {name!r} returned info{jax.tree_util.keystr(path)} = {value!r}, a '
+                       f"{type(value).__name__}, not a number (info's values are numbers or arrays of numbers; see "
+                       'implicit_jax/plugins.py)')
+  count = info.get('iterations', jnp.nan)
+  if jnp.size(count) != 1:
+    raise ValueError(f"solver.name: {name!r} returned info['iterations'] of shape {jnp.shape(count)}, not one number "
+                     '(the matvec calls it made)')
+  return jnp.reshape(count, ())
+
+
 def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree,
                       solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
   """``u ~= (H + damping I)^{-1} v`` with ``H = d_theta d_theta f(theta, phi, batch)``.
@@ -454,7 +476,7 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
       raise ValueError(f'solver.name: {solver.name!r} returned a {type(out).__name__}, not (u, info: dict)')
     u, extra = out
     check_tangent(theta, u, f'solver.name: the u of {solver.name!r}')
-    iterations = jnp.asarray(extra.get('iterations', jnp.nan), dtype)
+    iterations = jnp.asarray(plugin_count(solver.name, extra), dtype)
   else:
     raise ValueError(f'solver.name: {solver.name!r} is not an inverse-HVP solver (see outer_solve)')
 

@@ -3,8 +3,9 @@ r"""Command line: ``python -m implicit_jax.main --config=configs/default.py --wo
 Flags only; the work is ``train.train_and_evaluate``. Configs are locked, so a misspelt override
 (``--config.optimzer.learning_rate=...``) is an error. Bad settings, bad data, a busy or unwritable workdir and a
 diverged run end with one message naming the field, file, path or step, not a traceback (``engine/cli.py``).
-``--distributed`` runs one process per host (docs/multihost.md); a process that fails ends at once, and the others
-stop within seconds with an error, instead of waiting for it.
+``--distributed`` runs one process per host (docs/multihost.md); the processes check at the start that they run the
+same config, workdir and data (``engine/multihost.py``); a process that fails ends at once, and the others stop
+within seconds with an error, instead of waiting for it.
 """
 
 import os
@@ -14,7 +15,7 @@ import traceback
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from implicit_jax.engine import cli, train
+from implicit_jax.engine import cli, multihost, train
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file('config', None, 'Path to a config file with get_config(), or path:arg for '
@@ -29,6 +30,8 @@ flags.DEFINE_integer('num_processes', None, 'With --distributed: how many proces
 flags.DEFINE_integer('process_id', None, 'With --distributed: this process\'s index, 0 to num_processes - 1.')
 flags.DEFINE_integer('heartbeat_timeout', 100, 'With --distributed: seconds without word from a process after '
                      'which it counts as dead and the others stop with an error.', lower_bound=1)
+flags.DEFINE_integer('initialization_timeout', 300, 'With --distributed: seconds to wait for every process to '
+                     'join at the start (hosts may start apart); then the run stops with an error.', lower_bound=1)
 flags.mark_flags_as_required(['config', 'workdir'])
 
 
@@ -38,12 +41,13 @@ def main(argv):
   logging.set_verbosity(logging.WARNING)  # Orbax logs every save and restore at INFO
   # The run records which file (and argument) its values came from: config.json then names the row it reproduces.
   FLAGS.config.config_file = config_flags.get_config_filename(FLAGS['config'])
+  FLAGS.config.overrides = cli.overrides(config_flags.get_override_values(FLAGS['config']))
   if not FLAGS.distributed:
     _train()
     return
   import jax  # pylint: disable=import-outside-toplevel
-  jax.distributed.initialize(FLAGS.coordinator_address, FLAGS.num_processes, FLAGS.process_id,
-                             heartbeat_timeout_seconds=FLAGS.heartbeat_timeout)
+  multihost.initialize(FLAGS.coordinator_address, FLAGS.num_processes, FLAGS.process_id, FLAGS.heartbeat_timeout,
+                       FLAGS.initialization_timeout)
   try:
     _train()
   except BaseException as e:  # pylint: disable=broad-except  # every way out of a failed process is the same

@@ -47,6 +47,23 @@ Its splits' keys must not be one of the names training adds to a batch (``implic
 
 It runs inside ``jax.jit`` (in the backward pass of ``bilevel.ImplicitSolve``): JAX operations only, no Python
 branches on array values. ``warm_start`` belongs to ``gcr``; ``refresh`` works with any solver.
+
+**What the engine checks** of what a plug-in hands it, each failure a one-line ``ValueError`` naming the task, the
+config field or the evaluator, the cause and the fix (``implicit_jax/engine/checks.py``):
+
+* ``make_task`` returns a ``Task`` (whenever a task is built: training, ``evaluate``, ``predict``);
+* once before training, before the workdir is touched: each split's stored labels ``y`` against the output space
+  (``OutputSpace.label_error``): ``Binary`` wants ``[N, *event_shape]`` in [0, 1] (unlabeled rows aside),
+  ``Categorical`` class ids shaped as ``mask`` and ``Multiclass`` ``[N]`` class ids, each below the number of
+  classes (a negative id means no gold); then, on the example batch the networks are initialised on, the
+  inference net's logits and ``predict``'s output against ``space.shape(batch)``, by ``jax.eval_shape`` (traced,
+  not run);
+* each dev evaluation: the evaluator's ``select`` metric is in ``metrics()`` and a finite number, before it is
+  recorded or picks an epoch;
+* a solver, as the first step is traced: ``info``'s values are numbers or arrays of numbers and ``iterations``
+  one number (the form of ``u`` is checked too: a pytree shaped as v). Its ``u``'s values are checked where
+  training checks its metrics: when the implicit term turns non-finite while the losses are finite, training
+  stops naming ``implicit.solver.name``. An ``iterations`` NaN (not given) is logged, not a fault.
 """
 
 from __future__ import annotations

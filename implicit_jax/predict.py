@@ -68,6 +68,9 @@ def load_npy(path: str) -> np.ndarray:
 def predict_file(workdir: str, path: str, threshold: str = 'tuned', data_dir: str | None = None,
                  input_format: str = 'auto'):
   """``(relaxed outputs [N, ...], output lines)`` for the examples of ``path``."""
+  if os.path.isdir(path):
+    raise IsADirectoryError(f'--input={path} is a folder: give a file of examples (a .npy of inputs, or a file in '
+                            'the run\'s dataset format)')
   run = checkpoints.load_trained(workdir, {'data.data_dir': data_dir} if data_dir is not None else None)
   t = _threshold(threshold, run)
   family = tasks.family(run.config.task)

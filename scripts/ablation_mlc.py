@@ -31,11 +31,13 @@ the dev F1 of the selected epoch beside test.
 import argparse
 import datetime
 import time
+import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import mlc  # pylint: disable=wrong-import-position
 
@@ -208,4 +210,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

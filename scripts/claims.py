@@ -43,6 +43,7 @@ import reproduce_cora  # pylint: disable=wrong-import-position
 import reproduce_horses  # pylint: disable=wrong-import-position
 import reproduce_tagging  # pylint: disable=wrong-import-position
 import rescore  # pylint: disable=wrong-import-position
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 
 REPLICATES = 2000
@@ -301,4 +302,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  sys.exit(cli.guarded(main))

@@ -19,12 +19,14 @@ import datetime
 import os
 import platform
 import time
+import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import mlc  # pylint: disable=wrong-import-position
 from implicit_jax.tasks.mlc.datasets import PROTOCOLS  # pylint: disable=wrong-import-position
@@ -289,4 +291,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

@@ -38,6 +38,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / 'docs' / 'sklearn_baseline' / 'runs'
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax import tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
@@ -233,4 +234,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax import tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
@@ -82,4 +83,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

@@ -27,6 +27,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib, plots  # pylint: disable=wrong-import-position
 from implicit_jax.tasks.mlc import analysis  # pylint: disable=wrong-import-position
 
@@ -144,4 +145,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,9 +34,9 @@ TINY = ['--config=configs/tiny.py']
 ENV = dict(os.environ, JAX_PLATFORMS='cpu')
 
 
-def cli(module, *args, code=None, wait=True):
+def cli(module, *args, code=None, wait=True, env=None):
   cmd = [sys.executable, *(['-c', code] if code else ['-m', f'implicit_jax.{module}']), *map(str, args)]
-  proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  proc = subprocess.Popen(cmd, cwd=ROOT, env=env or ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   if not wait:
     return proc
   out, err = proc.communicate(timeout=900)
@@ -260,9 +261,362 @@ def case_ctrl_c(t, tmp, base):
         'resuming from step' in out2, 'one line saying the run resumes; exit 130; the same command resumes')
 
 
+def case_ctrl_c_during_saves(t, tmp, base):
+  fault = 'Ctrl-C while a checkpoint is written'
+  if not t.wants(fault):
+    return
+  results = []
+  for k, delay in enumerate((0.3, 0.9, 1.7)):  # a run that saves every step is almost always inside a save
+    run = tmp / f'ctrl_c_saving{k}'
+    proc = cli(None, *TINY, f'--workdir={run}', '--config.num_epochs=400', '--config.checkpoint_every=1',
+               code=MAIN_WITH_SIGINT, wait=False)
+    running = _wait_for(proc, lambda run=run: bool(_steps(run / 'checkpoints')))
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    left = sorted(str(p.relative_to(run)) for p in run.rglob('*') if p.name.endswith('orbax-checkpoint-tmp'))
+    results.append((running, proc.returncode, shown(err), left))
+  code, lines = results[0][1], results[0][2]
+  t.add(fault, 'SIGINT to `main` saving a checkpoint every step, 0.3, 0.9 and 1.7 s after its first (3 runs)',
+        code, lines, all(r and c == 130 and len(e) == 1 and e[0].startswith('interrupted: ') and not left
+                         for r, c, e, left in results),
+        'each: one line, exit 130, no temporary checkpoint folder left')
+
+
+def case_users_run_file_names(t, tmp, base):
+  fault = "`--workdir` holding the user's own metrics.jsonl, lock and checkpoints/, no config.json"
+  if not t.wants(fault):
+    return
+  mine = tmp / 'users_files'
+  (mine / 'checkpoints').mkdir(parents=True)
+  files = {'metrics.jsonl': '{"step": 1}\n', 'lock': 'my lock\n', 'checkpoints/readme.txt': 'notes'}
+  for name, text in files.items():
+    (mine / name).write_text(text)
+  code, _, err = cli('main', *TINY, f'--workdir={mine}')
+  t.add(fault, '`main`', code, shown(err), one_error(code, err) and 'holds files a training run did not write' in err
+        and all((mine / name).read_text() == text for name, text in files.items()),
+        'refused in one line, every file untouched (metrics.jsonl was replaced, lock deleted)')
+
+
+def case_record_of_a_newer_version(t, tmp, base):
+  fault = 'config.json with a field this version does not know (a newer version\'s)'
+  if not t.wants(fault):
+    return
+  run = tmp / 'newer'
+  shutil.copytree(base, run)
+  record = json.loads((run / 'config.json').read_text())
+  record['optimizer']['momentum_schedule'] = 'cosine'
+  text = json.dumps(record)
+  (run / 'config.json').write_text(text)
+  code, _, err = cli('main', *TINY, f'--workdir={run}', '--config.num_epochs=3')
+  code2, _, err2 = cli('evaluate', f'--workdir={run}')
+  t.add(fault, '`main --config.num_epochs=3` (resume), then `evaluate`', code, shown(err) + shown(err2),
+        one_error(code, err) and one_error(code2, err2) and 'optimizer.momentum_schedule' in err + err2 and
+        (run / 'config.json').read_text() == text,
+        'both refused in one line naming the file and field; config.json untouched (it was rewritten without it)')
+
+
+def case_config_of_another_network(t, tmp, base):
+  fault = '`evaluate` after config.json was given a layer more'
+  if not t.wants(fault):
+    return
+  run = tmp / 'edited_config'
+  shutil.copytree(base, run)
+  record = json.loads((run / 'config.json').read_text())
+  record['model']['energy_feature_hidden'] = [16, 16]
+  (run / 'config.json').write_text(json.dumps(record))
+  code, _, err = cli('evaluate', f'--workdir={run}')
+  t.add(fault, '`evaluate`', code, shown(err), one_error(code, err) and 'do not fit the model built' in err and
+        'unreadable' not in err and not (run / 'corrupt').exists(),
+        'one line naming the array and the config (the intact checkpoint was called unreadable)')
+
+
+def case_overrides_recorded(t, tmp, base):
+  fault = 'a row of a config file with another method given'
+  if not t.wants(fault):
+    return
+  run = tmp / 'row_and_override'
+  given = ['--config.method=feedforward', '--config.optimizer.learning_rate=0.02']
+  code, _, err = cli('main', *TINY, f'--workdir={run}', *given)
+  record = json.loads((run / 'config.json').read_text()) if code == 0 else {}
+  t.add(fault, '`main --config=configs/tiny.py ' + ' '.join(given) + '`', code, shown(err),
+        code == 0 and record.get('config_file') == 'configs/tiny.py' and record.get('overrides') == given,
+        'config.json records the config file and every override: the command that makes the run again')
+
+
+def case_rescore_bad_data_dir(t, tmp, base):
+  fault = '`scripts/rescore.py` with a --data_dir that is a file'
+  if not t.wants(fault):
+    return
+  record = ROOT / 'docs' / 'tagging' / 'runs' / 'pos-crf-seed0.json'
+  code, _, err = cli(None, 'scripts/rescore.py', str(record), f'--data_dir={ROOT / "README.md"}',
+                     code='import runpy, sys; sys.argv.pop(0); runpy.run_path(sys.argv[0], run_name="__main__")')
+  t.add(fault, '`rescore.py RECORD --data_dir=README.md`', code, shown(err),
+        one_error(code, err) and 'not a folder' in err, 'one line before any record')
+
+
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('localhost', 0))
+    return s.getsockname()[1]
+
+
+def _served(port: int) -> bool:
+  with socket.socket() as s:
+    return s.connect_ex(('localhost', port)) == 0
+
+
+def _distributed(port, process_id, *args, cwd=ROOT):
+  """One process of a two-process `--distributed` run on this machine (a coordinator on localhost, Gloo)."""
+  cmd = [sys.executable, '-m', 'implicit_jax.main', '--distributed', f'--coordinator_address=localhost:{port}',
+         '--num_processes=2', f'--process_id={process_id}', '--heartbeat_timeout=10', *map(str, args)]
+  return subprocess.Popen(cmd, cwd=cwd, env=dict(ENV, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+def _two_processes(each, *args, cwds=(ROOT, ROOT)):
+  """Process i of a two-process run given args then each[i]: ``('code0, code1', [stderr lines of both], ok)``,
+  ok when each ended with status 1 and one line."""
+  port = _free_port()
+  procs = [_distributed(port, i, *args, *each[i], cwd=cwds[i]) for i in range(2)]
+  errs = []
+  for p in procs:
+    try:
+      errs.append(shown(p.communicate(timeout=300)[1]))
+    except subprocess.TimeoutExpired:
+      p.kill()
+      errs.append(shown(p.communicate()[1]) + ['(hung: killed after 300 s)'])
+  codes = [p.returncode for p in procs]
+  return ', '.join(map(str, codes)), [e for err in errs for e in err], all(
+      code == 1 and len(err) == 1 for code, err in zip(codes, errs))
+
+
+def _disagree(t, tmp, fault, how, each, named, *args, cwds=(ROOT, ROOT)):
+  if not t.wants(fault):
+    return
+  work = tmp / f'disagree_{len(t.rows)}'
+  code, err, ended = _two_processes(each, *args, f'--workdir={work}', cwds=cwds)
+  t.add(fault, how, code, err,
+        ended and all(f'error: process {i} of 2: the processes of this run disagree: {named}' in line
+                      for i, line in enumerate(err)) and not work.exists(),
+        'both stop before training, each with one line naming what differs; nothing written')
+
+
+def case_processes_other_learning_rate(t, tmp, base):
+  _disagree(t, tmp, 'two processes of a run, one given another learning rate',
+            'process 1 `--config.optimizer.learning_rate=0.5`, process 0 none', ((), ('--config.optimizer.'
+                                                                                    'learning_rate=0.5',)),
+            'config.optimizer.learning_rate (process 0: 0.01, process 1: 0.5)', *TINY)
+
+
+def case_processes_other_seed(t, tmp, base):
+  _disagree(t, tmp, 'two processes of a run, one given another seed', 'process 1 `--config.seed=1`',
+            ((), ('--config.seed=1',)), 'config.seed (process 0: 0, process 1: 1)', *TINY)
+
+
+def case_processes_other_epochs(t, tmp, base):
+  _disagree(t, tmp, 'two processes of a run, one given another num_epochs', 'process 1 `--config.num_epochs=3`',
+            ((), ('--config.num_epochs=3',)), 'config.num_epochs (process 0: 2, process 1: 3)', *TINY)
+
+
+def case_processes_other_workdir(t, tmp, base):
+  other = tmp / 'processes_other_workdir'
+  _disagree(t, tmp, 'two processes of a run, one given another workdir', 'process 1 `--workdir` another folder',
+            ((), (f'--workdir={other}',)), '--workdir (process 0: ', *TINY)
+
+
+def case_processes_other_data(t, tmp, base):
+  fault = 'two processes of a run reading different copies of the data'
+  if not t.wants(fault):
+    return
+  rng = np.random.default_rng(0)
+  x, y = rng.integers(0, 2, (60, 8)), rng.integers(0, 2, (60, 3))
+  hosts = [tmp / 'host0', tmp / 'host1']
+  for host in hosts:
+    host.mkdir()
+    (host / 'rows.arff').write_text(arff_text([f'f{j}' for j in range(8)] + [f'l{j}' for j in range(3)],
+                                              np.concatenate([x, y], axis=1), relation='rows -C -3'))
+    x[5, 2] = 1 - x[5, 2]
+  _disagree(t, tmp, fault, 'the same command in two folders whose `rows.arff` differ in one value', ((), ()),
+            'data train.x (process 0: ', f'--config={ROOT}/configs/bibtex.py', '--config.data.name=custom',
+            '--config.data.train_file=rows.arff', '--config.data.protocol=resplit', '--config.method=feedforward',
+            '--config.batch_size=12', '--config.eval_batch_size=12', cwds=hosts)
+
+
+def case_processes_same_id(t, tmp, base):
+  fault = 'two processes of a run both given --process_id=0'
+  if not t.wants(fault):
+    return
+  port, work = _free_port(), tmp / 'same_id'
+  args = [*TINY, f'--workdir={work}', '--initialization_timeout=10']
+  first = _distributed(port, 0, *args)
+  deadline = time.time() + 300
+  while first.poll() is None and not _served(port) and time.time() < deadline:
+    time.sleep(0.1)
+  second = _distributed(port, 0, *args)
+  errs = [shown(p.communicate(timeout=300)[1]) for p in (second, first)]
+  codes = [first.returncode, second.returncode]
+  t.add(fault, 'the second started once the first serves the coordinator; `--initialization_timeout=10`',
+        f'{codes[0]}, {codes[1]}', errs[1] + errs[0],
+        codes == [1, 1] and [len(e) for e in errs] == [1, 1] and 'already in use' in errs[0][0] and
+        'did not all join' in errs[1][0] and not work.exists(),
+        'the second refused at once, naming the port; the first stops at the timeout, naming what each process '
+        'needs')
+
+
 ENGINE_CASES = [case_lock_file_deleted, case_full_disk_in_orbax, case_empty_loop_record, case_extension_killed,
                 case_grown_cora, case_write_fails_at_start, case_out_of_range_fields, case_cora_unlabeled_tokens,
-                case_ctrl_c]
+                case_ctrl_c, case_ctrl_c_during_saves, case_users_run_file_names, case_record_of_a_newer_version,
+                case_config_of_another_network, case_overrides_recorded, case_rescore_bad_data_dir,
+                case_processes_other_learning_rate, case_processes_other_seed, case_processes_other_epochs,
+                case_processes_other_workdir, case_processes_other_data, case_processes_same_id]
+
+
+# --- plug-ins that break the contract (issue 44): a package of them on the subprocess's PYTHONPATH ---------------
+PLUGINS = 'faults_plugins'
+PLUGIN_FILES = {
+    '__init__.py': '',
+    # A small multi-class task; config.data.variant breaks one part of the task contract at a time.
+    'multiclass.py': (
+        'import ml_collections\nimport numpy as np\nfrom implicit_jax.spaces.categorical import Multiclass\n'
+        'from implicit_jax.tasks import Evaluator, Task\n'
+        'from implicit_jax.tasks.mlc.models import MLCEnergy, MLPInferenceNet\n'
+        'def default_config():\n'
+        "  return ml_collections.ConfigDict({'data': {'variant': 'good'}, 'model': {'outputs': 10}})\n"
+        'class Accuracy(Evaluator):\n'
+        "  select = 'accuracy'\n"
+        '  def metrics(self, pred, split):\n'
+        "    return {'accuracy': float(np.mean(np.argmax(pred, axis=-1) == split['y']))}\n"
+        'class NaNAccuracy(Accuracy):\n'
+        '  def metrics(self, pred, split):\n'
+        "    return {'accuracy': float('nan')}\n"
+        'def make_task(config):\n'
+        '  variant, rng = config.data.variant, np.random.default_rng(0)\n'
+        "  if variant == 'none':\n"
+        '    return None\n'
+        '  x = rng.normal(size=(160, 8)).astype(np.float32)\n'
+        '  y = np.argmax(x @ rng.normal(size=(8, 10)), axis=1)\n'
+        "  y = y + 5 if variant == 'shifted' else np.eye(10, dtype=np.float32)[y] if variant == 'one_hot' else y\n"
+        "  cut = {'train': slice(0, 96), 'dev': slice(96, 128), 'test': slice(128, 160)}\n"
+        '  outputs = config.model.outputs\n'
+        "  return Task('multiclass', {s: {'x': x[c], 'y': y[c]} for s, c in cut.items()}, Multiclass(10),\n"
+        '              lambda heads=1: MLPInferenceNet(outputs, (16,), heads=heads),\n'
+        '              lambda: MLCEnergy(10, (16,), 16, 4),\n'
+        "              NaNAccuracy() if variant == 'nan_metric' else Accuracy(), score='accuracy')\n"),
+    'config.py': (
+        'from implicit_jax.engine import config as config_lib\n'
+        'def get_config():\n'
+        f"  c = config_lib.base_config('{PLUGINS}.multiclass', 'feedforward')\n"
+        '  c.batch_size = c.eval_batch_size = 16\n'
+        '  c.num_epochs = 1\n'
+        '  return c\n'),
+    # A method whose predict keeps 7 of the 10 classes.
+    'seven.py': (
+        'from implicit_jax.methods import feedforward\n'
+        'def build(task, config):\n'
+        '  method = feedforward.build(task, config)\n'
+        '  return method._replace(predict=lambda params, batch: method.predict(params, batch)[..., :7])\n'),
+    'solver.py': (
+        'import jax, jax.numpy as jnp\n'
+        'def nan_u(matvec, v, solver):\n'
+        "  return jax.tree.map(lambda a: a * jnp.nan, v), {'iterations': 1}\n"
+        'def words(matvec, v, solver):\n'
+        "  return v, {'iterations': 'many'}\n"),
+}
+
+
+def plugins(tmp: Path) -> tuple[dict, list[str]]:
+  """The environment with the plug-in package on PYTHONPATH (written once under ``tmp``), and the arguments of
+  its multi-class task's config."""
+  root = tmp / 'plugins'
+  if not root.exists():
+    (root / PLUGINS).mkdir(parents=True)
+    for name, text in PLUGIN_FILES.items():
+      (root / PLUGINS / name).write_text(text)
+  path = os.pathsep.join(p for p in (str(root), ENV.get('PYTHONPATH', '')) if p)
+  return dict(ENV, PYTHONPATH=path), [f'--config={root / PLUGINS / "config.py"}']
+
+
+def _plugin_refused(t, tmp, fault, how, extra, wants):
+  """``main`` on the plug-in task with the ``extra`` flags: refused in one line holding each of ``wants``, before
+  the workdir is made."""
+  if not t.wants(fault):
+    return
+  env, args = plugins(tmp)
+  run = tmp / f'plugin_{extra[0].split(".")[-1].replace("=", "_")}'
+  code, _, err = cli('main', *args, f'--workdir={run}', *extra, env=env)
+  t.add(fault, how, code, shown(err), one_error(code, err) and all(w in err for w in wants) and not run.exists(),
+        'one line naming the plug-in, the cause and the fix, before training; nothing written')
+
+
+def case_plugin_labels_outside_the_space(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in task with labels 5..14 for a 10-class space', '`main --config.data.variant=shifted`',
+                  ['--config.data.variant=shifted'], ["the train split's y", '10, 11, 12, 13, 14', 'class ids 0..9'])
+
+
+def case_plugin_one_hot_labels(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in task with one-hot y where the space wants class ids',
+                  '`main --config.data.variant=one_hot`', ['--config.data.variant=one_hot'],
+                  ["the train split's y has shape (96, 10)", 'wants (96,)', 'argmax'])
+
+
+def case_plugin_make_task_none(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in `make_task` returning None', '`main --config.data.variant=none`',
+                  ['--config.data.variant=none'], [f"make_task of '{PLUGINS}.multiclass' returned None"])
+
+
+def case_plugin_inference_net_width(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in inference net with 7 outputs for a 10-class space',
+                  '`main --config.model.outputs=7`', ['--config.model.outputs=7'],
+                  ["make_inference_net()'s output has shape (1, 7)", 'wants (1, 10)'])
+
+
+def case_plugin_predict_width(t, tmp, base):
+  _plugin_refused(t, tmp, 'plug-in method whose `predict` returns 7 of 10 classes',
+                  f'`main --config.method={PLUGINS}.seven`', [f'--config.method={PLUGINS}.seven'],
+                  [f"config.method: '{PLUGINS}.seven': predict(params, batch) returned shape (1, 7)", 'wants (1, 10)'])
+
+
+def case_plugin_nan_select_metric(t, tmp, base):
+  fault = "plug-in evaluator returning {'accuracy': nan}"
+  if not t.wants(fault):
+    return
+  env, args = plugins(tmp)
+  run = tmp / 'plugin_nan_metric'
+  code, _, err = cli('main', *args, f'--workdir={run}', '--config.data.variant=nan_metric', env=env)
+  t.add(fault, '`main --config.data.variant=nan_metric`', code, shown(err),
+        one_error(code, err) and "NaNAccuracy.metrics() gave the dev 'accuracy' nan at epoch 1" in err and
+        not (run / 'metrics.json').exists(), 'one line naming the evaluator and the metric; no metrics.json')
+
+
+def case_plugin_solver_nan(t, tmp, base):
+  fault = 'plug-in solver returning a NaN u'
+  if not t.wants(fault):
+    return
+  env, _ = plugins(tmp)
+  code, _, err = cli('main', *TINY, f'--workdir={tmp / "plugin_solver_nan"}', '--config.log_every=1',
+                     f'--config.implicit.solver.name={PLUGINS}.solver.nan_u', env=env)
+  t.add(fault, '`main --config.implicit.solver.name=...nan_u`', code, shown(err), one_error(code, err) and
+        f"inverse-HVP solver implicit.solver.name='{PLUGINS}.solver.nan_u', non-finite at step 1" in err,
+        'stops at the first log: quantity, step, last good checkpoint, and the solver named')
+
+
+def case_plugin_solver_info(t, tmp, base):
+  fault = 'plug-in solver whose `info` is not a number'
+  if not t.wants(fault):
+    return
+  env, _ = plugins(tmp)
+  run = tmp / 'plugin_solver_info'
+  code, _, err = cli('main', *TINY, f'--workdir={run}', f'--config.implicit.solver.name={PLUGINS}.solver.words',
+                     env=env)
+  t.add(fault, "`main`, the solver's info `{'iterations': 'many'}`", code, shown(err), one_error(code, err) and
+        f"implicit.solver.name: '{PLUGINS}.solver.words' returned info['iterations'] = 'many'" in err,
+        'one line naming the solver and the value, as the first step is traced')
+
+
+ENGINE_CASES += [case_plugin_labels_outside_the_space, case_plugin_one_hot_labels, case_plugin_make_task_none,
+                 case_plugin_inference_net_width, case_plugin_predict_width, case_plugin_nan_select_metric,
+                 case_plugin_solver_nan, case_plugin_solver_info]
 
 
 def run_cases(t, tmp, base) -> None:
@@ -592,9 +946,10 @@ def main():
       f'Made by `python scripts/faults.py` on {datetime.date.today().isoformat()} ({minutes:.1f} min, '
       f'{os.cpu_count()} CPU cores). Each case was run as a user runs it; "stderr" is what it printed there (first '
       'two lines; `$TMP` is the scratch folder). Exit 1 is a bad input or fault, exit 2 a bad command line. The '
-      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py`, `tests/test_arff.py` and the '
-      'reader tests of each task (`test_mlc_data.py`, `test_tagging_predict.py`, `test_tagging_embeddings.py`, '
-      '`test_segmentation.py`, `test_citations.py`).',
+      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py`, `tests/test_arff.py`, '
+      '`tests/test_plugins.py`, `tests/test_configs.py`, `tests/test_rescore.py`, `tests/test_multihost.py` (marker '
+      'multihost) and the reader tests of each task (`test_mlc_data.py`, `test_tagging_predict.py`, '
+      '`test_tagging_embeddings.py`, `test_segmentation.py`, `test_citations.py`).',
       '',
       '| fault | how it was tried | exit | stderr | as it should be | what should happen |',
       '|---|---|---|---|---|---|',
@@ -826,6 +1181,13 @@ def prediction_files(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: 
           '`--input=new.conll`', c1 or c2, shown(e1) + shown(e2),
           c1 == c2 == 0 and o1 == o2 and tokens == [w for s in sentences for w in s],
           'token<TAB>tag lines, a blank line between sentences; the same for both')
+    code, out, err = cli('predict', f'--workdir={run}', f'--input={raw}', '--format=conll')
+    t.add('`predict --format=conll` on raw text', '`predict --input=new.txt --format=conll` (2 sentences, 8 words)',
+          code, shown(err), one_error(code, err) and f'{raw}:2: 3 columns where line 1 has 5' in err and not out,
+          'refused in one line naming the line (it tagged the first word of each line)')
+    code, out, err = cli('predict', f'--workdir={run}', f'--input={tmp}')
+    t.add('`predict` given a folder as --input', '`predict --input=<a folder>`', code, shown(err),
+          one_error(code, err) and f'--input={tmp} is a folder' in err, 'one line naming it a folder')
 
 
 def labels_by_name(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: str):

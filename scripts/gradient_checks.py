@@ -10,6 +10,7 @@ Newton's method; the proximal inner problem) and reports relative errors instead
 import datetime
 import functools
 import warnings
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,6 +21,7 @@ import optax  # pylint: disable=wrong-import-position
 
 jax.config.update('jax_enable_x64', True)
 
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit as implicit_lib  # pylint: disable=wrong-import-position
 from implicit_jax import testing  # pylint: disable=wrong-import-position
@@ -134,4 +136,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

@@ -9,10 +9,12 @@ on that image.
 """
 
 import argparse
+import sys
 from pathlib import Path
 
 
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints  # pylint: disable=wrong-import-position
 from implicit_jax.tasks.segmentation import horses  # pylint: disable=wrong-import-position
 from implicit_jax.tasks.segmentation.evaluator import iou_scores  # pylint: disable=wrong-import-position
@@ -60,4 +62,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

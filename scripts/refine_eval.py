@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax import methods  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import train  # pylint: disable=wrong-import-position
@@ -125,4 +126,4 @@ def write(text: str, out: str) -> None:
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

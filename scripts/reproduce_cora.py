@@ -20,12 +20,14 @@ issue asks for: implicit CD minus the supervised BiLSTM at every size, minus DVN
 import argparse
 import datetime
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_cora_xla_cache')
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 # The rows: configs/cora.py:<system> applies implicit_jax/experiments/cora.py's overrides (SYSTEMS: system ->
@@ -313,4 +315,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

@@ -19,6 +19,7 @@ SEAL's crop protocol (data.crop=24: random 24x24 crops in training, 36 crops ave
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ import numpy as np
 # Runs of one system differ only in the seed: their programs are the same, so compile each once.
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_horses_xla_cache')
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 # The rows: configs/horses.py:<system>[,full] applies implicit_jax/experiments/horses.py's overrides (SYSTEMS:
@@ -367,4 +369,4 @@ def update_readme(table: str, full_table: str = '', seal_table: str = '') -> Non
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

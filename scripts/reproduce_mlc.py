@@ -17,10 +17,12 @@ the regression test of the science after a change to the code.
 import argparse
 import datetime
 import time
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from implicit_jax.engine import cli
 from implicit_jax.experiments import mlc, records, summary
 # The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/mlc.py's overrides (SYSTEMS); the
 # helpers the MLC scripts share live there too.
@@ -251,4 +253,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

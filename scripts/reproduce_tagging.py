@@ -34,6 +34,7 @@ import numpy as np
 
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_tagging_xla_cache')
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.experiments.mlc import PROXIMAL  # pylint: disable=wrong-import-position
@@ -691,4 +692,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

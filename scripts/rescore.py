@@ -207,6 +207,8 @@ def main(argv=None) -> int:
                            'else the recorded one)')
   parser.add_argument('--tolerance', type=float, default=1e-6, help='largest |recorded - rescored| of a figure')
   args = parser.parse_args(argv)
+  if args.data_dir and not os.path.isdir(args.data_dir):
+    raise NotADirectoryError(f'--data_dir {args.data_dir}: not a folder (the folder holding the datasets\' folders)')
   results = [rescore(Path(p), args.data_dir, args.tolerance) for p in args.records]
   count = {kind: results.count(kind) for kind in (MATCH, MISMATCH, NO_PREDICTIONS, FAILED)}
   print(f'{count[MATCH] + count[MISMATCH]} record(s) rescored, {count[MATCH]} matching; {count[NO_PREDICTIONS]} '
@@ -215,4 +217,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  sys.exit(cli.guarded(main))

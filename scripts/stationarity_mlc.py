@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, data  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit  # pylint: disable=wrong-import-position
@@ -158,4 +159,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

@@ -13,11 +13,13 @@ only so the record is complete.
 import argparse
 import datetime
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import mlc, records  # pylint: disable=wrong-import-position
 from implicit_jax.experiments.mlc import device_of  # pylint: disable=wrong-import-position
 
@@ -306,4 +308,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

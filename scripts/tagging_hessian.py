@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from implicit_jax.engine import cli
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -172,4 +174,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

@@ -13,9 +13,12 @@ than its step cost says: benchmarks/implicit_cost.py measures the steps side by 
 import argparse
 import datetime
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
+
+from implicit_jax.engine import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / 'docs'
@@ -127,4 +130,4 @@ def main():
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

@@ -195,7 +195,7 @@ def test_one_gbi_section_for_every_method_that_reads_it():
 # Fields a run sets for itself, not its row: the seed (MLC: it also draws the dev split; Cora: the labeled draw and
 # its size), where the data and the word vectors were read from (NER's GPU rows read GloVe 6B 50d from a text file
 # holding the package's table exactly, docs/tagging.md), and the record of the --config that made it.
-RUN_SPECIFIC = {'seed', 'data.data_dir', 'model.embeddings_path', 'config_file'}
+RUN_SPECIFIC = {'seed', 'data.data_dir', 'model.embeddings_path', 'config_file', 'overrides'}
 FAMILY_RUN_SPECIFIC = {'mlc': {'data.split_seed'}, 'citations': {'data.labeled', 'data.draw'}}
 
 
@@ -373,3 +373,51 @@ def test_the_command_line_takes_a_row_and_records_it(tmp_path):
                         f'--workdir={tmp_path / "bad"}'], capture_output=True, text=True, timeout=300, env=env)
   assert bad.returncode == 2 and "unknown row 'nope'; choose from" in bad.stderr, bad.stderr[-2000:]
   assert 'Traceback' not in bad.stderr and not (tmp_path / 'bad').exists()
+
+
+def test_a_command_line_run_records_every_override_and_its_command_makes_it_again(tmp_path):
+  """``--config=configs/bibtex.py:mbce --config.method=implicit`` recorded the row 'mbce' beside method 'implicit'
+  and no command line: a record naming a row it does not reproduce. The overrides are recorded, as shell words
+  whose command gives the same config (a float, a tuple, a string, an int, in the order given)."""
+  env = dict(os.environ, JAX_PLATFORMS='cpu')
+  given = ['--config.optimizer.learning_rate=0.02', '--config.model.inference_hidden=(8, 4)',
+           '--config.method=feedforward', '--config.num_epochs=1']
+  first = subprocess.run([sys.executable, '-m', 'implicit_jax.main', '--config=configs/tiny.py',
+                          f'--workdir={tmp_path / "first"}', *given], capture_output=True, text=True, timeout=300,
+                         env=env, cwd=ROOT)
+  assert first.returncode == 0, first.stderr[-2000:]
+  recorded = json.loads((tmp_path / 'first' / 'config.json').read_text())
+  assert recorded['config_file'] == 'configs/tiny.py'
+  assert recorded['overrides'] == ['--config.optimizer.learning_rate=0.02', '--config.model.inference_hidden=(8, 4)',
+                                   '--config.method=feedforward', '--config.num_epochs=1']
+  again = subprocess.run([sys.executable, '-m', 'implicit_jax.main', f'--config={recorded["config_file"]}',
+                          f'--workdir={tmp_path / "again"}', *recorded['overrides']], capture_output=True, text=True,
+                         timeout=300, env=env, cwd=ROOT)
+  assert again.returncode == 0, again.stderr[-2000:]
+  assert json.loads((tmp_path / 'again' / 'config.json').read_text()) == recorded
+
+
+def test_a_record_with_fields_this_version_does_not_know_is_refused_not_rewritten(tmp_path):
+  """A config.json with a field no config of this version has (a newer version's) was resumed and rewritten
+  without it, silently. Now resuming, evaluating and loading it name the file and the fields, and leave it."""
+  from implicit_jax import evaluate  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import checkpoints, train  # pylint: disable=import-outside-toplevel
+  config = load_config('tiny')
+  config.num_epochs = 1
+  workdir = tmp_path / 'run'
+  train.train_and_evaluate(config, str(workdir))
+  path = workdir / 'config.json'
+  record = json.loads(path.read_text())
+  record['optimizer']['momentum_schedule'] = 'cosine'
+  record['ema'] = {'decay': 0.999}
+  path.write_text(json.dumps(record))
+  want = (rf'^{path} holds fields this version of implicit_jax does not know \(optimizer.momentum_schedule, '
+          r'ema.decay\): a newer version wrote it, or it was edited; read or resume it with the version that wrote it$')
+  config.num_epochs = 2
+  with pytest.raises(config_lib.NewerRecord, match=want):
+    train.train_and_evaluate(config, str(workdir))
+  with pytest.raises(config_lib.NewerRecord, match=want):
+    checkpoints.load_config(str(workdir))
+  with pytest.raises(config_lib.NewerRecord, match=want):
+    evaluate.evaluate_run(str(workdir))
+  assert json.loads(path.read_text()) == record

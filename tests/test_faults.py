@@ -36,7 +36,7 @@ def _comparable(metrics):
   """metrics.json but for the seconds and the config's provenance (config_file: the --config that made the run,
   which a run started in Python does not have)."""
   out = {k: v for k, v in metrics.items() if k != 'train_seconds'}
-  out['config'] = {k: v for k, v in out.get('config', {}).items() if k != 'config_file'}
+  out['config'] = {k: v for k, v in out.get('config', {}).items() if k not in ('config_file', 'overrides')}
   return out
 
 
@@ -584,3 +584,75 @@ def test_evaluate_warns_of_labels_never_positive_in_a_split(tmp_path):
   assert [line for line in err.splitlines() if line.strip()] == [
       f"warning: the {split} split has no positive example of 1 of 3 labels: 'l2'; its scores say nothing about them"
       for split in ('train', 'dev', 'test')]
+
+
+def test_a_folder_of_run_file_names_without_a_run_record_is_refused_untouched(tmp_path):
+  """A folder holding the user's own metrics.jsonl, lock and checkpoints/readme.txt but no config.json was taken
+  for a workdir: metrics.jsonl replaced, lock deleted. Without a run's config record, only a start's lock record
+  (and the config record's temporary) may be there."""
+  mine = tmp_path / 'mine'
+  (mine / 'checkpoints').mkdir(parents=True)
+  files = {'metrics.jsonl': '{"step": 1, "loss": 0.5}\n', 'lock': 'my own lock\n', 'checkpoints/readme.txt': 'x'}
+  for name, text in files.items():
+    (mine / name).write_text(text)
+  with pytest.raises(ValueError, match=rf'^--workdir {mine} holds files a training run did not write \(checkpoints, '
+                     r'lock, metrics.jsonl\); nothing was changed: give a new or empty folder$'):
+    train.train_and_evaluate(_tiny(), str(mine))
+  assert all((mine / name).read_text() == text for name, text in files.items())
+  assert sorted(p.name for p in mine.iterdir()) == ['checkpoints', 'lock', 'metrics.jsonl']
+  # A start killed after taking its lock (the lock's record, the config record's temporary) is not in the way.
+  started = tmp_path / 'started'
+  started.mkdir()
+  (started / 'lock').write_text('1234 on somehost\n')
+  (started / 'config.json.tmp').write_text('{"meth')
+  (started / 'best').mkdir()
+  assert workdir_lib.foreign_files(str(started)) == []
+
+
+def test_ctrl_c_during_a_save_takes_effect_once_the_save_is_complete(tmp_path, monkeypatch):
+  """Ctrl-C that came while Orbax wrote left its temporary folder (7 of 8 tries at a checkpoint per step) and, now
+  and then, a 40-line traceback of its worker threads. The interrupt now waits for the save: here it arrives as
+  the save starts, and the step is saved whole before KeyboardInterrupt is raised."""
+  import flax.struct  # pylint: disable=import-outside-toplevel
+
+  @flax.struct.dataclass
+  class State:
+    step: int
+    params: dict
+
+  host = checkpoints._host  # pylint: disable=protected-access
+
+  def interrupted_host(tree):
+    signal.raise_signal(signal.SIGINT)  # Python's default handler: KeyboardInterrupt at the next bytecode
+    return host(tree)
+
+  monkeypatch.setattr(checkpoints, '_host', interrupted_host)
+  ckpt = checkpoints.Checkpointer(str(tmp_path))
+  try:
+    with pytest.raises(KeyboardInterrupt):
+      ckpt.save(State(step=np.int32(3), params={'w': np.ones(4, np.float32)}), {'history': []})
+    assert ckpt.latest_step() == 3
+  finally:
+    ckpt.close()
+  assert not [p for p in tmp_path.rglob('*') if 'tmp' in p.name]
+
+
+def test_evaluate_on_a_config_that_builds_another_network_does_not_call_the_checkpoint_unreadable(tmp_path):
+  """config.json given a layer more after the run (or another method): evaluate called the intact best-on-dev
+  checkpoint 'unreadable', tried the one before it and failed. Now one error names the array that differs and the
+  config, and the checkpoint stays where it is."""
+  workdir = tmp_path / 'run'
+  train.train_and_evaluate(_tiny(num_epochs=1), str(workdir))
+  path = workdir / 'config.json'
+  record = json.loads(path.read_text())
+  best = sorted(p.name for p in (workdir / 'best').iterdir())
+  for field, value, named in (('energy_feature_hidden', [16, 16], 'the model built now has phi.params.MLP_0.Dense_2'),
+                              ('linear_skip', True, 'the model built now has theta.params.linear')):
+    edited = json.loads(json.dumps(record))
+    edited['model'][field] = value
+    path.write_text(json.dumps(edited))
+    with pytest.raises(checkpoints.OtherShapes, match=rf'^the best-on-dev parameters in {workdir}/best/\d+ do not '
+                       rf'fit the model built from the data and config read now \(.*{named}.*\): .*config.json was '
+                       'changed'):
+      evaluate.evaluate_run(str(workdir))
+    assert sorted(p.name for p in (workdir / 'best').iterdir()) == best and not (workdir / 'corrupt').exists()

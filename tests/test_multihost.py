@@ -175,3 +175,119 @@ def test_a_killed_process_ends_the_other_with_an_error(tmp_path, victim):
   assert seconds < HEARTBEAT + 30, seconds
   ours = f'error: process {1 - victim} of 2: lost contact with another process of the run' in text
   assert ours or victim == 0 and 'This most likely indicates that another task died' in text, text[-3000:]
+
+
+# --- the processes agree at start (issue 44) -------------------------------------------------------------------------
+# Each case starts two processes that differ in one thing. Both must stop with exit status 1 and one line on stderr
+# naming it, before training: no step is logged and the workdir is not created. A case that would hang instead
+# fails at WAIT.
+WAIT = 240  # seconds
+
+
+def run_two(tmp_path, each: tuple, *flags: str, config='configs/tiny.py', cwds=(ROOT, ROOT)
+            ) -> list[tuple[int, list[str], str]]:
+  """Two processes of one run, process i given ``flags`` then ``each[i]`` (later flags win), in ``cwds[i]``;
+  ``[(exit status, stderr lines, stdout)]`` once both have ended."""
+  port, procs = free_port(), []
+  env = dict(environment(), PYTHONPATH=str(ROOT))  # this checkout's package, from any working directory
+  for i in range(2):
+    procs.append(subprocess.Popen(
+        [sys.executable, '-m', 'implicit_jax.main', f'--config={ROOT / config}',
+         f'--workdir={tmp_path / "work"}', '--distributed', f'--coordinator_address=localhost:{port}',
+         '--num_processes=2', f'--process_id={i}', f'--heartbeat_timeout={HEARTBEAT}', *flags, *each[i]],
+        cwd=cwds[i], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+  try:
+    outputs = [p.communicate(timeout=WAIT) for p in procs]
+  finally:
+    stop(procs)
+  return [(p.returncode, err.strip().splitlines(), out) for p, (out, err) in zip(procs, outputs)]
+
+
+def assert_refused(results, tmp_path, what: str) -> None:
+  """Both processes ended with status 1 and the one line ``error: process i of 2: the processes of this run
+  disagree: <what>...``, before training."""
+  for i, (code, err, out) in enumerate(results):
+    assert code == 1 and len(err) == 1, (i, code, err[-20:], out[-2000:])
+    assert err[0].startswith(f'error: process {i} of 2: the processes of this run disagree: {what}'), err
+    assert 'step ' not in out, out[-2000:]
+  assert not (tmp_path / 'work').exists()
+
+
+@pytest.mark.parametrize('flag, named', [
+    ('--config.optimizer.learning_rate=0.5', 'config.optimizer.learning_rate (process 0: 0.01, process 1: 0.5); '
+     'give every process the same command'),
+    ('--config.seed=1', 'config.seed (process 0: 0, process 1: 1); give every process the same command'),
+    ('--config.num_epochs=3', 'config.num_epochs (process 0: 2, process 1: 3); give every process the same command'),
+], ids=['learning_rate', 'seed', 'num_epochs'])
+def test_processes_given_different_flags_stop_naming_the_field(tmp_path, flag, named):
+  # Before the check: another learning rate trained a silently wrong run (both exit 0), another seed failed in a
+  # 42-line traceback, other epochs hung in the last collective.
+  assert_refused(run_two(tmp_path, ((), (flag,))), tmp_path, named)
+
+
+def test_processes_given_different_workdirs_stop_naming_both(tmp_path):
+  # Before: the run trained, then both failed reading checkpoints that process 1's workdir never held.
+  other = tmp_path / 'other'
+  results = run_two(tmp_path, ((), (f'--workdir={other}',)))
+  assert_refused(results, tmp_path, f'--workdir (process 0: {tmp_path / "work"}, process 1: {other})')
+  assert not other.exists()
+
+
+def test_processes_reading_different_data_stop_naming_the_split(tmp_path):
+  # The same command on two hosts whose copies of the data file differ in one value: here the file is named
+  # relative to the working directory, and each process works in a folder of its own.
+  rng = np.random.default_rng(0)
+  x, y = rng.integers(0, 2, (60, 8)), rng.integers(0, 2, (60, 3))
+  hosts = [tmp_path / 'host0', tmp_path / 'host1']
+  for host in hosts:
+    host.mkdir()
+    columns = [f'f{j}' for j in range(8)] + [f'l{j}' for j in range(3)]
+    (host / 'rows.arff').write_text(
+        '@relation r -C -3\n' + ''.join(f'@attribute {n} {{0,1}}\n' for n in columns) + '@data\n' +
+        '\n'.join(','.join(map(str, r)) for r in np.concatenate([x, y], axis=1)) + '\n')
+    x[5, 2] = 1 - x[5, 2]
+  results = run_two(tmp_path, ((), ()), '--config.data.name=custom', '--config.data.train_file=rows.arff',
+                    '--config.data.protocol=resplit', '--config.method=feedforward', '--config.batch_size=12',
+                    '--config.eval_batch_size=12', config='configs/bibtex.py', cwds=hosts)
+  assert_refused(results, tmp_path, 'data train.x (process 0: ')
+  assert all('every host must read the same data (rows.arff)' in err[0] for _, err, _ in results), results
+
+
+def test_a_second_process_0_is_refused_and_the_first_stops_waiting(tmp_path):
+  # Two processes given --process_id=0: JAX's coordination service cannot tell this from a process that has not
+  # started yet. The second finds the coordinator address already served and stops at once; the first, still
+  # waiting for a process 1, stops after --initialization_timeout (before: it waited for JAX's own 300 s, then
+  # aborted with a C++ stack trace; the second was aborted by JAX at once, the same way).
+  port, timeout, procs = free_port(), 10, []
+  command = [sys.executable, '-m', 'implicit_jax.main', '--config=configs/tiny.py', f'--workdir={tmp_path / "work"}',
+             '--distributed', f'--coordinator_address=localhost:{port}', '--num_processes=2', '--process_id=0',
+             f'--heartbeat_timeout={HEARTBEAT}', f'--initialization_timeout={timeout}']
+  try:
+    procs.append(subprocess.Popen(command, cwd=ROOT, env=environment(), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True))
+    deadline = time.monotonic() + WAIT
+    while not served(port) and procs[0].poll() is None and time.monotonic() < deadline:
+      time.sleep(0.1)
+    assert served(port), procs[0].communicate(timeout=WAIT)
+    procs.append(subprocess.Popen(command, cwd=ROOT, env=environment(), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True))
+    second = procs[1].communicate(timeout=WAIT)
+    first_running = procs[0].poll() is None
+    first = procs[0].communicate(timeout=WAIT)
+  finally:
+    stop(procs)
+  assert procs[1].returncode == 1 and second[1].strip().splitlines() == [
+      f'error: --coordinator_address localhost:{port} is already in use, before this process (--process_id=0) '
+      'started the run\'s coordinator there: another process was given --process_id=0, or another program holds '
+      'the port. Give each process its own --process_id, or another port'], second
+  assert first_running  # the second was refused while the first still waited, not after it
+  assert procs[0].returncode == 1 and first[1].strip().splitlines() == [
+      f'error: process 0 of 2: the processes of the run did not all join at localhost:{port} within {timeout} s '
+      '(--initialization_timeout): start all 2, each with its own --process_id (0 to 1) and the same '
+      '--coordinator_address and --num_processes'], first
+  assert not (tmp_path / 'work').exists()
+
+
+def served(port: int) -> bool:
+  with socket.socket() as s:
+    return s.connect_ex(('localhost', port)) == 0

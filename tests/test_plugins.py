@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from implicit_jax import bilevel, methods, tasks
-from implicit_jax.engine import checkpoints, config as config_lib, data
+from implicit_jax.engine import checkpoints, checks, config as config_lib, data, train
 from implicit_jax.testing import rel_err, ridge_problem
 
 PACKAGE = 'plugin_fixture_pkg'  # a name no installed package has: created under a temporary folder below
@@ -50,6 +50,61 @@ FILES = {
           return unravel(jnp.linalg.solve(columns.T, flat)), {'iterations': flat.size}
         def not_a_pair(matvec, v, solver):
           return v
+        def nan_u(matvec, v, solver):
+          return jax.tree.map(lambda a: a * jnp.nan, v), {'iterations': 1}
+        def words(matvec, v, solver):
+          return v, {'iterations': 'many'}
+        def no_count(matvec, v, solver):
+          return v, {}
+    ''',
+    # A small multi-class task; config.data.variant breaks one part of the task contract at a time.
+    'multiclass.py': '''
+        import ml_collections
+        import numpy as np
+        from implicit_jax.spaces.categorical import Multiclass
+        from implicit_jax.tasks import Evaluator, Task
+        from implicit_jax.tasks.mlc.models import MLCEnergy, MLPInferenceNet
+        CLASSES = 10
+        def default_config():
+          return ml_collections.ConfigDict({'data': {'variant': 'good'}, 'model': {'outputs': CLASSES}})
+        class Accuracy(Evaluator):
+          select = 'accuracy'
+          def metrics(self, pred, split):
+            return {'accuracy': float(np.mean(np.argmax(pred, axis=-1) == split['y']))}
+        class NaNAccuracy(Accuracy):
+          def metrics(self, pred, split):
+            return {'accuracy': float('nan')}
+        def make_task(config):
+          variant, rng = config.data.variant, np.random.default_rng(0)
+          if variant == 'none':
+            return None
+          x = rng.normal(size=(160, 8)).astype(np.float32)
+          y = np.argmax(x @ rng.normal(size=(8, CLASSES)), axis=1)
+          if variant == 'shifted':
+            y = y + 5
+          if variant == 'one_hot':
+            y = np.eye(CLASSES, dtype=np.float32)[y]
+          cut = {'train': slice(0, 96), 'dev': slice(96, 128), 'test': slice(128, 160)}
+          outputs = config.model.outputs
+          return Task('multiclass', {s: {'x': x[c], 'y': y[c]} for s, c in cut.items()}, Multiclass(CLASSES),
+                      lambda heads=1: MLPInferenceNet(outputs, (16,), heads=heads),
+                      lambda: MLCEnergy(CLASSES, (16,), 16, 4),
+                      NaNAccuracy() if variant == 'nan_metric' else Accuracy(), score='accuracy')
+    ''',
+    # A method whose init reads its key on the host (allowed: only the step and predict are jitted).
+    'host_init.py': '''
+        import jax
+        from implicit_jax.methods import feedforward
+        def build(task, config):
+          method = feedforward.build(task, config)
+          return method._replace(init=lambda rng: method.init(jax.random.key(int(jax.random.key_data(rng).sum()))))
+    ''',
+    # A method whose predict keeps 7 of the 10 classes.
+    'seven.py': '''
+        from implicit_jax.methods import feedforward
+        def build(task, config):
+          method = feedforward.build(task, config)
+          return method._replace(predict=lambda params, batch: method.predict(params, batch)[..., :7])
     ''',
     'broken_dependency.py': 'import no_such_module_anywhere\n',
     'syntax_error.py': 'def build(:\n',
@@ -222,3 +277,121 @@ def test_a_run_whose_plugin_no_longer_imports_is_named_when_read_back(tmp_path):
 def test_a_built_in_alias_wins_over_a_module_of_the_same_name():
   assert tasks.family('synthetic').__name__ == 'implicit_jax.tasks.mlc.synthetic'
   assert methods.plugin('implicit') is None and methods.section_of('implicit') == 'implicit'
+
+
+# --- What a plug-in hands the engine, checked once before the first step (implicit_jax/engine/checks.py) --------
+
+def multiclass(tmp_path, method='feedforward', **fields):
+  """``train_and_evaluate`` of the multi-class fixture task, ``fields`` set in its config; returns the workdir."""
+  config = config_lib.base_config(f'{PACKAGE}.multiclass', method)
+  config.update_from_flattened_dict(fields)
+  config.batch_size = config.eval_batch_size = 16
+  config.num_epochs = 1
+  workdir = tmp_path / 'run'
+  train.train_and_evaluate(config, str(workdir))
+  return workdir
+
+
+def test_labels_outside_the_space_are_named_with_the_task_split_and_values(tmp_path):
+  with pytest.raises(ValueError) as error:
+    multiclass(tmp_path, **{'data.variant': 'shifted'})
+  message = str(error.value)
+  assert message.startswith("task multiclass: the train split's y holds values outside the 10 classes of the "
+                            'multiclass output space')
+  assert '10, 11, 12, 13, 14' in message and 'store class ids 0..9' in message, message
+  assert not (tmp_path / 'run').exists()  # refused before the workdir is touched
+
+
+def test_one_hot_labels_where_the_space_wants_class_ids_are_named_with_both_shapes(tmp_path):
+  with pytest.raises(ValueError) as error:
+    multiclass(tmp_path, **{'data.variant': 'one_hot'})
+  message = str(error.value)
+  assert message.startswith("task multiclass: the train split's y has shape (96, 10); the multiclass output space "
+                            'wants (96,)'), message
+  assert 'argmax' in message  # the fix for one-hot rows
+
+
+def test_make_task_returning_none_is_named():
+  config = config_lib.base_config(f'{PACKAGE}.multiclass', 'feedforward')
+  config.data.variant = 'none'
+  with pytest.raises(ValueError, match=r"^config\.task: make_task of 'plugin_fixture_pkg\.multiclass' returned "
+                                       r"None, not an implicit_jax\.tasks\.Task"):
+    tasks.get_task(config)
+
+
+def test_an_inference_net_of_the_wrong_width_is_named_before_training(tmp_path):
+  with pytest.raises(ValueError) as error:
+    multiclass(tmp_path, **{'model.outputs': 7})
+  message = str(error.value)
+  assert message.startswith("task multiclass: make_inference_net()'s output has shape (1, 7); the multiclass output "
+                            'space wants (1, 10)'), message
+  assert not (tmp_path / 'run').exists()
+
+
+def test_a_method_whose_predict_misses_classes_is_named_before_training(tmp_path):
+  with pytest.raises(ValueError) as error:
+    multiclass(tmp_path, method=f'{PACKAGE}.seven')
+  message = str(error.value)
+  assert message.startswith(f"config.method: '{PACKAGE}.seven': predict(params, batch) returned shape (1, 7); the "
+                            'multiclass output space wants (1, 10)'), message
+  assert not (tmp_path / 'run').exists()
+
+
+def test_the_shape_checks_pass_a_method_whose_init_needs_concrete_values():
+  config = config_lib.base_config(f'{PACKAGE}.multiclass', f'{PACKAGE}.host_init')
+  task = tasks.get_task(config)
+  method = methods.build(task, config)
+  with pytest.raises(jax.errors.ConcretizationTypeError):
+    jax.eval_shape(method.init, jax.random.key(0))  # shapes alone cannot be had of it
+  checks.before_training(task, method, config)  # its init is run instead: no error
+
+
+def test_a_non_finite_select_metric_is_named_with_the_evaluator(tmp_path):
+  with pytest.raises(ValueError) as error:
+    multiclass(tmp_path, **{'data.variant': 'nan_metric'})
+  message = str(error.value)
+  assert message.startswith("task multiclass: NaNAccuracy.metrics() gave the dev 'accuracy' nan at epoch 1"), message
+  assert 'select' in message and 'finite' in message
+  assert not (tmp_path / 'run' / 'metrics.json').exists()
+
+
+def implicit_step(solver):
+  """The implicit method's first step on the tiny synthetic task with the plug-in ``solver``, traced and run."""
+  config = tiny(method='implicit')
+  config.implicit.solver.name = f'{PACKAGE}.solver.{solver}'
+  config.implicit.inner_steps = 1
+  task = tasks.get_task(config)
+  method = methods.build(task, config)
+  batch = next(data.train_batches(task, 16, np.random.default_rng(0)))
+  return jax.jit(method.train_step)(method.init(jax.random.key(0)), batch, jax.random.key(1))[1]
+
+
+def test_a_solver_whose_info_is_not_a_number_is_named():
+  with pytest.raises(ValueError) as error:
+    implicit_step('words')
+  assert str(error.value) == (f"implicit.solver.name: '{PACKAGE}.solver.words' returned info['iterations'] = "
+                              "'many', a str, not a number (info's values are numbers or arrays of numbers; see "
+                              'implicit_jax/plugins.py)')
+
+
+def test_a_solver_returning_nan_is_named_where_training_stops(tmp_path):
+  config = tiny(method='implicit')
+  config.implicit.solver.name = f'{PACKAGE}.solver.nan_u'
+  config.implicit.inner_steps = 1
+  config.num_epochs, config.log_every = 1, 2
+  with pytest.raises(FloatingPointError) as error:
+    train.train_and_evaluate(config, str(tmp_path))
+  message = str(error.value)
+  assert message.startswith('non-finite '), message
+  assert (f"from the inverse-HVP solver implicit.solver.name='{PACKAGE}.solver.nan_u', non-finite at step 1 while "
+          'the losses were finite') in message, message
+  assert 'training stopped' in message
+
+
+def test_a_solver_that_gives_no_count_trains_with_the_count_logged_as_nan(tmp_path):
+  config = tiny(method='implicit')
+  config.implicit.solver.name = f'{PACKAGE}.solver.no_count'
+  config.implicit.inner_steps = 1
+  config.num_epochs, config.log_every = 1, 2
+  result = train.train_and_evaluate(config, str(tmp_path))
+  assert np.isnan(result['train_log']['2']['iterations']) and np.isfinite(result['dev_f1'])

@@ -224,3 +224,21 @@ def test_json_that_is_not_a_record_is_one_line(tmp_path, capsys):
   assert lines[0] == f'{listed}: failed: not a run record (a JSON list, not an object)'
   assert lines[1] == f'{other}: failed: not a run record (an object with neither a task nor a config)'
   assert len(lines) == 3
+
+
+def test_the_command_answers_a_bad_data_dir_and_ctrl_c_in_one_line(tmp_path):
+  """scripts/rescore.py speaks through the command lines' one-line wrapper (cli.guarded): a --data_dir that is a
+  file was a failure per record naming a path inside it; Ctrl-C was a traceback."""
+  not_a_folder = tmp_path / 'data.txt'
+  not_a_folder.write_text('x')
+  proc = subprocess.run([sys.executable, 'scripts/rescore.py', 'docs/tagging/runs/pos-crf-seed0.json',
+                         f'--data_dir={not_a_folder}'], cwd=ROOT, capture_output=True, text=True, timeout=300)
+  assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (
+      1, '', f'error: --data_dir {not_a_folder}: not a folder (the folder holding the datasets\' folders)')
+  interrupted = subprocess.run(
+      [sys.executable, '-c', 'import signal, sys; sys.argv[1:] = ["docs/tagging/runs/pos-crf-seed0.json"]; '
+       'signal.signal(signal.SIGINT, signal.default_int_handler); from scripts import rescore; '
+       'rescore.records.load = lambda path: signal.raise_signal(signal.SIGINT); '
+       'from implicit_jax.engine import cli; sys.exit(cli.guarded(rescore.main))'],
+      cwd=ROOT, capture_output=True, text=True, timeout=300)
+  assert (interrupted.returncode, interrupted.stderr.strip()) == (130, 'interrupted')

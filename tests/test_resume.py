@@ -40,7 +40,7 @@ def _comparable(metrics):
   """metrics.json but for the seconds and the config's provenance (config_file: the --config of a command-line
   run, empty for one built in Python), which say how a run was made, not what it computed."""
   out = {k: v for k, v in metrics.items() if k != 'train_seconds'}
-  out['config'] = {k: v for k, v in out.get('config', {}).items() if k != 'config_file'}
+  out['config'] = {k: v for k, v in out.get('config', {}).items() if k not in ('config_file', 'overrides')}
   return out
 
 

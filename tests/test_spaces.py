@@ -145,3 +145,26 @@ def test_categorical_gbi_steps_stay_on_the_simplex():
     assert jnp.all(z >= 0)
     # both move mass towards the classes with the most negative gradient
     chex.assert_trees_all_equal(jnp.argmax(z, -1), jnp.argmin(grad, -1))
+
+
+def test_label_error_names_shapes_and_values_a_space_cannot_hold():
+  """What the engine checks of each split before training (engine/checks.py): shapes, and ids or values outside the
+  space; the documented 'no gold' (a negative id, an unlabeled row) is not an error."""
+  mask = np.ones((2, 3), np.float32)
+  tags = Categorical(4)
+  assert tags.label_error({'y': np.array([[0, 3, -1], [1, 2, 0]]), 'mask': mask}) is None
+  assert tags.label_error({'y': np.array([[0, 4, 1], [1, 2, 5]]), 'mask': mask}) == (
+      'y holds values outside the 4 classes of the categorical output space: 4, 5 (first at index (0, 1)); store '
+      'class ids 0..3 (negative: no gold)')
+  one_hot = tags.label_error({'y': np.eye(4)[np.zeros((2, 3), int)], 'mask': mask})
+  assert one_hot.startswith('y has shape (2, 3, 4); the categorical output space wants (2, 3), class ids (one-hot')
+  assert 'not whole numbers' in tags.label_error({'y': np.full((2, 3), 0.5), 'mask': mask})
+  assert 'needs a mask' in tags.label_error({'y': np.zeros((2, 3), int)})
+  assert Multiclass(4).label_error({'y': np.array([3, -1]), 'x': np.zeros((2, 5))}) is None
+  labels = Binary((3,))
+  assert labels.label_error({'y': np.array([[0, 1, 1]])}) is None
+  assert labels.label_error({'y': np.array([[0, 2, 1]])}).startswith('y holds values outside [0, 1], the binary '
+                                                                     'output space: 2 (first at index (0, 1))')
+  assert labels.label_error({'y': np.full((1, 3), -1), 'labeled': np.zeros(1)}) is None  # an unlabeled row
+  assert labels.label_error({'y': np.zeros((1, 4))}).startswith('y has shape (1, 4); the binary output space '
+                                                                'wants (1, 3)')

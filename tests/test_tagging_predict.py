@@ -138,3 +138,32 @@ def test_an_empty_split_is_named_by_its_file(tmp_path):
     tasks.get_task(tiny_config('twitter_pos', data_dir))
   assert str(e.value) == (f"{dev}: no sentences (one token per line, a blank line after each sentence): dataset "
                           "'twitter_pos' reads its dev split from this file")
+
+
+def test_raw_text_read_as_conll_is_refused_naming_the_line(runs, tmp_path):
+  """``--format=conll`` on raw text kept the first word of each line (2 of 10 words tagged), exit 0. Lines of
+  unequal columns are named; lines of equal columns with no blank line after a sentence are refused too."""
+  _, workdirs = runs
+  workdir = str(workdirs['twitter_pos'])
+  text = tmp_path / 'raw.txt'
+  text.write_text('I love the Blorptastic !\nRT zqxv the cat\n')
+  with pytest.raises(ValueError, match=rf'^{text}:2: 4 columns where line 1 has 5: .* give --format=text$'):
+    predict.predict_file(workdir, str(text), input_format='conll')
+  text.write_text('I love the Blorptastic !\nRT zqxv the cat sat\n')
+  with pytest.raises(ValueError, match=rf'^{text}: 2 lines of 5 columns and no blank line: .* give --format=text$'):
+    predict.predict_file(workdir, str(text), input_format='conll')
+  _, lines = predict.predict_file(workdir, str(text), input_format='text')  # read as what it is: 10 words tagged
+  assert len([line for line in lines if line]) == 10
+
+
+def test_a_folder_as_input_is_named_a_folder(runs, tmp_path):
+  """Was 'no such file' (tagging) or an IsADirectoryError traceback (.npy)."""
+  _, workdirs = runs
+  folder = tmp_path / 'inputs.npy'
+  folder.mkdir()
+  proc = subprocess.run([sys.executable, '-m', 'implicit_jax.predict', f'--workdir={workdirs["twitter_pos"]}',
+                         f'--input={folder}'], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                        env=dict(os.environ, JAX_PLATFORMS='cpu'))
+  assert proc.returncode == 1
+  assert proc.stderr.strip() == (f'error: --input={folder} is a folder: give a file of examples (a .npy of inputs, '
+                                 'or a file in the run\'s dataset format)')

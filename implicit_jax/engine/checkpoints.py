@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -42,6 +43,24 @@ from absl import logging as absl_logging
 from etils import epath
 
 from implicit_jax.engine import config as config_lib, workdir as workdir_lib
+
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+  """Ctrl-C during a save takes effect once the save has ended. Interrupted, Orbax leaves its temporary folder
+  behind and its worker threads, finding their executor shut down, print tracebacks on the way out; a save takes
+  a moment, so the interrupt is only delayed by that much. Python handles signals in the main thread only."""
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  caught = []
+  previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGINT, previous)
+    if caught:
+      signal.raise_signal(signal.SIGINT)  # to the handler the run had: KeyboardInterrupt, as if it came now
 
 
 class OtherShapes(ValueError):
@@ -165,6 +184,11 @@ def _other_shapes(where: str, abstract) -> str | None:
   for name in sorted(set(saved) & set(now)):
     if saved[name] != now[name]:
       return f'{name}: saved {saved[name]}, now {now[name]}'
+  # Another set of arrays is another network (a layer more or less, another method), not damage.
+  only_saved, only_now = sorted(set(saved) - set(now)), sorted(set(now) - set(saved))
+  if only_saved or only_now:
+    return '; '.join(([f'saved {only_saved[0]}, which the model built now lacks'] if only_saved else []) +
+                     ([f'the model built now has {only_now[0]}, not saved'] if only_now else []))
   return None
 
 
@@ -213,7 +237,10 @@ def check_or_write_config(workdir: str, config, write: bool = True) -> bool:
   path = os.path.join(workdir, 'config.json')
   existing = False
   if os.path.exists(path):
-    diff = config_lib.compare(read_json(path), config)
+    try:
+      diff = config_lib.compare(read_json(path), config)
+    except config_lib.NewerRecord as e:
+      raise config_lib.NewerRecord(f'{path} {e}') from None
     if not diff:
       existing = True
     elif has_checkpoint(workdir):
@@ -272,7 +299,7 @@ class Checkpointer:
     full disk) while the main thread gets it too: they are hushed until they have ended."""
     last = self._latest.latest_step()
     try:
-      with _orbax_quiet():
+      with _orbax_quiet(), _interrupts_deferred():
         try:
           yield
         except BaseException:
@@ -363,8 +390,9 @@ class Checkpointer:
     differs = _other_shapes(os.path.join(where, 'params' if manager is self._best else 'state'), abstract)
     if differs:
       raise OtherShapes(f'the {what} in {where} do not fit the model built from the data and config read now '
-                       f'({differs}): the data differ from the run\'s (a vocabulary or label set of another size); '
-                       'restore the run\'s data or point config.data.data_dir (--data_dir) at it')
+                       f'({differs}): the data differ from the run\'s (a vocabulary or label set of another size), '
+                       'or its config.json was changed after it ran; restore the run\'s data or point '
+                       'config.data.data_dir (--data_dir) at it, and its config.json')
 
   def _set_aside(self, manager, step: int, error: Exception) -> None:
     where = os.path.join(str(manager.directory), str(step))
@@ -450,7 +478,10 @@ def load_config(workdir: str) -> ml_collections.ConfigDict:
   path = os.path.join(workdir, 'config.json')
   if not os.path.exists(path):
     raise FileNotFoundError(f'{path} not found: {workdir} is not a training workdir')
-  return config_lib.load(read_json(path))
+  try:
+    return config_lib.load(read_json(path))
+  except config_lib.NewerRecord as e:
+    raise config_lib.NewerRecord(f'{path} {e}') from None
 
 
 def load_trained(workdir: str, config_overrides: dict | None = None, same_data: bool = False) -> Run:

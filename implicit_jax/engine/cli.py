@@ -78,25 +78,40 @@ def parse_flags(argv):
     sys.exit(2)
 
 
+def overrides(values: dict) -> tuple[str, ...]:
+  """The ``--config.<field>=<value>`` flags a command line was given (``config_flags.get_override_values``), each
+  as a shell word that gives the same value again; the fields that record provenance are left out."""
+  out = []
+  for field, value in values.items():
+    if field in ('config_file', 'overrides'):
+      continue
+    text = value if isinstance(value, str) else repr(tuple(value) if isinstance(value, list) else value)
+    out.append(f'--config.{field}={text}')
+  return tuple(out)
+
+
 class Interrupted(KeyboardInterrupt):
   """Ctrl-C, with what the user should know (e.g. that the run resumes)."""
 
 
+def guarded(main, *args) -> int:
+  """``main(*args)``'s exit status, with the errors of ``USER_ERRORS`` printed in one line (status 1) and Ctrl-C
+  in one line (status 130); anything else is a bug and keeps its traceback. For the scripts too
+  (``sys.exit(cli.guarded(main))``), so that every tool answers bad input the same way."""
+  # A user's warning (a label XML that disagrees with -C, a never-positive label) is one line too: Python's
+  # default adds the source line that issued it, which names our code, not the user's file.
+  warnings.formatwarning = lambda message, category, *_: f'warning: {message}\n'
+  try:
+    status = main(*args)
+    return status if isinstance(status, int) else 0  # a main that returns its result (for tests) succeeded
+  except USER_ERRORS as e:
+    print(f'error: {one_line(e)}', file=sys.stderr, flush=True)
+    return 1
+  except KeyboardInterrupt as e:
+    print(f'interrupted{": " + one_line(e) if str(e) else ""}', file=sys.stderr, flush=True)
+    return 130  # the shell's status for a SIGINT
+
+
 def run(main) -> None:
-  """``app.run(main)``; errors of ``USER_ERRORS`` end the program with one line and status 1, Ctrl-C with one line
-  and status 130."""
-
-  def guarded(argv):
-    # A user's warning (a label XML that disagrees with -C, a never-positive label) is one line too: Python's
-    # default adds the source line that issued it, which names our code, not the user's file.
-    warnings.formatwarning = lambda message, category, *_: f'warning: {message}\n'
-    try:
-      main(argv)
-    except USER_ERRORS as e:
-      print(f'error: {one_line(e)}', file=sys.stderr, flush=True)
-      sys.exit(1)
-    except KeyboardInterrupt as e:
-      print(f'interrupted{": " + one_line(e) if str(e) else ""}', file=sys.stderr, flush=True)
-      sys.exit(130)  # the shell's status for a SIGINT
-
-  app.run(guarded, flags_parser=parse_flags)
+  """``app.run(main)`` under ``guarded``, with ``parse_flags``' one-line errors for the flags."""
+  app.run(lambda argv: sys.exit(guarded(main, argv)), flags_parser=parse_flags)

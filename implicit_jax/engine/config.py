@@ -57,7 +57,7 @@ import ml_collections
 # Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
 # machine; the data-parallel step computes the same function, up to the order of float sums).
 MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices', 'eval_batch_size',
-           'divergence.max_loss', 'divergence.max_residual', 'config_file')
+           'divergence.max_loss', 'divergence.max_residual', 'config_file', 'overrides')
 TASK_SECTIONS = ('data', 'model')
 
 
@@ -93,6 +93,8 @@ def core_config() -> ml_collections.ConfigDict:
   c.config_file = ''          # the --config that made the run, 'path[:arg]' (e.g. 'configs/bibtex.py:mbce'):
                               # where its values came from, so a record names the row it reproduces. Set by the
                               # command line (or the script that loaded it); '' for a config built in code
+  c.overrides = ()            # the --config.<field>=<value> flags given with it, as the command line parsed them:
+                              # with config_file, the command that makes the run again (set by the command line)
   return c
 
 
@@ -253,13 +255,32 @@ def _upgrade_first(stored: dict) -> dict:
 _ABSENT = object()
 
 
+class NewerRecord(ValueError):
+  """A config record holds fields this code does not know: a newer version wrote it (or a hand edited it)."""
+
+
+def check_known(stored: dict) -> None:
+  """Raises NewerRecord naming the fields of ``stored`` (upgraded) that today's config of its task and method
+  lacks. Such a record cannot be honoured: its run read settings this code would drop, and resuming would rewrite
+  the record without them. (No committed record of an earlier format has any, once upgraded.)"""
+  stored = upgrade(stored)
+  known = flatten(config_json(base_config(stored.get('task', 'synthetic'), stored.get('method', 'implicit'))))
+  unknown = [k for k in flatten(stored) if k not in known]
+  if unknown:
+    shown = ', '.join(unknown[:5]) + (f' (+{len(unknown) - 5} more)' if len(unknown) > 5 else '')
+    raise NewerRecord(f'holds fields this version of implicit_jax does not know ({shown}): a newer version wrote '
+                      'it, or it was edited; read or resume it with the version that wrote it')
+
+
 def compare(stored: dict, config) -> list[str]:
-  """The differences that forbid ``config`` from continuing the run recorded as ``stored`` (empty: it may)."""
+  """The differences that forbid ``config`` from continuing the run recorded as ``stored`` (empty: it may).
+  Raises NewerRecord for a record this code cannot honour (``check_known``)."""
+  check_known(stored)
   old, new = flatten(upgrade(stored)), flatten(recorded(config))
   defaults = flatten(recorded(base_config(config.task, config.method)))
   diffs = []
   for key in sorted(set(old) | set(new)):
-    if key in MUTABLE or key not in new:  # a field the code no longer has cannot be honoured or compared
+    if key in MUTABLE or key not in new:  # a section the method does not read is not recorded, nor compared
       continue
     if key not in old:
       if new[key] != defaults.get(key, _ABSENT):
@@ -271,6 +292,7 @@ def compare(stored: dict, config) -> list[str]:
 
 def load(stored: dict) -> ml_collections.ConfigDict:
   """A recorded config as a full config: the defaults of its task and method, overlaid by what it recorded."""
+  check_known(stored)
   stored = upgrade(stored)
   config = base_config(stored.get('task', 'synthetic'), stored.get('method', 'implicit'))
   _overlay(config, stored)

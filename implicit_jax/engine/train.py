@@ -15,9 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from implicit_jax import batch as batch_lib, methods, tasks
-from implicit_jax.engine import (checkpoints, config as config_lib, data, predictions, workdir as workdir_lib, writers,
-                                 xla_options)
+from implicit_jax import batch as batch_lib, bilevel, methods, tasks
+from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, multihost, predictions,
+                                 workdir as workdir_lib, writers, xla_options)
 
 
 def data_parallel(config):
@@ -82,9 +82,14 @@ def train_and_evaluate(config, workdir: str) -> dict:
   (config, metrics, TensorBoard, checkpoints: the state is replicated); the others read it, so it must be on
   storage all hosts share (docs/multihost.md).
   """
+  # The processes of a multi-host run first check that they run the same thing (engine/multihost.py): one that
+  # differs would train a silently wrong run, or leave the others waiting in a collective it never reaches.
+  multihost.agree_on_command(config, workdir)
   config_lib.check(config)
   task = tasks.get_task(config)
+  multihost.agree_on_data(task)
   method = methods.build(task, config)
+  checks.before_training(task, method, config)
   n_train = data.num_examples(task.splits['train'])
   if n_train < config.batch_size:
     raise ValueError(f'config.batch_size={config.batch_size} exceeds the {n_train} training examples')
@@ -156,7 +161,7 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
       last = ckpt.latest_step()
       raise FloatingPointError(f'{e}; training stopped, last good checkpoint: '
                                f'{f"step {last} in {ckpt.directory}" if last is not None else "none saved yet"}'
-                               ) from None
+                               f'{_solver_cause(pending, step, config)}') from None
     loop['train_log'][str(step)] = means
     writer.write_scalars(step, {f'train/{k}': v for k, v in means.items()})
     pending = []
@@ -185,11 +190,11 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
       t_eval = time.perf_counter()
       dev_metrics = evaluator.metrics(predict_split(task, predict_fn, state.params, task.splits['dev'], config,
                                                     sharded), task.splits['dev'])
+      value = checks.select_metric(task, dev_metrics, epoch + 1)  # before it is recorded anywhere
       loop['history'].append({'step': step, 'epoch': epoch + 1, **{f'dev_{k}': v for k, v in dev_metrics.items()}})
       writer.write_scalars(step, {f'dev/{k}': v for k, v in dev_metrics.items()})
       print(f'epoch {epoch + 1}/{config.num_epochs}  dev {evaluator.describe(dev_metrics)}  '
             f'(eval {time.perf_counter() - t_eval:.1f}s)', flush=True)
-      value = dev_metrics[evaluator.select]
       if loop['best'] is None or value > loop['best'][select]:
         ckpt.save_best(step, state.params)
         loop['best'] = {select: value, 'epoch': epoch + 1, 'step': step}
@@ -245,12 +250,41 @@ def _set_aside_earlier_result(workdir: str, total_steps: int) -> None:
         f'{total_steps}', flush=True)
 
 
+# Step metrics that are NaN by design: the residual when it is not tracked, the count of a plug-in solver that
+# reports none (implicit_jax/plugins.py).
+NOT_GIVEN = ('residual', 'iterations')
+# What the implicit term makes (bilevel's diagnostics; the explicit term is read as the gradient less it): non-finite
+# while the losses are finite, it comes from the inverse-HVP solver's u.
+FROM_SOLVER = ('implicit_norm', 'cosine', 'explicit_norm')
+
+
+def _solver_cause(pending, step, config) -> str:
+  """The inverse-HVP solver named, when the first step of ``pending`` (the steps up to ``step``) with a non-finite
+  metric has only the implicit term's non-finite; '' otherwise."""
+  if methods.section_of(config.method) != 'implicit':
+    return ''
+  first = step - len(pending) + 1
+  for i, metrics in enumerate(jax.device_get(pending)):
+    bad = {k for k, v in metrics.items() if k not in NOT_GIVEN and not np.all(np.isfinite(v))}
+    if bad:
+      break
+  else:
+    return ''
+  if not bad <= set(FROM_SOLVER):
+    return ''
+  name = config.implicit.solver.name
+  fix = ('a solver must return a finite u ~= (H + damping I)^-1 v (implicit_jax/plugins.py)' if name not in
+         bilevel.SOLVERS else 'raise implicit.solver.damping (neumann: lower alpha), or choose another solver')
+  return (f'; the implicit term comes from the inverse-HVP solver implicit.solver.name={name!r}, non-finite at step '
+          f'{first + i} while the losses were finite: {fix}')
+
+
 def _log(pending, step, total_steps, epoch, config, t_log, history, select):
   """Reads the pending device metrics (the only host sync), checks them, prints one progress line."""
   means = {k: float(v) for k, v in jax.device_get(jax.tree.map(lambda *xs: jnp.mean(jnp.stack(xs)),
                                                                  *pending)).items()}
   for name, value in means.items():
-    if not np.isfinite(value) and name != 'residual':  # residual is NaN when not tracked
+    if not np.isfinite(value) and name not in NOT_GIVEN:
       raise FloatingPointError(f'non-finite {name} ({value}) in the {len(pending)} steps up to step {step}')
   limits = config.divergence
   for name, value in means.items():

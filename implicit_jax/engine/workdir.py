@@ -38,11 +38,6 @@ class WorkdirBusy(ValueError):
   """Another trainer holds the workdir."""
 
 
-# What a run writes in its workdir (checkpoints.py's layout); ``<name>.tmp`` are atomic writes cut short.
-RUN_FILES = ('config.json', 'metrics.json', 'metrics.jsonl', 'data.json', 'lock', 'checkpoints', 'best',
-             'tensorboard', 'corrupt', 'metrics.previous.json')
-
-
 def os_errno(error: Exception) -> int | None:
   """The OS error number behind ``error``: an OSError's, or the ``os_error_code='28'`` that tensorstore (Orbax's
   array writer) puts in the ValueError it raises for a failed write."""
@@ -82,17 +77,39 @@ def _is_record(path: str, keys: tuple[str, ...]) -> bool:
   return isinstance(record, dict) and all(k in record for k in keys)
 
 
+def _is_lock_record(path: str) -> bool:
+  """Whether ``path`` is empty or holds ``Lock``'s record (``<pid> on <host>``): what a start killed before its
+  config record was written leaves."""
+  try:
+    with open(path) as f:
+      text = f.read(300)
+  except (OSError, UnicodeDecodeError):
+    return False
+  return not text or re.fullmatch(r'\d+ on \S+\n', text) is not None
+
+
+def _empty_folder(workdir: str, name: str) -> bool:
+  path = os.path.join(workdir, name)
+  return os.path.isdir(path) and not os.listdir(path)
+
+
 def foreign_files(workdir: str) -> list[str]:
-  """The entries of an existing ``workdir`` that a run of this project did not write: without a run's config
-  record, anything but the run's own names; and the run's JSON files that are not a run's records (a user's own
-  config.json, metrics.json or data.json)."""
+  """The entries of an existing ``workdir`` that a run of this project did not write: the run's JSON files that
+  are not a run's records (a user's own config.json, metrics.json or data.json); and, without a run's config
+  record, everything but what a start leaves before it writes one (its lock record, empty checkpoint folders): a
+  run writes config.json right after taking its lock, so a metrics.jsonl, a checkpoint folder with files in it
+  or a lock file of another form without it are someone else's, which a run would replace."""
   entries = sorted(os.listdir(workdir))
   own = {'config.json': ('method', 'seed', 'batch_size'), 'metrics.json': ('method', 'config'),
          'data.json': ('fingerprint',)}
   foreign = [name for name, keys in own.items()
              if name in entries and not _is_record(os.path.join(workdir, name), keys)]
   if 'config.json' not in entries or 'config.json' in foreign:
-    foreign += [name for name in entries if name not in RUN_FILES and name.removesuffix('.tmp') not in RUN_FILES]
+    # What a start stopped before its config record was written leaves: its lock record, the record's temporary
+    # (written atomically), and the checkpoint folders, still empty.
+    started = {'config.json.tmp'} | ({'lock'} if _is_lock_record(os.path.join(workdir, 'lock')) else set())
+    started |= {name for name in ('checkpoints', 'best') if name in entries and _empty_folder(workdir, name)}
+    foreign += [name for name in entries if name not in started]
   return sorted(set(foreign))
 
 

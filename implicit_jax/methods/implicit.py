@@ -233,6 +233,19 @@ def inner_problem(l_aux: Callable, config, differentiable: bool = False) -> Inne
   return InnerProblem(l_aux, optimizer, start)
 
 
+def named_field(fn: Callable) -> Callable:
+  """``fn`` whose errors about the solver (a plug-in's protocol, checked as the step is traced) name the config
+  field, ``implicit.solver.*``, as the errors of its settings do."""
+  def call(*args):
+    try:
+      return fn(*args)
+    except ValueError as e:
+      if str(e).startswith('solver.'):
+        raise ValueError(f'implicit.{e}') from None
+      raise
+  return call
+
+
 def build(task, config) -> Method:
   cfg = config.implicit
   positive_int(cfg.inner_steps, 'implicit.inner_steps')
@@ -245,6 +258,7 @@ def build(task, config) -> Method:
   except ValueError as e:
     raise ValueError(f'implicit.{e}') from None
   inner = bilevel.outer_solve(l_aux, inner_opt, cfg.inner_steps, solver)
+  value_and_grad = named_field(inner.value_and_grad)
   space = task.space
 
   def init(rng):
@@ -259,7 +273,7 @@ def build(task, config) -> Method:
     p, s = state.params, state.opt_state
     batch = step_batch(batch, rng, space, cfg.negatives)
     batch, theta_state0, extra = start(p['theta'], s['theta'], p['phi'], batch)
-    (loss, (theta, theta_state, aux_losses)), grad, diag = inner.value_and_grad(
+    (loss, (theta, theta_state, aux_losses)), grad, diag = value_and_grad(
         l_prim, p['phi'], p['theta'], theta_state0, batch, s.get('solver'))
     updates, phi_state = outer_opt.update(grad, s['phi'], p['phi'])
     phi = optax.apply_updates(p['phi'], updates)

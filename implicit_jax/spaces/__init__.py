@@ -25,13 +25,15 @@ padding mask over positions (tags of a sentence).
 Who needs what: every method needs ``shape`` and ``gold`` (parameter init, the engine's batches); the rest is needed by
 the methods named at each member below, so a space for a new kind of output may leave out what its methods never
 call (each raises NotImplementedError until defined). ``inference.py`` (GBI) is what SPEN, DVN, NCE-GBI, R-SPEN,
-SEAL-static's margin and regression losses and the implicit method's refinement predict with.
+SEAL-static's margin and regression losses and the implicit method's refinement predict with. The engine checks
+each split's stored labels with ``label_error`` before training (by default, ``gold``'s shape against ``shape``).
 """
 
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 SAMPLERS = ('concrete', 'straight_through', 'gaussian')
 RULES = ('projected', 'mirror')
@@ -60,6 +62,16 @@ class OutputSpace:
     """The split's stored labels (numpy) in the space's coordinates, as the training batches carry them. The
     engine (``engine/data.py``), for every method."""
     raise NotImplementedError
+
+  def label_error(self, arrays: dict) -> str | None:
+    """What is wrong with a split's stored labels ``arrays['y']`` for this space, or None: the engine's check of a
+    task's splits before training (``engine/checks.py``), which names the task and split before it. By default,
+    whether ``gold`` of the first example has ``shape``'s shape; the built-in spaces also check the values."""
+    first = {k: np.asarray(v)[:1] for k, v in arrays.items()}
+    got, want = np.shape(self.gold(first['y'])), tuple(self.shape(first))
+    if got != want:
+      return f"y: gold() of its first example has shape {got}; the {self.name} output space wants {want}"
+    return None
 
   # ------------------------------------------------------------------------------------- the inference network
 
@@ -162,6 +174,25 @@ class OutputSpace:
     """A discrete output from a relaxed one (numpy in, numpy out). ``python -m implicit_jax.predict`` and the
     tasks' evaluators; no training method."""
     raise NotImplementedError
+
+
+def outside(bad: np.ndarray, y: np.ndarray) -> str:
+  """The distinct values of ``y`` where ``bad`` (a few of them) and the index of the first: for label errors."""
+  values = np.unique(y[bad]).tolist()
+  shown = ', '.join(f'{v:g}' if isinstance(v, float) else str(v) for v in values[:5])
+  more = f', ... ({len(values)} distinct)' if len(values) > 5 else ''
+  first = tuple(int(i) for i in np.argwhere(bad)[0])
+  return f'{shown}{more} (first at index {first})'
+
+
+def labeled(arrays: dict, shape: tuple[int, ...]) -> np.ndarray:
+  """Where the gold is meant to hold labels: every entry of a row but those of unlabeled rows (``labeled`` 0,
+  ``tasks.Task.reward``), broadcast to ``shape``, the labels' shape."""
+  rows = arrays.get('labeled')
+  if rows is None:
+    return np.ones(shape, bool)
+  rows = np.asarray(rows) != 0
+  return np.broadcast_to(rows.reshape(rows.shape + (1,) * (len(shape) - 1)), shape)
 
 
 def check_sampler(sampler: str) -> None:

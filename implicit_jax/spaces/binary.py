@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from implicit_jax.spaces import OutputSpace, check_rule
+from implicit_jax.spaces import OutputSpace, check_rule, labeled, outside
 
 _EDGE = 1e-4  # mirror descent starts this far inside the box: logit(0) is -inf
 
@@ -53,6 +53,19 @@ class Binary(OutputSpace):
 
   def gold(self, y):
     return y
+
+  def label_error(self, arrays):
+    y = np.asarray(arrays['y'])
+    want = (len(y), *self.event_shape)
+    if y.shape != want:
+      return f'y has shape {y.shape}; the {self.name} output space wants {want}, one value in [0, 1] per unit'
+    if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+      return f'y holds {y.dtype} values; the {self.name} output space wants numbers in [0, 1]'
+    bad = ((y < 0) | (y > 1)) & labeled(arrays, y.shape)
+    if bad.any():
+      return (f'y holds values outside [0, 1], the {self.name} output space: {outside(bad, y)}; store 0/1 (or '
+              'probabilities) per unit')
+    return None
 
   def relax(self, logits):
     return jax.nn.sigmoid(logits)

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from implicit_jax.spaces import OutputSpace, check_rule
+from implicit_jax.spaces import OutputSpace, check_rule, outside
 
 _EDGE = 1e-6  # exponentiated gradient needs log y finite: it starts this far inside the simplex
 
@@ -67,6 +67,28 @@ class Categorical(OutputSpace):
   def gold(self, y):
     y = np.asarray(y)
     return (y[..., None] == np.arange(self.units)).astype(np.float32)  # a negative id (padding): all zeros
+
+  def label_shape(self, arrays: dict) -> tuple[int, ...] | None:
+    """The stored labels' shape for a split: one class id per position of ``mask`` (None: there is no mask)."""
+    return np.shape(arrays['mask']) if 'mask' in arrays else None
+
+  def label_error(self, arrays):
+    y = np.asarray(arrays['y'])
+    want = self.label_shape(arrays)
+    if want is None:
+      return (f'y: the {self.name} output space needs a mask [N, T] of real positions beside it (one class per '
+              'example: categorical.Multiclass)')
+    if y.shape != want:
+      one_hot = ' (one-hot rows? store np.argmax(y, axis=-1))' if y.shape == (*want, self.units) else ''
+      return f'y has shape {y.shape}; the {self.name} output space wants {want}, class ids{one_hot}'
+    ids = f'class ids 0..{self.units - 1}'
+    if not np.issubdtype(y.dtype, np.number) or (np.issubdtype(y.dtype, np.inexact) and np.any(y != np.round(y))):
+      return f'y holds {y.dtype} values that are not whole numbers; the {self.name} output space wants {ids}'
+    bad = y >= self.units  # a negative id is documented: no gold (padding, unlabeled)
+    if bad.any():
+      return (f'y holds values outside the {self.units} classes of the {self.name} output space: {outside(bad, y)}; '
+              f'store {ids} (negative: no gold)')
+    return None
 
   def relax(self, logits):
     return jax.nn.softmax(logits, axis=-1)
@@ -146,3 +168,6 @@ class Multiclass(Categorical):
 
   def shape(self, batch):
     return (len(batch['x']), self.units)
+
+  def label_shape(self, arrays):
+    return (len(arrays['y']),)

@@ -217,4 +217,9 @@ def family(name: str):
 
 
 def get_task(config) -> Task:
-  return family(config.task).make_task(config)
+  task = family(config.task).make_task(config)
+  if not isinstance(task, Task):  # else the first use of it fails, naming no plug-in (a forgotten return: None)
+    got = 'None' if task is None else f'a {type(task).__name__}'
+    raise ValueError(f'config.task: make_task of {config.task!r} returned {got}, not an implicit_jax.tasks.Task '
+                     '(see implicit_jax/plugins.py)')
+  return task

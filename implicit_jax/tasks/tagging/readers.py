@@ -220,6 +220,8 @@ def read_unlabeled(path: StrPath, input_format: str = 'auto') -> tuple[list[Sent
   if input_format not in INPUT_FORMATS:
     raise ValueError(f'--format: unknown input format {input_format!r}; choose one of {INPUT_FORMATS}')
   path = Path(path)
+  if path.is_dir():
+    raise IsADirectoryError(f'{path}: a folder, not a file of sentences to tag')
   if not path.is_file():
     raise FileNotFoundError(f'{path}: no such file')
   lines = _read_lines(path)
@@ -233,6 +235,7 @@ def read_unlabeled(path: StrPath, input_format: str = 'auto') -> tuple[list[Sent
   separator = '\t' if any('\t' in line for line in lines) else None
   rows: list[list[str]] = []
   first = 0
+  width = None  # the number of columns of the first token line: every token line of a CoNLL file has as many
   for i, line in enumerate(lines + ['']):
     if not line.strip() or line.startswith(DOCSTART):
       if rows:
@@ -242,9 +245,21 @@ def read_unlabeled(path: StrPath, input_format: str = 'auto') -> tuple[list[Sent
     fields = line.split(separator)
     if not fields[0]:
       raise ValueError(f'{path}:{i + 1}: empty token field: {line!r} (a CoNLL line starts with its token)')
+    width = width or (len(fields), i + 1)
+    if len(fields) != width[0]:
+      # Raw text read as columns would tag the first word of each line and drop the rest, silently.
+      raise ValueError(f'{path}:{i + 1}: {len(fields)} columns where line {width[1]} has {width[0]}: a CoNLL file '
+                       'has one token per line and the same columns on every line; raw text, a sentence per line? '
+                       'give --format=text')
     if not rows:
       first = i + 1
     rows.append(fields)
+  body = lines[:-1] if lines and not lines[-1] else lines  # the empty string after a final newline is no line
+  if width and width[0] > 1 and not any(line.startswith(DOCSTART) or not line.strip() for line in body):
+    count = len(sentences[0].tokens)
+    raise ValueError(f'{path}: {count} line{"s" * (count > 1)} of {width[0]} columns and no blank line: a CoNLL file '
+                     'puts a blank line after each sentence (the last one too); raw text, a sentence per line? give '
+                     '--format=text')
   return sentences, fmt
 
 
