@@ -177,6 +177,9 @@ def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
     except ValueError as e:  # JSON that is not an object; the line names the path already
       raise BadRecord(str(e).removeprefix(f'{path}: ')) from e
     if 'task' not in record and 'config' not in record:
+      if str(record.get('command', '')).startswith('python scripts/compare_sklearn.py'):
+        raise NotRescorable('a scikit-learn comparison record (scripts/compare_sklearn.py), which keeps figures, '
+                            'not predictions')
       raise BadRecord('not a run record (an object with neither a task nor a config)')
     head = f'{path}: {record.get("task")}, {record.get("method")}, seed {record.get("seed")}, best epoch ' \
            f'{record.get("best_epoch")}'

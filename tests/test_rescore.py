@@ -242,3 +242,11 @@ def test_the_command_answers_a_bad_data_dir_and_ctrl_c_in_one_line(tmp_path):
        'from implicit_jax.engine import cli; sys.exit(cli.guarded(rescore.main))'],
       cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert (interrupted.returncode, interrupted.stderr.strip()) == (130, 'interrupted')
+
+
+def test_a_scikit_learn_comparison_record_is_listed_without_predictions(capsys):
+  """docs/sklearn_baseline/runs hold compare_sklearn.py's figures, not an engine run: listed as keeping no
+  predictions (it was counted failing, 'not a run record', so a sweep over every committed record exited 1)."""
+  path = ROOT / 'docs' / 'sklearn_baseline' / 'runs' / 'cal500-seed0.json'
+  assert rescore.rescore(path, None, 1e-6) == rescore.NO_PREDICTIONS
+  assert 'not rescored: a scikit-learn comparison record' in capsys.readouterr().out
