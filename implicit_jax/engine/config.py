@@ -264,8 +264,12 @@ def check_known(stored: dict) -> None:
   lacks. Such a record cannot be honoured: its run read settings this code would drop, and resuming would rewrite
   the record without them. (No committed record of an earlier format has any, once upgraded.)"""
   stored = upgrade(stored)
-  known = flatten(config_json(base_config(stored.get('task', 'synthetic'), stored.get('method', 'implicit'))))
-  unknown = [k for k in flatten(stored) if k not in known]
+  _refuse_unknown(stored, base_config(stored.get('task', 'synthetic'), stored.get('method', 'implicit')))
+
+
+def _refuse_unknown(upgraded: dict, defaults: ml_collections.ConfigDict) -> None:
+  known = flatten(config_json(defaults))
+  unknown = [k for k in flatten(upgraded) if k not in known]
   if unknown:
     shown = ', '.join(unknown[:5]) + (f' (+{len(unknown) - 5} more)' if len(unknown) > 5 else '')
     raise NewerRecord(f'holds fields this version of implicit_jax does not know ({shown}): a newer version wrote '
@@ -292,9 +296,9 @@ def compare(stored: dict, config) -> list[str]:
 
 def load(stored: dict) -> ml_collections.ConfigDict:
   """A recorded config as a full config: the defaults of its task and method, overlaid by what it recorded."""
-  check_known(stored)
   stored = upgrade(stored)
   config = base_config(stored.get('task', 'synthetic'), stored.get('method', 'implicit'))
+  _refuse_unknown(stored, config)  # check_known, on the defaults built here
   _overlay(config, stored)
   return config
 
