@@ -196,14 +196,20 @@ def test_a_plugin_solver_that_breaks_the_protocol_is_named():
                           bilevel.Solver(f'{PACKAGE}.solver.not_a_pair'))
 
 
-def test_the_implicit_method_trains_with_a_plugin_solver():
+def implicit_step(solver: str):
+  """The implicit method's first step on the tiny synthetic task with the plug-in solver at import path
+  ``solver``, traced and run: its metrics."""
   config = tiny(method='implicit')
-  config.implicit.solver.name = f'{PACKAGE}.solver'
+  config.implicit.solver.name = solver
   config.implicit.inner_steps = 1
   task = tasks.get_task(config)
   method = methods.build(task, config)
   batch = next(data.train_batches(task, 16, np.random.default_rng(0)))
-  _, metrics = jax.jit(method.train_step)(method.init(jax.random.key(0)), batch, jax.random.key(1))
+  return jax.jit(method.train_step)(method.init(jax.random.key(0)), batch, jax.random.key(1))[1]
+
+
+def test_the_implicit_method_trains_with_a_plugin_solver():
+  metrics = implicit_step(f'{PACKAGE}.solver')
   assert np.isfinite(float(metrics['loss_prim'])) and float(metrics['implicit_norm']) > 0
 
 
@@ -355,20 +361,9 @@ def test_a_non_finite_select_metric_is_named_with_the_evaluator(tmp_path):
   assert not (tmp_path / 'run' / 'metrics.json').exists()
 
 
-def implicit_step(solver):
-  """The implicit method's first step on the tiny synthetic task with the plug-in ``solver``, traced and run."""
-  config = tiny(method='implicit')
-  config.implicit.solver.name = f'{PACKAGE}.solver.{solver}'
-  config.implicit.inner_steps = 1
-  task = tasks.get_task(config)
-  method = methods.build(task, config)
-  batch = next(data.train_batches(task, 16, np.random.default_rng(0)))
-  return jax.jit(method.train_step)(method.init(jax.random.key(0)), batch, jax.random.key(1))[1]
-
-
 def test_a_solver_whose_info_is_not_a_number_is_named():
   with pytest.raises(ValueError) as error:
-    implicit_step('words')
+    implicit_step(f'{PACKAGE}.solver.words')
   assert str(error.value) == (f"implicit.solver.name: '{PACKAGE}.solver.words' returned info['iterations'] = "
                               "'many', a str, not a number (info's values are numbers or arrays of numbers; see "
                               'implicit_jax/plugins.py)')
