@@ -298,16 +298,22 @@ def case_users_run_file_names(t, tmp, base):
         'refused in one line, every file untouched (metrics.jsonl was replaced, lock deleted)')
 
 
+def _with_config_field(tmp, base, name, section, field, value) -> tuple[Path, str]:
+  """A copy of the finished base run whose config.json sets ``section.field`` to ``value``; and that text."""
+  run = tmp / name
+  shutil.copytree(base, run)
+  record = json.loads((run / 'config.json').read_text())
+  record[section][field] = value
+  text = json.dumps(record)
+  (run / 'config.json').write_text(text)
+  return run, text
+
+
 def case_record_of_a_newer_version(t, tmp, base):
   fault = 'config.json with a field this version does not know (a newer version\'s)'
   if not t.wants(fault):
     return
-  run = tmp / 'newer'
-  shutil.copytree(base, run)
-  record = json.loads((run / 'config.json').read_text())
-  record['optimizer']['momentum_schedule'] = 'cosine'
-  text = json.dumps(record)
-  (run / 'config.json').write_text(text)
+  run, text = _with_config_field(tmp, base, 'newer', 'optimizer', 'momentum_schedule', 'cosine')
   code, _, err = cli('main', *TINY, f'--workdir={run}', '--config.num_epochs=3')
   code2, _, err2 = cli('evaluate', f'--workdir={run}')
   t.add(fault, '`main --config.num_epochs=3` (resume), then `evaluate`', code, shown(err) + shown(err2),
@@ -320,11 +326,7 @@ def case_config_of_another_network(t, tmp, base):
   fault = '`evaluate` after config.json was given a layer more'
   if not t.wants(fault):
     return
-  run = tmp / 'edited_config'
-  shutil.copytree(base, run)
-  record = json.loads((run / 'config.json').read_text())
-  record['model']['energy_feature_hidden'] = [16, 16]
-  (run / 'config.json').write_text(json.dumps(record))
+  run, _ = _with_config_field(tmp, base, 'edited_config', 'model', 'energy_feature_hidden', [16, 16])
   code, _, err = cli('evaluate', f'--workdir={run}')
   t.add(fault, '`evaluate`', code, shown(err), one_error(code, err) and 'do not fit the model built' in err and
         'unreadable' not in err and not (run / 'corrupt').exists(),
