@@ -132,6 +132,13 @@ AS_RUN[('bibtex', 'spen-h400')] = {**AS_RUN[('bibtex', 'spen')], 'optimizer.lear
 # with 10; energy weights 0.1 and 1 (against 0.3): 45.49, 45.55
 AS_RUN[('bibtex', 'seal-dynamic nce-h400')] = {**AS_RUN[('bibtex', 'seal-dynamic nce')], 'seal.num_samples': 20}
 ROWS = {**SYSTEMS, **BASELINES}
+# python -m implicit_jax.tune: per method, the trials after the config itself, most promising first (so that a small
+# budget runs those). The grid of scripts/custom_defaults.py, until its table orders it.
+TUNE = {
+    'feedforward': [{'model.dropout': d, 'optimizer.learning_rate': lr}
+                    for d in (0.0, 0.2, 0.5) for lr in (1e-3, 3e-3)],
+    'implicit': [{'model.dropout': d} for d in (0.0, 0.2, 0.5)],
+}
 VARIANTS = {p: {'data.protocol': p} for p in PROTOCOLS if p != 'official'}
 
 

@@ -1,0 +1,131 @@
+"""python -m implicit_jax.tune: trials within a budget on the run's dev split, the choice, and resuming a tune that
+was killed (implicit_jax/tune.py)."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from implicit_jax import tune as tune_lib
+from implicit_jax.engine import config as config_lib, train
+from implicit_jax.experiments import mlc
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = str(ROOT / 'tests' / 'fixtures' / 'mlc' / 'scaled.arff')
+
+
+def _config(**overrides):
+  config = config_lib.from_file(ROOT / 'configs' / 'custom.py')
+  config.update_from_flattened_dict({'data.train_file': FIXTURE, 'method': 'feedforward', 'num_epochs': 3,
+                                     'log_every': 1000, **overrides})
+  return config
+
+
+TWO_TRIALS = [{'model.dropout': 0.0}, {'optimizer.learning_rate': 3e-3}]
+
+
+@pytest.fixture
+def two_trials(monkeypatch):
+  """The tuner's grid cut to two trials beside the config, so that a test trains a handful of small runs."""
+  monkeypatch.setitem(mlc.TUNE, 'feedforward', TWO_TRIALS)
+
+
+class Calls:
+  """Counts train_and_evaluate's calls; raises KeyboardInterrupt (a kill) instead of the call numbered ``stop``."""
+
+  def __init__(self, stop=None):
+    self.count, self.stop, self.real = 0, stop, train.train_and_evaluate
+
+  def __call__(self, config, workdir):
+    self.count += 1
+    if self.count == self.stop:
+      raise KeyboardInterrupt
+    return self.real(config, workdir)
+
+
+@pytest.fixture(scope='module')
+def straight(tmp_path_factory):
+  """A tune of two trials run through, its training calls counted (shared: the tests below read it)."""
+  workdir = tmp_path_factory.mktemp('straight')
+  calls = Calls()
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setitem(mlc.TUNE, 'feedforward', TWO_TRIALS)
+    patch.setattr(train, 'train_and_evaluate', calls)
+    plan = tune_lib.tune(_config(), str(workdir), budget_minutes=30)
+  return plan, workdir, calls.count
+
+
+def test_a_tune_runs_its_trials_writes_the_table_and_keeps_the_best_on_dev(straight):
+  plan, workdir, calls = straight
+  assert calls == 2 + 3  # the probe's two runs, then the config and its two trials
+  assert [n for n, _ in plan['trials']] == ['default', 'dropout0', 'learning_rate0.003']
+  results = plan['results']
+  assert set(results) == {'default', 'dropout0', 'learning_rate0.003'}
+  best = max(r['dev_f1'] for r in results.values())
+  assert results[plan['chosen']]['dev_f1'] == best >= results['default']['dev_f1']
+  # the chosen trial's run, whole, where evaluate and predict read it
+  chosen = json.loads((workdir / 'chosen' / 'metrics.json').read_text())
+  assert chosen['dev_f1'] == results[plan['chosen']]['dev_f1']
+  table = (workdir / 'trials.md').read_text()
+  assert table.count('\n| ') == 1 + 3 and f'| {plan["chosen"]} (chosen) |' in table
+  recorded = json.loads((workdir / 'tune.json').read_text())
+  assert recorded['chosen'] == plan['chosen'] and recorded['elapsed_seconds'] > 0
+
+
+def test_a_tune_killed_between_trials_resumes_without_repeating_work(tmp_path, two_trials, monkeypatch, straight):
+  straight = straight[0]
+  # killed as the second trial starts (calls: probe, probe, default, then the kill)
+  monkeypatch.setattr(train, 'train_and_evaluate', Calls(stop=4))
+  with pytest.raises(KeyboardInterrupt):
+    tune_lib.tune(_config(), str(tmp_path / 'killed'), budget_minutes=30)
+  assert list(json.loads((tmp_path / 'killed' / 'tune.json').read_text())['results']) == ['default']
+  calls = Calls()
+  monkeypatch.setattr(train, 'train_and_evaluate', calls)
+  resumed = tune_lib.tune(_config(), str(tmp_path / 'killed'), budget_minutes=30)
+  assert calls.count == 2  # no probe, no finished trial again: the two trials left
+  for name, result in straight['results'].items():
+    for key in ('best_epoch', 'dev_f1', 'dev_f1_tuned', 'test_f1'):
+      assert resumed['results'][name][key] == result[key], (name, key)
+  assert resumed['chosen'] == straight['chosen']
+
+
+def test_the_budget_decides_how_many_trials_run_and_one_that_fits_none_is_refused(tmp_path, two_trials,
+                                                                                   monkeypatch):
+  # a probe that says a trial takes 100 s here and took 10 s, and trials that do take 100 s on the tuner's clock:
+  # 4 minutes hold the probe and two trials
+  monkeypatch.setattr(tune_lib, '_probe', lambda config, workdir: {
+      'one_epoch_seconds': 40.0, 'two_epoch_seconds': 70.0, 'probe_seconds': 10.0, 'trial_seconds': 100.0})
+  clock = {'now': 0.0}
+  monkeypatch.setattr(tune_lib.time, 'perf_counter', lambda: clock['now'])
+  real = train.train_and_evaluate
+
+  def trial(config, workdir):
+    clock['now'] += 100.0
+    return real(config, workdir)
+  monkeypatch.setattr(train, 'train_and_evaluate', trial)
+  plan = tune_lib.tune(_config(), str(tmp_path / 'four'), budget_minutes=4)
+  assert list(plan['results']) == ['default', 'dropout0']
+  assert plan['elapsed_seconds'] == 210.0
+  assert plan['skipped']['learning_rate0.003'].startswith('budget (3.5 min used')
+  assert 'not run: budget' in (tmp_path / 'four' / 'trials.md').read_text()
+  # the same tune given more time runs the trial the budget left out
+  plan = tune_lib.tune(_config(), str(tmp_path / 'four'), budget_minutes=6)
+  assert list(plan['results']) == ['default', 'dropout0', 'learning_rate0.003'] and not plan['skipped']
+  with pytest.raises(ValueError, match=r'--budget_minutes=1: one trial takes about 1.7 min here .* give at least 2'):
+    tune_lib.tune(_config(), str(tmp_path / 'one'), budget_minutes=1)
+
+
+def test_a_tune_refuses_another_config_in_its_workdir_a_foreign_folder_and_a_task_it_cannot_tune(tmp_path, two_trials,
+                                                                                                straight):
+  with pytest.raises(ValueError, match=r"holds a tune of another config \(method, "):
+    tune_lib.tune(_config(method='implicit'), str(straight[1]), budget_minutes=30)
+  (tmp_path / 'mine').mkdir()
+  (tmp_path / 'mine' / 'notes.txt').write_text('mine')
+  with pytest.raises(ValueError, match=r'holds files a tune did not write \(notes.txt\); nothing was changed'):
+    tune_lib.tune(_config(), str(tmp_path / 'mine'), budget_minutes=30)
+  assert os.listdir(tmp_path / 'mine') == ['notes.txt']
+  tagging = config_lib.from_file(ROOT / 'configs' / 'tiny_tagging.py')
+  with pytest.raises(ValueError, match=r"config.task='tagging'.*the tuner knows the settings of multi-label runs"):
+    tune_lib.tune(tagging, str(tmp_path / 'tagging'), budget_minutes=30)
+  assert not (tmp_path / 'tagging').exists()
