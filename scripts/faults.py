@@ -440,7 +440,7 @@ def case_processes_other_data(t, tmp, base):
                                               np.concatenate([x, y], axis=1), relation='rows -C -3'))
     x[5, 2] = 1 - x[5, 2]
   _disagree(t, tmp, fault, 'the same command in two folders whose `rows.arff` differ in one value', ((), ()),
-            'data train.x (process 0: ', f'--config={ROOT}/configs/bibtex.py', '--config.data.name=custom',
+            'data train.x (process 0: ', f'--config={ROOT}/configs/custom.py',
             '--config.data.train_file=rows.arff', '--config.data.protocol=resplit', '--config.method=feedforward',
             '--config.batch_size=12', '--config.eval_batch_size=12', cwds=hosts)
 
@@ -741,7 +741,7 @@ def main():
     data.write_text('@relation r -C -3\n' + ''.join(f'@attribute {n} {{0,1}}\n' for n in cols) + '@data\n' +
                     '\n'.join(','.join(map(str, r)) for r in np.concatenate([x, y], axis=1)) + '\n')
 
-  custom = ['--config=configs/bibtex.py', '--config.data.name=custom', f'--config.data.train_file={data}',
+  custom = ['--config=configs/custom.py', f'--config.data.train_file={data}',
             '--config.data.protocol=resplit', '--config.batch_size=12', '--config.eval_batch_size=12',
             f'--workdir={tmp / "custom_run"}']
   write_custom(x)
@@ -920,7 +920,7 @@ def main():
   holes = tmp / 'holes.arff'
   holes.write_text('@relation r -C -1\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n' +
                    ''.join(f'{i},{i % 3},{i % 2}\n' for i in range(30)) + '5,inf,1\n')
-  code, _, err = cli('main', '--config=configs/bibtex.py', '--config.data.name=custom',
+  code, _, err = cli('main', '--config=configs/custom.py',
                      f'--config.data.train_file={holes}', '--config.data.protocol=resplit',
                      f'--workdir={tmp / "holes_run"}')
   t.add('Inf in the features of a training file', '`main` on a custom dataset', code, shown(err),
@@ -928,7 +928,7 @@ def main():
   holes.write_text(holes.read_text().replace('5,inf,1', '5,?,1'))
   # data.standardise='auto' imputes a missing value (mean of the train split) since it exists: 'never' is the
   # dataset that does not impute, and the batch fits the file's 19 training rows so that reading is what fails
-  code, _, err = cli('main', '--config=configs/bibtex.py', '--config.data.name=custom',
+  code, _, err = cli('main', '--config=configs/custom.py',
                      f'--config.data.train_file={holes}', '--config.data.protocol=resplit',
                      '--config.data.standardise=never', '--config.batch_size=8', f'--workdir={tmp / "holes_run"}')
   t.add('missing (?) feature in a dataset that does not impute', '`main` on a custom dataset', code, shown(err),

@@ -188,6 +188,18 @@ def test_custom_clus_is_imputed_and_standardised_with_train_statistics():
   np.testing.assert_allclose(x_train.mean(axis=0), 0, atol=1e-5)  # imputed entries sit at the train mean
 
 
+def test_a_shipped_datasets_config_on_a_file_of_ones_own_is_refused_naming_the_route():
+  # one route for a user's file: a dataset's config carries the settings chosen on that dataset
+  config = config_lib.from_file(FIXTURES.parents[2] / 'configs' / 'bibtex.py')
+  config.update_from_flattened_dict({'data.name': 'custom', 'data.data_dir': str(FIXTURES),
+                                     'data.train_file': 'scaled.arff', 'config_file': 'configs/bibtex.py'})
+  with pytest.raises(ValueError, match=r'config.data.name=custom with --config=configs/bibtex.py: that file holds '
+                                       r'the settings chosen on bibtex; .* --config=configs/custom.py'):
+    tasks.get_task(config)
+  config.config_file = 'configs/custom.py'
+  assert tasks.get_task(config).space.units == 3
+
+
 def test_mlc_task_from_config():
   config = config_lib.base_config(task='mlc')
   config.data.name = 'custom'

@@ -246,9 +246,9 @@ def test_processes_reading_different_data_stop_naming_the_split(tmp_path):
         '@relation r -C -3\n' + ''.join(f'@attribute {n} {{0,1}}\n' for n in columns) + '@data\n' +
         '\n'.join(','.join(map(str, r)) for r in np.concatenate([x, y], axis=1)) + '\n')
     x[5, 2] = 1 - x[5, 2]
-  results = run_two(tmp_path, ((), ()), '--config.data.name=custom', '--config.data.train_file=rows.arff',
+  results = run_two(tmp_path, ((), ()), '--config.data.train_file=rows.arff',
                     '--config.data.protocol=resplit', '--config.method=feedforward', '--config.batch_size=12',
-                    '--config.eval_batch_size=12', config='configs/bibtex.py', cwds=hosts)
+                    '--config.eval_batch_size=12', config='configs/custom.py', cwds=hosts)
   assert_refused(results, tmp_path, 'data train.x (process 0: ')
   assert all('every host must read the same data (rows.arff)' in err[0] for _, err, _ in results), results
 

@@ -214,8 +214,8 @@ def test_main_malformed_data_file_names_file_and_line(tmp_path):
   bad = tmp_path / 'bad.arff'
   bad.write_text('@relation r\n@attribute a numeric\n@attribute l1 {0,1}\n@attribute l2 {0,1}\n@data\n'
                  '1.0,0,1\n2.0,1\n')
-  cmd = [sys.executable, '-m', 'implicit_jax.main', '--config=configs/bibtex.py', f'--workdir={tmp_path / "w"}',
-         '--config.data.name=custom', f'--config.data.train_file={bad}', '--config.data.num_labels=2']
+  cmd = [sys.executable, '-m', 'implicit_jax.main', '--config=configs/custom.py', f'--workdir={tmp_path / "w"}',
+         f'--config.data.train_file={bad}', '--config.data.num_labels=2']
   proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
                         env=dict(os.environ, JAX_PLATFORMS='cpu'))
   assert proc.returncode == 1
