@@ -136,15 +136,9 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
 
 def update_readme(claims: list[str]) -> None:
   """Copies the paired differences into docs/results.md's results:ablation block."""
-  results = ROOT / 'docs' / 'results.md'
-  text = results.read_text()
-  start, end = '<!-- results:ablation -->', '<!-- /results:ablation -->'
-  if start not in text:
-    return
-  block = '\n'.join([start, '', 'Paired test F1 differences x 100 (same seeds and splits; written by '
-                     '`scripts/ablation_mlc.py`, table in [mlc_ablation.md](mlc_ablation.md)):', '',
-                     *claims, end])
-  results.write_text(text[:text.index(start)] + block + text[text.index(end) + len(end):])
+  records.write_block(ROOT / 'docs' / 'results.md', 'ablation', '\n'.join([
+      '', 'Paired test F1 differences x 100 (same seeds and splits; written by `scripts/ablation_mlc.py`, table in '
+      '[mlc_ablation.md](mlc_ablation.md)):', '', *claims]), required=False)
 
 
 def main():

@@ -48,7 +48,6 @@ from implicit_jax.experiments import records  # pylint: disable=wrong-import-pos
 
 REPLICATES = 2000
 LEVEL = 0.95
-START, END = '<!-- results:claims -->', '<!-- /results:claims -->'
 RESULTS, README = ROOT / 'docs' / 'results.md', ROOT / 'README.md'
 
 
@@ -248,16 +247,6 @@ def counts(items: list[Claim]) -> str:
   return ', '.join(f'{got.count(v)} {v}' for v in order)
 
 
-def replace_block(path: Path, body: str) -> None:
-  """Writes ``body`` between the claims markers of ``path``."""
-  text = path.read_text(encoding='utf-8')
-  if START not in text or END not in text:
-    raise ValueError(f'{path.name}: no {START} ... {END} block to write the claims into')
-  head, rest = text.split(START, 1)
-  _, tail = rest.split(END, 1)
-  path.write_text(f'{head}{START}\n{body}\n{END}{tail}', encoding='utf-8')
-
-
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'),
@@ -292,11 +281,11 @@ def main(argv=None) -> int:
              'method: '
              '`scripts/claims.py`\'s docstring.')
   body = '\n'.join([caption, '', *table(items)])
-  replace_block(RESULTS, body)
+  records.write_block(RESULTS, 'claims', body)
   summary = (f'**The papers\' claims, tested** ([docs/results.md](docs/results.md#the-papers-claims-scriptsclaimspy)'
              f'): of {len(items)} comparative claims of the three papers on the tasks run here, {counts(items)}, '
              'each with a paired bootstrap interval over test examples and seeds (`python scripts/claims.py`).')
-  replace_block(README, summary)
+  records.write_block(README, 'claims', summary)
   print(f'{len(items)} claims: {counts(items)}')
   return 0
 

@@ -252,18 +252,11 @@ def update_readme(table: str) -> None:
   """Copies the table and the paired differences into docs/results.md's results:cora block, and the rows of each
   labeled-set size into README.md's summary table."""
   summary.update(ROOT / 'README.md', 'cora', summary_rows(load_runs()))
-  readme = ROOT / 'docs' / 'results.md'
-  text = readme.read_text(encoding='utf-8')
-  start, end = '<!-- results:cora -->', '<!-- /results:cora -->'
-  if start not in text:
-    return
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ')) and not line.startswith('- `')]
-  block = (f'{start}\n\nTest token accuracy x 100, {records.spread("labeled draws")}, from the committed runs '
-           '([cora.md](cora.md): split, rules, the 500-against-1000 data difference).\n\n'
-           + '\n'.join(kept).replace('\n| published', '\n\n| published', 1).replace('\n- ', '\n\n- ', 1)
-           + f'\n{end}')
-  head, rest = text.split(start, 1)
-  readme.write_text(head + block + rest.split(end, 1)[1], encoding='utf-8')
+  records.write_block(ROOT / 'docs' / 'results.md', 'cora', (
+      f'\nTest token accuracy x 100, {records.spread("labeled draws")}, from the committed runs '
+      '([cora.md](cora.md): split, rules, the 500-against-1000 data difference).\n\n'
+      + '\n'.join(kept).replace('\n| published', '\n\n| published', 1).replace('\n- ', '\n\n- ', 1)), required=False)
 
 
 def summary_rows(runs) -> list[str]:

@@ -345,11 +345,6 @@ def update_readme(table: str, full_table: str = '', seal_table: str = '') -> Non
   """Copies the tables and the paired differences into docs/results.md's results:horses block (the half-width
   section, then the ``--scale=full`` one where it has records), and the horses row into README.md's summary table."""
   summary.update(ROOT / 'README.md', 'horses', summary_rows(load_runs('seal')))
-  readme = ROOT / 'docs' / 'results.md'
-  text = readme.read_text(encoding='utf-8')
-  start, end = '<!-- results:horses -->', '<!-- /results:horses -->'
-  if start not in text:
-    return
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '**CPU'))]
   if seal_table:
     kept += ['', "**At SEAL's protocol (`--scale=seal`)**: 24x24 crops, 36-crop test, SEAL's split sizes and its "
@@ -361,11 +356,10 @@ def update_readme(table: str, full_table: str = '', seal_table: str = '') -> Non
              + next(line for line in full_table.splitlines() if line.startswith('**Published')).replace('**', ''),
              '']
     kept += [line for line in full_table.splitlines() if line.startswith(('|', '- '))]
-  block = (f'{start}\n\nTest mean IoU x 100 at threshold 0.5, {records.spread()}, from the committed runs '
-           '([horses.md](horses.md): commands, split, protocol differences, flags).\n\n'
-           + '\n'.join(kept) + f'\n{end}')
-  head, rest = text.split(start, 1)
-  readme.write_text(head + block + rest.split(end, 1)[1], encoding='utf-8')
+  records.write_block(ROOT / 'docs' / 'results.md', 'horses', (
+      f'\nTest mean IoU x 100 at threshold 0.5, {records.spread()}, from the committed runs '
+      '([horses.md](horses.md): commands, split, protocol differences, flags).\n\n' + '\n'.join(kept)),
+      required=False)
 
 
 if __name__ == '__main__':

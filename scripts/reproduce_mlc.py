@@ -166,27 +166,22 @@ def build_table():
 def update_readme(lines, groups):
   """Copies the main table into docs/results.md between its results markers, and writes README.md's main-job line
   and the multi-label rows of its summary table."""
-  results = ROOT / 'docs' / 'results.md'
-  text = results.read_text()
-  start, end = '<!-- results:mlc -->', '<!-- /results:mlc -->'
   table = [line for line in lines if line.startswith('|')]
   notes = [line for line in lines if line.startswith('- `')]
   header = lines[2][:lines[2].index(' from the runs')] + '; the commands that made the runs, the protocols and ' \
       'the implicit-vs-MBCE paired differences are in [mlc_results.md](mlc_results.md).'
   paired = lines[lines.index('## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)') + 2:]
-  block = '\n'.join([start, '', header, '', lines[4], '', *table, '', *notes, '',
-                     'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', *paired, end])
-  results.write_text(text[:text.index(start)] + block + text[text.index(end) + len(end):])
+  records.write_block(ROOT / 'docs' / 'results.md', 'mlc', '\n'.join([
+      '', header, '', lines[4], '', *table, '', *notes, '',
+      'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', *paired]))
   readme = ROOT / 'README.md'
   main_job = groups.get(('bibtex', 'official', 'implicit-cd-gcr'), [])
-  if main_job and '<!-- results:main -->' in readme.read_text():
-    text = readme.read_text()
-    start, end = '<!-- results:main -->', '<!-- /results:main -->'
+  if main_job:
     line = (f'Its committed runs ({len(main_job)} seeds; `configs/bibtex.py` is the row '
             f'`{mlc.config_name("bibtex", "implicit-cd-gcr")}`): test example F1 '
             f'{fmt([r["test_f1"] for r in main_job])} at threshold 0.5, {fmt([r["test_f1_tuned"] for r in main_job])} '
             'at the dev-tuned one ([docs/mlc_results.md](docs/mlc_results.md)).')
-    readme.write_text(text[:text.index(start)] + f'{start}\n{line}\n{end}' + text[text.index(end) + len(end):])
+    records.write_block(readme, 'main', line, required=False)
   summary.update(readme, 'mlc', summary_rows(groups))
 
 

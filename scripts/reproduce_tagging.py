@@ -553,11 +553,6 @@ def update_readme(table: str) -> None:
   """Copies the tables into docs/results.md's results:tagging block, and the sequence-labeling rows into README.md's
   summary table."""
   summary.update(ROOT / 'README.md', 'tagging', summary_rows(load_runs(RUNS)))
-  readme = ROOT / 'docs' / 'results.md'
-  text = readme.read_text(encoding='utf-8')
-  start, end = '<!-- results:tagging -->', '<!-- /results:tagging -->'
-  if start not in text:
-    return
   def spaced(line):  # markdown: headings, paragraphs and tables need blank lines between them
     if line.startswith('## '):
       return f'\n**{line[3:]}**\n'
@@ -569,16 +564,11 @@ def update_readme(table: str) -> None:
 
   kept = [line for line in table.splitlines()
           if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run', 'Paired', 'Earlier'))]
-  block = (f'{start}\n\nTest scores x 100, {records.spread()}, from the committed runs '
-           '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
-           + '\n'.join(spaced(line) for line in kept) + f'\n{end}')
-  head, rest = text.split(start, 1)
-  text = head + block + rest.split(end, 1)[1]
-  start, end = '<!-- results:margins -->', '<!-- /results:margins -->'
-  if start in text:
-    head, rest = text.split(start, 1)
-    text = head + start + '\n\n' + '\n'.join(margins_lines(load_runs(RUNS))) + '\n\n' + end + rest.split(end, 1)[1]
-  readme.write_text(text, encoding='utf-8')
+  results = ROOT / 'docs' / 'results.md'
+  if records.write_block(results, 'tagging', f'\nTest scores x 100, {records.spread()}, from the committed runs '
+                         '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
+                         + '\n'.join(spaced(line) for line in kept), required=False):
+    records.write_block(results, 'margins', '\n' + '\n'.join(margins_lines(load_runs(RUNS))) + '\n', required=False)
 
 
 def margins_lines(runs) -> list[str]:

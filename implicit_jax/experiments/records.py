@@ -136,6 +136,22 @@ def compact(result: dict) -> dict:
   return record
 
 
+def write_block(path: Path, name: str, body: str, required: bool = True) -> bool:
+  """Writes ``body`` between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in ``path`` (a doc the
+  scripts keep tables in), leaving the rest of the file as it is. A file without the markers: ValueError naming
+  it when ``required``, else unchanged. Returns whether it wrote."""
+  start, end = f'<!-- results:{name} -->', f'<!-- /results:{name} -->'
+  text = Path(path).read_text(encoding='utf-8')
+  if start not in text or end not in text:
+    if required:
+      raise ValueError(f'{Path(path).name}: no {start} ... {end} block to write into')
+    return False
+  head, rest = text.split(start, 1)
+  tail = rest.split(end, 1)[1]
+  Path(path).write_text(f'{head}{start}\n{body}\n{end}{tail}', encoding='utf-8')
+  return True
+
+
 def history(record: dict) -> list[dict]:
   """The per-epoch history as a list of dicts, from either form."""
   h = record.get('history') or []

@@ -71,8 +71,7 @@ def update(readme: Path, family: str, rows: list[str]) -> None:
   text = readme.read_text(encoding='utf-8')
   if START not in text:
     return
-  head, rest = text.split(START, 1)
-  block, tail = rest.split(END, 1)
+  block = text.split(START, 1)[1].split(END, 1)[0]
   kept = {f: [] for f in FAMILIES}
   for line in block.splitlines():
     cells = [c.strip() for c in line.strip().strip('|').split('|')] if line.startswith('| ') else []
@@ -81,4 +80,4 @@ def update(readme: Path, family: str, rows: list[str]) -> None:
       kept[name].append(line)
   kept[family] = list(rows)
   body = [CAPTION, '', *HEADER, *[line for f in FAMILIES for line in kept[f]]]
-  readme.write_text(head + START + '\n' + '\n'.join(body) + '\n' + END + tail, encoding='utf-8')
+  records.write_block(readme, 'summary', '\n'.join(body))
