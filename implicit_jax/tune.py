@@ -90,7 +90,9 @@ def _table(plan, chosen) -> str:
     shown = ', '.join(f'{k}={v}' for k, v in overrides.items()) or '(the config as given)'
     r = plan['results'].get(name)
     mark = ' (chosen)' if name == chosen else ''
-    if r is None:
+    if name in plan['failed']:
+      lines.append(f'| {name} | {shown} | diverged: {plan["failed"][name][:200]} | | | | | |')
+    elif r is None:
       lines.append(f'| {name} | {shown} | not run: {plan["skipped"].get(name, "not reached")} | | | | | |')
     else:
       lines.append(f'| {name}{mark} | {shown} | {r["best_epoch"]} | {100 * r["dev_f1"]:.2f} | '
@@ -146,7 +148,7 @@ def _open_plan(config, trials, workdir, budget_minutes, argv) -> dict:
                      f'{math.ceil((estimate["probe_seconds"] + estimate["trial_seconds"]) / 60)}')
   plan = {'config': recorded, 'config_file': config.config_file, 'method': config.method, 'argv': argv,
           'budget_minutes': budget_minutes, 'started': datetime.datetime.now().isoformat(timespec='seconds'),
-          'estimate': estimate, 'trials': trials, 'results': {}, 'skipped': {},
+          'estimate': estimate, 'trials': trials, 'results': {}, 'skipped': {}, 'failed': {},
           'elapsed_seconds': estimate['probe_seconds']}
   checkpoints.write_json(path, plan)
   run = min(fit, len(trials))
@@ -156,65 +158,77 @@ def _open_plan(config, trials, workdir, budget_minutes, argv) -> dict:
   return plan
 
 
+def _run_trial(plan, i, config, workdir) -> None:
+  """Trains trial ``i`` (resuming its folder) and records its result, or its divergence, in ``plan``."""
+  name, overrides = plan['trials'][i]
+  folder = os.path.join(workdir, 'trials', f'{i:02d}-{name}')
+  trial = config.copy_and_resolve_references()
+  trial.update_from_flattened_dict(overrides)
+  print(f'tune: trial {i + 1}/{len(plan["trials"])} {name} ({_minutes(plan["elapsed_seconds"])} of '
+        f'{plan["budget_minutes"]:g} used; its log: {folder}.log)', flush=True)
+  os.makedirs(os.path.dirname(folder), exist_ok=True)
+  start = time.perf_counter()
+  try:
+    result = _quietly(trial, folder, f'{folder}.log')
+  except FloatingPointError as e:  # this trial's settings diverged (a NaN, a loss past config.divergence): the next
+    plan['failed'][name] = cli.one_line(e)  # may not, and the same settings would diverge again on a resume
+    print(f'tune: trial {name} diverged: {plan["failed"][name][:300]}', flush=True)
+    return
+  finally:  # the time of a trial cut short counts too
+    plan['elapsed_seconds'] += time.perf_counter() - start
+    checkpoints.write_json(os.path.join(workdir, PLAN), plan)
+  plan['results'][name] = {k: result[k] for k in ('best_epoch', 'dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned')}
+  plan['results'][name]['seconds'] = time.perf_counter() - start  # wall: data, compile, evaluation, as budgeted
+  best = max(plan['results'].values(), key=lambda r: r['dev_f1'])
+  print(f'tune: trial {name}: dev F1 @0.5 {100 * result["dev_f1"]:.2f} (epoch {result["best_epoch"]}); best so far '
+        f'{100 * best["dev_f1"]:.2f}', flush=True)
+
+
+def _keep_chosen(plan, workdir) -> str:
+  """The trial of best dev F1 @0.5 (the first of equal scores: the config as given wins a tie), its run copied to
+  ``WORKDIR/chosen`` (atomically: a copy cut short is made again)."""
+  if not plan['results']:
+    raise FloatingPointError(f'every trial of the tune in {workdir} diverged ({len(plan["failed"])}; trials.md says '
+                             'how): lower config.optimizer.learning_rate and tune again in a new workdir')
+  chosen = max(plan['results'], key=lambda n: plan['results'][n]['dev_f1'])
+  index = [n for n, _ in plan['trials']].index(chosen)
+  target = os.path.join(workdir, 'chosen')
+  if plan.get('chosen') != chosen or not os.path.isdir(target):
+    tmp = f'{target}.tmp'
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(os.path.join(workdir, 'trials', f'{index:02d}-{chosen}'), tmp,
+                    ignore=shutil.ignore_patterns('lock'))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    plan['chosen'] = chosen
+    checkpoints.write_json(os.path.join(workdir, PLAN), plan)
+  return chosen
+
+
 def tune(config, workdir: str, budget_minutes: float, argv=()) -> dict:
   """Runs (or resumes) the tune in ``workdir``; returns its record (``tune.json``) with ``chosen`` set."""
   trials = trials_of(config)  # a config the tuner cannot tune is refused before the workdir is touched
   config_lib.check(config)
   _prepare(workdir)
-  path = os.path.join(workdir, PLAN)
-  budget = budget_minutes * 60
   with workdir_lib.Lock(workdir):
     plan = _open_plan(config, trials, workdir, budget_minutes, list(argv))
-    for i, (name, overrides) in enumerate(plan['trials']):
-      if name in plan['results'] or name in plan['skipped']:
+    for i, (name, _) in enumerate(plan['trials']):
+      if name in plan['results'] or name in plan['failed']:
         continue
-      done = [r['seconds'] for r in plan['results'].values()]
-      expected = max([plan['estimate']['trial_seconds'], *done])
-      folder = os.path.join(workdir, 'trials', f'{i:02d}-{name}')
-      if plan['elapsed_seconds'] + expected > budget:
+      expected = max([plan['estimate']['trial_seconds'], *(r['seconds'] for r in plan['results'].values())])
+      if plan['elapsed_seconds'] + expected > budget_minutes * 60:
         plan['skipped'][name] = f'budget ({_minutes(plan["elapsed_seconds"])} used, a trial about {_minutes(expected)})'
-        checkpoints.write_json(path, plan)
         continue
-      trial = config.copy_and_resolve_references()
-      trial.update_from_flattened_dict(overrides)
-      print(f'tune: trial {i + 1}/{len(plan["trials"])} {name} ({_minutes(plan["elapsed_seconds"])} of '
-            f'{budget_minutes:g} used; its log: {folder}.log)', flush=True)
-      os.makedirs(os.path.dirname(folder), exist_ok=True)
-      start = time.perf_counter()
-      try:
-        result = _quietly(trial, folder, f'{folder}.log')
-      finally:  # the time of a trial cut short counts too
-        seconds = time.perf_counter() - start
-        plan['elapsed_seconds'] += seconds
-        checkpoints.write_json(path, plan)
-      plan['results'][name] = {k: result[k] for k in ('best_epoch', 'dev_f1', 'dev_f1_tuned', 'test_f1',
-                                                      'test_f1_tuned')}
-      plan['results'][name]['seconds'] = seconds  # wall: data, compile and evaluation, as the budget counts
-      best = max(plan['results'].values(), key=lambda r: r['dev_f1'])
-      print(f'tune: trial {name}: dev F1 @0.5 {100 * result["dev_f1"]:.2f} (epoch {result["best_epoch"]}); best so '
-            f'far {100 * best["dev_f1"]:.2f}', flush=True)
-      checkpoints.write_json(path, plan)
-    # the first of equal dev scores: the config as given wins a tie
-    chosen = max(plan['results'], key=lambda n: plan['results'][n]['dev_f1'])
-    index = [n for n, _ in plan['trials']].index(chosen)
-    target = os.path.join(workdir, 'chosen')
-    if plan.get('chosen') != chosen or not os.path.isdir(target):
-      tmp = f'{target}.tmp'
-      shutil.rmtree(tmp, ignore_errors=True)
-      shutil.copytree(os.path.join(workdir, 'trials', f'{index:02d}-{chosen}'), tmp,
-                      ignore=shutil.ignore_patterns('lock'))
-      shutil.rmtree(target, ignore_errors=True)
-      os.replace(tmp, target)
-      plan['chosen'] = chosen
-      checkpoints.write_json(path, plan)
+      _run_trial(plan, i, config, workdir)
+    checkpoints.write_json(os.path.join(workdir, PLAN), plan)
+    chosen = _keep_chosen(plan, workdir)
   with open(os.path.join(workdir, 'trials.md'), 'w') as f:
     f.write(_table(plan, chosen))
-  r = plan['results'][chosen]
-  default = plan['results'].get('default')
+  r, default, target = plan['results'][chosen], plan['results'].get('default'), os.path.join(workdir, 'chosen')
   print(f'tune: chosen {chosen}: dev F1 @0.5 {100 * r["dev_f1"]:.2f}'
         + (f' (the config as given: {100 * default["dev_f1"]:.2f})' if default else '')
-        + f'; {len(plan["results"])} trials in {_minutes(plan["elapsed_seconds"])}; the run: '
-        f'{target} (python -m implicit_jax.evaluate --workdir={target}); table: {os.path.join(workdir, "trials.md")}',
+        + f'; {len(plan["results"])} trials in {_minutes(plan["elapsed_seconds"])}; the run: {target} '
+        f'(python -m implicit_jax.evaluate --workdir={target}); table: {os.path.join(workdir, "trials.md")}',
         flush=True)
   return plan
 

@@ -116,6 +116,27 @@ def test_the_budget_decides_how_many_trials_run_and_one_that_fits_none_is_refuse
     tune_lib.tune(_config(), str(tmp_path / 'one'), budget_minutes=1)
 
 
+def test_a_trial_that_diverges_is_recorded_and_the_tune_goes_on(tmp_path, two_trials, monkeypatch):
+  monkeypatch.setattr(tune_lib, '_probe', lambda config, workdir: {
+      'one_epoch_seconds': 1.0, 'two_epoch_seconds': 2.0, 'probe_seconds': 3.0, 'trial_seconds': 3.0})
+  real = train.train_and_evaluate
+
+  def trial(config, workdir):
+    if config.model.dropout == 0.0:
+      raise FloatingPointError('step 12: loss is nan')
+    return real(config, workdir)
+  monkeypatch.setattr(train, 'train_and_evaluate', trial)
+  plan = tune_lib.tune(_config(), str(tmp_path / 'tune'), budget_minutes=30)
+  assert plan['failed'] == {'dropout0': 'step 12: loss is nan'}
+  assert set(plan['results']) == {'default', 'learning_rate0.003'}
+  table = (tmp_path / 'tune' / 'trials.md').read_text()
+  assert '| dropout0 | model.dropout=0.0 | diverged: step 12: loss is nan |' in table
+  monkeypatch.setattr(train, 'train_and_evaluate', lambda config, workdir: (_ for _ in ()).throw(
+      FloatingPointError('step 3: loss is nan')))
+  with pytest.raises(FloatingPointError, match=r'every trial of the tune in .* diverged \(3; trials.md says how\)'):
+    tune_lib.tune(_config(), str(tmp_path / 'all'), budget_minutes=30)
+
+
 def test_a_tune_refuses_another_config_in_its_workdir_a_foreign_folder_and_a_task_it_cannot_tune(tmp_path, two_trials,
                                                                                                 straight):
   with pytest.raises(ValueError, match=r"holds a tune of another config \(method, "):
