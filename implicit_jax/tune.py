@@ -79,9 +79,16 @@ def _minutes(seconds: float) -> str:
   return f'{seconds / 60:.1f} min'
 
 
+def _shown(arg: str) -> str:
+  """A command-line word as the table shows it: the workdir as WORKDIR (the table lives in it, and a copy of the
+  table names no folder of the machine that made it)."""
+  return '--workdir=WORKDIR' if arg.startswith('--workdir=') else arg
+
+
 def _table(plan, chosen) -> str:
   lines = [f'# Tune of {plan["config_file"] or "a config"} ({plan["method"]})', '',
-           f'Made by `python -m implicit_jax.tune {" ".join(plan["argv"])}` (started {plan["started"]}; budget '
+           f'Made by `python -m implicit_jax.tune {" ".join(_shown(a) for a in plan["argv"])}` (started '
+           f'{plan["started"]}; budget '
            f'{plan["budget_minutes"]:g} min, probe estimate {_minutes(plan["estimate"]["trial_seconds"])} a '
            'trial). Dev F1 @0.5 selects the epoch and the trial; the test figures are listed, never used.', '',
            '| trial | overrides | best epoch | dev @0.5 | dev tuned | test @0.5 | test tuned | seconds |',
@@ -98,6 +105,9 @@ def _table(plan, chosen) -> str:
       lines.append(f'| {name}{mark} | {shown} | {r["best_epoch"]} | {100 * r["dev_f1"]:.2f} | '
                    f'{100 * r["dev_f1_tuned"]:.2f} | {100 * r["test_f1"]:.2f} | {100 * r["test_f1_tuned"]:.2f} | '
                    f'{r["seconds"]:.0f} |')
+  lines += ['', f'{len(plan["results"])} trials run, {len(plan["failed"])} diverged, {len(plan["skipped"])} left out '
+            f'by the budget; {_minutes(plan["elapsed_seconds"])} in all, the probe included, of the '
+            f'{plan["budget_minutes"]:g} min budget.']
   return '\n'.join(lines) + '\n'
 
 
