@@ -8,7 +8,8 @@ Usage:
 Loads the run's best-on-dev parameters (``checkpoints.load_trained``) and averages, over the split's examples, the
 Hessian of the energy wrt y taken at each example's gold labels and at its relaxed predictions A_theta(x). It
 compares the *score* Hessian -d^2E/dy^2 (lower energy = better, so co-occurring labels should show positive score
-interactions; see ``implicit_jax/analysis.py``) with the labels' phi-coefficient co-occurrence, diagonals removed.
+interactions; see ``implicit_jax/tasks/mlc/analysis.py``) with the labels' phi-coefficient co-occurrence, diagonals
+removed.
 
 Writes, next to --out (the figure, for the Hessian at --at; default the task's name under docs/energy_analysis/):
 <stem>.json and <stem>.md with the correlations for both Hessians and three co-occurrence normalisations, the
