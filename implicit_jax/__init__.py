@@ -1,11 +1,14 @@
 """implicit_jax: implicit (IFT) training of energy models for structured prediction, in JAX/Flax.
 
 The tree is the architecture: ``bilevel`` (the paper's implicit gradient), ``losses`` (the energy losses),
-``inference`` (gradient-based inference), ``engine/`` (the training loop, data, configs, checkpoints),
-``spaces/`` (output spaces), ``tasks/`` (data, networks and evaluators of each problem) and ``methods/`` (the
-implicit method and its rivals); ``batch`` (what a training batch holds, and every random key of a run) and
-``plugins`` (a task, method or solver from outside the package, named by its import path). Training starts at
-``implicit_jax.engine.train.train_and_evaluate``.
+``inference`` (gradient-based inference), ``networks`` (the MLP and activations the tasks' networks share),
+``engine/`` (the training loop, data, configs, checkpoints, workdir guards), ``spaces/`` (output spaces),
+``tasks/`` (data, networks and evaluators of each problem), ``methods/`` (the implicit method and its rivals) and
+``experiments/`` (the published rows of the results tables, and the run records the scripts keep in docs/);
+``batch`` (what a training batch holds, and every random key of a run), ``plugins`` (a task, method or solver from
+outside the package, named by its import path) and ``testing`` (float64 reference problems the tests share). The
+command lines: ``main`` (train), ``evaluate`` and ``predict`` (a trained run), ``tune`` (a multi-label run tuned on
+its own dev split). Training starts at ``implicit_jax.engine.train.train_and_evaluate``.
 """
 
 __version__ = '0.1.0'

@@ -7,17 +7,19 @@ Shankar & Piratla, Eq. 2-4 and Algorithm 1::
 
     dL_prim/dphi = d_phi L_prim  -  [d_phi d_theta L_aux]^T  H^{-1}  d_theta L_prim,   H = d_theta d_theta L_aux
 
-H^{-1} is never formed. ``u = H^{-1} d_theta L_prim`` comes from an inverse-HVP solver (Neumann series, CG, a
-dense solve for small problems) built on Hessian-vector products, and ``[d_phi d_theta L_aux]^T u`` is one VJP.
+H^{-1} is never formed. ``u = H^{-1} d_theta L_prim`` comes from an inverse-HVP solver (Neumann series, CG,
+MINRES, a dense solve for small problems) built on Hessian-vector products, and ``[d_phi d_theta L_aux]^T u`` is
+one VJP.
 
 Every loss here has the signature ``f(theta, phi, batch) -> scalar``: ``theta`` (inner variable) and ``phi``
 (outer variable) are arbitrary pytrees (Flax parameter dicts), ``batch`` is data and is not differentiated.
 Passing the data as an argument, never through a closure, is what keeps ``jax.custom_vjp`` sound.
 
 Public pieces:
-  * ``Solver``: validated inverse-HVP solver settings (``neumann``, ``cg``, ``dense``, ``identity``, ``none``;
-    ``unrolled`` names the route that differentiates through the inner steps instead of solving; or the import
-    path of a solver outside the package, whose protocol ``implicit_jax/plugins.py`` defines).
+  * ``Solver``: validated inverse-HVP solver settings (``SOLVERS``: ``neumann``, ``cg``, ``normal_cg``,
+    ``minres``, ``dense``, ``identity``, ``none``; ``gcr``, whose fused pass ``implicit_gcr`` returns the implicit
+    term itself; ``unrolled`` names the route that differentiates through the inner steps instead of solving; or
+    the import path of a solver outside the package, whose protocol ``implicit_jax/plugins.py`` defines).
   * ``hvp``, ``fd_hvp``, ``mixed_vjp``: the second-order products.
   * ``solve_inverse_hvp``: ``u ~= (H + damping I)^{-1} v`` with diagnostics.
   * ``inner_loop``: T optimiser steps on L_aux inside ``lax.scan`` (plain autodiff: the unrolled reference).

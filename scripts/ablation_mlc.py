@@ -1,6 +1,6 @@
 r"""What the implicit term adds: implicit CD with every setting equal but the route of the outer gradient.
 
-Usage (the commands that made the runs are listed at the top of docs/mlc_ablation.md):
+Usage (the commands that made the runs are listed in docs/mlc_ablation.commands.txt):
   python scripts/ablation_mlc.py --data_dir=../shared/data --datasets=bibtex --widths=150 --seeds=0,1,2
   python scripts/ablation_mlc.py --table_only
 
@@ -169,12 +169,12 @@ def main():
             print(f'   {time.perf_counter() - t:.0f}s', flush=True)
   lines, claims = table(['bibtex', 'delicious'], [150, 400])
   all_runs = [r for d in ('bibtex', 'delicious') for w in (150, 400) for row in ROWS for r in runs_of(d, system(row, w))]
-  commands = '; '.join(f'`{c}`' for c in mlc.merged_commands(r['command'] for r in all_runs))
+  commands = records.write_commands(OUT, (r['command'] for r in all_runs))
   text = '\n'.join([
       '# Multi-label: what the implicit term adds (ablation)',
       '',
       f'Table rebuilt by `python scripts/ablation_mlc.py --table_only` on {datetime.date.today()} from the runs made '
-      f'by: {commands}.',
+      f'by {commands}.',
       '',
       'Implicit CD on the official split, every setting of `configs/<dataset>.py` equal except the route of the '
       'outer gradient (rows: see the script\'s docstring); "width" is the inference network\'s hidden units. '
@@ -198,7 +198,7 @@ def main():
       '',
       *claims,
       ''])
-  OUT.write_text(text)
+  records.write_page(OUT, text)
   update_readme(claims)
   print(text)
 

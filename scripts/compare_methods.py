@@ -180,14 +180,14 @@ def table_rows(groups, order, datasets):
 
 def build_table():
   groups = load_runs()
-  commands = sorted({r['command'] for rs in groups.values() for r in rs})
+  page = ROOT / 'docs' / 'baselines.md'
+  commands = records.write_commands(page, (r['command'] for rs in groups.values() for r in rs))
   lines = [
       '# Every method side by side: multi-label classification',
       '',
       f'Table rebuilt by `python scripts/compare_methods.py --table_only` on {datetime.date.today()} '
-      f'({platform.machine()} CPU, {os.cpu_count()} cores, JAX CPU backend) from the runs made by: '
-      + '; '.join(f'`{c}`' for c in commands) + '. One JSON per run (config, split record, per-epoch dev history, '
-      'final metrics, command, date) in '
+      f'({platform.machine()} CPU, {os.cpu_count()} cores, JAX CPU backend) from the runs made by {commands}. '
+      'One JSON per run (config, split record, per-epoch dev history, final metrics, command, date) in '
       '`docs/baselines/runs/` (MBCE and implicit rows: `docs/mlc/runs/`, made by `scripts/reproduce_mlc.py`, '
       'which this script calls with the same overrides).',
       '',
@@ -262,7 +262,7 @@ def build_table():
   missing = [(d, s) for d in ('bibtex', 'delicious') for s in ORDER if (d, s) not in groups]
   if missing:
     lines += ['', 'Not run yet: ' + ', '.join(f'{d} {s}' for d, s in missing) + '.']
-  (ROOT / 'docs' / 'baselines.md').write_text('\n'.join(lines) + '\n')
+  records.write_page(page, '\n'.join(lines) + '\n')
   print('\n'.join(lines))
 
 

@@ -166,18 +166,20 @@ def row(label: str, rs: list) -> str:
           f'{stat(cells["br_dev"])} |')
 
 
-def build_table(runs: dict) -> str:
+def build_table(runs: dict, page: Path = ROOT / 'docs' / 'sklearn_baseline.md', write: bool = True) -> str:
+  """The page's text; its command list goes beside ``page`` (not when ``write`` is False)."""
   every = [r for rs in runs.values() for r in rs]
   seeds = sorted({r['seed'] for r in every})
-  commands = '; '.join(f'`{c}`' for c in sorted({r['command'] for r in every}))
+  commands = records.write_commands(page, (r['command'] for r in every), write=write)
   dates = sorted(r['date'][:10] for r in every)
   devices = ', '.join(sorted({r['device'] for r in every}))
   return '\n'.join([
       '# MBCE (default settings) against scikit-learn binary-relevance logistic regression',
       '',
       f'Made by {commands} (runs dated {dates[0]} to {dates[-1]}; devices: {devices}); table rebuilt by '
-      f'`python scripts/compare_sklearn.py --table_only` from the records in docs/sklearn_baseline/runs. Seeds '
-      f'{seeds}: seed k sets the model seed and the split seed (datasets without an official split are split '
+      '`python scripts/compare_sklearn.py --table_only` from the records in docs/sklearn_baseline/runs.',
+      '',
+      f'Seeds {seeds}: seed k sets the model seed and the split seed (datasets without an official split are split '
       '60/20/20 by it), so both systems see '
       f'the same rows. Example F1 x 100 on test, {records.spread()}, empty gold and empty prediction scoring 1 '
       '(`data.empty_f1`). "MBCE": `configs/<dataset>.py` (custom files: `configs/custom.py`) with '
@@ -227,10 +229,11 @@ def main():
   runs = load_runs()
   if not runs:
     raise SystemExit(f'no records under {RUNS}: run the script without --table_only first')
-  text = build_table(runs)
+  out = None if args.out == '-' else Path(args.out)
+  text = build_table(runs, out or ROOT / 'docs' / 'sklearn_baseline.md', write=out is not None)
   print(text)
-  if args.out != '-':
-    Path(args.out).write_text(text)
+  if out:
+    records.write_page(out, text)
 
 
 if __name__ == '__main__':

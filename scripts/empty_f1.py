@@ -66,8 +66,8 @@ def main():
   text = '\n'.join([
       '# The empty-set F1 convention on delicious',
       '',
-      f'Made by `python {" ".join(sys.argv)}` on {datetime.date.today()} (CPU). delicious test: '
-      f'{gold_empty[0]} of {gold_empty[1]} rows have no gold label. "setting": `data.empty_f1` of the run (it '
+      f'Made by `{records.portable("python " + " ".join(sys.argv))}` on {datetime.date.today()} (CPU). delicious '
+      f'test: {gold_empty[0]} of {gold_empty[1]} rows have no gold label. "setting": `data.empty_f1` of the run (it '
       'decides epoch selection and the tuned threshold); "both empty": test rows where gold and the prediction at '
       '0.5 are both empty, which score 1 under the default convention (SPEN, InfNet) and 0 under scikit-learn\'s '
       '(DVN and SEAL code). Example F1 x 100 on test; the tuned columns rescore the same predictions at the '
@@ -79,7 +79,7 @@ def main():
       *rows, ''])
   print(text)
   if args.out != '-':
-    Path(args.out).write_text(text)
+    records.write_page(args.out, text)
 
 
 if __name__ == '__main__':

@@ -8,7 +8,8 @@ Usage:
 Loads the run's best-on-dev parameters (``checkpoints.load_trained``) and averages, over the split's examples, the
 Hessian of the energy wrt y taken at each example's gold labels and at its relaxed predictions A_theta(x). It
 compares the *score* Hessian -d^2E/dy^2 (lower energy = better, so co-occurring labels should show positive score
-interactions; see ``implicit_jax/analysis.py``) with the labels' phi-coefficient co-occurrence, diagonals removed.
+interactions; see ``implicit_jax/tasks/mlc/analysis.py``) with the labels' phi-coefficient co-occurrence, diagonals
+removed.
 
 Writes, next to --out (the figure, for the Hessian at --at; default the task's name under docs/energy_analysis/):
 <stem>.json and <stem>.md with the correlations for both Hessians and three co-occurrence normalisations, the
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib, plots  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.tasks.mlc import analysis  # pylint: disable=wrong-import-position
 
 COOCCURRENCE = ('correlation', 'npmi', 'frequency')   # the first is the figure's and the headline number's
@@ -111,7 +113,8 @@ def main():
   from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
   checkpoints.write_json(str(analysis_json), record)
   lines = [f'# Learned energy vs label co-occurrence: {run.task.name}, {system}', '',
-           f'Produced by `{command}` on {record["date"]} from `{record["workdir"]}` ({args.split} split, '
+           f'Produced by `{records.portable(command, workdir="WORKDIR")}` on {record["date"]} from the run in '
+           f'WORKDIR, a trained run\'s workdir ({args.split} split, '
            f'{x.shape[0]} examples, {y.shape[1]} labels). Off-diagonal correlation between the mean score Hessian '
            '-d^2E/dy_i dy_j (lower energy = better, so positive = the labels reinforce each other) and the label '
            'co-occurrence; diagonals removed, each label pair counted once.', '',
@@ -121,7 +124,7 @@ def main():
               '']),
            *correlations_table(results), '', f'Figure (Hessian at {args.at}, phi-coefficient co-occurrence, labels by '
            f'decreasing frequency): `{out.name}`.']
-  stem.with_suffix('.md').write_text('\n'.join(lines) + '\n')
+  records.write_page(stem.with_suffix('.md'), '\n'.join(lines) + '\n')
   if args.save_matrices:
     np.savez_compressed(stem.with_suffix('.npz'), **{f'score_hessian_{at}': s for at, s in scores.items()},
                         **{f'cooccurrence_{n}': c for n, c in coocs.items()}, label_frequency=y.mean(0))

@@ -958,7 +958,8 @@ def main():
       *[f'| {" | ".join(row)} |' for row in t.rows],
       '',
   ]
-  Path(table_path).write_text('\n'.join(lines))
+  from implicit_jax.experiments import records  # pylint: disable=import-outside-toplevel
+  records.write_page(table_path, '\n'.join(lines))
   bad = [row[0] for row in t.rows if row[4] != 'yes']
   print(f'wrote {table_path}: {len(t.rows)} cases, {len(bad)} not as they should be {bad}')
   sys.exit(1 if bad else 0)

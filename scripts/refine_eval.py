@@ -22,6 +22,7 @@ from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax import methods  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import train  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.tasks import Evaluator  # pylint: disable=wrong-import-position
 
 GRID = {'rule': ('projected', 'mirror'), 'steps': (5, 20), 'step_size': (0.01, 0.03, 0.1, 0.3, 1.0)}
@@ -72,9 +73,9 @@ def uncalibrated_table(run, args) -> str:
   rows = grid_rows(run, GRID_UNCALIBRATED, uncalibrated_scores)
   best = max(range(len(rows)), key=lambda i: rows[i][3])
   lines = [f'# Refining A_theta(x) by GBI on the learned energy: {run.task.name}', '',
-           f'Made by `python {" ".join(sys.argv)}` on {datetime.date.today()} from the run in `{args.workdir}` '
-           f'(method implicit, loss {run.config.implicit.primary_loss}, solver {run.config.implicit.solver.name}, '
-           f'seed {run.config.seed}, model.energy_dropout {run.config.model.get("energy_dropout", 0.0)}). '
+           f'Made by `{made_by()}` on {datetime.date.today()} from the run in WORKDIR, a finished run\'s workdir '
+           f'({of_config(run.config)}method implicit, loss {run.config.implicit.primary_loss}, solver '
+           f'{run.config.implicit.solver.name}, seed {run.config.seed}, model.energy_dropout {run.config.model.get("energy_dropout", 0.0)}). '
            f'{key} x 100 of the argmax per token. **Bold**: the best dev row; a choice reads dev only.', '',
            f'| rule | steps | step size | dev {key} | test {key} |', '|---|---|---|---|---|']
   for i, (rule, steps, eta, dev, test) in enumerate(rows):
@@ -104,9 +105,10 @@ def main():
   best_half = max(range(len(rows)), key=lambda i: rows[i][3])
   best_tuned = max(range(len(rows)), key=lambda i: rows[i][4])
   lines = [f'# Refining A_theta(x) by GBI on the learned energy: {run.task.name}', '',
-           f'Made by `python {" ".join(sys.argv)}` on {datetime.date.today()} from the run in `{args.workdir}` '
-           f'(method implicit, loss {run.config.implicit.primary_loss}, solver {run.config.implicit.solver.name}, seed '
-           f'{run.config.seed}; a workdir of `scripts/reproduce_mlc.py` is `/tmp/reproduce_mlc/<dataset>-<system>-<seed>`). Example F1 x 100; "tuned": the threshold chosen on dev for that row. '
+           f'Made by `{made_by()}` on {datetime.date.today()} from the run in WORKDIR, a finished run\'s workdir '
+           f'({of_config(run.config)}method implicit, loss {run.config.implicit.primary_loss}, solver '
+           f'{run.config.implicit.solver.name}, seed {run.config.seed}). Example F1 x 100; "tuned": the threshold '
+           'chosen on dev for that row. '
            '**Bold**: the best dev @0.5 and the best dev tuned row.', '',
            '| rule | steps | step size | dev @0.5 | dev tuned | threshold | test @0.5 | test tuned |',
            '|---|---|---|---|---|---|---|---|']
@@ -119,10 +121,20 @@ def main():
   write(text, args.out or str(ROOT / 'docs' / 'refine' / f'{run.task.name}.md'))
 
 
+def made_by() -> str:
+  """This command as the page shows it: its --workdir (the run it scores) as WORKDIR, no path of this machine."""
+  return records.portable('python ' + ' '.join(sys.argv), workdir='WORKDIR')
+
+
+def of_config(config) -> str:
+  """'row `configs/...`, ' when the run names the config (and row) it was made from, else ''."""
+  return f'row `{config.config_file}`, ' if config.get('config_file') else ''
+
+
 def write(text: str, out: str) -> None:
   if out != '-':
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(text)
+    records.write_page(out, text)
 
 
 if __name__ == '__main__':

@@ -98,8 +98,7 @@ def run_one(system, size, draw, args):
 
 def run_sweep(name, args) -> str:
   size, draw, variants = SWEEPS[name]
-  lines = [f'# Sweep {name}: configs/cora.py at {size} labeled, draw {draw}, with overrides (choose on dev)', '',
-           '| variant | overrides | best dev accuracy | epoch | test accuracy |', '|---|---|---|---|---|']
+  rows, runs = [], []
   for variant, overrides in variants.items():
     out = SWEEP_DIR / name / f'{variant}.json'
     if not out.exists() and not args.table_only:
@@ -109,10 +108,17 @@ def run_sweep(name, args) -> str:
       records.write(out, records.stamp(result))
     if out.exists():
       r = records.load(out)
-      lines.append(f'| {variant} | {overrides} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | '
-                   f'{100 * r["test_accuracy"]:.2f} |')
+      runs.append(r)
+      rows.append(f'| {variant} | {overrides} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | '
+                  f'{100 * r["test_accuracy"]:.2f} |')
+  page = SWEEP_DIR / f'{name}.md'
+  commands = records.write_commands(page, (r.get('command') for r in runs))
+  lines = [f'# Sweep {name}: configs/cora.py at {size} labeled, draw {draw}, with overrides (choose on dev)', '',
+           f'Rebuilt by `python scripts/reproduce_cora.py --sweep={name} --table_only` on {datetime.date.today()} '
+           f'from the runs made by {commands}; one record per variant in `docs/cora/sweeps/{name}/`.', '',
+           '| variant | overrides | best dev accuracy | epoch | test accuracy |', '|---|---|---|---|---|', *rows]
   table = '\n'.join(lines) + '\n'
-  (SWEEP_DIR / f'{name}.md').write_text(table)
+  records.write_page(page, table)
   return table
 
 
@@ -159,9 +165,11 @@ def paired(a, b) -> str:
 
 def build_table(rules_acc: float | None) -> str:
   runs = load_runs()
+  commands = records.write_commands(ROOT / 'docs' / 'cora.md', (r['command'] for rs in runs.values() for r in rs))
   lines = ['# Cora citation fields, indirectly supervised', '',
            f'Table rebuilt by `python scripts/reproduce_cora.py --table_only` on {datetime.date.today()} from the '
-           'runs in docs/cora/runs (each record holds its command, date, device and config).', '',
+           f'runs in docs/cora/runs, made by {commands} (each record holds its command, date, device and config).',
+           '',
            '**Data.** 500 tagged references, 13 fields, token accuracy (tasks/citations). Test: the last 150 '
            '(Peng & McCallum\'s test); dev: 50 of the first 350 (seeded); the other 300 are the pool, from which '
            '5, 10 or 50 are labeled (5 seeded draws each) and the rest, 295 / 290 / 250, are the unlabeled '
@@ -301,7 +309,7 @@ def main():
           run_one(system, size, draw, args)
   rules_acc = rules_accuracy(args.data_dir) if Path(args.data_dir, 'cora_citation').is_dir() else None
   table = build_table(rules_acc)
-  (ROOT / 'docs' / 'cora.md').write_text(table + '\n![test accuracy against labeled citations](cora/accuracy.png)\n')
+  records.write_page(ROOT / 'docs' / 'cora.md', table + '\n![test accuracy against labeled citations](cora/accuracy.png)\n')
   plot(rules_acc, ROOT / 'docs' / 'cora' / 'accuracy.png')
   update_readme(table)
   print(table)

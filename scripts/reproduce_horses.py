@@ -130,8 +130,9 @@ def fmt(values) -> str:
   return records.mean_std(values)
 
 
-def build_table(scale: str = 'half') -> str:
-  """The docs/horses.md section of one scale, from its records."""
+def build_table(scale: str = 'half', write: bool = False) -> str:
+  """The docs/horses.md section of one scale, from its records; ``write``: its command list too
+  (docs/horses.commands.txt, docs/horses.<scale>.commands.txt)."""
   runs = load_runs(scale)
   if not runs:
     raise SystemExit(f'no run records under {SCALES[scale][1]}: run the script without --table_only first')
@@ -154,11 +155,14 @@ def build_table(scale: str = 'half') -> str:
                 f'({any_run["steps"]} steps), otherwise configs/horses.py; best '
                 'epoch on dev mean IoU. Dev curves (mean over seeds): '
                 '![dev curves](horses/curves_full.png).')
-  commands = ([SEAL_COMMAND] if scale == 'seal' else sorted({r['command'] for rs in runs.values() for r in rs}))
+  commands = records.write_commands(ROOT / 'docs' / 'horses.md', (r['command'] for rs in runs.values() for r in rs),
+                                    section='' if scale == 'half' else scale, write=write)
+  made_by = (f'Made by `{SEAL_COMMAND}`, which runs each system and seed as a process of its own: {commands}'
+             if scale == 'seal' else f'Made by {commands}')
   lines = [
       title,
       '',
-      'Made by ' + '; '.join(f'`{c}`' for c in commands),
+      made_by,
       f'(runs dated {min(r["date"] for rs in runs.values() for r in rs)[:10]} to '
       f'{max(r["date"] for rs in runs.values() for r in rs)[:10]}; devices: {", ".join(devices)}).',
       '',
@@ -312,14 +316,14 @@ def main():
         run_one(system, seed, args)
     if args.no_table:
       return
-  table, full_table, seal_table = build_table(), '', ''
+  table, full_table, seal_table = build_table(write=True), '', ''
   if load_runs('full'):
     plot_curves('full', ROOT / 'docs' / 'horses' / 'curves_full.png')
-    full_table = build_table('full')
+    full_table = build_table('full', write=True)
   if load_runs('seal'):
     plot_curves('seal', ROOT / 'docs' / 'horses' / 'curves_seal.png')
-    seal_table = build_table('seal')
-  (ROOT / 'docs' / 'horses.md').write_text('\n'.join(t for t in (table, seal_table, full_table) if t))
+    seal_table = build_table('seal', write=True)
+  records.write_page(ROOT / 'docs' / 'horses.md', '\n'.join(t for t in (table, seal_table, full_table) if t))
   update_readme(table, full_table, seal_table)
   print(table)
 

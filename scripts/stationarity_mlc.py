@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, data  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit  # pylint: disable=wrong-import-position
 
 
@@ -123,8 +124,9 @@ def main():
   text = '\n'.join([
       '# Inner stationarity and the implicit gradient, against the derivative of the inner steps',
       '',
-      f'Made by `python {" ".join(sys.argv)}` on {datetime.date.today()} ({jax.default_backend()}), at the '
-      f'best-on-dev parameters of the run in that workdir (`{task.name}`, method `{config.method}`, '
+      f'Made by `{records.portable("python " + " ".join(sys.argv), workdir="WORKDIR")}` on {datetime.date.today()} '
+      f'({jax.default_backend()}), at the best-on-dev parameters of the run in WORKDIR, a trained run\'s workdir '
+      f'(`{task.name}`{of_config(config)}, method `{config.method}`, '
       f'{config.implicit.primary_loss} loss, inference net {tuple(config.model.inference_hidden)}, {inner}). '
       f'Medians over {args.batches} training batches of {config.batch_size}. '
       '"distance": ||g - g_unrolled|| / ||g_unrolled|| of the whole outer gradient dL_prim/dphi; "unrolled" is '
@@ -136,7 +138,7 @@ def main():
       '',
       f'![stationarity]({out.name}.png)',
       ''])
-  out.with_suffix('.md').write_text(text)
+  records.write_page(out.with_suffix('.md'), text)
   print(text)
   try:
     import matplotlib  # pylint: disable=import-outside-toplevel
@@ -156,6 +158,12 @@ def main():
   a1.legend()
   fig.tight_layout()
   fig.savefig(out.with_suffix('.png'), dpi=110)
+
+
+
+def of_config(config) -> str:
+  """', row `configs/...`' when the run names the config (and row) it was made from, else ''."""
+  return f', row `{config.config_file}`' if config.get('config_file') else ''
 
 
 if __name__ == '__main__':

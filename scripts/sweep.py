@@ -258,31 +258,36 @@ def run_one(sweep, variant, seed, args):
 
 def build_table(sweep):
   dataset, variants = SWEEPS[sweep]
+  page = ROOT / 'docs' / 'sweeps' / f'{sweep}.md'
+  runs = {variant: [records.load(p) for p in sorted((ROOT / 'docs' / 'sweeps' / sweep).glob(f'{variant}-seed*.json'))]
+          for variant in variants}
+  commands = records.write_commands(page, (r.get('command') for rs in runs.values() for r in rs))
   lines = [f'# Sweep `{sweep}` (configs/{dataset}.py + overrides)', '',
-           f'Rebuilt by `python scripts/sweep.py --sweep={sweep} --table_only` on {datetime.date.today()}; one '
-           f'JSON per run in `docs/sweeps/{sweep}/`. Choices use the dev columns only. "dev tuned (sel.)": '
+           f'Rebuilt by `python scripts/sweep.py --sweep={sweep} --table_only` on {datetime.date.today()} from the '
+           f'runs made by {commands}; one JSON per run in `docs/sweeps/{sweep}/`. Choices use the dev columns '
+           'only. "dev tuned (sel.)": '
            'dev F1 at the dev-tuned threshold for the epoch selected on dev @0.5; "dev tuned (max)": the best '
            'epoch by dev-tuned F1.', '',
            '| variant | overrides | seed | best epoch | dev @0.5 | dev tuned (sel.) | dev tuned (max) | '
            'test @0.5 | test tuned | device | s/run |', '|---|---|---|---|---|---|---|---|---|---|---|']
   means = []
   for variant, overrides in variants.items():
-    runs = [records.load(p) for p in sorted((ROOT / 'docs' / 'sweeps' / sweep).glob(f'{variant}-seed*.json'))]
-    shown = ', '.join(f'{k}={v}' for k, v in overrides.items()) or '(config as committed)'
-    for r in runs:
+    shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items())) or '(config as committed)'
+    for r in runs[variant]:
       tuned_max = max((h.get('dev_f1_tuned', np.nan) for h in r['history']), default=np.nan)
       lines.append(f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r["dev_f1"]:.2f} | '
                    f'{100 * r["dev_f1_tuned"]:.2f} | {100 * tuned_max:.2f} | {100 * r["test_f1"]:.2f} | '
                    f'{100 * r["test_f1_tuned"]:.2f} | {device_of(r)} | {r["train_seconds"]:.0f} |')
-    if len(runs) > 1:
-      mean = {k: 100 * np.mean([r[k] for r in runs]) for k in ('dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned')}
-      means.append(f'| {variant} | {len(runs)} | {mean["dev_f1"]:.2f} | {mean["dev_f1_tuned"]:.2f} | '
+    if len(runs[variant]) > 1:
+      mean = {k: 100 * np.mean([r[k] for r in runs[variant]])
+              for k in ('dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned')}
+      means.append(f'| {variant} | {len(runs[variant])} | {mean["dev_f1"]:.2f} | {mean["dev_f1_tuned"]:.2f} | '
                    f'{mean["test_f1"]:.2f} | {mean["test_f1_tuned"]:.2f} |')
   if means:
     lines += ['', 'Variants run with several seeds, mean over seeds:', '',
               '| variant | seeds | dev @0.5 | dev tuned (sel.) | test @0.5 | test tuned |', '|---|---|---|---|---|---|',
               *means]
-  (ROOT / 'docs' / 'sweeps' / f'{sweep}.md').write_text('\n'.join(lines) + '\n')
+  records.write_page(page, '\n'.join(lines) + '\n')
   print('\n'.join(lines))
 
 

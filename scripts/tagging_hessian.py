@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from implicit_jax.engine import cli
+from implicit_jax.experiments import records
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -154,8 +155,9 @@ def main(argv=None):
   command = 'python ' + ' '.join(shlex.quote(a) for a in ([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])))
   score = (run.metrics or {}).get(f'test_{run.task.evaluator.select}')
   lines = [f'# Learned tag interactions vs tag bigrams: {dataset}, {method}', '',
-           f'Produced by `{command}` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from '
-           f'`{os.path.abspath(args.workdir)}` (seed {run.config.seed}'
+           f'Produced by `{records.portable(command, workdir="WORKDIR")}` on '
+           f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the run in WORKDIR, a trained '
+           f'run\'s workdir (seed {run.config.seed}'
            + (f', test {run.task.evaluator.select} {score:.4f}' if score is not None else '') + ').', '',
            f'Mean cross-Hessian d²E / dy_t dy_(t+1) over the {result["pairs"]} adjacent real token pairs of the '
            f'{args.split} split, at {"A_theta(x)" if args.at == "pred" else "the gold tags"}, by autodiff; its '
@@ -168,7 +170,7 @@ def main(argv=None):
   if 'max_abs_diff_to_W' in result:
     lines += [f'Check: the energy is Eq. 7, whose cross-Hessian is its transition matrix W everywhere; the autodiff '
               f'average differs from W by at most {result["max_abs_diff_to_W"]:.1e}.', '']
-  (out_dir / f'cross_hessian_{dataset}.md').write_text('\n'.join(lines), encoding='utf-8')
+  records.write_page(out_dir / f'cross_hessian_{dataset}.md', '\n'.join(lines))
   print('\n'.join(lines))
   return result
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from implicit_jax.engine import cli
+from implicit_jax.experiments import records
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / 'docs'
@@ -106,10 +107,11 @@ def draw(family: str, runs: dict, out: Path) -> str:
   text = (f'# Trade-off: {title}\n\nRebuilt by `python scripts/tradeoff_figure.py --families={family}` on '
           f'{datetime.date.today()} from the committed run records. Each point: mean over seeds (Cora: draws) with '
           'sample standard deviations. Seconds are each run\'s wall time as recorded: runs made beside other jobs '
-          'on the 2-core machine (the rows rerun on 2026-11-26 shared it with up to four) are slower than their '
-          'step cost says, and GPU runs (hollow) measure another machine; docs/benchmarks.md times the steps side '
+          'on the 2-core machine (the rows rerun on 2026-11-26 and 2026-11-27 shared it with up to six other '
+          'training processes: docs/tagging.md, docs/cora.md) are slower than their step cost says, and GPU runs '
+          '(hollow) measure another machine; docs/benchmarks.md times the steps side '
           f'by side.\n\n![{family}]({out.with_suffix(".png").name})\n\n{table}\n')
-  out.with_suffix('.md').write_text(text, encoding='utf-8')
+  records.write_page(out.with_suffix('.md'), text)
   return text
 
 

@@ -29,8 +29,8 @@ def test_system_of_names_width_and_solver():
     assert name in mlc.SYSTEMS
 
 
-def test_merged_commands_joins_seeds_only():
-  merged = mlc.merged_commands([
+def test_merge_seeds_joins_seeds_only():
+  merged = records.merge_seeds([
       'python s.py --datasets=bibtex --seeds=2', 'python s.py --datasets=bibtex --seeds=0',
       'python s.py --datasets=bibtex --seeds=1,10', 'python s.py --datasets=delicious --seeds=0',
       'python s.py --table_only'])

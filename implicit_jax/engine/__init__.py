@@ -3,8 +3,13 @@
 * ``train``: the loop (``train_and_evaluate``), the data-parallel step on a ``('data',)`` mesh, evaluation;
 * ``data``: training batches (shuffled, length-bucketed for variable-length tasks) and padded prediction batches;
 * ``config``: the package's defaults, what a run records, resuming and reading records back;
-* ``checkpoints``: the workdir, Orbax checkpoints and ``load_trained``;
-* ``writers``: TensorBoard and JSON-lines metrics; ``xla_options``: the compiler options of every step.
+* ``checkpoints``: the workdir's layout, Orbax checkpoints and ``load_trained``; ``workdir``: its guards (one
+  trainer at a time, the same data on resume, a folder that can be written);
+* ``checks``: what a task and a method hand the engine, checked once before training;
+* ``predictions``: a run's dev and test predictions in compact form, kept in its result;
+* ``writers``: TensorBoard and JSON-lines metrics; ``plots``: a run's training curves; ``xla_options``: the
+  compiler options of every step;
+* ``cli``: what the command lines share (one line for bad input); ``multihost``: the processes of a multi-host run.
 
 Nothing here knows a task's data, outputs or metrics: those come from ``implicit_jax.tasks``, the step from
 ``implicit_jax.methods``, the implicit gradient from ``implicit_jax.bilevel``.

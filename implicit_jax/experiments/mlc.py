@@ -10,7 +10,6 @@ steps per batch. Variant ``resplit``: the paper's protocol (all rows pooled, str
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from implicit_jax import experiments
@@ -211,16 +210,6 @@ def paired(runs_a, runs_b, field):
   a, b = ({r['seed']: r[field] for r in runs} for runs in (runs_a, runs_b))
   seeds = sorted(set(a) & set(b))
   return seeds, [a[k] - b[k] for k in seeds]
-
-
-def merged_commands(commands):
-  """The distinct commands, those that differ only in --seeds shown once with their seeds joined."""
-  seeds = {}
-  for c in commands:
-    m = re.search(r'--seeds=(\S+)', c)
-    key = re.sub(r'--seeds=\S+', '--seeds={}', c) if m else c
-    seeds.setdefault(key, set()).update(m.group(1).split(',') if m else [])
-  return sorted(k.replace('{}', ','.join(sorted(v, key=int))) if v else k for k, v in seeds.items())
 
 
 def system_of(result):

@@ -11,6 +11,7 @@ per-step training log stays in the run's workdir (``metrics.json``), out of git.
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import numpy as np
 
 from implicit_jax.engine import config as config_lib
 
+# The repository: paths under it are shown relative to it.
+ROOT = Path(__file__).resolve().parents[2]
 
 # Training diagnostics a record keeps in summary (the per-step log itself stays in the workdir).
 SUMMARISED = ('stationarity', 'cosine', 'explicit_norm', 'implicit_norm', 'residual', 'grad_norm', 'loss_prim',
@@ -136,10 +139,142 @@ def compact(result: dict) -> dict:
   return record
 
 
+# How docs show a data directory: every record's data came from the project's shared data (``../shared/data``
+# beside the checkout), whatever the path of the machine that made it: ``/work/shared/data`` or ``shared/data`` on
+# the CPU machine, ``.devdata`` (``/work/main/.devdata``, ``.devdata/data``) on the GPU machine, where it was a copy
+# of the shared data sent along with the code.
+DATA_DIR = '../shared/data'
+_DATA_FLAG = re.compile(r'(--(?:config\.data\.)?data_dir[= ])(\S+)')
+_SHARED_DATA = re.compile(r'(^|.*/)(shared/data|\.devdata(/data)?)/?$')
+_SCRATCH_WORKDIR = re.compile(r' --workdir[= ]/tmp/\S*')
+_ABSOLUTE = re.compile(r'(?<![\w.~])/[\w.+-]+(?:/[\w.+-]+)+')
+# The repository's top-level folders: /anything/<folder>/<file of the repository> names a file of a checkout.
+_TOP_LEVEL = ('benchmarks', 'configs', 'docs', 'examples', 'implicit_jax', 'notebooks', 'scripts', 'tests')
+
+
+def portable(text: str, workdir: str | None = None, root: Path = ROOT) -> str:
+  """``text`` (a run's command, an override) without the paths of the machine that made it, as docs show it: a
+  data directory of the shared data becomes ``DATA_DIR`` (``../shared/data``); an absolute path to a file of the
+  repository, in this checkout or another (``/work/main/tests/...``), becomes relative to the repository; a
+  ``--workdir`` under /tmp, a reproduce script's scratch folder for a run's per-step log (each script has a default
+  one there), is dropped. ``workdir``: for a command whose --workdir is its input (a run it analyses), the
+  placeholder every --workdir becomes instead (e.g. 'WORKDIR'), which the page then says what run it is."""
+  text = _DATA_FLAG.sub(lambda m: m.group(1) + (DATA_DIR if _SHARED_DATA.match(m.group(2)) else m.group(2)), text)
+  if workdir is None:
+    text = _SCRATCH_WORKDIR.sub('', text)
+  else:
+    text = re.sub(r'(--workdir[= ])\S+', lambda m: m.group(1) + workdir, text)
+  return _ABSOLUTE.sub(lambda m: _in_repository(m.group(0), root), text)
+
+
+def _in_repository(path: str, root: Path) -> str:
+  """``path`` relative to the repository when it names a file of it, from this checkout or another; else as is."""
+  parts = Path(path).parts
+  for k in range(1, len(parts)):
+    rest = Path(*parts[k:])
+    if (root / rest).exists() and (Path(*parts[:k]) == root or rest.parts[0] in _TOP_LEVEL):
+      return rest.as_posix()
+  return path
+
+
+def merge_seeds(commands) -> list[str]:
+  """The distinct commands, sorted, those that differ only in --seeds shown once with their seeds joined."""
+  seeds = {}
+  for c in commands:
+    m = re.search(r'--seeds=(\S+)', c)
+    key = re.sub(r'--seeds=\S+', '--seeds={}', c) if m else c
+    seeds.setdefault(key, set()).update(m.group(1).split(',') if m else [])
+  return sorted(k.replace('{}', ','.join(sorted(v, key=int))) if v else k for k, v in seeds.items())
+
+
+def command_list(commands) -> list[str]:
+  """``commands`` (run records' ``command`` fields) as a page lists them: ``portable``, then ``merge_seeds``."""
+  return merge_seeds(portable(c) for c in commands if c)
+
+
+def commands_path(page: Path, section: str = '') -> Path:
+  """Where a page's command list goes: beside it, ``<page>.commands.txt`` (docs/mlc_results.md:
+  docs/mlc_results.commands.txt), or ``<page>.<section>.commands.txt`` for a section of the page made by other
+  runs (docs/horses.md's ``--scale=full`` section: docs/horses.full.commands.txt)."""
+  page = Path(page)
+  return page.with_name(f'{page.stem}{"." + section if section else ""}.commands.txt')
+
+
+def write_commands(page: Path, commands, section: str = '', write: bool = True) -> str:
+  """Writes ``command_list(commands)``, one command a line, to ``commands_path(page, section)`` (not when
+  ``write`` is False), and returns ``the N commands in [NAME](NAME)`` (``the command in ...`` for one), the link to
+  it from the page: what a page's "made by" paragraph says instead of listing the commands inline."""
+  lines = command_list(commands)
+  path = commands_path(page, section)
+  if write:
+    path.write_text(''.join(f'{c}\n' for c in lines), encoding='utf-8')
+  return f'{"the command" if len(lines) == 1 else f"the {len(lines)} commands"} in [{path.name}]({path.name})'
+
+
+# A line of a page is wrapped before WIDTH columns; a word that would open a markdown block there (a list marker, a
+# heading's #, a quote, a table row, a fence, HTML, a thematic break or setext underline) never starts a wrapped
+# line, nor does the ± of a mean ± spread.
+WIDTH = 120
+_OPENS_BLOCK = re.compile(r'(?:[-+*=_#]+|\d+[.)])$|>|\||<|`{3}|~{3}|\[[^\]]*\]:')
+_LIST_MARKER = re.compile(r'\s*(?:[-+*]|\d+[.)])\s+')
+
+
+def wrap(text: str, width: int = WIDTH) -> str:
+  """``text`` (markdown) with every line of prose longer than ``width`` wrapped at word boundaries, a list item's
+  continuation lines indented under its text; tables, headings, HTML comments, indented and fenced code as they
+  are. Markdown renders the result as it rendered the long lines: a line break inside a paragraph (or a code span)
+  is a space."""
+  out, fence = [], False
+  for line in text.split('\n'):
+    if line.lstrip().startswith(('```', '~~~')):
+      fence = not fence
+    if (fence or len(line) <= width or line.lstrip().startswith(('|', '#', '<!--', '```', '~~~'))
+        or line.startswith(('    ', '\t'))):
+      out.append(line)
+      continue
+    marker = _LIST_MARKER.match(line)
+    lead = marker.group(0) if marker else re.match(r'\s*', line).group(0)
+    out += _fill(line[len(lead):], lead, ' ' * len(lead), width)
+  return '\n'.join(out)
+
+
+def _fill(text: str, lead: str, indent: str, width: int) -> list[str]:
+  """The lines of ``wrap``: ``text``'s words, the first line after ``lead``, the others after ``indent``."""
+  words = []
+  for word in text.split(' '):  # 'mean ± s' stays on one line
+    if words and (word == '±' or words[-1].endswith(' ±')):
+      words[-1] += ' ' + word
+    else:
+      words.append(word)
+  lines, current = [], [words[0]]
+  for word in words[1:]:
+    prefix = indent if lines else lead
+    if not word or len(prefix) + len(' '.join(current + [word])) <= width:
+      current.append(word)
+      continue
+    # a new line starts at ``word``, or before it at the nearest word that a line may start with
+    candidate = current + [word]
+    k = len(current)
+    while k > 0 and _OPENS_BLOCK.match(candidate[k]):
+      k -= 1
+    if k == 0:  # nowhere to break: the line runs on
+      current.append(word)
+      continue
+    lines.append(prefix + ' '.join(candidate[:k]))
+    current = candidate[k:]
+  lines.append((indent if lines else lead) + ' '.join(current))
+  return lines
+
+
+def write_page(path: Path, text: str) -> None:
+  """Writes a page of docs/ (``wrap``ped)."""
+  Path(path).write_text(wrap(text), encoding='utf-8')
+
+
 def write_block(path: Path, name: str, body: str, required: bool = True) -> bool:
-  """Writes ``body`` between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in ``path`` (a doc the
-  scripts keep tables in), leaving the rest of the file as it is. A file without the markers: ValueError naming
-  it when ``required``, else unchanged. Returns whether it wrote."""
+  """Writes ``body`` (``wrap``ped) between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in ``path`` (a
+  doc the scripts keep tables in), leaving the rest of the file as it is. A file without the markers: ValueError
+  naming it when ``required``, else unchanged. Returns whether it wrote."""
   start, end = f'<!-- results:{name} -->', f'<!-- /results:{name} -->'
   text = Path(path).read_text(encoding='utf-8')
   if start not in text or end not in text:
@@ -148,7 +283,7 @@ def write_block(path: Path, name: str, body: str, required: bool = True) -> bool
     return False
   head, rest = text.split(start, 1)
   tail = rest.split(end, 1)[1]
-  Path(path).write_text(f'{head}{start}\n{body}\n{end}{tail}', encoding='utf-8')
+  Path(path).write_text(f'{head}{start}\n{wrap(body)}\n{end}{tail}', encoding='utf-8')
   return True
 
 
