@@ -6,10 +6,11 @@ Usage:
   python scripts/custom_defaults.py --table_only
 
 Each run is configs/custom.py pointed at a dataset, with one variant's overrides, for 80 epochs (delicious's
-implicit runs 40: 20 minutes each on 2 CPU cores); its record goes to docs/sweeps/custom-defaults/
-<dataset>-<variant>-seed<k>.json and an existing record is not run again. The learning rate is constant, so a run
-of E < 80 epochs is the first E epochs of the 80-epoch run: the budgets 20 and 40 are read from the dev history
-(the score of the epoch that dev F1 @0.5 selects among the first E), not trained again.
+implicit runs, two variants as a check, 40: the longest runs of the grid, last); its record goes to
+docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json and an existing record is not run again. The
+learning rate is constant, so a run of E < 80 epochs is the first E epochs of the 80-epoch run: the budgets 20 and
+40 are read from the dev history (the score of the epoch that dev F1 @0.5 selects among the first E), not trained
+again.
 
 docs/custom_defaults.md is rebuilt from the records: per dataset, each variant's dev F1 @0.5 (the selection metric
 of every multi-label run) at each budget, mean over seeds; then each variant's regret (the dataset's best dev
@@ -29,7 +30,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import mlc, records  # pylint: disable=wrong-import-position
 
 OUT = ROOT / 'docs' / 'sweeps' / 'custom-defaults'
 TABLE = ROOT / 'docs' / 'custom_defaults.md'
@@ -48,17 +49,11 @@ DATASETS = {  # small files first: the grid runs in this order
 EPOCHS = 80
 BUDGETS = (20, 40, 80)
 TOLERANCE = 0.25  # F1 points of mean regret a shorter budget may add to be chosen over a longer one
-GCR1 = {'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
-NCG5 = {'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5}
-# variant -> overrides. Dropout and the learning rate for MBCE; dropout and the implicit term's solver (bibtex's
-# one fused GCR pass, or normal_cg's 11 HVPs) for implicit CD, whose inner rate stays bibtex's 3e-4.
-VARIANTS = {
-    **{f'mbce-d{d}-lr{lr:g}': {'method': 'feedforward', 'model.dropout': d, 'optimizer.learning_rate': lr}
-       for d in (0.0, 0.2, 0.5) for lr in (1e-3, 3e-3)},
-    **{f'cd-d{d}-{name}': {'method': 'implicit', 'model.dropout': d, **solver}
-       for d in (0.0, 0.2, 0.5) for name, solver in (('gcr1', GCR1), ('ncg5', NCG5))},
-}
-# delicious's implicit runs take 20 CPU minutes each at 40 epochs: two, the dropouts the other datasets split on.
+# variant -> overrides: dropout and the learning rate for MBCE; dropout and the implicit term's solver (bibtex's one
+# fused GCR pass, or normal_cg's 11 HVPs) for implicit CD, whose inner rate stays bibtex's 3e-4.
+VARIANTS = mlc.CUSTOM_GRID
+# delicious's implicit runs are the grid's longest (tens of CPU minutes each): two, at 40 epochs, a check on the choice
+# made where every variant ran (regrets: common_datasets), not part of it.
 DELICIOUS_CD = ('cd-d0.2-gcr1', 'cd-d0.5-gcr1')
 
 
@@ -134,35 +129,39 @@ def scores(out=OUT):
   return table
 
 
+def common_datasets(table, method: str) -> list[str]:
+  """The datasets on which every variant of ``method`` has a full-budget score: regrets compare variants there,
+  so that a variant is not ranked on datasets another never ran on."""
+  variants = [v for v in VARIANTS if method_of(v) == method]
+  return [d for d in DATASETS if all((d, v, EPOCHS) in table for v in variants)]
+
+
 def regrets(table):
-  """{(variant, budget): (mean regret over datasets, datasets)}: a dataset's best dev @0.5 over every variant and
-  budget of the same method, minus this one's."""
-  best = {}
-  for (dataset, variant, _), (dev, _, _) in table.items():
-    key = dataset, method_of(variant)
-    best[key] = max(best.get(key, -np.inf), dev)
+  """{(variant, budget): (mean regret, datasets)}: over the datasets every variant of its method ran on
+  (``common_datasets``), each dataset's best dev @0.5 over the method's variants and budgets minus this one's."""
   out = {}
-  for variant in VARIANTS:
-    for budget in BUDGETS:
-      gaps = [best[d, method_of(variant)] - table[d, variant, budget][0] for d in DATASETS
-              if (d, variant, budget) in table]
-      if gaps:
-        out[variant, budget] = (float(np.mean(gaps)), len(gaps))
-  return out
+  for method in {method_of(v) for v in VARIANTS}:
+    variants = [v for v in VARIANTS if method_of(v) == method]
+    for d in common_datasets(table, method):
+      best = max(table[d, v, b][0] for v in variants for b in BUDGETS if (d, v, b) in table)
+      for v in variants:
+        for b in BUDGETS:
+          if (d, v, b) in table:
+            out.setdefault((v, b), []).append(best - table[d, v, b][0])
+  return {key: (float(np.mean(gaps)), len(gaps)) for key, gaps in out.items()}
 
 
 def choose(table):
-  """{method: (variant, budget)}: least mean regret at the full budget over the datasets every variant of the
-  method covers, then the fewest epochs whose regret is within TOLERANCE of it."""
+  """{method: (variant, budget)}: least mean regret at the full budget, then the fewest epochs whose regret is
+  within TOLERANCE of it."""
   reg = regrets(table)
   chosen = {}
   for method in sorted({method_of(v) for v in VARIANTS}):
-    full = {v: reg[v, EPOCHS] for v in VARIANTS if method_of(v) == method and (v, EPOCHS) in reg}
+    full = {v: reg[v, EPOCHS][0] for v in VARIANTS if method_of(v) == method and (v, EPOCHS) in reg}
     if not full:
       continue
-    most = max(n for _, n in full.values())
-    variant = min((v for v, (_, n) in full.items() if n == most), key=lambda v: full[v][0])
-    budget = min(b for b in BUDGETS if (variant, b) in reg and reg[variant, b][0] <= full[variant][0] + TOLERANCE)
+    variant = min(full, key=full.get)
+    budget = min(b for b in BUDGETS if (variant, b) in reg and reg[variant, b][0] <= full[variant] + TOLERANCE)
     chosen[method] = variant, budget
   return chosen
 
@@ -171,13 +170,14 @@ def build_table(out=OUT) -> str:
   table = scores(out)
   reg = regrets(table)
   chosen = choose(table)
+  made = records.write_commands(TABLE, [records.load(p)['command'] for p in sorted(out.glob('*.json'))])
   lines = ['# Defaults for a user\'s multi-label file (configs/custom.py)', '',
            f'Rebuilt by `python scripts/custom_defaults.py --table_only` on {datetime.date.today()} from the run '
-           'records in `docs/sweeps/custom-defaults/` (made by `python scripts/custom_defaults.py '
-           '--data_dir=../shared/data`; each record holds its command). Every run is configs/custom.py pointed at '
-           'the dataset, with the variant\'s overrides. Dev F1 @0.5 (x 100; the metric that selects the epoch) of '
-           'the epoch a run of 20, 40 or 80 epochs selects, mean over the seeds shown; the tuned-threshold dev F1 '
-           'is beside it. Test figures are not read.', '']
+           'records in `docs/sweeps/custom-defaults/`, made by `python scripts/custom_defaults.py '
+           f'--data_dir=../shared/data` ({made}). Every run is configs/custom.py pointed at the dataset, with the '
+           'variant\'s overrides. Dev F1 @0.5 (x 100; the metric that selects the epoch) of the epoch a run of 20, '
+           '40 or 80 epochs selects, mean over the seeds shown; the tuned-threshold dev F1 is beside it. Test '
+           'figures are not read.', '']
   for dataset, (where, seeds) in DATASETS.items():
     shown = ', '.join(f'{k}={v}' for k, v in where.items())
     lines += [f'## {dataset} ({shown}; seeds {", ".join(map(str, seeds))})', '',
@@ -189,9 +189,14 @@ def build_table(out=OUT) -> str:
         lines.append(f'| {variant} | ' + ' | '.join(f'{c[0]:.2f} | {c[1]:.2f}' if c else '- | -' for c in cells)
                      + ' |')
     lines.append('')
+  common = {m: common_datasets(table, m) for m in sorted({method_of(v) for v in VARIANTS})}
   lines += ['## Regret across datasets', '',
             'Per dataset, the best dev F1 @0.5 of any variant and budget of the same method, minus the variant\'s; '
-            'mean over the datasets it ran on (delicious holds two implicit variants, at 40 epochs).', '',
+            'mean over the datasets on which every variant of the method ran: '
+            + '; '.join(f'{m}: {", ".join(ds)}' for m, ds in common.items()) + '. Delicious\'s implicit runs, '
+            + ('at 40 epochs for two variants, are a check shown above, not in the mean.'
+               if any(d == 'delicious' and method_of(v) == 'cd' for d, v, _ in table)
+               else 'the longest of the grid, were not made: implicit CD\'s choice rests on the others.'), '',
             '| variant | ' + ' | '.join(f'{b} ep' for b in BUDGETS) + ' | datasets |',
             '|---|' + '---|' * len(BUDGETS) + '---|']
   for variant in VARIANTS:
@@ -201,7 +206,7 @@ def build_table(out=OUT) -> str:
                    + f' | {max(c[1] for c in cells if c)} |')
   lines += ['', f'Chosen (least mean regret at {EPOCHS} epochs, then the fewest epochs within {TOLERANCE} of it): '
             + '; '.join(f'{m}: {v} for {b} epochs' for m, (v, b) in chosen.items()) + '.', '']
-  TABLE.write_text('\n'.join(lines))
+  records.write_page(TABLE, '\n'.join(lines))
   return '\n'.join(lines)
 
 

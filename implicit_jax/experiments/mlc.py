@@ -131,12 +131,26 @@ AS_RUN[('bibtex', 'spen-h400')] = {**AS_RUN[('bibtex', 'spen')], 'optimizer.lear
 # with 10; energy weights 0.1 and 1 (against 0.3): 45.49, 45.55
 AS_RUN[('bibtex', 'seal-dynamic nce-h400')] = {**AS_RUN[('bibtex', 'seal-dynamic nce')], 'seal.num_samples': 20}
 ROWS = {**SYSTEMS, **BASELINES}
+# configs/custom.py, a user's own file: the grid of scripts/custom_defaults.py (run through that config on every shipped
+# dataset and the two scaled fixtures), the variant chosen per method on dev across them (least mean regret,
+# docs/custom_defaults.md; tests/test_custom_defaults.py checks that it is the table's choice), and the tuner's trials.
+_GCR1 = {'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
+CUSTOM_GRID = {
+    **{f'mbce-d{d}-lr{lr:g}': {'method': 'feedforward', 'model.dropout': d, 'optimizer.learning_rate': lr}
+       for d in (0.0, 0.2, 0.5) for lr in (1e-3, 3e-3)},
+    **{f'cd-d{d}-{name}': {'method': 'implicit', 'model.dropout': d, **solver}
+       for d in (0.0, 0.2, 0.5) for name, solver in (('gcr1', _GCR1), ('ncg5', NORMAL_CG))},
+}
+# method -> (variant, epochs)
+CUSTOM = {'implicit': ('cd-d0.2-gcr1', 80), 'feedforward': ('mbce-d0.0-lr0.003', 40)}
 # python -m implicit_jax.tune: per method, the trials after the config itself, most promising first (so that a small
-# budget runs those). The grid of scripts/custom_defaults.py, until its table orders it.
+# budget runs those), in the order of their mean regret in docs/custom_defaults.md: dropout and the learning rate for
+# MBCE; dropout for implicit CD, whose solver stays the config's (the fused GCR pass costs about half of normal_cg's
+# 11 HVPs, and which of the two is ahead depends on the dropout). tests/test_custom_defaults.py checks the order.
 TUNE = {
     'feedforward': [{'model.dropout': d, 'optimizer.learning_rate': lr}
-                    for d in (0.0, 0.2, 0.5) for lr in (1e-3, 3e-3)],
-    'implicit': [{'model.dropout': d} for d in (0.0, 0.2, 0.5)],
+                    for d, lr in ((0.0, 3e-3), (0.2, 3e-3), (0.0, 1e-3), (0.2, 1e-3), (0.5, 3e-3), (0.5, 1e-3))],
+    'implicit': [{'model.dropout': d} for d in (0.2, 0.5, 0.0)],
 }
 VARIANTS = {p: {'data.protocol': p} for p in PROTOCOLS if p != 'official'}
 

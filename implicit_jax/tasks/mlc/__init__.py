@@ -71,8 +71,8 @@ def check_config(config) -> None:
   if data.protocol == 'official' and not 0 < data.dev_fraction < 1:
     raise ValueError(f'config.data.dev_fraction must be in (0, 1): best-epoch selection and the tuned threshold '
                      f'need a dev split, got {data.dev_fraction}')
-  # A shipped dataset's config holds the settings chosen on that dataset: on another file they gave MBCE -3.2 to
-  # +6.0 F1 against configs/custom.py's, more than the method moves (docs/custom_defaults.md). One route.
+  # A shipped dataset's config holds the settings chosen on that dataset, which can move another file's score more
+  # than the method does; configs/custom.py's were chosen across datasets (docs/custom_defaults.md). One route.
   source = Path(config.get('config_file', '').split(':')[0])
   if data.name == 'custom' and source.parent.name == 'configs' and source.stem in datasets.DATASETS:
     raise ValueError(f'config.data.name=custom with --config={config.config_file}: that file holds the settings '

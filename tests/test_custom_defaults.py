@@ -1,0 +1,74 @@
+"""configs/custom.py's defaults are the choice of scripts/custom_defaults.py on the committed records, and that
+choice follows its stated rule (least mean regret across datasets, then the fewest epochs within the tolerance)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
+from implicit_jax.experiments import mlc  # pylint: disable=wrong-import-position
+from scripts import custom_defaults  # pylint: disable=wrong-import-position
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _record(dev_curve):
+  return {'history': [{'epoch': e + 1, 'dev_f1': d, 'dev_f1_tuned': d + 0.01} for e, d in enumerate(dev_curve)]}
+
+
+def test_a_budget_scores_the_epoch_a_run_of_that_length_would_select():
+  curve = np.full(80, 0.30)
+  curve[9], curve[30], curve[70] = 0.40, 0.45, 0.45  # a tie later than 40 keeps the first
+  record = _record(list(curve))
+  assert custom_defaults.at_budget(record, 20)[0] == pytest.approx(40.0)
+  assert custom_defaults.at_budget(record, 40)[0] == pytest.approx(45.0)
+  assert custom_defaults.at_budget(record, 80) == pytest.approx((45.0, 46.0))
+  assert np.isnan(custom_defaults.at_budget(_record([0.3] * 40), 80)[0])  # a shorter run has no 80-epoch score
+
+
+def test_the_choice_is_the_least_mean_regret_then_the_shortest_budget_within_the_tolerance(monkeypatch):
+  monkeypatch.setattr(custom_defaults, 'DATASETS', {'a': ({}, (0,)), 'b': ({}, (0,)), 'c': ({}, (0,))})
+  monkeypatch.setattr(custom_defaults, 'VARIANTS', {'mbce-x': {}, 'mbce-y': {}, 'cd-x': {}})
+  dev = {  # (dataset, variant): dev @0.5 at 20, 40, 80 epochs
+      ('a', 'mbce-x'): (40.0, 41.0, 41.1), ('b', 'mbce-x'): (60.0, 60.0, 60.0),
+      ('a', 'mbce-y'): (42.0, 42.0, 42.0), ('b', 'mbce-y'): (58.0, 58.5, 58.6),
+      ('a', 'cd-x'): (30.0, 35.0, 36.0), ('b', 'cd-x'): (50.0, 50.0, 50.0),
+      ('c', 'mbce-y'): (10.0, 10.0, 10.0)}  # only one variant ran on c: not in the comparison
+  table = {(d, v, b): (score, score, 1) for (d, v), scores in dev.items() for b, score in zip((20, 40, 80), scores)}
+  regrets = custom_defaults.regrets(table)
+  assert custom_defaults.common_datasets(table, 'mbce') == ['a', 'b']
+  # mbce-x: a best 42.0 -> 0.9 at 80; b best 60.0 -> 0; mean 0.45. mbce-y: 0 and 1.4, mean 0.7
+  assert regrets['mbce-x', 80] == (pytest.approx(0.45), 2) and regrets['mbce-y', 80] == (pytest.approx(0.7), 2)
+  # mbce-x at 40 epochs: (1.0 + 0) / 2 = 0.5, within 0.25 of 0.45; at 20: 1.0, not
+  assert custom_defaults.choose(table) == {'cd': ('cd-x', 80), 'mbce': ('mbce-x', 40)}
+
+
+def test_configs_custom_holds_the_choice_of_the_committed_records():
+  chosen = custom_defaults.choose(custom_defaults.scores())
+  assert chosen == {'cd': mlc.CUSTOM['implicit'], 'mbce': mlc.CUSTOM['feedforward']}
+  for arg, method in ((None, 'implicit'), ('mbce', 'feedforward')):
+    config = config_lib.from_file(ROOT / 'configs' / 'custom.py', arg=arg)
+    flat = config_lib.flatten(config.to_dict())
+    variant, epochs = mlc.CUSTOM[method]
+    assert config.num_epochs == epochs and config.method == method
+    assert all(flat[k] == v for k, v in mlc.CUSTOM_GRID[variant].items()), variant
+  with pytest.raises(ValueError, match='configs/custom.py:cd: the argument is mbce'):
+    config_lib.from_file(ROOT / 'configs' / 'custom.py', arg='cd')
+
+
+def test_the_tuner_tries_the_settings_in_the_order_of_their_regret_on_the_committed_records():
+  reg = custom_defaults.regrets(custom_defaults.scores())
+  full = custom_defaults.EPOCHS
+  # MBCE: each trial is a variant of the grid (dropout and learning rate), least regret first
+  order = sorted((v for v in mlc.CUSTOM_GRID if v.startswith('mbce')), key=lambda v: reg[v, full][0])
+  assert mlc.TUNE['feedforward'] == [{k: mlc.CUSTOM_GRID[v][k] for k in ('model.dropout', 'optimizer.learning_rate')}
+                                     for v in order]
+  # implicit CD: dropout (the solver moved dev least), in the order of its best variant's regret
+  best = {}
+  for v in (v for v in mlc.CUSTOM_GRID if v.startswith('cd')):
+    dropout = mlc.CUSTOM_GRID[v]['model.dropout']
+    best[dropout] = min(best.get(dropout, np.inf), reg[v, full][0])
+  assert [t['model.dropout'] for t in mlc.TUNE['implicit']] == sorted(best, key=best.get)
