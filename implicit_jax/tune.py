@@ -59,10 +59,10 @@ def _quietly(config, workdir, log_path):
 
 
 def _probe(config, workdir) -> dict:
-  """Seconds of one trial here. A run of 1 epoch costs what every trial pays once (data, compile, test) and an epoch;
-  a second run of 2 epochs, its programs compiled by the first, times an epoch alone (its training loop, dev
-  evaluation included): a trial of E epochs costs the first plus E - 1 of those."""
-  walls, loops = [], []
+  """Seconds of one trial here. Runs of 1 and 2 epochs each pay what every trial pays once (data, compile: each run
+  builds its own programs, test) and the first an epoch, the second two: their difference is an epoch's cost, and a
+  trial of E epochs costs the first plus E - 1 of them."""
+  walls = []
   for epochs in (1, 2):
     probe = config.copy_and_resolve_references()
     probe.num_epochs = epochs
@@ -70,9 +70,9 @@ def _probe(config, workdir) -> dict:
     shutil.rmtree(folder, ignore_errors=True)  # a probe cut short is made again: its timing would be partial
     os.makedirs(os.path.dirname(folder), exist_ok=True)
     start = time.perf_counter()
-    loops.append(_quietly(probe, folder, f'{folder}.log')['train_seconds'])
+    _quietly(probe, folder, f'{folder}.log')
     walls.append(time.perf_counter() - start)
-  epoch = loops[1] / 2
+  epoch = max(walls[1] - walls[0], 0.0)
   return {'one_epoch_seconds': walls[0], 'two_epoch_seconds': walls[1], 'epoch_seconds': epoch,
           'probe_seconds': sum(walls), 'trial_seconds': walls[0] + (config.num_epochs - 1) * epoch}
 
