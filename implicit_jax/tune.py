@@ -5,7 +5,7 @@ r"""Tunes a multi-label run on its own dev split, within a stated time budget: o
 
 The trials are the given config ("default", first) and then the settings that the grid over every shipped
 multi-label dataset showed to matter for its method (``experiments/mlc.TUNE``, docs/custom_defaults.md), most
-promising first. Before the first trial a probe trains the config for one and two epochs and says what a trial
+promising first. Before the first trial a probe trains the config (1, 1 and 3 epochs) and says what a trial
 costs here and how many fit the budget; a trial starts only when the estimate says it ends inside it. Each trial
 is a run in ``WORKDIR/trials/NN-name/``; the choice is the trial of best dev F1 @0.5 (the metric every multi-label
 run selects its epoch on; test is never read for it), copied to ``WORKDIR/chosen/`` for ``evaluate`` and
@@ -59,22 +59,24 @@ def _quietly(config, workdir, log_path):
 
 
 def _probe(config, workdir) -> dict:
-  """Seconds of one trial here. Runs of 1 and 2 epochs each pay what every trial pays once (data, compile: each run
-  builds its own programs, test) and the first an epoch, the second two: their difference is an epoch's cost, and a
-  trial of E epochs costs the first plus E - 1 of them."""
+  """Seconds of one trial here, from three short runs of the config. The first, of one epoch, warms what a process
+  does once (reading and parsing the data, tracing shared functions); the next two, of one and three epochs, each
+  pay what every trial pays (building and compiling its programs, the test split) and differ by two epochs: a trial
+  of E epochs costs the one-epoch run plus E - 1 epochs."""
   walls = []
-  for epochs in (1, 2):
+  for name, epochs in (('warmup', 1), ('epochs1', 1), ('epochs3', 3)):
     probe = config.copy_and_resolve_references()
     probe.num_epochs = epochs
-    folder = os.path.join(workdir, 'probe', f'epochs{epochs}')
+    folder = os.path.join(workdir, 'probe', name)
     shutil.rmtree(folder, ignore_errors=True)  # a probe cut short is made again: its timing would be partial
     os.makedirs(os.path.dirname(folder), exist_ok=True)
     start = time.perf_counter()
     _quietly(probe, folder, f'{folder}.log')
     walls.append(time.perf_counter() - start)
-  epoch = max(walls[1] - walls[0], 0.0)
-  return {'one_epoch_seconds': walls[0], 'two_epoch_seconds': walls[1], 'epoch_seconds': epoch,
-          'probe_seconds': sum(walls), 'trial_seconds': walls[0] + (config.num_epochs - 1) * epoch}
+  epoch = max(walls[2] - walls[1], 0.0) / 2
+  return {'warmup_seconds': walls[0], 'one_epoch_seconds': walls[1], 'three_epoch_seconds': walls[2],
+          'epoch_seconds': epoch, 'probe_seconds': sum(walls),
+          'trial_seconds': walls[1] + (config.num_epochs - 1) * epoch}
 
 
 def _minutes(seconds: float) -> str:
@@ -148,14 +150,14 @@ def _open_plan(config, trials, workdir, budget_minutes, argv) -> dict:
     print(f'tune: resuming {path}: {len(plan["results"])} of {len(plan["trials"])} trials done, '
           f'{_minutes(plan["elapsed_seconds"])} used of {budget_minutes:g} min', flush=True)
     return plan
-  print(f'tune: probing the cost of a trial ({config.method}, {config.num_epochs} epochs): 1 and 2 epochs ...',
-        flush=True)
+  print(f'tune: probing the cost of a trial ({config.method}, {config.num_epochs} epochs): runs of 1, 1 and 3 '
+        'epochs ...', flush=True)
   estimate = _probe(config, workdir)
   fit = int((budget_minutes * 60 - estimate['probe_seconds']) // max(estimate['trial_seconds'], 1e-9))
   if fit < 1:
     raise ValueError(f'--budget_minutes={budget_minutes:g}: one trial takes about '
                      f'{_minutes(estimate["trial_seconds"])} here (probe: {estimate["one_epoch_seconds"]:.0f} s for '
-                     f'one epoch, {estimate["two_epoch_seconds"]:.0f} s for two), the probe took '
+                     f'one epoch, {estimate["epoch_seconds"]:.0f} s an epoch more), the probe took '
                      f'{_minutes(estimate["probe_seconds"])}: give at least '
                      f'{math.ceil((estimate["probe_seconds"] + estimate["trial_seconds"]) / 60)}')
   plan = {'config': recorded, 'config_file': config.config_file, 'method': config.method, 'argv': argv,

@@ -58,7 +58,7 @@ def straight(tmp_path_factory):
 
 def test_a_tune_runs_its_trials_writes_the_table_and_keeps_the_best_on_dev(straight):
   plan, workdir, calls = straight
-  assert calls == 2 + 3  # the probe's two runs, then the config and its two trials
+  assert calls == 3 + 3  # the probe's three runs, then the config and its two trials
   assert [n for n, _ in plan['trials']] == ['default', 'dropout0', 'learning_rate0.003']
   results = plan['results']
   assert set(results) == {'default', 'dropout0', 'learning_rate0.003'}
@@ -75,8 +75,8 @@ def test_a_tune_runs_its_trials_writes_the_table_and_keeps_the_best_on_dev(strai
 
 def test_a_tune_killed_between_trials_resumes_without_repeating_work(tmp_path, two_trials, monkeypatch, straight):
   straight = straight[0]
-  # killed as the second trial starts (calls: probe, probe, default, then the kill)
-  monkeypatch.setattr(train, 'train_and_evaluate', Calls(stop=4))
+  # killed as the second trial starts (calls: the probe's three, default, then the kill)
+  monkeypatch.setattr(train, 'train_and_evaluate', Calls(stop=5))
   with pytest.raises(KeyboardInterrupt):
     tune_lib.tune(_config(), str(tmp_path / 'killed'), budget_minutes=30)
   assert list(json.loads((tmp_path / 'killed' / 'tune.json').read_text())['results']) == ['default']
@@ -95,7 +95,7 @@ def test_the_budget_decides_how_many_trials_run_and_one_that_fits_none_is_refuse
   # a probe that says a trial takes 100 s here and took 10 s, and trials that do take 100 s on the tuner's clock:
   # 4 minutes hold the probe and two trials
   monkeypatch.setattr(tune_lib, '_probe', lambda config, workdir: {
-      'one_epoch_seconds': 40.0, 'two_epoch_seconds': 70.0, 'probe_seconds': 10.0, 'trial_seconds': 100.0})
+      'one_epoch_seconds': 40.0, 'epoch_seconds': 30.0, 'probe_seconds': 10.0, 'trial_seconds': 100.0})
   clock = {'now': 0.0}
   monkeypatch.setattr(tune_lib.time, 'perf_counter', lambda: clock['now'])
   real = train.train_and_evaluate
@@ -118,7 +118,7 @@ def test_the_budget_decides_how_many_trials_run_and_one_that_fits_none_is_refuse
 
 def test_a_trial_that_diverges_is_recorded_and_the_tune_goes_on(tmp_path, two_trials, monkeypatch):
   monkeypatch.setattr(tune_lib, '_probe', lambda config, workdir: {
-      'one_epoch_seconds': 1.0, 'two_epoch_seconds': 2.0, 'probe_seconds': 3.0, 'trial_seconds': 3.0})
+      'one_epoch_seconds': 1.0, 'epoch_seconds': 1.0, 'probe_seconds': 3.0, 'trial_seconds': 3.0})
   real = train.train_and_evaluate
 
   def trial(config, workdir):
