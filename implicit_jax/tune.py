@@ -193,6 +193,7 @@ def _run_trial(plan, i, config, workdir) -> None:
     checkpoints.write_json(os.path.join(workdir, PLAN), plan)
   plan['results'][name] = {k: result[k] for k in ('best_epoch', 'dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned')}
   plan['results'][name]['seconds'] = time.perf_counter() - start  # wall: data, compile, evaluation, as budgeted
+  checkpoints.write_json(os.path.join(workdir, PLAN), plan)  # a kill from here on keeps the trial done
   best = max(plan['results'].values(), key=lambda r: r['dev_f1'])
   print(f'tune: trial {name}: dev F1 @0.5 {100 * result["dev_f1"]:.2f} (epoch {result["best_epoch"]}); best so far '
         f'{100 * best["dev_f1"]:.2f}', flush=True)

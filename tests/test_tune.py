@@ -32,14 +32,16 @@ def two_trials(monkeypatch):
 
 
 class Calls:
-  """Counts train_and_evaluate's calls; raises KeyboardInterrupt (a kill) instead of the call numbered ``stop``."""
+  """Counts train_and_evaluate's calls; raises KeyboardInterrupt (a kill) instead of the call numbered ``stop``,
+  after reading the tune's record as a kill -9 at that moment would leave it (no handler runs on SIGKILL)."""
 
   def __init__(self, stop=None):
-    self.count, self.stop, self.real = 0, stop, train.train_and_evaluate
+    self.count, self.stop, self.real, self.on_disk = 0, stop, train.train_and_evaluate, None
 
   def __call__(self, config, workdir):
     self.count += 1
     if self.count == self.stop:
+      self.on_disk = json.loads((Path(workdir).parents[1] / 'tune.json').read_text())
       raise KeyboardInterrupt
     return self.real(config, workdir)
 
@@ -76,9 +78,11 @@ def test_a_tune_runs_its_trials_writes_the_table_and_keeps_the_best_on_dev(strai
 def test_a_tune_killed_between_trials_resumes_without_repeating_work(tmp_path, two_trials, monkeypatch, straight):
   straight = straight[0]
   # killed as the second trial starts (calls: the probe's three, default, then the kill)
-  monkeypatch.setattr(train, 'train_and_evaluate', Calls(stop=5))
+  killer = Calls(stop=5)
+  monkeypatch.setattr(train, 'train_and_evaluate', killer)
   with pytest.raises(KeyboardInterrupt):
     tune_lib.tune(_config(), str(tmp_path / 'killed'), budget_minutes=30)
+  assert list(killer.on_disk['results']) == ['default']  # on disk before the next trial starts
   assert list(json.loads((tmp_path / 'killed' / 'tune.json').read_text())['results']) == ['default']
   calls = Calls()
   monkeypatch.setattr(train, 'train_and_evaluate', calls)
