@@ -91,7 +91,7 @@ def run_one(dataset, variant, seed, epochs, data_dir) -> str:
     return f'{out.name}: kept'
   workdir = Path('/tmp/custom-defaults') / out.stem
   argv = command_of(dataset, variant, seed, epochs, data_dir)
-  log = workdir.with_suffix('.log')
+  log = workdir.parent / f'{workdir.name}.log'  # not with_suffix: the name holds dots (d0.2)
   log.parent.mkdir(parents=True, exist_ok=True)
   with open(log, 'w') as f:
     done = subprocess.run([sys.executable, *argv, f'--workdir={workdir}'], cwd=ROOT, stdout=f,
