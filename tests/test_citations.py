@@ -271,6 +271,7 @@ def test_reward_ranking_loss_by_hand():
 
 
 @pytest.mark.parametrize('method', ['implicit', 'dvn', 'rspen'])
+@pytest.mark.e2e
 def test_semi_supervised_methods_train_on_the_fixture(tmp_path, method):
   result = train.train_and_evaluate(fixture_config(method), str(tmp_path / method))
   assert np.isfinite(result['test_accuracy']) and result['test_accuracy'] > 1 / 13

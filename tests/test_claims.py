@@ -84,6 +84,7 @@ def test_seed_only_claims_are_oriented_and_judged(tmp_path):
   assert claims.test_claim(claims.Claim('paper', 'task', high, missing, 1.0), None, rng)['verdict'] == 'not run'
 
 
+@pytest.mark.e2e
 def test_claims_with_predictions_resample_the_test_examples(tmp_path):
   """Two tiny multi-label runs recorded as the scripts record them: the claim of one over the other is judged on
   their per-example scores (basis: examples and seeds), its mean is the recorded difference, a run against itself

@@ -43,7 +43,10 @@ def test_configs_hold_no_results():
     assert 'Reached:' not in doc and ' ± ' not in doc, name
 
 
-@pytest.mark.parametrize('name', ['default', 'bibtex', 'tagging'])  # tiny and tiny_tagging: in most other tests
+# A shipped config end to end, at its full size (task, data, model, one training step): the e2e suite (setup.cfg),
+# beside test_data_configs_take_a_step; tiny and tiny_tagging take their steps in most other tests.
+@pytest.mark.e2e
+@pytest.mark.parametrize('name', ['default', 'bibtex', 'tagging'])
 def test_configs_without_data_directory_take_a_step(name):
   task, metrics = one_step(load_config(name))
   assert np.isfinite(float(metrics['loss_prim']))
@@ -63,6 +66,7 @@ def test_data_configs_take_a_step(name):
   assert float(metrics['implicit_norm']) > 0
 
 
+@pytest.mark.e2e
 def test_config_given_by_absolute_path_from_another_directory(tmp_path):
   """The main job from a directory outside the repository, the config by absolute path, no PYTHONPATH: configs
   import only the installed package (tiny.py builds on default.py by path)."""
@@ -348,6 +352,7 @@ def test_every_row_of_every_family_loads_and_unknown_rows_are_named():
     config_lib.from_file(ROOT / 'configs' / 'horses.py', arg='seal-regression-w,full')
 
 
+@pytest.mark.e2e
 def test_the_command_line_takes_a_row_and_records_it(tmp_path):
   """--config=path:arg calls get_config(arg), and config.json records the flag, so that evaluate, predict and
   load_trained reload the same config; an unknown row ends in one line naming the choices."""
@@ -375,6 +380,7 @@ def test_the_command_line_takes_a_row_and_records_it(tmp_path):
   assert 'Traceback' not in bad.stderr and not (tmp_path / 'bad').exists()
 
 
+@pytest.mark.e2e
 def test_a_command_line_run_records_every_override_and_its_command_makes_it_again(tmp_path):
   """``--config=configs/bibtex.py:mbce --config.method=implicit`` recorded the row 'mbce' beside method 'implicit'
   and no command line: a record naming a row it does not reproduce. The overrides are recorded, as shell words

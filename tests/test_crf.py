@@ -86,6 +86,7 @@ def test_potentials_give_the_energy():
   np.testing.assert_allclose(energy.apply(phi, batch, y), by_hand, rtol=1e-5)
 
 
+@pytest.mark.e2e
 def test_crf_trains_on_the_synthetic_task(tmp_path):
   config = tiny('crf')
   result = train.train_and_evaluate(config, str(tmp_path / 'crf'))

@@ -8,7 +8,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+
+# A Python of its own (fake devices) stepping the tiny config on 1 and 4 devices: e2e (setup.cfg), after the fast suite.
+pytestmark = pytest.mark.e2e
 
 SCRIPT = r'''
 import json, jax, numpy as np

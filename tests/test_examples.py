@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from tests.conftest import ROOT
 
@@ -31,6 +32,7 @@ def run(*args, env):
   return proc
 
 
+@pytest.mark.e2e
 def test_digits_trains_with_two_methods_then_evaluates_and_predicts_from_the_command_line(tmp_path):
   env = command_line_env()
   workdirs = {m: tmp_path / m for m in ('feedforward', 'implicit')}
@@ -61,6 +63,7 @@ def test_digits_trains_with_two_methods_then_evaluates_and_predicts_from_the_com
   assert len(lines) == 7 and all(line in [str(c) for c in range(10)] for line in lines), predicted.stdout
 
 
+@pytest.mark.e2e
 def test_without_the_folder_on_pythonpath_the_run_is_refused_in_one_line(tmp_path):
   """What the same commands say when the task module cannot be found: one line naming config.task."""
   proc = subprocess.run([sys.executable, '-m', 'implicit_jax.main', '--config=examples/digits/config.py',

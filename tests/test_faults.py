@@ -66,6 +66,7 @@ def reference(tmp_path_factory):
 # ------------------------------------------------------------------------------------------ the workdir
 
 
+@pytest.mark.e2e
 def test_second_trainer_is_refused_and_readers_do_not_disturb_the_first(tmp_path):
   """A trainer runs in a subprocess. Meanwhile a second trainer on its workdir is refused, naming the holder's
   process id, and ``evaluate`` reads the workdir again and again. The first run then ends exactly as the same run
@@ -133,6 +134,7 @@ def test_a_reader_lists_again_when_a_step_folder_vanishes_under_it(race):
     checkpoints._beside_a_writer(lambda: (_ for _ in ()).throw(PermissionError('no')))  # pylint: disable=protected-access
 
 
+@pytest.mark.e2e
 def test_a_failed_start_writes_nothing_and_leaves_no_record_in_the_way(tmp_path):
   workdir = tmp_path / 'run'
   with pytest.raises(ValueError, match='num_devices=5'):
@@ -177,6 +179,7 @@ def test_a_folder_of_the_users_own_files_is_refused_untouched(tmp_path):
   workdir_lib.prepare(str(tmp_path / 'started'))
 
 
+@pytest.mark.e2e
 def test_resuming_on_changed_data_is_refused_naming_the_files(tmp_path):
   """A custom dataset whose file changes at the same path between two runs of one workdir."""
   rng = np.random.default_rng(0)
@@ -203,6 +206,7 @@ def test_resuming_on_changed_data_is_refused_naming_the_files(tmp_path):
     train.train_and_evaluate(config, str(tmp_path / 'run'))
 
 
+@pytest.mark.e2e
 def test_a_shorter_resume_is_refused_and_keeps_the_record(reference, tmp_path):
   workdir = tmp_path / 'run'
   shutil.copytree(reference[3], workdir)
@@ -213,6 +217,7 @@ def test_a_shorter_resume_is_refused_and_keeps_the_record(reference, tmp_path):
   assert json.loads((workdir / 'config.json').read_text())['num_epochs'] == 3
 
 
+@pytest.mark.e2e
 def test_an_extension_killed_part_way_never_pairs_the_old_threshold_with_new_parameters(reference, tmp_path,
                                                                                          monkeypatch, capsys):
   """A finished 2-epoch run (best epoch 1) extended to 6 epochs and killed once it saved a best epoch of its own:
@@ -254,6 +259,7 @@ def test_an_extension_killed_part_way_never_pairs_the_old_threshold_with_new_par
   assert evaluate.evaluate_run(str(workdir))['test']['threshold'] == result['threshold']
 
 
+@pytest.mark.e2e
 def test_evaluate_on_grown_data_names_the_data_not_damaged_checkpoints(tmp_path, capsys):
   """A Cora run evaluated with a data folder that gained references: the vocabulary grew, the model built from it
   no longer fits the saved parameters, and every intact checkpoint was called unreadable. ``evaluate`` now checks
@@ -289,6 +295,7 @@ def test_evaluate_on_grown_data_names_the_data_not_damaged_checkpoints(tmp_path,
     ({'implicit__solver__name': 'neumann', 'implicit__solver__alpha': 2.0, 'implicit__solver__iterations': 10},
      'residual', 'max_residual=1000'),
 ])
+@pytest.mark.e2e
 def test_a_diverging_run_stops_naming_quantity_step_and_checkpoint(tmp_path, fields, quantity, limit):
   config = _tiny(log_every=1, checkpoint_every=1, **fields)
   with pytest.raises(FloatingPointError, match=rf'{quantity} diverged: .* up to step \d+\) exceeds '
@@ -306,6 +313,7 @@ def test_a_diverging_run_stops_naming_quantity_step_and_checkpoint(tmp_path, fie
 # ------------------------------------------------------------------------------------------ damage
 
 
+@pytest.mark.e2e
 def test_a_torn_last_metrics_line_is_dropped_with_a_warning(reference, tmp_path, capsys):
   workdir = tmp_path / 'run'
   shutil.copytree(reference[2], workdir)
@@ -325,6 +333,7 @@ def test_a_torn_line_before_the_last_is_an_error_naming_it(tmp_path):
   assert writers.read_metrics(str(path)) == [{'step': 1, 'a': 1}]
 
 
+@pytest.mark.e2e
 def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(reference, tmp_path, capsys):
   """The latest checkpoint's files are emptied; resuming warns naming it, moves it aside, continues from the
   one before and ends exactly as the uninterrupted run. ``load_trained`` falls back the same way for the best
@@ -357,6 +366,7 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(reference, t
   assert run.predict(run.task.splits['dev']).shape == run.task.splits['dev']['y'].shape
 
 
+@pytest.mark.e2e
 def test_a_checkpoint_whose_loop_record_is_empty_is_set_aside_like_a_damaged_one(reference, tmp_path, capsys):
   """The latest checkpoint's loop record reads ``{}`` (was: KeyError 'train_seconds'). Defaults would lose the
   history and the best epoch so far, so it is damage: warned, set aside, the one before used, and the run ends as
@@ -403,6 +413,7 @@ runpy.run_module('implicit_jax.main', run_name='__main__')
 '''
 
 
+@pytest.mark.e2e
 def test_a_disk_full_in_orbaxs_writer_is_one_line_and_the_run_resumes_exactly(reference, tmp_path):
   """Orbax's workers each printed the failure with a traceback (154 lines on main, one after the error line); now
   one line names the checkpoint, the cause and the checkpoint a rerun resumes from, and the rerun ends exactly as
@@ -431,6 +442,7 @@ runpy.run_module('implicit_jax.main', run_name='__main__')
 '''
 
 
+@pytest.mark.e2e
 def test_a_failed_write_at_the_start_names_the_file_and_leaves_no_temporary(tmp_path):
   """Was '[Errno 27] File too large' (no path) and an empty config.json.tmp left behind."""
   workdir = tmp_path / 'run'
@@ -444,6 +456,7 @@ def test_a_failed_write_at_the_start_names_the_file_and_leaves_no_temporary(tmp_
   assert workdir_lib.foreign_files(str(workdir)) == []  # nothing in the way of the same command, once it can write
 
 
+@pytest.mark.e2e
 def test_command_lines_end_bad_input_in_one_line(tmp_path):
   """Each command is run as a user runs it; all are started at once and then read."""
   empty = tmp_path / 'empty'
@@ -503,6 +516,7 @@ def _one_error_line(proc, want_code):
   return lines[0]
 
 
+@pytest.mark.e2e
 def test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line(tmp_path):
   """A misspelt field inside a section, and config files that do not parse, define no get_config(), whose
   get_config() raises or returns a dict: one line naming the field or the file (and line), exit 2, nothing
@@ -530,6 +544,7 @@ def test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line(tmp_pa
   assert not workdir.exists()
 
 
+@pytest.mark.e2e
 def test_predict_refuses_to_write_over_its_input(tmp_path):
   """``--output`` naming the input file (or a link to it) is refused before any work; the input is untouched."""
   source = tmp_path / 'rows.arff'
@@ -545,6 +560,7 @@ def test_predict_refuses_to_write_over_its_input(tmp_path):
   assert source.read_text() == '@relation r\n@attribute a numeric\n@data\n1\n'
 
 
+@pytest.mark.e2e
 def test_ctrl_c_while_training_is_one_line_and_the_run_resumes(tmp_path):
   """SIGINT once the first checkpoint is saved: one line saying the run resumes, exit 130; the same command then
   resumes from that checkpoint and finishes."""
@@ -565,6 +581,7 @@ def test_ctrl_c_while_training_is_one_line_and_the_run_resumes(tmp_path):
   assert code == 0 and 'resuming from step' in out, (out[-1000:], err[-2000:])
 
 
+@pytest.mark.e2e
 def test_evaluate_warns_of_labels_never_positive_in_a_split(tmp_path):
   """A custom dataset whose label 'l2' is 0 in every row: F1 cannot tell whether the model can predict it, so
   ``evaluate`` names it in a warning for each split it scores."""

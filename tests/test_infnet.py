@@ -195,6 +195,7 @@ def test_infnet_finetuning_freezes_the_energy_and_trains_A_from_F(tiny_task):
                          jax.nn.sigmoid(method.modules['infnet'].apply(tuned.params['F'], batch)))
 
 
+@pytest.mark.e2e
 def test_infnet_resumed_with_more_epochs_keeps_its_phases(tmp_path):
   """A finished run (2 epochs, fine-tuning in the last) extended to 3: the third epoch fine-tunes A further with
   the energy frozen, instead of moving the phase boundary and overwriting the fine-tuned A with F."""

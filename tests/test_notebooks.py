@@ -61,6 +61,7 @@ def fresh_environment(path):
   return python, site
 
 
+@pytest.mark.e2e
 def test_notebooks_execute_in_a_fresh_environment_from_a_pip_install(tmp_path):
   python, site = fresh_environment(tmp_path / 'env')
   env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}

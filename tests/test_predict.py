@@ -17,6 +17,10 @@ from tests.conftest import ROOT, load_config
 
 FIXTURES = ROOT / 'tests' / 'fixtures' / 'mlc'
 
+# Every test here runs the predict or evaluate command line on a trained run: the e2e suite (setup.cfg), after the
+# fast one.
+pytestmark = pytest.mark.e2e
+
 
 
 @pytest.fixture(scope='module')

@@ -82,7 +82,8 @@ def _alter(kind, block, task):
   block['test']['decisions'][key] = predictions.encode(value)
 
 
-@pytest.mark.parametrize('kind', ['tiny', 'tiny_tagging', 'tiny_horses', 'ner-fixture'])
+@pytest.mark.parametrize('kind', ['tiny', *(pytest.param(k, marks=pytest.mark.e2e)
+                                            for k in ('tiny_tagging', 'tiny_horses', 'ner-fixture'))])
 def test_a_tiny_run_is_rescored_from_its_record(tmp_path, conll_dir, kind, capsys):
   """Trained and recorded as the reproduce scripts do (reproduce_tagging.train_and_record: train_and_evaluate,
   records.stamp, records.write); every figure rescored from the record matches to 1e-6, and one altered test
@@ -113,6 +114,7 @@ def test_a_tiny_run_is_rescored_from_its_record(tmp_path, conll_dir, kind, capsy
   assert 'MISMATCH' in capsys.readouterr().out
 
 
+@pytest.mark.e2e
 def test_other_gold_data_is_refused_and_old_records_are_listed(tmp_path, conll_dir, capsys):
   config = tagging_fixture_config('conll2003', conll_dir)
   out = tmp_path / 'run.json'
@@ -226,6 +228,7 @@ def test_json_that_is_not_a_record_is_one_line(tmp_path, capsys):
   assert len(lines) == 3
 
 
+@pytest.mark.e2e
 def test_the_command_answers_a_bad_data_dir_and_ctrl_c_in_one_line(tmp_path):
   """scripts/rescore.py speaks through the command lines' one-line wrapper (cli.guarded): a --data_dir that is a
   file was a failure per record naming a path inside it; Ctrl-C was a traceback."""

@@ -44,6 +44,7 @@ def _comparable(metrics):
   return out
 
 
+@pytest.mark.e2e
 def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path):
   killed, clean = tmp_path / 'killed', tmp_path / 'clean'
   cmd, env = _main(killed)
@@ -82,6 +83,7 @@ def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path):
   assert lines == sorted(lines)  # the steps redone after the kill were not logged twice
 
 
+@pytest.mark.e2e
 def test_nan_stops_with_step_and_quantity_and_keeps_the_last_checkpoint(tmp_path):
   config = load_config('tiny')
   config.log_every = config.checkpoint_every = 1
@@ -104,6 +106,7 @@ def test_nan_stops_with_step_and_quantity_and_keeps_the_last_checkpoint(tmp_path
   assert str(good_step) in loop['train_log']
 
 
+@pytest.mark.e2e
 def test_resume_with_a_different_config_is_refused(tmp_path):
   config = load_config('tiny')
   config.num_epochs = 1
@@ -157,6 +160,7 @@ def test_evaluate_cli_scores_the_saved_model(tmp_path):
   assert 'Traceback' not in missing.stderr
 
 
+@pytest.mark.e2e
 def test_a_field_added_since_a_run_was_recorded_neither_blocks_resume_nor_loading(tmp_path):
   """No migration table: a config.json without a field reads as having the field's default (which, by the rule of
   engine/config.py, is what the code did before the field existed); a real change to the field is refused."""
@@ -176,6 +180,7 @@ def test_a_field_added_since_a_run_was_recorded_neither_blocks_resume_nor_loadin
     checkpoints.check_or_write_config(str(tmp_path), config)
 
 
+@pytest.mark.e2e
 def test_a_run_recorded_with_its_methods_own_gbi_section_resumes_and_loads(tmp_path):
   """The second config layout kept GBI inside each method's section (``spen.gbi``); such a record reads as the
   shared ``config.gbi`` with its values: it resumes, loads back, and a real change to it is refused."""
@@ -236,6 +241,7 @@ def assert_same_run(got, want, path='', rtol=1e-5):
     assert got == want, f'{path}: {got!r} != {want!r}'
 
 
+@pytest.mark.e2e
 def test_a_workdir_written_before_the_engine_resumes_and_loads(tmp_path):
   """tests/fixtures/workdir_v1: a finished 1-epoch run of configs/tiny.py (implicit) written by the code before
   tasks were plug-ins (config format 1, top-level solver/negatives/gbi). It still evaluates as it did then, and

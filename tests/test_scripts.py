@@ -337,6 +337,7 @@ def _block(text: str, key: str) -> str:
   return text[text.index(start):text.index(end) + len(end)]
 
 
+@pytest.mark.e2e
 def test_table_only_writes_docs_and_readme_blocks_only_and_the_readme_is_up_to_date(tmp_path):
   """The four reproduce scripts' --table_only, run on a copy of the checkout: they rewrite docs/ and README's
   generated blocks, no source file (configs, scripts), and the README's main-job line and summary table are

@@ -183,12 +183,12 @@ def test_energy_scores_stacked_negatives_like_one_at_a_time(task):
 
 
 @pytest.mark.parametrize('method, overrides', [
-    ('feedforward', {}),
-    ('implicit', {'implicit.primary_loss': 'cd'}),
-    ('implicit', {'implicit.primary_loss': 'dvn', 'implicit.unroll': True}),
-    ('dvn', {}),
-    ('seal_dynamic', {'seal.energy_loss': 'regression'}),
-    ('seal_dynamic', {'seal.energy_loss': 'nce'}),
+    ('feedforward', {}),  # the real loop on segmentation in the fast suite; the other methods' runs are e2e
+    pytest.param('implicit', {'implicit.primary_loss': 'cd'}, marks=pytest.mark.e2e),
+    pytest.param('implicit', {'implicit.primary_loss': 'dvn', 'implicit.unroll': True}, marks=pytest.mark.e2e),
+    pytest.param('dvn', {}, marks=pytest.mark.e2e),
+    pytest.param('seal_dynamic', {'seal.energy_loss': 'regression'}, marks=pytest.mark.e2e),
+    pytest.param('seal_dynamic', {'seal.energy_loss': 'nce'}, marks=pytest.mark.e2e),
 ])
 def test_every_segmentation_method_trains_on_the_tiny_config(tmp_path, method, overrides):
   config = load_config('tiny_horses')
@@ -341,9 +341,9 @@ def test_crop_config_errors_name_the_field():
 
 @pytest.mark.parametrize('method, overrides', [
     ('feedforward', {}),
-    ('implicit', {'implicit.primary_loss': 'cd'}),
-    ('seal_dynamic', {'seal.energy_loss': 'regression'}),
-    ('dvn', {}),
+    pytest.param('implicit', {'implicit.primary_loss': 'cd'}, marks=pytest.mark.e2e),
+    pytest.param('seal_dynamic', {'seal.energy_loss': 'regression'}, marks=pytest.mark.e2e),
+    pytest.param('dvn', {}, marks=pytest.mark.e2e),
 ])
 def test_every_segmentation_method_trains_on_crops(tmp_path, method, overrides):
   config = _crop_config(method=method, num_epochs=1, **overrides)
@@ -376,6 +376,7 @@ def test_seal_crops_on_the_real_horses():
   np.testing.assert_allclose(pred, dev['x'][..., 0], rtol=1e-6)
 
 
+@pytest.mark.e2e
 def test_a_run_on_crops_stopped_mid_epoch_resumes_to_the_uninterrupted_one(tmp_path, monkeypatch):
   # 2 steps per epoch, 2 epochs, a checkpoint after every step. The run stops when it asks for step 4's batch (the
   # second of epoch 2), one step after a mid-epoch checkpoint: resumed, it must crop step 4's images as before.

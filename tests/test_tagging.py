@@ -120,7 +120,8 @@ def test_padding_does_not_change_outputs_or_energies(task):
     np.testing.assert_allclose(e_cut, e_wide, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize('method', ['implicit', 'feedforward', 'spen', 'infnet'])
+@pytest.mark.parametrize('method', [pytest.param(m, marks=pytest.mark.e2e) if m != 'feedforward' else m
+                                    for m in ('implicit', 'feedforward', 'spen', 'infnet')])
 def test_methods_learn_the_synthetic_tagging_task(tmp_path, method):
   """The real loop on the tiny tagging task (3 epochs, 256 sentences): test token accuracy at least 0.3 above
   always predicting the most frequent tag, and above the best tagger that ignores context."""

@@ -95,7 +95,7 @@ def _first(batches, width):
   return next(b for b in batches if b['x'].shape[1] == width)
 
 
-@pytest.mark.parametrize('method', ['feedforward', 'implicit'])
+@pytest.mark.parametrize('method', ['feedforward', pytest.param('implicit', marks=pytest.mark.e2e)])
 def test_the_loop_compiles_step_and_predictor_once_per_bucket(tmp_path, counter, method):
   config = load_config('tiny_tagging')
   config.method = method

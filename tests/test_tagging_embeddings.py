@@ -166,6 +166,7 @@ def _word_tables(params) -> dict:
                  for k in path)}
 
 
+@pytest.mark.e2e  # training steps of the tagging model: the e2e suite; the gradient and the optimiser's part below
 @pytest.mark.parametrize('freeze', [True, False])
 def test_frozen_word_tables_stay_bit_identical_through_training(freeze):
   """model.freeze_embeddings on a tiny tagging run with AdamW (decoupled decay 0.1, which moves a parameter even

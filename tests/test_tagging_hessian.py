@@ -5,6 +5,7 @@ import sys
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from implicit_jax.engine import train
 from tests.conftest import ROOT, float64, load_config
@@ -41,6 +42,7 @@ def test_bigram_log_probs_by_hand():
   np.testing.assert_allclose(np.exp(out), [[1 / 3, 2 / 3], [2 / 4, 2 / 4]])
 
 
+@pytest.mark.e2e
 def test_command_on_a_trained_run_recovers_w(tmp_path):
   config = load_config('tiny_tagging')
   config.method = 'implicit'

@@ -52,6 +52,7 @@ def expected_lines(workdir, sentences, features=None):
   return '\n\n'.join(blocks).split('\n'), vocab
 
 
+@pytest.mark.e2e
 def test_predict_tags_conll_and_raw_text_through_the_runs_vocabulary(runs, tmp_path):
   """The same sentences as raw text and as CoNLL columns (a stale tag column, ignored): the same CoNLL-style output,
   the tags of the run's own predictions on the ids of its recorded vocabulary, unknown words as UNK."""
@@ -75,6 +76,7 @@ def test_predict_tags_conll_and_raw_text_through_the_runs_vocabulary(runs, tmp_p
   assert len([line for line in lines if line]) == 8 * 2
 
 
+@pytest.mark.e2e
 def test_predict_reads_a_npy_of_word_ids_with_its_padding(runs, tmp_path):
   """Word ids [N, T], 0 after each sentence's end: the mask is where ids are not 0; one line of tags per sentence."""
   _, workdirs = runs
@@ -96,6 +98,7 @@ def test_predict_reads_a_npy_of_word_ids_with_its_padding(runs, tmp_path):
     predict.predict_file(str(workdir), str(tmp_path / 'big.npy'))
 
 
+@pytest.mark.e2e
 def test_predict_reads_the_ner_plus_columns_of_a_conll_file(runs, tmp_path):
   """A run with NER+ features takes POS and chunk from the CoNLL-2003 columns (caps from the token); raw text, or a
   CoNLL file without those columns, is one error naming the file (and line) and the columns it needs."""
@@ -140,6 +143,7 @@ def test_an_empty_split_is_named_by_its_file(tmp_path):
                           "'twitter_pos' reads its dev split from this file")
 
 
+@pytest.mark.e2e
 def test_raw_text_read_as_conll_is_refused_naming_the_line(runs, tmp_path):
   """``--format=conll`` on raw text kept the first word of each line (2 of 10 words tagged), exit 0. Lines of
   unequal columns are named; lines of equal columns with no blank line after a sentence are refused too."""
@@ -156,6 +160,7 @@ def test_raw_text_read_as_conll_is_refused_naming_the_line(runs, tmp_path):
   assert len([line for line in lines if line]) == 10
 
 
+@pytest.mark.e2e
 def test_a_folder_as_input_is_named_a_folder(runs, tmp_path):
   """Was 'no such file' (tagging) or an IsADirectoryError traceback (.npy)."""
   _, workdirs = runs

@@ -232,7 +232,8 @@ def test_chunk_select_picks_the_selection_metric(data_dir):
 # --------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize('name, select', [('conll2003', 'f1'), ('twitter_pos', 'accuracy')])
+@pytest.mark.parametrize('name, select', [('conll2003', 'f1'),
+                                          pytest.param('twitter_pos', 'accuracy', marks=pytest.mark.e2e)])
 def test_one_epoch_run_on_the_fixture_task(data_dir, tmp_path, name, select):
   config = tiny_config(name, data_dir)
   result = train.train_and_evaluate(config, str(tmp_path / 'run'))
@@ -247,6 +248,7 @@ def test_one_epoch_run_on_the_fixture_task(data_dir, tmp_path, name, select):
   assert data_record['files'] == record['task_info']['files']
 
 
+@pytest.mark.e2e  # a shipped config end to end at its full size: the e2e suite (setup.cfg), after the fast one
 @pytest.mark.parametrize('name', ['pos', 'ner', 'ner_plus'])
 def test_configs_build_on_the_fixtures_and_take_a_step(data_dir, name):
   config = load_config(name)

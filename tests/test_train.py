@@ -54,7 +54,13 @@ def counting_traces(monkeypatch):
   return counts
 
 
-@pytest.mark.parametrize('method', list(METHODS) + ['implicit-gcr-warm', 'implicit-gcr-refresh'])
+# The fast suite runs the real loop for the implicit method and the feedforward baseline; the other methods' runs,
+# and the implicit ones whose donated state carries the GCR solver's memory, are in the e2e suite (setup.cfg).
+FAST_LOOPS = ('implicit', 'feedforward')
+
+
+@pytest.mark.parametrize('method', [m if m in FAST_LOOPS else pytest.param(m, marks=pytest.mark.e2e)
+                                    for m in [*METHODS, 'implicit-gcr-warm', 'implicit-gcr-refresh']])
 def test_tiny_train_and_evaluate_compiles_the_step_once(tmp_path, monkeypatch, method):
   """The real loop (donated state, checkpoints, dev selection) for every method: 16 steps, 2 dev evaluations and a
   test one, with one trace of the step and one of the predictor in the loop (dev and test are padded to one batch
@@ -126,6 +132,7 @@ def test_every_implicit_route_logs_the_same_diagnostics():
       assert any(np.any(leaf != 0) for leaf in jax.tree.leaves(state.opt_state['solver']))
 
 
+@pytest.mark.e2e
 def test_implicit_training_learns_the_synthetic_structure(tmp_path):
   """More epochs on the tiny problem: test F1 well above the all-negative and chance levels (1/3 per group)."""
   config = load_config('tiny')
@@ -185,6 +192,7 @@ def test_main_bad_config_values_end_in_one_clear_line(tmp_path):
   assert 'Traceback' not in proc.stderr
 
 
+@pytest.mark.e2e
 def test_main_misspelt_override_is_an_error(tmp_path):
   proc = run_main(tmp_path, '--config.optimzer.learning_rate=0.1')
   assert proc.returncode != 0
@@ -208,8 +216,11 @@ def test_readme_test_command_is_what_ci_runs():
   command = readme[marker:].split('```')[1].strip().splitlines()[-1]
   assert command.startswith('.venv/bin/python -m pytest')
   assert np.char.count(readme, '<!-- test-command -->') == 1
+  # The suites the README's command leaves out (setup.cfg's addopts) run after it in CI.
+  assert '-m e2e' in ci and '-m multihost' in ci
 
 
+@pytest.mark.e2e
 def test_main_malformed_data_file_names_file_and_line(tmp_path):
   bad = tmp_path / 'bad.arff'
   bad.write_text('@relation r\n@attribute a numeric\n@attribute l1 {0,1}\n@attribute l2 {0,1}\n@data\n'

@@ -11,6 +11,9 @@ from implicit_jax import tune as tune_lib
 from implicit_jax.engine import config as config_lib, train
 from implicit_jax.experiments import mlc
 
+# Every test here trains whole runs (the tuner's probe and trials): the e2e suite (setup.cfg), after the fast one.
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = str(ROOT / 'tests' / 'fixtures' / 'mlc' / 'scaled.arff')
 
