@@ -50,3 +50,12 @@ def load_config(name: str):
 def x64():
   with float64():
     yield
+
+
+@pytest.fixture(scope='session')
+def tiny_run(tmp_path_factory):
+  """``configs/tiny.py`` as it is (the implicit method, 2 epochs) trained once per session and worker, for the tests
+  that read a finished run: ``(workdir, result)``. A test that changes the workdir changes a copy of it."""
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+  workdir = tmp_path_factory.mktemp('tiny_run')
+  return workdir, train.train_and_evaluate(load_config('tiny'), str(workdir))

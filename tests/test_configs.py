@@ -3,6 +3,7 @@ from an installed package; the records a run writes hold what the run uses."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -403,15 +404,14 @@ def test_a_command_line_run_records_every_override_and_its_command_makes_it_agai
   assert json.loads((tmp_path / 'again' / 'config.json').read_text()) == recorded
 
 
-def test_a_record_with_fields_this_version_does_not_know_is_refused_not_rewritten(tmp_path):
+def test_a_record_with_fields_this_version_does_not_know_is_refused_not_rewritten(tiny_run, tmp_path):
   """A config.json with a field no config of this version has (a newer version's) was resumed and rewritten
   without it, silently. Now resuming, evaluating and loading it name the file and the fields, and leave it."""
   from implicit_jax import evaluate  # pylint: disable=import-outside-toplevel
   from implicit_jax.engine import checkpoints, train  # pylint: disable=import-outside-toplevel
-  config = load_config('tiny')
-  config.num_epochs = 1
   workdir = tmp_path / 'run'
-  train.train_and_evaluate(config, str(workdir))
+  shutil.copytree(tiny_run[0], workdir)  # a finished run of configs/tiny.py (2 epochs)
+  config = load_config('tiny')
   path = workdir / 'config.json'
   record = json.loads(path.read_text())
   record['optimizer']['momentum_schedule'] = 'cosine'
@@ -419,7 +419,7 @@ def test_a_record_with_fields_this_version_does_not_know_is_refused_not_rewritte
   path.write_text(json.dumps(record))
   want = (rf'^{path} holds fields this version of implicit_jax does not know \(optimizer.momentum_schedule, '
           r'ema.decay\): a newer version wrote it, or it was edited; read or resume it with the version that wrote it$')
-  config.num_epochs = 2
+  config.num_epochs = 3  # a resume for one more epoch
   with pytest.raises(config_lib.NewerRecord, match=want):
     train.train_and_evaluate(config, str(workdir))
   with pytest.raises(config_lib.NewerRecord, match=want):

@@ -120,10 +120,9 @@ def test_resume_with_a_different_config_is_refused(tmp_path):
   assert train.train_and_evaluate(config, str(tmp_path))['steps'] == 16
 
 
-def test_load_trained_restores_the_best_dev_parameters(tmp_path):
-  config = load_config('tiny')
-  result = train.train_and_evaluate(config, str(tmp_path))
-  run = checkpoints.load_trained(str(tmp_path))
+def test_load_trained_restores_the_best_dev_parameters(tiny_run):
+  workdir, result = tiny_run
+  run = checkpoints.load_trained(str(workdir))
   assert set(run.modules) == {'infnet', 'energy'} and set(run.params) == {'theta', 'phi'}
   dev = run.task.splits['dev']
   probs = run.predict(dev['x'])
@@ -144,10 +143,10 @@ def test_contradictory_config_rejected_before_reading_data(tmp_path):
   assert not os.listdir(tmp_path)  # nothing built or written
 
 
-def test_evaluate_cli_scores_the_saved_model(tmp_path):
-  config = load_config('tiny')
-  result = train.train_and_evaluate(config, str(tmp_path))
-  proc = subprocess.run([sys.executable, '-m', 'implicit_jax.evaluate', f'--workdir={tmp_path}', '--split=all',
+@pytest.mark.e2e
+def test_evaluate_cli_scores_the_saved_model(tiny_run, tmp_path):
+  workdir, result = tiny_run
+  proc = subprocess.run([sys.executable, '-m', 'implicit_jax.evaluate', f'--workdir={workdir}', '--split=all',
                          '--json'], cwd=ROOT, capture_output=True, text=True, timeout=300,
                         env=dict(os.environ, JAX_PLATFORMS='cpu'))
   assert proc.returncode == 0, proc.stderr[-2000:]
