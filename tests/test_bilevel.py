@@ -25,6 +25,12 @@ from implicit_jax.testing import dense_hessian, rel_err, ridge_problem, spen_pro
 from tests.conftest import float64
 
 
+# The checks below call the library's functions and autodiff through jax.jit: one compiled program per call
+# signature instead of one per operation (eager), which is most of the time these small problems take.
+hypergradient = jax.jit(bilevel.hypergradient, static_argnums=(0, 1, 5))
+solve_inverse_hvp = jax.jit(bilevel.solve_inverse_hvp, static_argnums=(0, 5))
+
+
 # ------------------------------------------------------------------------------------------------ ridge
 
 @pytest.mark.parametrize('solver,tol', [
@@ -36,7 +42,7 @@ from tests.conftest import float64
 ])
 def test_ridge_hypergradient_matches_closed_form(x64, solver, tol):
   l_aux, l_prim, theta_star, phi, batch, exact = ridge_problem()
-  grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star(phi), phi, batch, solver)
+  grad, info = hypergradient(l_prim, l_aux, theta_star(phi), phi, batch, solver)
   assert rel_err(grad, exact) < tol
   assert info['residual'] < tol
   assert info['implicit_norm'] > 0 and info['explicit_norm'] == 0  # phi enters L_prim only through theta*
@@ -55,8 +61,8 @@ def test_ridge_custom_vjp_inner_loop_matches_closed_form(x64):
 def test_neumann_without_safe_step_diverges_and_says_so(x64):
   """alpha above 2 / lambda_max: the residual reports the divergence instead of hiding it."""
   l_aux, l_prim, theta_star, phi, batch, _ = ridge_problem()
-  _, info = bilevel.hypergradient(l_prim, l_aux, theta_star(phi), phi, batch,
-                                  bilevel.Solver('neumann', iterations=50, alpha=1.0, damping=0.0))
+  _, info = hypergradient(l_prim, l_aux, theta_star(phi), phi, batch,
+                         bilevel.Solver('neumann', iterations=50, alpha=1.0, damping=0.0))
   assert info['residual'] > 1e3
 
 
@@ -75,19 +81,19 @@ def assert_directional_fd(grad, outer, phi, first_key, atol, directions=3, eps=1
 
 def test_spen_problem_is_solved_to_stationarity(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
-  grad_norm = jnp.linalg.norm(ravel_pytree(jax.grad(l_aux)(theta_star, phi, batch))[0])
+  grad_norm = jnp.linalg.norm(ravel_pytree(jax.jit(jax.grad(l_aux))(theta_star, phi, batch))[0])
   assert grad_norm < 1e-10
   eigs = jnp.linalg.eigvalsh(dense_hessian(l_aux, theta_star, phi, batch))
   assert eigs.min() > 0  # a strict local minimum: the implicit function theorem applies
   # The SSVM hinge is active and away from its kink for every example, so L_prim is smooth here.
-  net_y = jax.grad(l_prim, argnums=0)(theta_star, phi, batch)
+  net_y = jax.jit(jax.grad(l_prim, argnums=0))(theta_star, phi, batch)
   assert jnp.linalg.norm(ravel_pytree(net_y)[0]) > 0
 
 
 @pytest.fixture
 def spen_implicit_grad(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
-  grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
+  grad, info = hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
   assert info['residual'] < 1e-10 and info['implicit_norm'] > 1e-3
   return grad
 
@@ -104,7 +110,7 @@ def test_spen_matches_jaxopt_custom_root(spen_implicit_grad):
   def inner_solver(init_theta, phi):
     return newton(init_theta, phi)
 
-  reference = jax.grad(lambda p: l_prim(inner_solver(theta_star, p), p, batch))(phi)
+  reference = jax.jit(jax.grad(lambda p: l_prim(inner_solver(theta_star, p), p, batch)))(phi)
   assert rel_err(spen_implicit_grad, reference) < 1e-6
 
 
@@ -133,6 +139,8 @@ def test_spen_custom_vjp_agrees_with_hypergradient_for_every_solver(spen_implici
   """The custom_vjp route (what training uses) and its diagnostics agree with the direct formula."""
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   opt = optax.sgd(1e-3)
+  explicit = jax.jit(jax.grad(l_prim, argnums=1))(theta_star, phi, batch)
+  at_star = jax.jit(l_prim)(theta_star, phi, batch)
   for solver, tol in ((bilevel.Solver('dense', damping=0.0), 1e-8),
                       (bilevel.Solver('cg', iterations=200, tol=1e-13, damping=0.0), 1e-7),
                       (bilevel.Solver('normal_cg', iterations=400, tol=1e-15, damping=0.0), 1e-6),
@@ -142,10 +150,9 @@ def test_spen_custom_vjp_agrees_with_hypergradient_for_every_solver(spen_implici
     (loss, _), grad, diag = jax.jit(lambda p: inner.value_and_grad(
         l_prim, p, theta_star, opt.init(theta_star), batch))(phi)
     assert rel_err(grad, spen_implicit_grad) < tol, solver.name
-    explicit = jax.grad(l_prim, argnums=1)(theta_star, phi, batch)
     np.testing.assert_allclose(diag['explicit_norm'], jnp.linalg.norm(ravel_pytree(explicit)[0]), rtol=1e-6)
     assert diag['residual'] < tol
-    np.testing.assert_allclose(loss, l_prim(theta_star, phi, batch), rtol=1e-6)
+    np.testing.assert_allclose(loss, at_star, rtol=1e-6)
 
 
 def test_stationarity_and_cosine_diagnostics_match_their_definitions(x64):
@@ -157,24 +164,25 @@ def test_stationarity_and_cosine_diagnostics_match_their_definitions(x64):
   opt = optax.sgd(1e-3)
   theta0 = jax.tree.map(lambda t: t + 0.1, theta_star)
   inner = bilevel.ImplicitSolve(l_aux, opt, 3, bilevel.Solver('dense', damping=0.0))
-  (_, (theta_t, _, _)), grad, diag = inner.value_and_grad(l_prim, phi, theta0, opt.init(theta0), batch)
-  norm = lambda t: jnp.linalg.norm(ravel_pytree(jax.grad(l_aux)(t, phi, batch))[0])
+  (_, (theta_t, _, _)), grad, diag = jax.jit(inner.value_and_grad, static_argnums=0)(
+      l_prim, phi, theta0, opt.init(theta0), batch)
+  norm = jax.jit(lambda t: jnp.linalg.norm(ravel_pytree(jax.grad(l_aux)(t, phi, batch))[0]))
   np.testing.assert_allclose(diag['grad_norm'], norm(theta_t), rtol=1e-10)
   np.testing.assert_allclose(diag['stationarity'], norm(theta_t) / norm(theta0), rtol=1e-10)
   assert 0.5 < diag['stationarity'] < 1  # three small steps: some progress, far from stationary
-  explicit = ravel_pytree(jax.grad(l_prim, argnums=1)(theta_t, phi, batch))[0]
+  explicit = ravel_pytree(jax.jit(jax.grad(l_prim, argnums=1))(theta_t, phi, batch))[0]
   implicit = ravel_pytree(grad)[0] - explicit
   np.testing.assert_allclose(diag['cosine'], explicit @ implicit / jnp.linalg.norm(explicit) /
                              jnp.linalg.norm(implicit), rtol=1e-8)
   at_star = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver('dense', damping=0.0))
-  _, _, diag = at_star.value_and_grad(l_prim, phi, theta_star, opt.init(theta_star), batch)
+  _, _, diag = jax.jit(at_star.value_and_grad, static_argnums=0)(l_prim, phi, theta_star, opt.init(theta_star), batch)
   assert diag['grad_norm'] < 1e-8 * norm(theta0)
 
 
 def test_none_solver_drops_exactly_the_implicit_term(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
-  grad, info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('none'))
-  explicit = jax.grad(l_prim, argnums=1)(theta_star, phi, batch)
+  grad, info = hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('none'))
+  explicit = jax.jit(jax.grad(l_prim, argnums=1))(theta_star, phi, batch)
   assert rel_err(grad, explicit) == 0 and info['implicit_norm'] == 0
 
 
@@ -186,31 +194,31 @@ def test_hvp_and_mixed_vjp_match_dense_second_derivatives(x64):
   flat, unravel = ravel_pytree(theta)
   flat_phi, unravel_phi = ravel_pytree(phi)
   hess = dense_hessian(l_aux, theta, phi, batch)
-  cross = jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta, unravel_phi(p), batch))[0])(flat_phi)
+  cross = jax.jit(jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta, unravel_phi(p), batch))[0]))(flat_phi)
   v = jax.random.normal(jax.random.PRNGKey(3), flat.shape)
-  np.testing.assert_allclose(ravel_pytree(bilevel.hvp(l_aux, theta, phi, batch, unravel(v)))[0], hess @ v,
+  hvp, mixed_vjp = (jax.jit(f, static_argnums=0) for f in (bilevel.hvp, bilevel.mixed_vjp))
+  np.testing.assert_allclose(ravel_pytree(hvp(l_aux, theta, phi, batch, unravel(v)))[0], hess @ v,
                              rtol=1e-10, atol=1e-12)
-  np.testing.assert_allclose(ravel_pytree(bilevel.mixed_vjp(l_aux, theta, phi, batch, unravel(v)))[0],
+  np.testing.assert_allclose(ravel_pytree(mixed_vjp(l_aux, theta, phi, batch, unravel(v)))[0],
                              cross.T @ v, rtol=1e-10, atol=1e-12)
-  fd = ravel_pytree(bilevel.fd_hvp(l_aux, theta, phi, batch, unravel(v), eps=1e-4))[0]
+  fd = ravel_pytree(jax.jit(bilevel.fd_hvp, static_argnums=(0, 5))(l_aux, theta, phi, batch, unravel(v), 1e-4))[0]
   assert rel_err(fd, hess @ v) < 1e-6  # O(eps^2) truncation error in float64
 
 
 def test_fd_hvp_solver_option_close_to_exact(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
-  exact, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('cg', iterations=100,
-                                                                                          tol=1e-12, damping=0.0))
-  fd, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
-                                bilevel.Solver('cg', iterations=100, tol=1e-12, hvp='fd', fd_eps=1e-5, damping=0.0))
+  exact, _ = hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('cg', iterations=100,
+                                                                                 tol=1e-12, damping=0.0))
+  fd, _ = hypergradient(l_prim, l_aux, theta_star, phi, batch,
+                        bilevel.Solver('cg', iterations=100, tol=1e-12, hvp='fd', fd_eps=1e-5, damping=0.0))
   assert rel_err(fd, exact) < 1e-5
 
 
 def test_identity_is_the_zero_term_neumann_series(x64):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
-  a, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
-                               bilevel.Solver('identity', alpha=0.3, damping=0.0))
-  b, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
-                               bilevel.Solver('neumann', iterations=0, alpha=0.3, damping=0.0))
+  a, _ = hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('identity', alpha=0.3, damping=0.0))
+  b, _ = hypergradient(l_prim, l_aux, theta_star, phi, batch,
+                       bilevel.Solver('neumann', iterations=0, alpha=0.3, damping=0.0))
   assert rel_err(a, b) == 0
 
 
@@ -225,8 +233,8 @@ def test_damping_solves_the_shifted_system(x64):
   undamped = jnp.linalg.norm(hess @ expected - v) / jnp.linalg.norm(v)
   assert undamped > 1e-2
   for name in ('dense', 'cg', 'minres'):
-    u, info = bilevel.solve_inverse_hvp(l_aux, theta_star, phi, batch, unravel(v),
-                                        bilevel.Solver(name, iterations=200, tol=1e-13, damping=0.5))
+    u, info = solve_inverse_hvp(l_aux, theta_star, phi, batch, unravel(v),
+                                bilevel.Solver(name, iterations=200, tol=1e-13, damping=0.5))
     np.testing.assert_allclose(ravel_pytree(u)[0], expected, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(info['residual'], undamped, rtol=1e-6)
 
@@ -248,7 +256,7 @@ def test_every_solver_reports_the_undamped_residual(x64, solver):
   flat, unravel = ravel_pytree(theta)
   hess = dense_hessian(l_aux, theta, phi, batch)
   v = jax.random.normal(jax.random.PRNGKey(8), flat.shape)
-  u, info = bilevel.solve_inverse_hvp(l_aux, theta, phi, batch, unravel(v), solver)
+  u, info = solve_inverse_hvp(l_aux, theta, phi, batch, unravel(v), solver)
   expected = jnp.linalg.norm(hess @ ravel_pytree(u)[0] - v) / jnp.linalg.norm(v)
   np.testing.assert_allclose(info['residual'], expected, rtol=1e-8)
   assert expected > 1e-6  # none of these settings solves H u = v exactly: the check is not 0 == 0
@@ -336,7 +344,7 @@ def test_minres_exact_solution_and_zero_right_hand_side(x64):
 def test_float32_on_flax_params_agrees_with_float64():
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   with float64():
-    ref, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
+    ref, _ = hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
   cast = lambda t: jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), t)
   cg = bilevel.Solver('cg', iterations=60, tol=1e-6, damping=0.0)
   grad, info = jax.jit(lambda t, p, b: bilevel.hypergradient(l_prim, l_aux, t, p, b, cg))(
@@ -432,8 +440,10 @@ def test_unrolled_route_is_the_derivative_of_the_inner_steps(x64):
   theta0 = jax.tree.map(lambda t: t + 0.1, theta_star)
   route = bilevel.outer_solve(l_aux, opt, 4, bilevel.Solver('unrolled'))
   assert isinstance(route, bilevel.UnrolledSolve)
-  (loss, (theta_t, _, losses)), grad, diag = route.value_and_grad(l_prim, phi, theta0, opt.init(theta0), batch)
+  (loss, (theta_t, _, losses)), grad, diag = jax.jit(route.value_and_grad, static_argnums=0)(
+      l_prim, phi, theta0, opt.init(theta0), batch)
 
+  @jax.jit
   def procedure(p):
     theta = theta0
     state = opt.init(theta0)
@@ -442,14 +452,14 @@ def test_unrolled_route_is_the_derivative_of_the_inner_steps(x64):
       theta = optax.apply_updates(theta, updates)
     return l_prim(theta, p, batch)
 
-  assert rel_err(grad, jax.grad(procedure)(phi)) < 1e-10
+  assert rel_err(grad, jax.jit(jax.grad(procedure))(phi)) < 1e-10
   np.testing.assert_allclose(loss, procedure(phi), rtol=1e-12)
   flat_phi, unravel = ravel_pytree(phi)
   d = jax.random.normal(jax.random.PRNGKey(11), flat_phi.shape)
   d = d / jnp.linalg.norm(d)
   fd = (procedure(unravel(flat_phi + 1e-5 * d)) - procedure(unravel(flat_phi - 1e-5 * d))) / 2e-5
   np.testing.assert_allclose(ravel_pytree(grad)[0] @ d, fd, rtol=1e-5)
-  explicit = ravel_pytree(jax.grad(l_prim, argnums=1)(theta_t, phi, batch))[0]
+  explicit = ravel_pytree(jax.jit(jax.grad(l_prim, argnums=1))(theta_t, phi, batch))[0]
   through = ravel_pytree(grad)[0] - explicit
   np.testing.assert_allclose(diag['explicit_norm'], jnp.linalg.norm(explicit), rtol=1e-10)
   np.testing.assert_allclose(diag['implicit_norm'], jnp.linalg.norm(through), rtol=1e-10)

@@ -14,6 +14,10 @@ from jax.flatten_util import ravel_pytree
 from implicit_jax import bilevel
 from implicit_jax.testing import dense_hessian, flat64, rel_err, spen_problem
 
+# The library's functions and autodiff through jax.jit below: one compiled program per call signature instead of one
+# per operation (eager), which is most of the time these small problems take.
+hypergradient = jax.jit(bilevel.hypergradient, static_argnums=(0, 1, 5))
+
 
 def coupled_quadratic(n=30, m=7, seed=6, spectrum=(-3.0, 5.0)):
   """``f(t, p) = 1/2 t'Ht - t'Bp`` with symmetric indefinite H: ``d_theta f = H t - B p``, cross term ``-B``.
@@ -39,9 +43,9 @@ def test_fused_products_match_dense_second_derivatives(x64):
   flat, unravel = ravel_pytree(theta)
   flat_phi, unravel_phi = ravel_pytree(phi)
   hess = dense_hessian(l_aux, theta, phi, batch)
-  cross = jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta, unravel_phi(p), batch))[0])(flat_phi)
+  cross = jax.jit(jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta, unravel_phi(p), batch))[0]))(flat_phi)
   v = jax.random.normal(jax.random.PRNGKey(3), flat.shape)
-  hv, cv = bilevel.fused_products(l_aux, theta, phi, batch, unravel(v))
+  hv, cv = jax.jit(bilevel.fused_products, static_argnums=0)(l_aux, theta, phi, batch, unravel(v))
   np.testing.assert_allclose(ravel_pytree(hv)[0], hess @ v, rtol=1e-10, atol=1e-12)
   np.testing.assert_allclose(ravel_pytree(cv)[0], cross.T @ v, rtol=1e-10, atol=1e-12)
 
@@ -123,8 +127,8 @@ def test_custom_vjp_route_is_minres_and_its_memory_is_the_solution(x64, warm):
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   opt = optax.sgd(1e-3)
   k = 4
-  reference, ref_info = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch,
-                                              bilevel.Solver('minres', iterations=k, tol=0.0, damping=0.0))
+  reference, ref_info = hypergradient(l_prim, l_aux, theta_star, phi, batch,
+                                      bilevel.Solver('minres', iterations=k, tol=0.0, damping=0.0))
   inner = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver('gcr', iterations=k, damping=0.0, warm_start=warm))
   step = jax.jit(lambda p, mem: inner.value_and_grad(l_prim, p, theta_star, opt.init(theta_star), batch, mem))
   (_, (theta_t, _, _)), grad, diag = step(phi, None)
@@ -136,12 +140,12 @@ def test_custom_vjp_route_is_minres_and_its_memory_is_the_solution(x64, warm):
     assert 'memory' not in diag
     return
   u = diag.pop('memory')
-  g_theta = flat64(jax.grad(l_prim)(theta_t, phi, batch))
+  g_theta = flat64(jax.jit(jax.grad(l_prim))(theta_t, phi, batch))
   hess = np.asarray(dense_hessian(l_aux, theta_t, phi, batch))
   residual = np.linalg.norm(hess @ flat64(u) - g_theta) / np.linalg.norm(g_theta)
   np.testing.assert_allclose(diag['residual'], residual, rtol=1e-8)
   unravel = ravel_pytree(theta_t)[1]
-  exact, _ = bilevel.hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
+  exact, _ = hypergradient(l_prim, l_aux, theta_star, phi, batch, bilevel.Solver('dense', damping=0.0))
   _, grad2, diag2 = step(phi, unravel(jnp.asarray(np.linalg.solve(hess, g_theta))))
   assert rel_err(grad2, exact) < 1e-6 and diag2['residual'] < 1e-8
 
@@ -168,9 +172,11 @@ def test_refresh_computes_the_term_every_kth_step_and_reuses_it_between(x64, nam
   every = bilevel.ImplicitSolve(l_aux, opt, 1, solver)
   every_k = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver(name, iterations=3, tol=0.0, damping=0.0,
                                                                 refresh=2))
-  run = lambda inner, p, mem: jax.jit(lambda p, mem: inner.value_and_grad(
-      l_prim, p, theta_star, opt.init(theta_star), batch, mem))(p, mem)
-  explicit = lambda theta, p: jax.grad(l_prim, argnums=1)(theta, p, batch)
+  # One jitted function per route, so that each call signature is compiled once (it was once per call).
+  jitted = [(inner, jax.jit(lambda p, mem, inner=inner: inner.value_and_grad(
+      l_prim, p, theta_star, opt.init(theta_star), batch, mem))) for inner in (every, every_k)]
+  run = lambda inner, p, mem: next(f for i, f in jitted if i is inner)(p, mem)
+  explicit = jax.jit(lambda theta, p: jax.grad(l_prim, argnums=1)(theta, p, batch))
   other = jax.tree.map(lambda a: a * 1.1, phi)
   memory = None
   for k, p in enumerate((phi, other, other)):

@@ -17,7 +17,7 @@ import pytest
 from implicit_jax import bilevel, methods, tasks
 from implicit_jax.engine import data
 from implicit_jax.methods import implicit
-from tests.conftest import load_config
+from tests.conftest import float64, load_config
 # The problem is shared with scripts/gradient_checks.py, which reports these checks as numbers.
 from implicit_jax.testing import PROX_MU as MU, PROX_T_INNER as T_INNER
 from implicit_jax.testing import dense_hessian, rel_err
@@ -50,19 +50,22 @@ def test_curvature_is_the_largest_eigenvalue_of_the_dense_hessian(x64):
     assert top / 2 < implicit.curvature(l_prox, anchor, phi, batch, iterations=k) <= top * (1 + 1e-12)
 
 
-@pytest.fixture
-def solved(x64):
-  """T_INNER steps of gradient descent at 1 / lambda_max from the anchor, and the implicit gradient there."""
-  _, l_prox, l_prim, phi, batch, anchor, _ = problem()
-  lam = implicit.curvature(l_prox, anchor, phi, batch, iterations=3000)
-  opt = optax.sgd(1.0 / lam)
-  solve = bilevel.ImplicitSolve(l_prox, opt, T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13, damping=0.0))
-  (_, (theta, _, _)), grad, diag = jax.jit(solve.value_and_grad, static_argnums=0)(
-      l_prim, phi, anchor, opt.init(anchor), batch)
+@pytest.fixture(scope='module')
+def solved():
+  """T_INNER steps of gradient descent at 1 / lambda_max from the anchor, and the implicit gradient there (in
+  float64; computed once for the tests below, which read it)."""
+  with float64():
+    _, l_prox, l_prim, phi, batch, anchor, _ = problem()
+    lam = implicit.curvature(l_prox, anchor, phi, batch, iterations=3000)
+    opt = optax.sgd(1.0 / lam)
+    solve = bilevel.ImplicitSolve(l_prox, opt, T_INNER, bilevel.Solver('cg', iterations=200, tol=1e-13,
+                                                                       damping=0.0))
+    (_, (theta, _, _)), grad, diag = jax.jit(solve.value_and_grad, static_argnums=0)(
+        l_prim, phi, anchor, opt.init(anchor), batch)
   return theta, grad, diag, opt
 
 
-def test_gradient_steps_reach_the_proximal_stationary_point(solved):
+def test_gradient_steps_reach_the_proximal_stationary_point(solved, x64):
   theta, _, diag, _ = solved
   _, l_prox, _, phi, batch, _, newton = problem()
   assert diag['stationarity'] < 1e-8
@@ -71,14 +74,14 @@ def test_gradient_steps_reach_the_proximal_stationary_point(solved):
   assert eigs.min() > 0  # a strict minimum: the implicit function theorem applies
 
 
-def test_implicit_gradient_matches_finite_differences_through_the_re_solved_minimum(solved):
+def test_implicit_gradient_matches_finite_differences_through_the_re_solved_minimum(solved, x64):
   theta, grad, _, _ = solved
   _, _, l_prim, phi, batch, _, newton = problem()
   outer = lambda p: l_prim(newton(theta, p), p, batch)
   assert_directional_fd(grad, outer, phi, first_key=20, atol=1e-10)
 
 
-def test_implicit_gradient_matches_jaxopt_custom_root(solved):
+def test_implicit_gradient_matches_jaxopt_custom_root(solved, x64):
   with warnings.catch_warnings():
     warnings.simplefilter('ignore', DeprecationWarning)
     import jaxopt  # pylint: disable=import-outside-toplevel
@@ -91,23 +94,24 @@ def test_implicit_gradient_matches_jaxopt_custom_root(solved):
   def inner(init, p):
     return newton(init, p)
 
-  reference = jax.grad(lambda p: l_prim(inner(theta, p), p, batch))(phi)
+  reference = jax.jit(jax.grad(lambda p: l_prim(inner(theta, p), p, batch)))(phi)  # one program, not one per op
   assert rel_err(grad, reference) < 1e-8
 
 
-def test_implicit_gradient_equals_the_derivative_of_the_converged_inner_steps(solved):
+def test_implicit_gradient_equals_the_derivative_of_the_converged_inner_steps(solved, x64):
   """Once the steps converge, backprop through them (the truncated procedure's true derivative) and the IFT agree:
   the proximal problem closes the gap docs/stationarity.md measures for Eq. 6."""
   _, grad, _, opt = solved
   _, l_prox, l_prim, phi, batch, anchor, _ = problem()
   unrolled = bilevel.UnrolledSolve(l_prox, opt, 2 * T_INNER)
-  _, reference, diag = unrolled.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)
+  _, reference, diag = jax.jit(unrolled.value_and_grad, static_argnums=0)(l_prim, phi, anchor, opt.init(anchor), batch)
   assert diag['stationarity'] < 1e-12
   assert rel_err(grad, reference) < 1e-6
   # With mu = 0 the same number of steps leave Eq. 6 far from stationary: the premise fails there.
   l_aux = problem()[0]
   eq6 = bilevel.UnrolledSolve(l_aux, opt, T_INNER)
-  assert eq6.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)[2]['stationarity'] > 1e-3
+  assert jax.jit(eq6.value_and_grad, static_argnums=0)(
+      l_prim, phi, anchor, opt.init(anchor), batch)[2]['stationarity'] > 1e-3
 
 
 def tiny(**implicit_overrides):

@@ -168,11 +168,12 @@ def test_energy_scores_stacked_negatives_like_one_at_a_time(task):
   batch = task.example_batch()
   batch = {k: np.repeat(v, 2, axis=0) + (np.random.default_rng(0).normal(size=(2, *v.shape[1:])).astype(v.dtype)
                                          if k == 'x' else 0) for k, v in batch.items()}
-  phi = energy.init(jax.random.key(0), batch, jnp.zeros((2, 16, 16)))
-  ys = jax.random.uniform(jax.random.key(1), (4, 2, 16, 16))
-  stacked = energy.apply(phi, batch, ys)
+  phi = jax.jit(energy.init)(jax.random.key(0), batch, jnp.zeros((2, 16, 16)))  # jitted: a program per shape,
+  ys = jax.random.uniform(jax.random.key(1), (4, 2, 16, 16))                      # not one per operation
+  apply = jax.jit(energy.apply)
+  stacked = apply(phi, batch, ys)
   chex.assert_shape(stacked, (4, 2))
-  one_by_one = jnp.stack([energy.apply(phi, batch, y) for y in ys])
+  one_by_one = jnp.stack([apply(phi, batch, y) for y in ys])
   np.testing.assert_allclose(stacked, one_by_one, rtol=1e-5, atol=1e-6)
   with pytest.raises(ValueError, match='mask shape'):
     energy.apply(phi, batch, jnp.zeros((2, 8, 8)))

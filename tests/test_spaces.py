@@ -93,13 +93,13 @@ def test_samplers_are_differentiable_and_feasible(space, shape):
   logits = jax.random.normal(jax.random.key(3), shape)
   for sampler in spaces.SAMPLERS:
     noise = space.noise(jax.random.key(0), sampler, 4, logits.shape)
-    f = lambda l: space.negatives(l, noise, sampler, 0.5, 0.1, True)
+    f = jax.jit(lambda l: space.negatives(l, noise, sampler, 0.5, 0.1, True))  # pylint: disable=cell-var-from-loop
     y = f(logits)
     assert y.shape == (5, *shape) and jnp.all((y >= -1e-6) & (y <= 1 + 1e-6))
     if isinstance(space, Categorical):
       A(jnp.sum(y, axis=-1), 1.0, rtol=1e-5)                       # on the simplex
     A(y[0], space.relax(logits))                                   # the mean prediction comes first
-    assert jnp.abs(jax.grad(lambda l: jnp.sum(f(l)[1:] * jnp.arange(shape[-1])))(logits)).sum() > 0, sampler
+    assert jnp.abs(jax.jit(jax.grad(lambda l: jnp.sum(f(l)[1:] * jnp.arange(shape[-1]))))(logits)).sum() > 0, sampler
   hard = space.negatives(logits, space.noise(jax.random.key(1), 'straight_through', 8, logits.shape),
                          'straight_through', 1.0, 0.0, False)
   assert set(np.unique(np.asarray(hard)).tolist()) <= {0.0, 1.0}  # the forward pass is a real sample

@@ -112,7 +112,7 @@ def test_padding_does_not_change_outputs_or_energies(task):
     wide = {k: v[short] for k, v in t.inputs(arrays).items()}
     cut = {k: v[:, :6] for k, v in wide.items()}
     y_wide = jnp.asarray(t.space.gold(arrays['y'][short]))
-    theta, phi = net.init(jax.random.key(0), cut), energy.init(jax.random.key(1), cut, y_wide[:, :6])
+    theta, phi = jax.jit(net.init)(jax.random.key(0), cut), jax.jit(energy.init)(jax.random.key(1), cut, y_wide[:, :6])
     outputs = jax.jit(lambda b, y: (t.space.relax(net.apply(theta, b)), energy.apply(phi, b, y)))
     (a, e_cut), (b, e_wide) = outputs(cut, y_wide[:, :6]), outputs(wide, y_wide)
     mask = cut['mask'][..., None] > 0
@@ -185,5 +185,5 @@ def test_every_methods_step_draws_the_energy_dropout(method):
     one = methods.with_energy_key(implicit.step_batch(batch, jax.random.key(3), task.space, config.implicit.negatives),
                                   jax.random.key(3))
     other = methods.with_energy_key(one, jax.random.key(4))
-    for loss in (losses.l_aux, losses.l_prim):
+    for loss in (jax.jit(losses.l_aux), jax.jit(losses.l_prim)):  # one program for both batches, not one per op
       assert not np.isclose(loss(params['theta'], params['phi'], one), loss(params['theta'], params['phi'], other))

@@ -207,8 +207,8 @@ def test_global_energy_c_word_table_is_frozen_too():
   energy = task.make_energy()
   batch = task.example_batch()
   y = jax.nn.softmax(jax.random.normal(jax.random.key(1), task.space.shape(batch) + ()), axis=-1)
-  params = energy.init(jax.random.key(0), batch, y)
-  grads = jax.grad(lambda p: energy.apply(p, batch, y).sum())(params)
+  params = jax.jit(energy.init)(jax.random.key(0), batch, y)  # jitted: one program each, not one per operation
+  grads = jax.jit(jax.grad(lambda p: energy.apply(p, batch, y).sum()))(params)
   tables = _word_tables(grads)
   assert sorted(tables) == ["['params']['encoder']['embed_frozen']['embedding']",
                             "['params']['tlm_embed_frozen']['embedding']"]

@@ -64,17 +64,18 @@ def test_global_energy_adds_its_tag_lms_to_eq7(kind):
   batch = {'x': jnp.array([[2, 3, 4, 0], [5, 6, 7, 8]]), 'mask': jnp.array([[1., 1, 1, 0], [1, 1, 1, 1]])}
   y = jax.nn.softmax(jax.random.normal(jax.random.key(0), (3, 2, 4, C)), axis=-1)  # 3 negatives: leading axis
   energy = SequenceEnergy(encoder, C, kind, gamma=0.5, tlm_hidden=6)
-  params = energy.init(jax.random.key(1), batch, y)
+  # jitted: one program per module and input signature, not one per operation
+  params = jax.jit(energy.init)(jax.random.key(1), batch, y)
   tlms = {'a': 1, 'b': 2, 'c': 4}[kind]
   assert sum(k.startswith('tlm_') and k != 'tlm_embed' for k in params['params']) == tlms
-  total = energy.apply(params, batch, y)
-  chain = SequenceEnergy(encoder, C).apply({'params': {k: v for k, v in params['params'].items()
-                                                       if not k.startswith('tlm_')}}, batch, y)
+  total = jax.jit(energy.apply)(params, batch, y)
+  chain = jax.jit(SequenceEnergy(encoder, C).apply)({'params': {k: v for k, v in params['params'].items()
+                                                                if not k.startswith('tlm_')}}, batch, y)
   lengths = jnp.array([3, 4])
   term = 0.0
+  tlm_apply = jax.jit(TagLanguageModel(C, 6).apply)
   for name in {'a': ['forward'], 'b': ['forward', 'backward'],
                'c': ['forward', 'backward', 'words_forward', 'words_backward']}[kind]:
-    tlm = TagLanguageModel(C, 6)
     p = {'params': params['params'][f'tlm_{name}']}
     words = None
     if name.startswith('words'):
@@ -85,7 +86,7 @@ def test_global_energy_adds_its_tag_lms_to_eq7(kind):
         ys = reverse_within(ys, lengths)
         ws = None if ws is None else reverse_within(ws, lengths)
       weight = 0.5 if name.startswith('words') else 1.0
-      term = term + weight * jax.nn.one_hot(k, 3)[:, None] * tlm.apply(p, ys, lengths, ws)[None]
+      term = term + weight * jax.nn.one_hot(k, 3)[:, None] * tlm_apply(p, ys, lengths, ws)[None]
   np.testing.assert_allclose(total, chain + term, rtol=1e-5, atol=1e-5)
 
 
@@ -97,7 +98,7 @@ def test_global_energy_trains_with_infnet_plus_and_crf_refuses_it():
   method = methods.build(task, config)
   from implicit_jax.engine import data  # pylint: disable=import-outside-toplevel
   batch = next(data.train_batches(task, config.batch_size, np.random.default_rng(0)))
-  state, metrics = jax.jit(method.train_step)(method.init(jax.random.key(0)), batch, jax.random.key(1))
+  state, metrics = jax.jit(method.train_step)(jax.jit(method.init)(jax.random.key(0)), batch, jax.random.key(1))
   assert all(np.isfinite(float(v)) for v in metrics.values())
   assert any(k.startswith('tlm_') for k in state.params['phi']['params'])
   config.method = 'crf'

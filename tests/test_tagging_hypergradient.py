@@ -52,7 +52,8 @@ def problem():
   task = tasks.get_task(config)
   with float64():
     l_aux0, l_prim, infnet, energy = implicit.make_losses(task, config)
-    params = to64(methods.init_params(task, jax.random.key(0), {'theta': infnet, 'phi': energy}))
+    params = to64(jax.jit(lambda key: methods.init_params(task, key, {'theta': infnet, 'phi': energy}))(
+        jax.random.key(0)))  # jitted: one program, not one per operation
     batch = next(data.train_batches(task, 4, np.random.default_rng(0)))
     batch = {k: jnp.asarray(v) for k, v in batch.items()}                 # y is already one-hot (space.gold)
     batch = to64(implicit.step_batch(batch, jax.random.key(1), task.space, config.implicit.negatives))
@@ -75,7 +76,8 @@ def problem():
 def test_tagging_problem_is_solved_to_a_strict_minimum(x64):
   l_aux, _, phi, batch, theta_star, _ = problem()
   assert float(jnp.min(batch['mask'])) == 0.0 and float(jnp.max(batch['mask'])) == 1.0  # padding is present
-  assert float(jnp.linalg.norm(ravel_pytree(jax.grad(l_aux)(theta_star, phi, batch))[0])) < 1e-10
+  # jitted: one program for the gradient of the BiLSTM losses, not one per operation
+  assert float(jnp.linalg.norm(ravel_pytree(jax.jit(jax.grad(l_aux))(theta_star, phi, batch))[0])) < 1e-10
   eigs = np.linalg.eigvalsh(np.asarray(dense_hessian(l_aux, theta_star, phi, batch)))
   # The implicit function theorem applies: no zero eigenvalue, the smallest far above float64 round-off (an
   # isotropic decay gave three of size 1e-16: the rotation symmetry of the word vectors).
@@ -113,7 +115,7 @@ def test_tagging_hypergradient_matches_jaxopt_custom_root(dense_grad):
   def inner_solver(init_theta, p):
     return newton(init_theta, p)
 
-  reference = jax.grad(lambda p: l_prim(inner_solver(theta_star, p), p, batch))(phi)
+  reference = jax.jit(jax.grad(lambda p: l_prim(inner_solver(theta_star, p), p, batch)))(phi)  # one program
   assert rel_err(dense_grad, reference) < 1e-6
 
 
