@@ -52,7 +52,8 @@ def rel_err(a, b):
 def dense_hessian(f, theta, phi, batch):
   """The materialised d_theta d_theta f, the reference the matrix-free products are checked against."""
   flat, unravel = ravel_pytree(theta)
-  return jax.hessian(lambda t: f(unravel(t), phi, batch))(flat)
+  # jitted: one program; eagerly, jacfwd-of-jacrev through a BiLSTM dispatches (and compiles) op by op
+  return jax.jit(lambda t, p, b: jax.hessian(lambda u: f(unravel(u), p, b))(t))(flat, phi, batch)
 
 
 # ------------------------------------------------------------------------------------------------ ridge

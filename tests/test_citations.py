@@ -304,6 +304,7 @@ def test_implicit_primary_loss_is_cd_on_labeled_rows_and_reward_rank_on_unlabele
   assert float(jnp.sum(batch['y'][3:])) == 0.0 and float(jnp.sum(batch['y'][:3])) > 0
 
 
+@pytest.mark.e2e
 def test_rspen_trains_on_a_binary_output_space_too():
   config = load_config('tiny')
   config.method, config.num_epochs = 'rspen', 1

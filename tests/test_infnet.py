@@ -148,8 +148,8 @@ def _changed(a, b):
   return any(np.any(np.asarray(u) != np.asarray(v)) for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
 
-@pytest.mark.parametrize('name,parameterization', [
-    ('infnet', 'separated'), ('infnet_plus', 'separated'), ('infnet_plus', 'shared'), ('infnet_plus', 'stacked')])
+@pytest.mark.parametrize('name,parameterization', [('infnet', 'separated')] + [
+    pytest.param('infnet_plus', p, marks=pytest.mark.e2e) for p in ('separated', 'shared', 'stacked')])
 def test_trains_on_the_tiny_config(tiny_task, name, parameterization):
   task, batch = tiny_task
   _, method, init, step = _method(task, name, parameterization)

@@ -90,7 +90,8 @@ def test_global_energy_adds_its_tag_lms_to_eq7(kind):
   np.testing.assert_allclose(total, chain + term, rtol=1e-5, atol=1e-5)
 
 
-def test_global_energy_trains_with_infnet_plus_and_crf_refuses_it():
+@pytest.mark.e2e
+def test_global_energy_trains_with_infnet_plus():
   config = load_config('tiny_tagging')
   config.model.global_energy = 'c'
   config.method = 'infnet_plus'
@@ -101,7 +102,13 @@ def test_global_energy_trains_with_infnet_plus_and_crf_refuses_it():
   state, metrics = jax.jit(method.train_step)(jax.jit(method.init)(jax.random.key(0)), batch, jax.random.key(1))
   assert all(np.isfinite(float(v)) for v in metrics.values())
   assert any(k.startswith('tlm_') for k in state.params['phi']['params'])
+
+
+def test_global_energy_is_refused_by_crf_and_an_unknown_one_is_named():
+  config = load_config('tiny_tagging')
+  config.model.global_energy = 'c'
   config.method = 'crf'
+  task = tasks.get_task(config)
   with pytest.raises(ValueError, match='global_energy'):
     methods.build(task, config)
   config.model.global_energy = 'd'

@@ -100,6 +100,7 @@ def test_the_trace_guard_can_fail():
     step(state, {'x': arrays['x'][:8], 'y': arrays['y'][:8]}, jax.random.key(0))
 
 
+@pytest.mark.e2e
 def test_every_implicit_route_logs_the_same_diagnostics():
   """The ablation's routes (no implicit term, identity, a solver, backprop through the inner steps) are one
   config field apart and log the same keys; only the solvers have a nonzero residual, only 'none' a zero implicit
@@ -199,6 +200,7 @@ def test_main_misspelt_override_is_an_error(tmp_path):
   assert 'optimzer' in proc.stderr
 
 
+@pytest.mark.e2e
 def test_nan_loss_stops_with_the_step(tmp_path):
   config = load_config('tiny')
   config.optimizer.learning_rate = 1e30
