@@ -210,7 +210,7 @@ SWEEPS = {
     # implicit paper's 42.73): their GBI and learning-rate settings again at the new width. 'base' is the row.
     **{f'bibtex-{method}-h400': ('bibtex', {
         # the 150-unit row's settings at SEAL's sizes: what the row was before this sweep chose its own
-        name: {**mlc.BASELINES[f'{method}-h400'], **mlc.AS_RUN[('bibtex', method)], 'num_epochs': 80, **extra}
+        name: {**mlc.BASELINES[f'{method}-h400'], **mlc.DEV_CHOSEN[('bibtex', method)], 'num_epochs': 80, **extra}
         for name, extra in (('base', {}), *others, ('lr3e-4', {'optimizer.learning_rate': 3e-4}),
                             ('e160', {'num_epochs': 160}))
     }) for method, others in (
@@ -224,7 +224,7 @@ SWEEPS = {
     # 2026-11-26: SEAL-dynamic NCE at SEAL's sizes sat 1.55 under SEAL T1 on 3 seeds with its 150-unit energy
     # weight (0.3) and 10 samples; SEAL's chosen config weighs the energy term 5.5 with 20 samples.
     'bibtex-seal-nce-h400': ('bibtex', {
-        name: {**mlc.BASELINES['seal-dynamic nce-h400'], **mlc.AS_RUN[('bibtex', 'seal-dynamic nce')],
+        name: {**mlc.BASELINES['seal-dynamic nce-h400'], **mlc.DEV_CHOSEN[('bibtex', 'seal-dynamic nce')],
                'num_epochs': 80, **extra}
         for name, extra in (('base', {}), ('w0.1', {'seal.energy_weight': 0.1}), ('w1', {'seal.energy_weight': 1.0}),
                             ('k20', {'seal.num_samples': 20}))

@@ -126,10 +126,37 @@ def from_file(path, relative_to: str | None = None, arg: str | None = None) -> m
     p = Path(relative_to).resolve().parent / p
   if not p.is_file():
     raise FileNotFoundError(f'config file {p} not found')
+  if p.suffix == '.json':
+    if arg is not None:
+      raise ValueError(f'{path}: a run record is one config, it takes no argument (got {arg!r})')
+    return from_record(path)
   spec = importlib.util.spec_from_file_location(f'implicit_jax_config_{p.stem}', p)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module.get_config() if arg is None else module.get_config(arg)
+
+
+def from_record(path) -> ml_collections.ConfigDict:
+  """The config of a run record: a published run's JSON (``docs/**/runs*/*.json``, ``docs/sweeps/**.json``: its
+  ``config``) or a workdir's ``config.json``, read back by ``load`` (an earlier format upgraded, a field the record
+  lacks at its default, which reproduces what the code did before the field existed). The record is the run's
+  recipe: ``--config=<record>.json`` reruns it, ``--config.seed=``, ``--config.data.data_dir=`` and any other
+  override applying as to a config file. ``config_file`` names the record, so the rerun's own record says what it
+  reproduces; the record's ``overrides`` are part of its values already, and the rerun records its own."""
+  try:
+    record = json.loads(Path(path).read_text())
+  except json.JSONDecodeError as e:
+    raise ValueError(f'{path}: not JSON ({e})') from None
+  stored = record.get('config', record) if isinstance(record, dict) else None
+  if not isinstance(stored, dict) or 'task' not in stored:
+    raise ValueError(f'{path}: not a run record (no config: a run\'s JSON holds one under "config", a workdir\'s '
+                     'config.json is one)')
+  try:
+    config = load(stored)
+  except NewerRecord as e:
+    raise NewerRecord(f'{path} {e}') from None
+  config.config_file, config.overrides = str(path), ()
+  return config
 
 
 # ----------------------------------------------------------------------------------------------- checks
