@@ -513,3 +513,25 @@ def test_a_record_with_fields_this_version_does_not_know_is_refused_not_rewritte
   with pytest.raises(config_lib.NewerRecord, match=want):
     evaluate.evaluate_run(str(workdir))
   assert json.loads(path.read_text()) == record
+
+
+def test_the_engine_imports_downward_only():
+  """engine/ imports neither the tasks nor the methods (they reach it through engine/registry.py's Plugins), and
+  nothing inside a function or class: its imports are all at the top, where a cycle would show at once."""
+  import ast  # pylint: disable=import-outside-toplevel
+  upward = {'implicit_jax.methods', 'implicit_jax.tasks'}
+  found = []
+  for path in sorted((ROOT / 'implicit_jax' / 'engine').glob('*.py')):
+    tree = ast.parse(path.read_text())
+    scoped = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    inner = {id(n) for s in ast.walk(tree) if isinstance(s, scoped) for n in ast.walk(s) if n is not s}
+    for node in ast.walk(tree):
+      if not isinstance(node, (ast.Import, ast.ImportFrom)):
+        continue
+      names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+               [node.module or ''] + [f'{node.module}.{a.name}' for a in node.names])
+      if any(n == u or n.startswith(f'{u}.') for n in names for u in upward):
+        found.append(f'{path.name}:{node.lineno} imports {names}')
+      if id(node) in inner:
+        found.append(f'{path.name}:{node.lineno} imports inside a function or class')
+  assert not found, found
