@@ -7,7 +7,8 @@ Usage:
 Each run writes docs/sweeps/<sweep>/<variant>-seed<k>.json (its record, implicit_jax/experiments/records.py:
 config, command, date, per-epoch dev history and final metrics); an existing file is not run again.
 docs/sweeps/<sweep>.md is rebuilt from the run files: the dev numbers are what a choice may use; test is listed
-only so the record is complete.
+only so the record is complete. A variant is an override of today's dataset config; a committed run's recipe is its
+own record: python -m implicit_jax.main --config=docs/sweeps/<sweep>/<variant>-seed<k>.json --workdir=DIR reruns it.
 """
 
 import argparse

@@ -20,9 +20,9 @@ from implicit_jax.tasks.mlc.datasets import PROTOCOLS
 
 DATASETS = ('bibtex', 'delicious', 'genbase', 'cal500', 'spo_fun')
 _CD = {'method': 'implicit', 'implicit.primary_loss': 'cd'}
-# The rows below ran normal_cg with 5 iterations (11 HVPs), the configs' solver until 2026-11-26: it is spelled out
-# so that their records stay reproducible now that configs/bibtex.py solves by one fused GCR pass ('implicit-cd-gcr').
-# The MLC configs other than bibtex.py keep it too (bibtex's GCR pass was chosen on bibtex dev only).
+# normal_cg with 5 iterations (11 HVPs): the solver of the MLC configs other than bibtex.py (bibtex's fused GCR pass,
+# 'implicit-cd-gcr', was chosen on bibtex dev only), and of the rows below, which the tables show beside the GCR row
+# on bibtex (docs/mlc_results.md, docs/mlc_ablation.md).
 NORMAL_CG = {'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5}
 _H400 = {'model.inference_hidden': (400, 400)}
 # system name -> config overrides (applied on top of configs/<dataset>.py). Order = table order.
