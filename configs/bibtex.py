@@ -40,4 +40,6 @@ def get_config(arg=None):
   c.implicit.negatives.num_samples = 5
   c.num_epochs = 40
   c.log_every = 500
-  return mlc.apply(c, arg)
+  # MBCE and the baselines update their network once per batch, the implicit method T_inner times: their rows
+  # train twice the epochs
+  return mlc.apply(c, arg, once_per_batch_epochs=80)

@@ -6,9 +6,17 @@ The tree is the architecture: ``bilevel`` (the paper's implicit gradient), ``los
 ``tasks/`` (data, networks and evaluators of each problem), ``methods/`` (the implicit method and its rivals) and
 ``experiments/`` (the published rows of the results tables, and the run records the scripts keep in docs/);
 ``batch`` (what a training batch holds, and every random key of a run), ``plugins`` (a task, method or solver from
-outside the package, named by its import path) and ``testing`` (float64 reference problems the tests share). The
-command lines: ``main`` (train), ``evaluate`` and ``predict`` (a trained run), ``tune`` (a multi-label run tuned on
-its own dev split). Training starts at ``implicit_jax.engine.train.train_and_evaluate``.
+outside the package, named by its import path), ``wiring`` (the tasks and methods as the engine reaches them,
+registered below, and the history of the run records' formats) and ``testing`` (float64 reference problems the
+tests share). The command lines: ``main`` (train), ``evaluate`` and ``predict`` (a trained run), ``tune`` (a
+multi-label run tuned on its own dev split). Training starts at ``implicit_jax.engine.train.train_and_evaluate``.
 """
 
 __version__ = '0.1.0'
+
+# The engine reaches the tasks and methods through one registered object (engine/registry.py), never by importing
+# them: importing any module of the package runs this first, so the engine's configs always find the package's.
+from implicit_jax import wiring as _wiring  # pylint: disable=wrong-import-position
+from implicit_jax.engine import registry as _registry  # pylint: disable=wrong-import-position
+
+_registry.use(_wiring.PACKAGE)

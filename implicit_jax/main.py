@@ -1,5 +1,9 @@
 r"""Command line: ``python -m implicit_jax.main --config=configs/default.py --workdir=DIR``.
 
+``--config=RECORD.json`` reruns a recorded run from its own config (a published run's record in ``docs/``, or a
+workdir's config.json; ``engine/config.py``'s ``from_record``): a record is its own recipe, and
+``--config.seed=K`` or ``--config.data.data_dir=DIR`` override it as they would a config file.
+
 Flags only; the work is ``train.train_and_evaluate``. Configs are locked, so a misspelt override
 (``--config.optimzer.learning_rate=...``) is an error. Bad settings, bad data, a busy or unwritable workdir and a
 diverged run end with one message naming the field, file, path or step, not a traceback (``engine/cli.py``).
@@ -18,8 +22,10 @@ from ml_collections import config_flags
 from implicit_jax.engine import cli, multihost, train
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file('config', None, 'Path to a config file with get_config(), or path:arg for '
-                                'get_config(arg) (e.g. configs/bibtex.py:mbce, a published row).', lock_config=True)
+cli.define_config_flag('Path to a config file with get_config(), or path:arg for get_config(arg) (e.g. '
+                       'configs/bibtex.py:mbce, a published row), or a run record (.json: a published run\'s '
+                       'record, e.g. docs/mlc/runs/bibtex-mbce-seed0.json, or a workdir\'s config.json), which '
+                       'reruns that run.')
 flags.DEFINE_string('workdir', None, 'Directory for metrics and checkpoints.')
 flags.DEFINE_bool('distributed', False, 'Call jax.distributed.initialize() first (one process per host; the '
                   'flags below default to the cluster environment: SLURM, Cloud TPU, Kubernetes, Open MPI; '

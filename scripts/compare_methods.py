@@ -11,7 +11,9 @@ method shares the dataset's networks, energy, split, seeds, epochs and evaluatio
 once, F1 at 0.5 and at the dev-tuned threshold). The MBCE and implicit rows are the runs of
 ``scripts/reproduce_mlc.py``, which this script calls (same ``run_one``, same rows, same files in docs/mlc/runs);
 the other systems write docs/baselines/runs/<dataset>-<system>-seed<k>.json. A run whose file exists is not
-repeated, so the script can be stopped and restarted.
+repeated, so the script can be stopped and restarted. A committed run's recipe is its record, not its row (a row
+names today's design): ``python -m implicit_jax.main --config=docs/baselines/runs/<run>.json --workdir=DIR`` reruns
+it.
 """
 
 import argparse
@@ -33,7 +35,9 @@ from implicit_jax.tasks.mlc.datasets import PROTOCOLS  # pylint: disable=wrong-i
 from implicit_jax.experiments.mlc import BASELINES  # pylint: disable=wrong-import-position
 
 # system -> its row configs/<dataset>.py:<system> (implicit_jax/experiments/mlc.py: BASELINES, and the settings
-# chosen on dev by scripts/sweep.py in AS_RUN). Systems of reproduce_mlc keep its files.
+# chosen on dev by scripts/sweep.py in DEV_CHOSEN). Systems of reproduce_mlc keep its files. A new run takes its
+# row's config (today's design); a committed run's recipe is its own record (python -m implicit_jax.main
+# --config=docs/baselines/runs/<run>.json), which an existing file keeps from being run again here.
 SYSTEMS = {**mlc.SYSTEMS, **BASELINES}
 ORDER = ['mbce', 'spen', 'dvn', 'nce-gbi', 'infnet', 'infnet+ separated', 'infnet+ shared', 'infnet+ stacked',
          'seal-static margin', 'seal-static regression', 'seal-static nce', 'seal-dynamic margin',
@@ -95,11 +99,11 @@ def run_one(dataset, system, seed, args):
   if out.exists():
     return
   # Every baseline updates its networks once per batch, as MBCE does, where the implicit method takes T_inner
-  # steps: its row gets MBCE's budget, twice the config's epochs (mlc.epochs_factor; at 40 epochs most
-  # baselines still improved in their last epochs).
+  # steps: its row gets MBCE's budget, twice the implicit rows' epochs (the dataset config's once_per_batch_epochs;
+  # at 40 epochs most baselines still improved in their last epochs).
   config = mlc.row_config(ROOT / 'configs', dataset, seed, args.protocol, args.data_dir, system)
   if args.epochs:
-    config.num_epochs = args.epochs * mlc.epochs_factor(system)
+    config.num_epochs = args.epochs
   print(f'== {dataset} {system} seed {seed}', flush=True)
   workdir = f'/tmp/compare_methods/{mlc.run_name(dataset, system, args.protocol)}-{seed}'
   records.write(out, records.stamp(train.train_and_evaluate(config, workdir)))
@@ -273,7 +277,7 @@ def main():
   parser.add_argument('--systems', default=','.join(ORDER))
   parser.add_argument('--seeds', default='0,1,2')
   parser.add_argument('--protocol', default='official', choices=PROTOCOLS)
-  parser.add_argument('--epochs', type=int, default=0, help='override num_epochs (0: the config\'s)')
+  parser.add_argument('--epochs', type=int, default=0, help='every new run\'s num_epochs (0: its row\'s)')
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
   systems = args.systems.split(',')

@@ -10,8 +10,10 @@ Each run writes docs/mlc/runs/<dataset>-<system>-seed<k>.json (its record: train
 per-step log, implicit_jax/experiments/records.py); an existing file is not run again, so the script can be stopped
 and restarted.
 The table is rebuilt from all run files at the end (--table_only rebuilds it without training). --verify reruns
-runs that have a committed record, in a scratch workdir, and compares each with it instead of writing anything:
-the regression test of the science after a change to the code.
+runs that have a committed record, from that record's own config (python -m implicit_jax.main
+--config=<record>.json does the same), in a scratch workdir, and compares each with it instead of writing anything:
+the regression test of the science after a change to the code. A new run takes its row's config,
+configs/<dataset>.py:<system> (today's design); a committed run's recipe is its record.
 """
 
 import argparse
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from implicit_jax.engine import cli
+from implicit_jax.engine import cli, config as config_lib
 from implicit_jax.experiments import mlc, records, summary
 # The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/mlc.py's overrides (SYSTEMS); the
 # helpers the MLC scripts share live there too.
@@ -70,13 +72,17 @@ def run_one(dataset, system, seed, args):
       return None
   elif out.exists():
     return None
-  config = base_config(dataset, seed, args.protocol, args.data_dir, system)
-  if args.epochs:  # MBCE's row doubles the epochs (mlc.epochs_factor): --epochs counts the implicit method's
-    config.num_epochs = args.epochs * mlc.epochs_factor(system)
   print(f'== {dataset} {system} seed {seed}', flush=True)
   if not args.verify:
+    config = base_config(dataset, seed, args.protocol, args.data_dir, system)
+    if args.epochs:
+      config.num_epochs = args.epochs
     save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)
     return None
+  # A committed run's recipe is its record (its row may have changed since): rerun from it, reading the data here.
+  config = config_lib.from_record(out)
+  if config.data.data_dir:  # '' for bibtex's official split, which ships inside the package
+    config.data.data_dir = args.data_dir
   import shutil  # pylint: disable=import-outside-toplevel
   workdir = f'/tmp/reproduce_mlc_verify/{name}-{seed}'
   shutil.rmtree(workdir, ignore_errors=True)
@@ -219,7 +225,7 @@ def main():
   parser.add_argument('--systems', default=','.join(SYSTEMS))
   parser.add_argument('--seeds', default='0,1,2')
   parser.add_argument('--protocol', default='official', choices=PROTOCOLS)
-  parser.add_argument('--epochs', type=int, default=0, help='override num_epochs (0: the config\'s)')
+  parser.add_argument('--epochs', type=int, default=0, help='every new run\'s num_epochs (0: its row\'s)')
   parser.add_argument('--table_only', action='store_true')
   parser.add_argument('--verify', action='store_true', help='rerun runs with a committed record and compare '
                       '(writes nothing; the summary is printed)')

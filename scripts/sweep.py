@@ -7,7 +7,8 @@ Usage:
 Each run writes docs/sweeps/<sweep>/<variant>-seed<k>.json (its record, implicit_jax/experiments/records.py:
 config, command, date, per-epoch dev history and final metrics); an existing file is not run again.
 docs/sweeps/<sweep>.md is rebuilt from the run files: the dev numbers are what a choice may use; test is listed
-only so the record is complete.
+only so the record is complete. A variant is an override of today's dataset config; a committed run's recipe is its
+own record: python -m implicit_jax.main --config=docs/sweeps/<sweep>/<variant>-seed<k>.json --workdir=DIR reruns it.
 """
 
 import argparse
@@ -210,7 +211,7 @@ SWEEPS = {
     # implicit paper's 42.73): their GBI and learning-rate settings again at the new width. 'base' is the row.
     **{f'bibtex-{method}-h400': ('bibtex', {
         # the 150-unit row's settings at SEAL's sizes: what the row was before this sweep chose its own
-        name: {**mlc.BASELINES[f'{method}-h400'], **mlc.AS_RUN[('bibtex', method)], 'num_epochs': 80, **extra}
+        name: {**mlc.BASELINES[f'{method}-h400'], **mlc.DEV_CHOSEN[('bibtex', method)], 'num_epochs': 80, **extra}
         for name, extra in (('base', {}), *others, ('lr3e-4', {'optimizer.learning_rate': 3e-4}),
                             ('e160', {'num_epochs': 160}))
     }) for method, others in (
@@ -224,7 +225,7 @@ SWEEPS = {
     # 2026-11-26: SEAL-dynamic NCE at SEAL's sizes sat 1.55 under SEAL T1 on 3 seeds with its 150-unit energy
     # weight (0.3) and 10 samples; SEAL's chosen config weighs the energy term 5.5 with 20 samples.
     'bibtex-seal-nce-h400': ('bibtex', {
-        name: {**mlc.BASELINES['seal-dynamic nce-h400'], **mlc.AS_RUN[('bibtex', 'seal-dynamic nce')],
+        name: {**mlc.BASELINES['seal-dynamic nce-h400'], **mlc.DEV_CHOSEN[('bibtex', 'seal-dynamic nce')],
                'num_epochs': 80, **extra}
         for name, extra in (('base', {}), ('w0.1', {'seal.energy_weight': 0.1}), ('w1', {'seal.energy_weight': 1.0}),
                             ('k20', {'seal.num_samples': 20}))

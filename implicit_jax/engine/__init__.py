@@ -9,8 +9,11 @@
 * ``predictions``: a run's dev and test predictions in compact form, kept in its result;
 * ``writers``: TensorBoard and JSON-lines metrics; ``plots``: a run's training curves; ``xla_options``: the
   compiler options of every step;
-* ``cli``: what the command lines share (one line for bad input); ``multihost``: the processes of a multi-host run.
+* ``cli``: what the command lines share (one line for bad input); ``multihost``: the processes of a multi-host run;
+* ``registry``: how the engine reaches the task and method plug-ins (``Plugins``, registered once by the package's
+  ``__init__``: ``implicit_jax/wiring.py``).
 
 Nothing here knows a task's data, outputs or metrics: those come from ``implicit_jax.tasks``, the step from
-``implicit_jax.methods``, the implicit gradient from ``implicit_jax.bilevel``.
+``implicit_jax.methods``, the implicit gradient from ``implicit_jax.bilevel``. Nothing here imports the tasks or the
+methods either: they come in through ``registry``, so the engine imports downward only.
 """

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import json
 import logging
 import os
 import shutil
@@ -38,11 +37,12 @@ from typing import Any, Callable
 
 import jax
 import ml_collections
+import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging as absl_logging
 from etils import epath
 
-from implicit_jax.engine import config as config_lib, workdir as workdir_lib
+from implicit_jax.engine import config as config_lib, data, registry, workdir as workdir_lib, xla_options
 
 
 @contextlib.contextmanager
@@ -197,28 +197,8 @@ def _first_line(error: Exception) -> str:
   return f'{type(error).__name__}: {text[0][:200] if text else ""}'
 
 
-def write_json(path: str, obj: Any) -> None:
-  """Writes JSON atomically (temporary file, then rename). A write that fails (a full disk) leaves no temporary
-  file and raises an OSError naming ``path``."""
-  tmp = f'{path}.tmp'
-  text = json.dumps(obj, indent=2)  # a value JSON cannot hold fails here, before any file is touched
-  try:
-    with open(tmp, 'w') as f:
-      f.write(text)
-    os.replace(tmp, path)
-  except OSError as e:
-    with contextlib.suppress(OSError):
-      os.remove(tmp)
-    raise workdir_lib.disk_error(f'cannot write {path}', e) from None
-
-
-def read_json(path: str) -> Any:
-  """A JSON file of the workdir; a damaged one is named in a one-line ValueError."""
-  try:
-    with open(path) as f:
-      return json.load(f)
-  except ValueError as e:
-    raise ValueError(f'{path}: not valid JSON ({e})') from None
+# The workdir's JSON files, read and written as its guards read and write them (workdir.py).
+write_json, read_json = workdir_lib.write_json, workdir_lib.read_json
 
 
 def has_checkpoint(workdir: str) -> bool:
@@ -447,9 +427,6 @@ class Run:
   def predict(self, inputs, batch_size: int | None = None):
     """Relaxed predictions for ``inputs``: a split's arrays (a dict; ``y`` is ignored) or, for tasks whose only
     input is ``x``, that array. Checked against the shapes the model was trained on."""
-    from implicit_jax.engine import data, xla_options  # pylint: disable=import-outside-toplevel
-    from implicit_jax.tasks import first_non_finite  # pylint: disable=import-outside-toplevel
-    import numpy as np  # pylint: disable=import-outside-toplevel
     arrays = dict(inputs) if isinstance(inputs, dict) else {'x': np.asarray(inputs)}
     expected = self.task.inputs(self.task.splits['train'])
     for key, ref in expected.items():
@@ -466,7 +443,7 @@ class Run:
       self._predict = xla_options.jit(self.method.predict)
     arrays = {k: np.asarray(v, expected[k].dtype) for k, v in arrays.items() if k in expected}
     for key, value in arrays.items():
-      first = first_non_finite(value)
+      first = data.first_non_finite(value)
       if first is not None:
         raise ValueError(f'predict: {key} holds NaN or Inf (first at index {first}: example {first[0]})')
     return data.predict(self.task, lambda b: self._predict(self.params, b), arrays,
@@ -489,13 +466,13 @@ def load_trained(workdir: str, config_overrides: dict | None = None, same_data: 
   ``same_data``: first refuse data whose fingerprint differs from the run's record (``workdir.check_unchanged``),
   which names the splits and files before a model of another shape fails to read the parameters. Reads only: safe
   beside a run that is still training in ``workdir``."""
-  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
+  plugins = registry.plugins()
   config = load_config(workdir)
   config.update_from_flattened_dict(config_overrides or {})
-  task = tasks.get_task(config)
+  task = plugins.get_task(config)
   if same_data:
     workdir_lib.check_unchanged(workdir, task)
-  method = methods.build(task, config)
+  method = plugins.build_method(task, config)
   abstract = jax.eval_shape(method.init, jax.random.key(0)).params
   ckpt = Checkpointer(workdir, read_only=True)
   try:

@@ -18,12 +18,13 @@ import math
 import jax
 import numpy as np
 
-from implicit_jax import batch as batch_lib, tasks
+from implicit_jax import batch as batch_lib
+from implicit_jax.engine import data
 
 
 def labels(task) -> None:
   """Each split's stored labels ``y`` fit the task's output space."""
-  for split in tasks.SPLITS:
+  for split in data.SPLITS:
     problem = task.space.label_error(task.splits[split])
     if problem:
       raise ValueError(f"task {task.name}: the {split} split's {problem}")

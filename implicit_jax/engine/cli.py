@@ -18,6 +18,9 @@ import warnings
 
 import ml_collections
 from absl import app, flags
+from ml_collections import config_flags
+
+from implicit_jax.engine import config as config_lib
 
 # ValueError: settings and file contents; OSError: paths, permissions, disk space; FloatingPointError: a run
 # that diverged. While flags are parsed, KeyError too: a config field that does not exist (later, a KeyError is a
@@ -58,6 +61,35 @@ def _config_error(error: BaseException, argv) -> str:
   if lines:
     return f'--config={config}: get_config() failed at line {lines[-1]}: {type(error).__name__}: {one_line(error)}'
   return one_line(error)
+
+
+class _ConfigOrRecord(flags.ArgumentParser):
+  """``--config=``'s value: a config file (``path[:arg]``, loaded by ml_collections' own parser, ``file_parser``)
+  or a run record (``.json``, ``config_lib.from_record``): a published run's JSON or a workdir's config.json reruns
+  that run."""
+
+  def __init__(self, file_parser):
+    self._file_parser = file_parser
+
+  def parse(self, argument):
+    if argument.split(':', 1)[0].endswith('.json'):
+      config = config_lib.from_file(argument)
+      config.lock()  # as ml_collections locks a config file's: a misspelt override is an error
+      return config
+    return self._file_parser.parse(argument)
+
+  def flag_type(self):
+    return self._file_parser.flag_type()
+
+
+def define_config_flag(help_string: str, name: str = 'config', flag_values=flags.FLAGS, **kwargs):
+  """``config_flags.DEFINE_config_file(name)``, locked, whose value may also be a run record (``_ConfigOrRecord``):
+  ml_collections takes no parser of its own, so its parser is wrapped before any flag is parsed. ``kwargs`` go to
+  ``DEFINE_config_file`` (``sys_argv``: the command line its overrides are read from)."""
+  holder = config_flags.DEFINE_config_file(name, None, help_string, flag_values=flag_values, lock_config=True,
+                                           **kwargs)
+  flag_values[name].parser = _ConfigOrRecord(flag_values[name].parser)
+  return holder
 
 
 def parse_flags(argv):

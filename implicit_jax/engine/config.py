@@ -42,17 +42,24 @@ reproduces what the code did before the field existed.**
 
 Records of the earlier layouts are translated once by ``upgrade``: the first format's (before tasks were
 plug-ins: top-level ``solver``, ``negatives`` and ``gbi`` that every method shared) and the second's (a ``gbi``
-inside each GBI method's section: ``spen.gbi``, ``dvn.gbi``, ``rspen.gbi``, ``nce_gbi.gbi``, ``seal.gbi``).
+inside each GBI method's section: ``spen.gbi``, ``dvn.gbi``, ``rspen.gbi``, ``nce_gbi.gbi``, ``seal.gbi``). That
+history is the methods', kept with them in ``implicit_jax/wiring.py``.
+
+The sections of the table above reach this module through one object, the registered plug-ins
+(``engine/registry.py``; the package's, ``implicit_jax/wiring.py``, registered by ``implicit_jax/__init__.py``):
+nothing here imports ``implicit_jax.tasks`` or ``implicit_jax.methods``. A run record is its own recipe:
+``from_record`` (and ``from_file`` on a ``.json``) reads one back as the config that reruns it.
 """
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import json
 from pathlib import Path
 
 import ml_collections
+
+from implicit_jax.engine import registry
 
 # Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
 # machine; the data-parallel step computes the same function, up to the order of float sums).
@@ -100,15 +107,15 @@ def core_config() -> ml_collections.ConfigDict:
 
 def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collections.ConfigDict:
   """Every default: the core fields, ``task``'s data and model sections, every method family's section and the
-  shared sections."""
-  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
+  shared sections (of the registered plug-ins, ``engine/registry.py``)."""
+  plugins = registry.plugins()
   c = core_config()
   c.task, c.method = task, method
-  for name, section in tasks.family(task).default_config().items():
+  for name, section in plugins.task_sections(task).items():
     c[name] = section
-  for name, section in methods.shared_sections().items():
+  for name, section in plugins.shared_sections().items():
     c[name] = section
-  for name, section in methods.default_sections(method).items():
+  for name, section in plugins.method_sections(method).items():
     c[name] = section
   return c
 
@@ -126,10 +133,37 @@ def from_file(path, relative_to: str | None = None, arg: str | None = None) -> m
     p = Path(relative_to).resolve().parent / p
   if not p.is_file():
     raise FileNotFoundError(f'config file {p} not found')
+  if p.suffix == '.json':
+    if arg is not None:
+      raise ValueError(f'{path}: a run record is one config, it takes no argument (got {arg!r})')
+    return from_record(path)
   spec = importlib.util.spec_from_file_location(f'implicit_jax_config_{p.stem}', p)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module.get_config() if arg is None else module.get_config(arg)
+
+
+def from_record(path) -> ml_collections.ConfigDict:
+  """The config of a run record: a published run's JSON (``docs/**/runs*/*.json``, ``docs/sweeps/**.json``: its
+  ``config``) or a workdir's ``config.json``, read back by ``load`` (an earlier format upgraded, a field the record
+  lacks at its default, which reproduces what the code did before the field existed). The record is the run's
+  recipe: ``--config=<record>.json`` reruns it, ``--config.seed=``, ``--config.data.data_dir=`` and any other
+  override applying as to a config file. ``config_file`` names the record, so the rerun's own record says what it
+  reproduces; the record's ``overrides`` are part of its values already, and the rerun records its own."""
+  try:
+    record = json.loads(Path(path).read_text())
+  except json.JSONDecodeError as e:
+    raise ValueError(f'{path}: not JSON ({e})') from None
+  stored = record.get('config', record) if isinstance(record, dict) else None
+  if not isinstance(stored, dict) or 'task' not in stored:
+    raise ValueError(f'{path}: not a run record (no config: a run\'s JSON holds one under "config", a workdir\'s '
+                     'config.json is one)')
+  try:
+    config = load(stored)
+  except NewerRecord as e:
+    raise NewerRecord(f'{path} {e}') from None
+  config.config_file, config.overrides = str(path), ()
+  return config
 
 
 # ----------------------------------------------------------------------------------------------- checks
@@ -151,9 +185,9 @@ def check(config) -> None:
   every = config.get('checkpoint_every', 0)
   if isinstance(every, bool) or not isinstance(every, int) or every < 0:
     raise ValueError(f'config.checkpoint_every must be a non-negative integer, got {every!r}')
-  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
-  defaults = tasks.family(config.task).default_config()
-  section = methods.section_of(config.method)  # an unknown method is named here
+  plugins = registry.plugins()
+  defaults = plugins.task_sections(config.task)
+  section = plugins.section_of(config.method)  # an unknown method is named here
   if section and section not in config:  # a plug-in's own section: the config was built for another method
     raise ValueError(f'config.{section}: missing, the section method {config.method!r} reads; start the config from '
                      f'base_config(task, {config.method!r})')
@@ -187,69 +221,19 @@ def config_json(config) -> dict:
 def recorded(config) -> dict:
   """What a run records and is compared on: core fields, the task's sections, the method's section and the
   shared sections it reads."""
-  from implicit_jax import methods  # pylint: disable=import-outside-toplevel
+  plugins = registry.plugins()
   full = config_json(config)
-  keep = set(core_config().keys()) | set(TASK_SECTIONS) | set(methods.shared_of(full['method']))
-  section = methods.section_of(full['method'])
+  keep = set(core_config().keys()) | set(TASK_SECTIONS) | set(plugins.shared_of(full['method']))
+  section = plugins.section_of(full['method'])
   if section:
     keep.add(section)
   return {k: v for k, v in full.items() if k in keep}
 
 
-# The sections that held a GBI section of their own in the second format.
-_GBI_SECTIONS = ('spen', 'dvn', 'rspen', 'nce_gbi', 'seal')
-
-
 def upgrade(stored: dict) -> dict:
   """A record of an earlier format in the current one, with the values the run used; a current record is returned
-  as it is. First format (top-level ``solver``/``negatives``/``gbi`` that every method read, the cost in
-  ``implicit``): each method's settings move into its own section. Second (a ``gbi`` in each GBI method's section):
-  the method's ``gbi`` becomes the shared top-level ``gbi`` if the method reads it, and is dropped if it did not
-  (seal_dynamic's ``seal.gbi``, unread)."""
-  if any(k in stored for k in ('solver', 'negatives')):
-    stored = _upgrade_first(stored)
-  from implicit_jax import methods  # pylint: disable=import-outside-toplevel
-  section = _second_format_section(stored.get('method', 'implicit'))
-  if section not in _GBI_SECTIONS or 'gbi' not in (stored.get(section) or {}):
-    return stored
-  s = copy.deepcopy(stored)
-  gbi = s[section].pop('gbi')
-  if 'gbi' in methods.shared_of(s['method']):
-    s['gbi'] = gbi
-  if section == 'dvn':  # dvn's section held nothing else: dvn now reads the shared section alone
-    del s['dvn']
-  return s
-
-
-def _second_format_section(method: str) -> str | None:
-  """The section ``method`` read in the second format (dvn's is no section now, but was one then)."""
-  from implicit_jax import methods  # pylint: disable=import-outside-toplevel
-  return 'dvn' if method == 'dvn' else methods.section_of(method)
-
-
-def _upgrade_first(stored: dict) -> dict:
-  """A first-format record in the second format."""
-  s = copy.deepcopy(stored)
-  solver, negatives, gbi = s.pop('solver', {}), s.pop('negatives', {}), s.pop('gbi', {})
-  implicit, seal = s.get('implicit', {}), s.get('seal', {})
-  cost = {k: implicit[k] for k in ('cost', 'cost_scale') if k in implicit}
-  if 'implicit' in s:
-    refine = {'steps': implicit.pop('refine_steps', 0)}  # runs older than refinement did none
-    refine.update({k: gbi[k] for k in ('step_size', 'rule') if k in gbi})
-    implicit.update(negatives=negatives, solver=solver, refine=refine)
-  s['spen'] = {**cost, 'gbi': gbi}
-  s['dvn'] = {'gbi': gbi}
-  s['nce_gbi'] = {'gbi': gbi, 'num_samples': negatives.get('num_samples', 0)}
-  if 'task_optimizer' in seal:
-    s['nce_gbi']['noise_optimizer'] = copy.deepcopy(seal['task_optimizer'])
-  if 'infnet' in s:
-    s['infnet'].update(cost)
-  if 'seal' in s:
-    seal.update(cost, gbi=gbi, num_samples=negatives.get('num_samples', 0), noise_scale=negatives.get('scale', 0.1))
-    if 'bce_weight' in seal:
-      seal['ce_weight'] = seal.pop('bce_weight')
-  keep = set(core_config().keys()) | set(TASK_SECTIONS) | {_second_format_section(s['method'])}
-  return {k: v for k, v in s.items() if k in keep}
+  as it is. The formats are the plug-ins' history (the package's: ``implicit_jax/wiring.py``)."""
+  return registry.plugins().upgrade(stored)
 
 
 _ABSENT = object()

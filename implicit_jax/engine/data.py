@@ -20,6 +20,15 @@ from typing import Iterator
 import numpy as np
 
 WINDOW = 20  # batches per length-sorted window (padded tasks)
+SPLITS = ('train', 'dev', 'test')  # every task's splits (tasks.Task.splits)
+
+
+def first_non_finite(value) -> tuple[int, ...] | None:
+  """The index of the first NaN or Inf of a float array, or None (and None for other dtypes)."""
+  value = np.asarray(value)
+  if not np.issubdtype(value.dtype, np.floating) or np.all(np.isfinite(value)):
+    return None
+  return tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
 
 
 def num_examples(arrays: dict) -> int:

@@ -1,10 +1,15 @@
-"""Plots of a run: its training curves. matplotlib is imported inside the functions only (an optional dependency,
-``pip install 'implicit_jax[plot]'``)."""
+"""Plots of a run: its training curves. matplotlib is an optional dependency (``pip install 'implicit_jax[plot]'``):
+without it this module still imports, and plotting names what to install."""
 
 import math
 import os
 
 import numpy as np
+
+try:
+  from matplotlib.figure import Figure
+except ImportError:  # optional: import_figure() says what to install
+  Figure = None
 
 
 def ensure_dir(path: str) -> None:
@@ -13,10 +18,8 @@ def ensure_dir(path: str) -> None:
 
 
 def import_figure():
-  try:
-    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
-  except ImportError as e:
-    raise ImportError('plotting needs matplotlib: pip install matplotlib') from e
+  if Figure is None:
+    raise ImportError('plotting needs matplotlib: pip install matplotlib')
   return Figure
 
 

@@ -23,6 +23,8 @@ import lzma
 
 import numpy as np
 
+from implicit_jax.engine.workdir import digest
+
 FORMAT = 1
 GOLD_KEYS = ('y', 'mask')
 
@@ -52,7 +54,6 @@ def decode(entry: dict) -> np.ndarray:
 
 def gold_digest(arrays: dict) -> dict:
   """``{key: digest}`` of the split's gold arrays (``GOLD_KEYS``), as the workdir's data record computes them."""
-  from implicit_jax.engine.workdir import digest  # pylint: disable=import-outside-toplevel
   return {k: digest(arrays[k]) for k in GOLD_KEYS if k in arrays}
 
 

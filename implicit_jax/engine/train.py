@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from implicit_jax import batch as batch_lib, bilevel, methods, tasks
-from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, multihost, predictions,
+from implicit_jax import batch as batch_lib, bilevel
+from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, multihost, predictions, registry,
                                  workdir as workdir_lib, writers, xla_options)
 
 
@@ -86,9 +86,10 @@ def train_and_evaluate(config, workdir: str) -> dict:
   # differs would train a silently wrong run, or leave the others waiting in a collective it never reaches.
   multihost.agree_on_command(config, workdir)
   config_lib.check(config)
-  task = tasks.get_task(config)
+  plugins = registry.plugins()  # the task and method plug-ins (engine/registry.py)
+  task = plugins.get_task(config)
   multihost.agree_on_data(task)
-  method = methods.build(task, config)
+  method = plugins.build_method(task, config)
   checks.before_training(task, method, config)
   n_train = data.num_examples(task.splits['train'])
   if n_train < config.batch_size:
@@ -261,7 +262,7 @@ FROM_SOLVER = ('implicit_norm', 'cosine', 'explicit_norm')
 def _solver_cause(pending, step, config) -> str:
   """The inverse-HVP solver named, when the first step of ``pending`` (the steps up to ``step``) with a non-finite
   metric has only the implicit term's non-finite; '' otherwise."""
-  if methods.section_of(config.method) != 'implicit':
+  if registry.plugins().section_of(config.method) != 'implicit':
     return ''
   first = step - len(pending) + 1
   for i, metrics in enumerate(jax.device_get(pending)):

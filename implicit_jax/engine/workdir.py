@@ -25,8 +25,11 @@ import os
 import re
 import socket
 import sys
+from typing import Any
 
 import numpy as np
+
+from implicit_jax.engine import config as config_lib
 
 try:
   import fcntl
@@ -218,6 +221,30 @@ def digest(value) -> str:
   return h.hexdigest()[:16]
 
 
+def write_json(path: str, obj: Any) -> None:
+  """Writes JSON atomically (temporary file, then rename). A write that fails (a full disk) leaves no temporary
+  file and raises an OSError naming ``path``."""
+  tmp = f'{path}.tmp'
+  text = json.dumps(obj, indent=2)  # a value JSON cannot hold fails here, before any file is touched
+  try:
+    with open(tmp, 'w') as f:
+      f.write(text)
+    os.replace(tmp, path)
+  except OSError as e:
+    with contextlib.suppress(OSError):
+      os.remove(tmp)
+    raise disk_error(f'cannot write {path}', e) from None
+
+
+def read_json(path: str) -> Any:
+  """A JSON file of the workdir; a damaged one is named in a one-line ValueError."""
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except ValueError as e:
+    raise ValueError(f'{path}: not valid JSON ({e})') from None
+
+
 def fingerprint(task) -> dict:
   """``{split: {array: digest}}`` of the task's splits: the bytes, dtype and shape of every array."""
   return {split: {key: digest(value) for key, value in sorted(arrays.items())}
@@ -226,7 +253,6 @@ def fingerprint(task) -> dict:
 
 def _changed(stored: dict, task) -> list[str]:
   """The split arrays (``'train.x'``, ...) whose fingerprint differs from the record ``stored``."""
-  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
   old, new = config_lib.flatten(stored['fingerprint']), config_lib.flatten(fingerprint(task))
   order = {'train': 0, 'dev': 1, 'test': 2}  # splits in the order a user thinks of them
   names = sorted(set(old) | set(new), key=lambda n: (order.get(n.split('.')[0], 3), n))
@@ -242,11 +268,10 @@ def data_files(info: dict) -> list[str]:
 
 
 def _read_record(workdir: str) -> tuple[str, dict | None]:
-  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
   path = os.path.join(workdir, 'data.json')
   if not os.path.exists(path):
     return path, None
-  stored = checkpoints.read_json(path)
+  stored = read_json(path)
   if not isinstance(stored, dict) or not isinstance(stored.get('fingerprint'), dict):
     raise ValueError(f'{path}: unreadable data record (no fingerprint); move it away to go on without the '
                      'check')
@@ -257,7 +282,6 @@ def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
   """Records the data's fingerprint, column names and preprocessing for a new run; for a resumed one, refuses data
   that differs from the recorded fingerprint. A run recorded before fingerprints existed gets one now (nothing to
   compare), and one recorded before names and preprocessing were gets them (its data is the run's)."""
-  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
   current = {'fingerprint': fingerprint(task), 'files': data_files(task.info), 'names': task.names,
              'preprocess': task.preprocess}
   path, stored = _read_record(workdir) if resuming else (os.path.join(workdir, 'data.json'), None)
@@ -271,7 +295,7 @@ def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
     if 'preprocess' in stored or not write:
       return
   if write:
-    checkpoints.write_json(path, current)
+    write_json(path, current)
 
 
 def check_unchanged(workdir: str, task) -> None:

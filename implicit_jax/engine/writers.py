@@ -14,6 +14,12 @@ import os
 import sys
 import time
 
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.plugins.hparams import summary_v2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+from implicit_jax.engine import workdir
+
 
 def read_metrics(path: str) -> list[dict]:
   """The records of a ``metrics.jsonl``, each a JSON object with a ``step``. A torn last line (the process was
@@ -42,18 +48,14 @@ class _TensorBoardWriter:
   """TensorBoard event files without TensorFlow (what clu's SummaryWriter writes, scalars and hparams)."""
 
   def __init__(self, logdir: str):
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter  # pylint: disable=import-outside-toplevel
     self._writer = EventFileWriter(logdir)
 
   def write_scalars(self, step: int, scalars: dict) -> None:
-    from tensorboard.compat.proto import event_pb2, summary_pb2  # pylint: disable=import-outside-toplevel
     values = [summary_pb2.Summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()]
     self._writer.add_event(event_pb2.Event(wall_time=time.time(), step=int(step),
                                            summary=summary_pb2.Summary(value=values)))
 
   def write_hparams(self, hparams: dict) -> None:
-    from tensorboard.compat.proto import event_pb2  # pylint: disable=import-outside-toplevel
-    from tensorboard.plugins.hparams import summary_v2  # pylint: disable=import-outside-toplevel
     self._writer.add_event(event_pb2.Event(wall_time=time.time(), step=0, summary=summary_v2.hparams_pb(hparams)))
 
   def flush(self) -> None:
@@ -117,6 +119,5 @@ class MetricWriter:
     try:
       yield
     except OSError as e:
-      from implicit_jax.engine import workdir  # pylint: disable=import-outside-toplevel
       raise workdir.disk_error(f'cannot write {self.jsonl} or {os.path.dirname(self.jsonl)}/tensorboard', e) \
           from None

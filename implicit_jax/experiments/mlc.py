@@ -2,10 +2,13 @@
 
 ``SYSTEMS`` are the rows of docs/mlc_results.md and docs/mlc_ablation.md (scripts/reproduce_mlc.py,
 scripts/ablation_mlc.py), ``BASELINES`` the other methods of docs/baselines.md (scripts/compare_methods.py). A
-row is the dataset config plus its overrides, then ``AS_RUN``'s for the rows that ran under an older dataset
-config (so that every committed record is reproduced), then the epoch budget: a method that updates its network
-once per batch (MBCE and every baseline) trains twice the config's epochs, the implicit method taking T_inner
-steps per batch. Variant ``resplit``: the paper's protocol (all rows pooled, stratified 60/20/20 by the seed).
+row is today's design: the dataset config, the row's overrides, the settings chosen for it on that dataset's dev
+(``DEV_CHOSEN``), and its epoch budget, which the dataset config names (``apply``). Variant ``resplit``: the
+paper's protocol (all rows pooled, stratified 60/20/20 by the seed).
+
+A committed run is reproduced from its own record, not from its row: ``python -m implicit_jax.main
+--config=docs/mlc/runs/<run>.json`` (``engine/config.py``'s ``from_record``). A row that changed after its runs
+were made names today's design; each run's record keeps what it ran.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from implicit_jax.tasks.mlc.datasets import PROTOCOLS
 
 DATASETS = ('bibtex', 'delicious', 'genbase', 'cal500', 'spo_fun')
 _CD = {'method': 'implicit', 'implicit.primary_loss': 'cd'}
-# The rows below ran normal_cg with 5 iterations (11 HVPs), the configs' solver until 2026-11-26: it is spelled out
-# so that their records stay reproducible now that configs/bibtex.py solves by one fused GCR pass ('implicit-cd-gcr').
-# The MLC configs other than bibtex.py keep it too (bibtex's GCR pass was chosen on bibtex dev only).
+# normal_cg with 5 iterations (11 HVPs): the solver of the MLC configs other than bibtex.py (bibtex's fused GCR pass,
+# 'implicit-cd-gcr', was chosen on bibtex dev only), and of the rows below, which the tables show beside the GCR row
+# on bibtex (docs/mlc_results.md, docs/mlc_ablation.md).
 NORMAL_CG = {'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5}
 _H400 = {'model.inference_hidden': (400, 400)}
 # system name -> config overrides (applied on top of configs/<dataset>.py). Order = table order.
@@ -72,9 +75,8 @@ ABLATION_ONLY = ({s for s in SYSTEMS if any(s.startswith(f'implicit-cd-{r}') for
 
 # The other methods (scripts/compare_methods.py, docs/baselines.md), on the same networks, split and seeds.
 # Sampled energy losses draw K = 10 samples of the task net on every dataset (SEAL's K is not stated); margin and
-# regression draw none, and keep the section's default of when they ran (5), unread.
+# regression draw none.
 _K = {'seal.num_samples': 10}
-_UNREAD_K = {'seal.num_samples': 5}
 BASELINES = {
     'spen': {'method': 'spen'},
     'dvn': {'method': 'dvn'},
@@ -83,53 +85,42 @@ BASELINES = {
     'infnet+ separated': {'method': 'infnet_plus', 'infnet.parameterization': 'separated'},
     'infnet+ shared': {'method': 'infnet_plus', 'infnet.parameterization': 'shared'},
     'infnet+ stacked': {'method': 'infnet_plus', 'infnet.parameterization': 'stacked'},
-    'seal-static margin': {'method': 'seal_static', 'seal.energy_loss': 'margin', **_UNREAD_K},
-    'seal-static regression': {'method': 'seal_static', 'seal.energy_loss': 'regression', **_UNREAD_K},
+    'seal-static margin': {'method': 'seal_static', 'seal.energy_loss': 'margin'},
+    'seal-static regression': {'method': 'seal_static', 'seal.energy_loss': 'regression'},
     'seal-static nce': {'method': 'seal_static', 'seal.energy_loss': 'nce', **_K},
-    'seal-dynamic margin': {'method': 'seal_dynamic', 'seal.energy_loss': 'margin', **_UNREAD_K},
-    'seal-dynamic regression': {'method': 'seal_dynamic', 'seal.energy_loss': 'regression', **_UNREAD_K},
+    'seal-dynamic margin': {'method': 'seal_dynamic', 'seal.energy_loss': 'margin'},
+    'seal-dynamic regression': {'method': 'seal_dynamic', 'seal.energy_loss': 'regression'},
     'seal-dynamic regression-s': {'method': 'seal_dynamic', 'seal.energy_loss': 'regression_s', **_K},
     'seal-dynamic nce': {'method': 'seal_dynamic', 'seal.energy_loss': 'nce', **_K},
 }
-# (dataset, system) -> overrides applied after the row's: settings chosen on dev by scripts/sweep.py
-# (docs/sweeps/<dataset>-<method>.md), and the settings of the dataset config under which a row ran, where the
-# config changed after it (each row's committed records hold them).
-AS_RUN = {
+# (dataset, system) -> the settings chosen for the row on that dataset's dev by scripts/sweep.py
+# (docs/sweeps/<dataset>-<method>.md), applied after the row's overrides.
+DEV_CHOSEN = {
     ('bibtex', 'spen'): {'gbi.steps': 50, 'gbi.step_size': 0.3},       # dev @0.5 40.11 vs 38.98 committed
     ('bibtex', 'dvn'): {'gbi.rule': 'mirror', 'gbi.step_size': 1.0},   # dev @0.5 42.08 vs 40.83
     # docs/sweeps/bibtex-seal.md (80 epochs): the energy's weight in the task-net loss, lambda1 (lambda2 = 1)
     ('bibtex', 'seal-dynamic nce'): {'seal.energy_weight': 0.3},          # dev @0.5 39.89 vs 39.17
     ('bibtex', 'seal-static nce'): {'seal.energy_weight': 0.1},           # dev @0.5 40.05 vs 33.17
     ('bibtex', 'seal-static margin'): {'seal.energy_weight': 0.1},        # dev @0.5 39.95 vs 36.49
-    # bibtex's SSVM and NCE rows ran plain CG (5 iterations), the config's solver on 2026-11-22.
-    ('bibtex', 'implicit-ssvm'): {'implicit.solver.name': 'cg'},
-    ('bibtex', 'implicit-nce'): {'implicit.solver.name': 'cg'},
-    # delicious' MBCE rows on the official split ran before its config's 64-unit global energy term (unread by
-    # MBCE); a key with a protocol applies to that split only.
-    ('delicious', 'mbce', 'official'): {'model.global_hidden': 16},
 }
-# The baselines on cal500 and spo_fun ran before those configs' dev-chosen schedules (docs/sweeps/dense-mbce-*.md):
-# cal500 at bibtex's 40 epochs, spo_fun at 20 epochs with dropout 0.5.
-for _system in BASELINES:
-  AS_RUN[('cal500', _system)] = {'num_epochs': 40}
-  AS_RUN[('spo_fun', _system)] = {'num_epochs': 20, 'model.dropout': 0.5}
 # The baselines at SEAL's network sizes (iesl/seal-neurips-2022 best_models_configs/bibtex_strat_*: two 400-unit
 # layers for the task net and one for the energy's feature net), each with the settings chosen on bibtex dev for
-# its 150-unit row (AS_RUN): the rows beside SEAL Table 1 in docs/baselines.md.
+# its 150-unit row: the rows beside SEAL Table 1 in docs/baselines.md.
 SEAL_SIZES = {**_H400, 'model.energy_feature_hidden': (400,), 'model.energy_feature_dim': 400}
 for _system in list(BASELINES):
   BASELINES[f'{_system}-h400'] = {**BASELINES[_system], **SEAL_SIZES}
-  if ('bibtex', _system) in AS_RUN:
-    AS_RUN[('bibtex', f'{_system}-h400')] = AS_RUN[('bibtex', _system)]
+  if ('bibtex', _system) in DEV_CHOSEN:
+    DEV_CHOSEN[('bibtex', f'{_system}-h400')] = DEV_CHOSEN[('bibtex', _system)]
 # docs/sweeps/bibtex-dvn-h400.md: at 400 units DVN's dev curve was still rising at 80 epochs (best epoch 57); 160
 # epochs reached dev @0.5 46.03 against 45.05 (the GBI and learning-rate variants lost on dev)
-AS_RUN[('bibtex', 'dvn-h400')] = {**AS_RUN[('bibtex', 'dvn')], 'num_epochs': 80}
+DEV_CHOSEN[('bibtex', 'dvn-h400')] = {**DEV_CHOSEN[('bibtex', 'dvn')], 'num_epochs': 160}
 # docs/sweeps/bibtex-spen-h400.md: Adam at 3e-4 reached dev @0.5 42.33 against 40.82 at 1e-3 (the GBI variants, a
 # longer schedule and both changes together: 41.1-41.9)
-AS_RUN[('bibtex', 'spen-h400')] = {**AS_RUN[('bibtex', 'spen')], 'optimizer.learning_rate': 3e-4}
+DEV_CHOSEN[('bibtex', 'spen-h400')] = {**DEV_CHOSEN[('bibtex', 'spen')], 'optimizer.learning_rate': 3e-4}
 # docs/sweeps/bibtex-seal-nce-h400.md: 20 task-net samples (SEAL's chosen number) reached dev @0.5 45.83 against 45.00
 # with 10; energy weights 0.1 and 1 (against 0.3): 45.49, 45.55
-AS_RUN[('bibtex', 'seal-dynamic nce-h400')] = {**AS_RUN[('bibtex', 'seal-dynamic nce')], 'seal.num_samples': 20}
+DEV_CHOSEN[('bibtex', 'seal-dynamic nce-h400')] = {**DEV_CHOSEN[('bibtex', 'seal-dynamic nce')],
+                                                   'seal.num_samples': 20}
 ROWS = {**SYSTEMS, **BASELINES}
 # configs/custom.py, a user's own file: the grid of scripts/custom_defaults.py (run through that config on every shipped
 # dataset and the two scaled fixtures), the variant chosen per method on dev across them (least mean regret,
@@ -155,27 +146,30 @@ TUNE = {
 VARIANTS = {p: {'data.protocol': p} for p in PROTOCOLS if p != 'official'}
 
 
-def epochs_factor(system: str) -> int:
-  """2 for a method that updates its network once per batch (MBCE and the baselines: the budget the implicit
-  method's T_inner inner steps get), else 1."""
-  return 2 if system.startswith('mbce') or system in BASELINES else 1
+def once_per_batch(system: str) -> bool:
+  """Whether the row's method updates its network once per batch (MBCE and the baselines), against the implicit
+  method's T_inner inner steps per batch: such rows train the dataset config's ``once_per_batch_epochs``."""
+  return system.startswith('mbce') or system in BASELINES
 
 
 def overrides(dataset: str, system: str, protocol: str = 'official') -> dict:
-  """The flat overrides of row ``system`` on configs/<dataset>.py, before the epoch budget."""
-  return {**ROWS[system], **AS_RUN.get((dataset, system), {}), **AS_RUN.get((dataset, system, protocol), {}),
+  """The flat overrides of row ``system`` on configs/<dataset>.py, after its epoch budget."""
+  return {**ROWS[system], **DEV_CHOSEN.get((dataset, system), {}),
           **({} if protocol == 'official' else VARIANTS[protocol])}
 
 
-def apply(config, arg: str | None):
-  """``config`` (a dataset config) with the row ``arg`` = ``SYSTEM[,resplit]`` applied; as it is for no ``arg``."""
+def apply(config, arg: str | None, once_per_batch_epochs: int):
+  """``config`` (a dataset config) with the row ``arg`` = ``SYSTEM[,resplit]`` applied; as it is for no ``arg``.
+  ``once_per_batch_epochs``: the epochs of the rows whose method updates its network once per batch (MBCE and the
+  baselines), the budget the implicit method's T_inner inner steps per batch get in ``config.num_epochs``."""
   if not arg:
     return config
   system, variants = experiments.parse(arg, ROWS, VARIANTS, f'configs/{config.data.name}.py')
   if len(variants) > 1:
     raise ValueError(f'configs/{config.data.name}.py: one split protocol per row, got {variants}')
+  if once_per_batch(system):
+    config.num_epochs = once_per_batch_epochs
   config.update_from_flattened_dict(overrides(config.data.name, system, *variants))
-  config.num_epochs *= epochs_factor(system)
   return config
 
 

@@ -30,6 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from implicit_jax import batch as batch_lib, plugins
+from implicit_jax.engine.data import SPLITS, first_non_finite
 
 FAMILIES = {
     'synthetic': 'implicit_jax.tasks.mlc.synthetic',  # multi-label, generated: the default smoke task
@@ -38,7 +39,6 @@ FAMILIES = {
     'segmentation': 'implicit_jax.tasks.segmentation',  # binary image segmentation (Weizmann horses)
     'citations': 'implicit_jax.tasks.citations',      # Cora citation fields: few labels, rule reward, unlabeled pool
 }
-SPLITS = ('train', 'dev', 'test')
 DATA_DIR_ENV = 'IMPLICIT_JAX_DATA_DIR'  # the data directory when a task's data.data_dir is empty
 
 
@@ -100,14 +100,6 @@ class Evaluator:
     shown = ', '.join(f'{k[5:]} {v:.4f}' for k, v in result.items()
                       if k.startswith('test_') and isinstance(v, float))
     return f'test {shown} (best dev epoch {result["best_epoch"]})'
-
-
-def first_non_finite(value) -> tuple[int, ...] | None:
-  """The index of the first NaN or Inf of a float array, or None (and None for other dtypes)."""
-  value = np.asarray(value)
-  if not np.issubdtype(value.dtype, np.floating) or np.all(np.isfinite(value)):
-    return None
-  return tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
 
 
 @dataclasses.dataclass(frozen=True)

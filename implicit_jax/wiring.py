@@ -1,0 +1,100 @@
+"""The package's tasks and methods as the engine reaches them (``engine/registry.py``'s ``Plugins``), resolved here
+once; ``implicit_jax/__init__.py`` registers ``PACKAGE``, so that ``engine/`` imports no task or method module.
+
+Besides their config sections, the methods' history lives here: the layouts of the earlier run records, which
+``upgrade`` translates into today's with the values their runs used (the committed records of ``docs/`` hold all
+three).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from implicit_jax import methods, tasks
+from implicit_jax.engine import config as config_lib, registry
+
+# The sections that held a GBI section of their own in the second format.
+_GBI_SECTIONS = ('spen', 'dvn', 'rspen', 'nce_gbi', 'seal')
+
+
+def upgrade(stored: dict) -> dict:
+  """A record of an earlier format in the current one, with the values the run used; a current record is returned
+  as it is. First format (before tasks were plug-ins: top-level ``solver``/``negatives``/``gbi`` that every method
+  read, the cost in ``implicit``): each method's settings move into its own section. Second (a ``gbi`` in each GBI
+  method's section: ``spen.gbi``, ``dvn.gbi``, ``rspen.gbi``, ``nce_gbi.gbi``, ``seal.gbi``): the method's ``gbi``
+  becomes the shared top-level ``gbi`` if the method reads it, and is dropped if it did not (seal_dynamic's
+  ``seal.gbi``, unread)."""
+  if any(k in stored for k in ('solver', 'negatives')):
+    stored = _upgrade_first(stored)
+  section = _second_format_section(stored.get('method', 'implicit'))
+  if section not in _GBI_SECTIONS or 'gbi' not in (stored.get(section) or {}):
+    return stored
+  s = copy.deepcopy(stored)
+  gbi = s[section].pop('gbi')
+  if 'gbi' in methods.shared_of(s['method']):
+    s['gbi'] = gbi
+  if section == 'dvn':  # dvn's section held nothing else: dvn now reads the shared section alone
+    del s['dvn']
+  return s
+
+
+def _second_format_section(method: str) -> str | None:
+  """The section ``method`` read in the second format (dvn's is no section now, but was one then)."""
+  return 'dvn' if method == 'dvn' else methods.section_of(method)
+
+
+def _upgrade_first(stored: dict) -> dict:
+  """A first-format record in the second format."""
+  s = copy.deepcopy(stored)
+  solver, negatives, gbi = s.pop('solver', {}), s.pop('negatives', {}), s.pop('gbi', {})
+  implicit, seal = s.get('implicit', {}), s.get('seal', {})
+  cost = {k: implicit[k] for k in ('cost', 'cost_scale') if k in implicit}
+  if 'implicit' in s:
+    refine = {'steps': implicit.pop('refine_steps', 0)}  # runs older than refinement did none
+    refine.update({k: gbi[k] for k in ('step_size', 'rule') if k in gbi})
+    implicit.update(negatives=negatives, solver=solver, refine=refine)
+  s['spen'] = {**cost, 'gbi': gbi}
+  s['dvn'] = {'gbi': gbi}
+  s['nce_gbi'] = {'gbi': gbi, 'num_samples': negatives.get('num_samples', 0)}
+  if 'task_optimizer' in seal:
+    s['nce_gbi']['noise_optimizer'] = copy.deepcopy(seal['task_optimizer'])
+  if 'infnet' in s:
+    s['infnet'].update(cost)
+  if 'seal' in s:
+    seal.update(cost, gbi=gbi, num_samples=negatives.get('num_samples', 0), noise_scale=negatives.get('scale', 0.1))
+    if 'bce_weight' in seal:
+      seal['ce_weight'] = seal.pop('bce_weight')
+  keep = set(config_lib.core_config().keys()) | set(config_lib.TASK_SECTIONS) | {_second_format_section(s['method'])}
+  return {k: v for k, v in s.items() if k in keep}
+
+
+class _Package(registry.Plugins):
+  """The built-in task families and methods, and those named by import path (``implicit_jax/plugins.py``). Each
+  call looks the function up in its module then, so that a test replacing one is seen."""
+
+  def task_sections(self, task):
+    return tasks.family(task).default_config()
+
+  def shared_sections(self):
+    return methods.shared_sections()
+
+  def method_sections(self, method):
+    return methods.default_sections(method)
+
+  def section_of(self, method):
+    return methods.section_of(method)
+
+  def shared_of(self, method):
+    return methods.shared_of(method)
+
+  def upgrade(self, stored):
+    return upgrade(stored)
+
+  def get_task(self, config):
+    return tasks.get_task(config)
+
+  def build_method(self, task, config):
+    return methods.build(task, config)
+
+
+PACKAGE = _Package()
