@@ -19,6 +19,8 @@ import warnings
 import ml_collections
 from absl import app, flags
 
+from implicit_jax.engine import config as config_lib
+
 # ValueError: settings and file contents; OSError: paths, permissions, disk space; FloatingPointError: a run
 # that diverged. While flags are parsed, KeyError too: a config field that does not exist (later, a KeyError is a
 # bug and keeps its traceback).
@@ -60,9 +62,51 @@ def _config_error(error: BaseException, argv) -> str:
   return one_line(error)
 
 
+class _MethodError(Exception):
+  """A method named by ``--config.method=`` that does not resolve, while flags are parsed."""
+
+
+class _MethodSection(flags.ArgumentParser):
+  """The ``--config`` flag's parser, adding to the loaded config the section of the method that
+  ``--config.method=`` names, when the config lacks it (``config.add_method_section``): ml_collections checks the
+  other overrides against the config as loaded, so ``--config.<its section>.<field>=`` needs the section first."""
+
+  def __init__(self, parser, method: str, argv):
+    self._parser, self._method, self._argv = parser, method, argv
+
+  def parse(self, argument):
+    config = self._parser.parse(argument)
+    if isinstance(config, ml_collections.ConfigDict) and 'task' in config:
+      try:
+        config_lib.add_method_section(config, self._method)
+      except ValueError as e:
+        # The run's own check names a bad method (exit 1); here only when an override needs its section. Not as a
+        # ValueError, which absl would prefix with the --config flag.
+        if any(a.split('=', 1)[0].split('.')[1] not in config for a in self._argv if a.startswith('--config.')):
+          raise _MethodError(str(e)) from None
+    return config
+
+  def __getattr__(self, name):
+    return getattr(self._parser, name)
+
+
+def _method_of(argv) -> str | None:
+  """The value of the last ``--config.method`` flag of ``argv`` (``=value`` or the next word), or None."""
+  method = None
+  for i, arg in enumerate(argv):
+    if arg.startswith('--config.method='):
+      method = arg.split('=', 1)[1]
+    elif arg == '--config.method' and i + 1 < len(argv):
+      method = argv[i + 1]
+  return method
+
+
 def parse_flags(argv):
   """``absl`` flag parsing with one-line errors (exit status 2)."""
   try:
+    method = _method_of(argv)
+    if method is not None and 'config' in flags.FLAGS:
+      flags.FLAGS['config'].parser = _MethodSection(flags.FLAGS['config'].parser, method, argv)
     args = flags.FLAGS(argv)
     if 'config' in flags.FLAGS and flags.FLAGS.config is not None:
       # A config file that failed to load is a placeholder raising on first use: use it now.

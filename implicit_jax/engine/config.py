@@ -54,6 +54,8 @@ from pathlib import Path
 
 import ml_collections
 
+from implicit_jax import plugins
+
 # Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
 # machine; the data-parallel step computes the same function, up to the order of float sums).
 MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices', 'eval_batch_size',
@@ -113,6 +115,16 @@ def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collect
   return c
 
 
+def add_method_section(config: ml_collections.ConfigDict, method: str) -> None:
+  """Adds to ``config`` the section ``method`` reads, with its defaults, when ``config`` lacks it (a plug-in's own
+  section, absent from a config file built for another method): what ``--config.method=<import path>`` does
+  before the command line's other overrides apply (``engine/cli.py``), so that they may set its fields."""
+  _, section, defaults = plugins.method_section(method)
+  if section is not None and section not in config:
+    with config.unlocked():
+      config[section] = defaults
+
+
 def from_file(path, relative_to: str | None = None, arg: str | None = None) -> ml_collections.ConfigDict:
   """``get_config()`` of a config file, or ``get_config(arg)``: ``arg`` given, or ``path`` of the form
   ``'file.py:arg'`` as ``--config=`` takes it (ml_collections passes what follows the first ':' to
@@ -153,7 +165,7 @@ def check(config) -> None:
     raise ValueError(f'config.checkpoint_every must be a non-negative integer, got {every!r}')
   from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
   defaults = tasks.family(config.task).default_config()
-  section = methods.section_of(config.method)  # an unknown method is named here
+  _, section, _ = plugins.method_section(config.method)  # an unknown method, or one without its defaults, is named
   if section and section not in config:  # a plug-in's own section: the config was built for another method
     raise ValueError(f'config.{section}: missing, the section method {config.method!r} reads; start the config from '
                      f'base_config(task, {config.method!r})')
