@@ -104,9 +104,10 @@ def _method_of(argv) -> str | None:
 def parse_flags(argv):
   """``absl`` flag parsing with one-line errors (exit status 2)."""
   try:
-    method = _method_of(argv)
-    if method is not None and 'config' in flags.FLAGS:
-      flags.FLAGS['config'].parser = _MethodSection(flags.FLAGS['config'].parser, method, argv)
+    if 'config' in flags.FLAGS:  # a command line with a config file (main, tune)
+      flag, method = flags.FLAGS['config'], _method_of(argv)
+      parser = flag.parser._parser if isinstance(flag.parser, _MethodSection) else flag.parser  # parsed before
+      flag.parser = parser if method is None else _MethodSection(parser, method, argv)
     args = flags.FLAGS(argv)
     if 'config' in flags.FLAGS and flags.FLAGS.config is not None:
       # A config file that failed to load is a placeholder raising on first use: use it now.

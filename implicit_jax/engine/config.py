@@ -163,7 +163,7 @@ def check(config) -> None:
   every = config.get('checkpoint_every', 0)
   if isinstance(every, bool) or not isinstance(every, int) or every < 0:
     raise ValueError(f'config.checkpoint_every must be a non-negative integer, got {every!r}')
-  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
+  from implicit_jax import tasks  # pylint: disable=import-outside-toplevel
   defaults = tasks.family(config.task).default_config()
   _, section, _ = plugins.method_section(config.method)  # an unknown method, or one without its defaults, is named
   if section and section not in config:  # a plug-in's own section: the config was built for another method
