@@ -54,8 +54,6 @@ from pathlib import Path
 
 import ml_collections
 
-from implicit_jax import plugins
-
 # Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
 # machine; the data-parallel step computes the same function, up to the order of float sums).
 MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices', 'eval_batch_size',
@@ -116,13 +114,16 @@ def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collect
 
 
 def add_method_section(config: ml_collections.ConfigDict, method: str) -> None:
-  """Adds to ``config`` the section ``method`` reads, with its defaults, when ``config`` lacks it (a plug-in's own
-  section, absent from a config file built for another method): what ``--config.method=<import path>`` does
-  before the command line's other overrides apply (``engine/cli.py``), so that they may set its fields."""
-  _, section, defaults = plugins.method_section(method)
-  if section is not None and section not in config:
-    with config.unlocked():
-      config[section] = defaults
+  """Adds to ``config`` the sections ``base_config(config.task, method)`` has and ``config`` lacks, with their
+  defaults: a plug-in method's own section, absent from a config file built for another method. What
+  ``--config.method=<import path>`` does before the command line's other overrides apply (``engine/cli.py``), so
+  that they may set its fields; the section is resolved as ``base_config`` resolves it
+  (``implicit_jax/plugins.py``'s ``method_section``)."""
+  defaults = base_config(config.task, method)
+  missing = [name for name in defaults if name not in config]
+  with config.unlocked():
+    for name in missing:
+      config[name] = defaults[name]
 
 
 def from_file(path, relative_to: str | None = None, arg: str | None = None) -> ml_collections.ConfigDict:
@@ -163,9 +164,9 @@ def check(config) -> None:
   every = config.get('checkpoint_every', 0)
   if isinstance(every, bool) or not isinstance(every, int) or every < 0:
     raise ValueError(f'config.checkpoint_every must be a non-negative integer, got {every!r}')
-  from implicit_jax import tasks  # pylint: disable=import-outside-toplevel
+  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
   defaults = tasks.family(config.task).default_config()
-  _, section, _ = plugins.method_section(config.method)  # an unknown method, or one without its defaults, is named
+  section = methods.section_of(config.method)  # an unknown method is named here
   if section and section not in config:  # a plug-in's own section: the config was built for another method
     raise ValueError(f'config.{section}: missing, the section method {config.method!r} reads; start the config from '
                      f'base_config(task, {config.method!r})')

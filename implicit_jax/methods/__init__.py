@@ -146,9 +146,9 @@ def plugin(method: str):
 
 
 def section_of(method: str) -> str | None:
-  """The config section ``method`` reads (None: only the shared fields)."""
-  target = plugin(method)
-  return REGISTRY[method][2] if target is None else getattr(target, 'SECTION', None)
+  """The config section ``method`` reads (None: only the shared fields); a plug-in's is checked to come with its
+  defaults (``plugins.method_section``)."""
+  return REGISTRY[method][2] if method in REGISTRY else plugins.method_section(method)[1]
 
 
 def shared_of(method: str) -> tuple[str, ...]:
