@@ -9,7 +9,6 @@ import subprocess
 import sys
 import types
 
-import jax
 import numpy as np
 import pytest
 
@@ -132,4 +131,3 @@ def test_predict_reads_a_plugins_own_formats_and_writes_its_lines(tmp_path):
     pred, lines = predict.predict_file(str(tmp_path / 'run'), str(tmp_path / f'{name}.txt'), input_format=fmt)
     assert lines == [f'{fmt}: class {k}' for k in classes], (name, fmt)
     assert pred.shape == (3, 10)
-  jax.clear_caches()
