@@ -9,17 +9,52 @@ module of the same name. The path is what the run records in ``config.json``, so
 
 A name that is neither an alias nor importable, a module that fails to import, and a target that lacks a required
 name each end in a one-line ``ValueError`` naming the config field (the command lines print it as ``error: ...``).
+This docstring is the whole contract: everything the engine, a command line or a built-in method may ask of a
+plug-in is listed below. ``examples/digits`` is a task and a method written from it.
 
 **Task** (``config.task``): the target provides what a built-in task family module provides
 (``implicit_jax/tasks/__init__.py`` documents ``Task``, ``Evaluator`` and the splits):
 
 * ``default_config() -> ConfigDict`` with exactly the sections ``data`` and ``model``;
-* ``make_task(config) -> implicit_jax.tasks.Task``;
-* optionally, for ``python -m implicit_jax.predict``, ``read_inputs(run, path) -> (inputs, context)`` and
-  ``format_predictions(run, pred, context, threshold) -> list[str]``; without them ``predict`` reads a ``.npy``
-  matrix of ``x`` and writes the output space's ``decode`` of each example.
+* ``make_task(config) -> implicit_jax.tasks.Task``. Its splits' keys must not be one of the names training adds
+  to a batch (``implicit_jax.batch.RESERVED``); which keys its output space reads is listed below;
+* for the ``crf`` method only: an energy (``make_energy()``) with a method ``potentials(batch) -> (u, W)``, the
+  unary energies ``u`` [B, T, C] and the transition energies ``W`` [C, C] (lower is better) of a linear chain
+  whose energy is ``E(x, y) = sum_t u[t, y_t] + sum_t W[y_{t-1}, y_t]`` over the real positions, and a
+  ``Categorical`` space (``methods/crf.py``; the tagging task's ``SequenceEnergy`` is one). crf refuses an
+  energy without it, naming the task.
 
-Its splits' keys must not be one of the names training adds to a batch (``implicit_jax.batch.RESERVED``).
+For ``python -m implicit_jax.predict`` (``predict.predict_file``), all optional; ``run`` is the trained run
+(``engine.checkpoints.load_trained``: ``run.config``, ``run.task``, ``run.workdir``, ``run.predict``):
+
+* ``npy_inputs(run, path, x) -> (inputs, context)``: the model's inputs (a dict of arrays, every key the task's
+  splits hold but ``y``) from the numeric array ``x`` of a ``.npy`` file. Without it, a ``.npy`` is the input
+  ``x`` itself, which serves a task whose splits hold ``x`` alone; a task that reads more (``mask``, features)
+  and lacks the hook is refused in one line naming the task, what it reads and the hook;
+* ``read_inputs(run, path[, input_format]) -> (inputs, context)``: the model's inputs from a file in the task's
+  own format (any file not named ``.npy``). Without it such a file is refused, naming the task;
+* ``FORMATS = ('conll', 'text')``: the names of the file formats ``read_inputs`` tells apart, which
+  ``--format`` then takes; ``read_inputs`` is called with ``input_format``, 'auto' (the default: tell them apart
+  from the file) or one of them. Without ``FORMATS``, ``read_inputs(run, path)`` is called with two arguments and
+  any ``--format`` but 'auto' is refused, naming the task;
+* ``format_predictions(run, pred, context, threshold) -> list[str]``: the output lines of the relaxed
+  predictions ``pred`` (``context``: what the reader returned; ``threshold``: the decision threshold of
+  thresholded outputs, the run's dev-tuned one by default). Without it, one line per example: the output space's
+  ``decode`` of it, its values space-separated.
+
+**Output spaces and the batch keys they read** (``implicit_jax/spaces``): ``space.shape(batch)`` sizes every
+relaxed output, and the methods pass ``batch['y']`` and ``batch.get('mask')`` to the space's losses, costs and
+scores, so a task's splits must hold what its space reads:
+
+* ``Binary(event_shape)``: ``x`` (its length is the batch size); ``y`` [B, *event_shape] in [0, 1]; ``mask``,
+  when the batch has one, weighs each output unit in an example's sums (same shape as ``y``);
+* ``Categorical(C)``: ``mask`` [B, T] (1 at the real positions; ``shape`` reads T from it, so it is required);
+  ``y`` class ids [B, T] as stored, one-hot [B, T, C] in a batch;
+* ``Multiclass(C)``: ``x`` (its length is the batch size); ``y`` class ids [B] as stored, one-hot [B, C] in a
+  batch; a ``mask`` is not read.
+
+``labeled`` (rows with gold outputs, ``Task.reward``) is read by the spaces' label checks and the semi-supervised
+methods. Every other key is an input for the task's own networks; what training adds is ``implicit_jax/batch.py``.
 
 **Method** (``config.method``):
 
@@ -28,10 +63,26 @@ Its splits' keys must not be one of the names training adds to a batch (``implic
   contract, and the randomness it draws comes from the step's ``rng`` (``batch.split`` it into streams);
 * optionally ``SECTION = 'name'``, the config section it reads. A built-in section (``methods.SECTION_MODULES``)
   brings its own defaults; a new one needs ``default_config() -> ConfigDict``, its defaults, which
-  ``base_config(task, method)`` adds and the run records;
+  ``base_config(task, method)`` adds and the run records. ``--config.method=<import path>`` on the command line
+  adds the section to a config file built for another method, so ``--config.<name>.<field>=`` overrides follow it
+  (``method_section`` resolves it);
 * optionally ``SHARED = ('gbi',)``: the shared sections it reads (``methods.SHARED``), which its runs record;
 * optionally ``SEMI_SUPERVISED = True``: it learns from unlabeled training rows (``Task.reward``); the others are
   refused a split that has them.
+
+The helpers the built-in methods are written with, importable from here (``from implicit_jax.plugins import
+State, init_params, make_optimizer``; they live in ``implicit_jax/methods/__init__.py``):
+
+* ``State(step, params, opt_state)``: the training state ``init`` returns and ``train_step`` carries (a Flax
+  struct: ``params`` and ``opt_state`` are dicts of pytrees, by the names of the parameter sets);
+* ``Method(init, train_step, predict, modules={})``: what ``build`` returns;
+* ``init_params(task, rng, {'theta': net, 'phi': energy})``: the networks' initial parameters on the task's
+  example batch (the energy, named ``phi``, gets a zero output too);
+* ``make_optimizer(cfg, field, differentiable=False)``: the optax optimiser of a section such as
+  ``config.optimizer`` (``name``, ``learning_rate``, ``clip_norm``, ``weight_decay``), errors naming ``field``;
+  ``optimizer_config(learning_rate)`` builds such a section for a method's own defaults;
+* ``positive_int(value, field)``: a setting checked to be a positive integer, the error naming ``field``;
+* ``batch_score(task)``: ``score(y_bar, batch)``, the task score against the gold (DVN's target).
 
 **Solver** (``implicit.solver.name``): a callable, or a module whose ``solve`` is one,
 ``solve(matvec, v, solver) -> (u, info)``:
@@ -63,13 +114,30 @@ config field or the evaluator, the cause and the fix (``implicit_jax/engine/chec
 * a solver, as the first step is traced: ``info``'s values are numbers or arrays of numbers and ``iterations``
   one number (the form of ``u`` is checked too: a pytree shaped as v). Its ``u``'s values are checked where
   training checks its metrics: when the implicit term turns non-finite while the losses are finite, training
-  stops naming ``implicit.solver.name``. An ``iterations`` NaN (not given) is logged, not a fault.
+  stops naming ``implicit.solver.name``. An ``iterations`` NaN (not given) is logged, not a fault;
+* ``predict``, before the model is read: a hook the input needs and the task lacks (``npy_inputs`` for a task
+  that reads more than ``x``, ``read_inputs`` for a file not named ``.npy``), and a ``--format`` its ``FORMATS``
+  do not name (``implicit_jax/predict.py``).
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any, Iterable
+
+import ml_collections
+
+# The helpers of implicit_jax/methods/__init__.py a method is written with (docstring), importable from here. They
+# are looked up on first use (``__getattr__``): ``methods`` imports this module, so importing it here at the top
+# would be circular.
+METHOD_HELPERS = ('State', 'Method', 'init_params', 'make_optimizer', 'optimizer_config', 'positive_int',
+                  'batch_score')
+
+
+def __getattr__(name: str) -> Any:
+  if name in METHOD_HELPERS:
+    return getattr(importlib.import_module('implicit_jax.methods'), name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
 def _not_found(error: ModuleNotFoundError, module: str) -> bool:
@@ -153,3 +221,32 @@ def solver(name: str, aliases: Iterable[str]) -> Any:
     require('solver.name', name, target, ('solve',), SOLVER_PROTOCOL)
     target = target.solve
   return target
+
+
+def method_section(name: str) -> tuple[Any, str | None, ml_collections.ConfigDict | None]:
+  """``(target, section, defaults)`` for ``config.method = name``, a built-in name or an import path: the plug-in's
+  module or object, checked (None for a built-in), the config section the method reads (None: the shared fields
+  only) and that section's defaults (None without a section): a built-in section's from its module
+  (``methods.SECTION_MODULES``), a new one's from the plug-in's ``default_config()``. A path that does not import,
+  a target without ``build``, and a new section without ``default_config()`` (or whose ``default_config()`` gives
+  no ConfigDict) are one-line ValueErrors naming config.method and the path."""
+  methods = importlib.import_module('implicit_jax.methods')  # it imports this module: looked up on use
+  target = None
+  if name in methods.REGISTRY:
+    section = methods.REGISTRY[name][2]
+  else:
+    target = method(name, methods.REGISTRY)
+    section = getattr(target, 'SECTION', None)
+  if section is None:
+    return target, None, None
+  if section in methods.SECTION_MODULES:
+    module = importlib.import_module(f'implicit_jax.methods.{methods.SECTION_MODULES[section]}')
+    return target, section, module.default_config(section)
+  if not callable(getattr(target, 'default_config', None)):
+    raise ValueError(f'config.method: {name!r} reads the new section {section!r} but does not provide '
+                     f'default_config() (its defaults; see implicit_jax/plugins.py)')
+  defaults = target.default_config()
+  if not isinstance(defaults, ml_collections.ConfigDict):
+    raise ValueError(f'config.method: {name!r}: default_config() returned a {type(defaults).__name__}, not an '
+                     'ml_collections.ConfigDict')
+  return target, section, defaults

@@ -86,7 +86,9 @@ FILES = {
             y = np.eye(CLASSES, dtype=np.float32)[y]
           cut = {'train': slice(0, 96), 'dev': slice(96, 128), 'test': slice(128, 160)}
           outputs = config.model.outputs
-          return Task('multiclass', {s: {'x': x[c], 'y': y[c]} for s, c in cut.items()}, Multiclass(CLASSES),
+          extra = ('scale',) if variant == 'two_inputs' else ()  # a second input, which a .npy cannot carry
+          splits = {s: {'x': x[c], 'y': y[c], **{k: x[c, :1] for k in extra}} for s, c in cut.items()}
+          return Task('multiclass', splits, Multiclass(CLASSES),
                       lambda heads=1: MLPInferenceNet(outputs, (16,), heads=heads),
                       lambda: MLCEnergy(CLASSES, (16,), 16, 4),
                       NaNAccuracy() if variant == 'nan_metric' else Accuracy(), score='accuracy')
@@ -105,6 +107,17 @@ FILES = {
         def build(task, config):
           method = feedforward.build(task, config)
           return method._replace(predict=lambda params, batch: method.predict(params, batch)[..., :7])
+    ''',
+    # The multi-class task with every predict hook: two named formats of its own, and its own output lines.
+    'formats.py': '''
+        import numpy as np
+        from plugin_fixture_pkg.multiclass import default_config, make_task
+        FORMATS = ('rows', 'columns')
+        def read_inputs(run, path, input_format):
+          x = np.loadtxt(path, delimiter=',', dtype=np.float32, ndmin=2)
+          return {'x': x.T if input_format == 'columns' else x}, input_format
+        def format_predictions(run, pred, context, threshold):
+          return [f'{context}: class {k}' for k in np.argmax(pred, axis=-1)]
     ''',
     'broken_dependency.py': 'import no_such_module_anywhere\n',
     'syntax_error.py': 'def build(:\n',

@@ -75,6 +75,11 @@ def test_predict_errors_name_the_input(workdir, arff, tmp_path):
   proc = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=high')
   assert proc.returncode == 1 and '--threshold: expected "tuned" or a number' in proc.stderr
   assert 'Traceback' not in proc.stderr
+  # --format takes the formats the task names (its FORMATS), and the multi-label task names none.
+  proc = _predict(f'--workdir={workdir}', f'--input={arff}', '--format=conll')
+  assert proc.returncode == 1 and proc.stderr.strip() == (
+      "error: --format=conll: task 'mlc' names no file formats (its module defines no FORMATS; see "
+      'implicit_jax/plugins.py): leave --format out'), proc.stderr
 
 
 def _permuted_arff(source, path, rename=None):

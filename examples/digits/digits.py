@@ -7,7 +7,9 @@ images are shuffled by ``data.split_seed`` and split 60/20/20 into train, dev an
 is the one with the best dev accuracy.
 
 ``config.task = 'digits'`` names this module by its import name: put its folder on ``PYTHONPATH``
-(``implicit_jax/plugins.py`` says what a task module exports).
+(``implicit_jax/plugins.py`` says what a task module exports). ``read_inputs`` lets ``python -m implicit_jax.predict``
+read images in the task's own file format, UCI's optdigits layout; a ``.npy`` of ``x`` needs no hook, since ``x`` is
+the task's only input.
 """
 
 import ml_collections
@@ -54,3 +56,18 @@ def make_task(config):
               lambda heads=1: MLPInferenceNet(CLASSES, tuple(m.hidden), heads=heads),
               lambda: MLCEnergy(CLASSES, tuple(m.energy_hidden), m.energy_dim, m.global_hidden),
               Accuracy(), score='accuracy', info={'num_train': train, 'split_seed': d.split_seed})
+
+
+def read_inputs(run, path):
+  """Images in the layout of UCI's optdigits files: one per line, its 64 grey levels 0-16 row by row,
+  comma-separated; a 65th column (the class) is ignored. Returns ``({'x': [N, 64]}, None)``, scaled as in training."""
+  del run  # nothing recorded to repeat: the scaling is fixed
+  with open(path) as f:
+    rows = [(i, line.split(',')) for i, line in enumerate(f, 1) if line.strip()]
+  for i, values in rows:
+    if len(values) not in (64, 65) or not all(v.strip().isdigit() and int(v) <= 16 for v in values[:64]):
+      raise ValueError(f'{path}:{i}: an image is 64 grey levels 0-16, comma-separated (then its class, optionally); '
+                       f'this line has {len(values)} values')
+  if not rows:
+    raise ValueError(f'{path}: no images (one per line)')
+  return {'x': np.array([values[:64] for _, values in rows], np.float32) / 16.0}, None

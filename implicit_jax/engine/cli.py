@@ -22,6 +22,8 @@ from ml_collections import config_flags
 
 from implicit_jax.engine import config as config_lib
 
+from implicit_jax.engine import config as config_lib
+
 # ValueError: settings and file contents; OSError: paths, permissions, disk space; FloatingPointError: a run
 # that diverged. While flags are parsed, KeyError too: a config field that does not exist (later, a KeyError is a
 # bug and keeps its traceback).
@@ -95,6 +97,10 @@ def define_config_flag(help_string: str, name: str = 'config', flag_values=flags
 def parse_flags(argv):
   """``absl`` flag parsing with one-line errors (exit status 2)."""
   try:
+    if 'config' in flags.FLAGS:  # a command line with a config file (main, tune)
+      flag, method = flags.FLAGS['config'], _method_of(argv)
+      parser = flag.parser._parser if isinstance(flag.parser, _MethodSection) else flag.parser  # parsed before
+      flag.parser = parser if method is None else _MethodSection(parser, method, argv)
     args = flags.FLAGS(argv)
     if 'config' in flags.FLAGS and flags.FLAGS.config is not None:
       # A config file that failed to load is a placeholder raising on first use: use it now.
@@ -147,3 +153,45 @@ def guarded(main, *args) -> int:
 def run(main) -> None:
   """``app.run(main)`` under ``guarded``, with ``parse_flags``' one-line errors for the flags."""
   app.run(lambda argv: sys.exit(guarded(main, argv)), flags_parser=parse_flags)
+
+
+# --config.method=<import path> with a section of its own: the section, before the overrides that set it ----------
+
+
+class _MethodError(Exception):
+  """A method named by ``--config.method=`` that does not resolve, while flags are parsed."""
+
+
+class _MethodSection(flags.ArgumentParser):
+  """The ``--config`` flag's parser, adding to the loaded config the section of the method that
+  ``--config.method=`` names, when the config lacks it (``config.add_method_section``): ml_collections checks the
+  other overrides against the config as loaded, so ``--config.<its section>.<field>=`` needs the section first."""
+
+  def __init__(self, parser, method: str, argv):
+    self._parser, self._method, self._argv = parser, method, argv
+
+  def parse(self, argument):
+    config = self._parser.parse(argument)
+    if isinstance(config, ml_collections.ConfigDict) and 'task' in config:
+      try:
+        config_lib.add_method_section(config, self._method)
+      except ValueError as e:
+        # The run's own check names a bad method (exit 1); here only when an override needs its section. Not as a
+        # ValueError, which absl would prefix with the --config flag.
+        if any(a.split('=', 1)[0].split('.')[1] not in config for a in self._argv if a.startswith('--config.')):
+          raise _MethodError(str(e)) from None
+    return config
+
+  def __getattr__(self, name):
+    return getattr(self._parser, name)
+
+
+def _method_of(argv) -> str | None:
+  """The value of the last ``--config.method`` flag of ``argv`` (``=value`` or the next word), or None."""
+  method = None
+  for i, arg in enumerate(argv):
+    if arg.startswith('--config.method='):
+      method = arg.split('=', 1)[1]
+    elif arg == '--config.method' and i + 1 < len(argv):
+      method = argv[i + 1]
+  return method

@@ -120,6 +120,19 @@ def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collect
   return c
 
 
+def add_method_section(config: ml_collections.ConfigDict, method: str) -> None:
+  """Adds to ``config`` the sections ``base_config(config.task, method)`` has and ``config`` lacks, with their
+  defaults: a plug-in method's own section, absent from a config file built for another method. What
+  ``--config.method=<import path>`` does before the command line's other overrides apply (``engine/cli.py``), so
+  that they may set its fields; the section is resolved as ``base_config`` resolves it
+  (``implicit_jax/plugins.py``'s ``method_section``)."""
+  defaults = base_config(config.task, method)
+  missing = [name for name in defaults if name not in config]
+  with config.unlocked():
+    for name in missing:
+      config[name] = defaults[name]
+
+
 def from_file(path, relative_to: str | None = None, arg: str | None = None) -> ml_collections.ConfigDict:
   """``get_config()`` of a config file, or ``get_config(arg)``: ``arg`` given, or ``path`` of the form
   ``'file.py:arg'`` as ``--config=`` takes it (ml_collections passes what follows the first ':' to

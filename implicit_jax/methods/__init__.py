@@ -146,9 +146,9 @@ def plugin(method: str):
 
 
 def section_of(method: str) -> str | None:
-  """The config section ``method`` reads (None: only the shared fields)."""
-  target = plugin(method)
-  return REGISTRY[method][2] if target is None else getattr(target, 'SECTION', None)
+  """The config section ``method`` reads (None: only the shared fields); a plug-in's is checked to come with its
+  defaults (``plugins.method_section``)."""
+  return REGISTRY[method][2] if method in REGISTRY else plugins.method_section(method)[1]
 
 
 def shared_of(method: str) -> tuple[str, ...]:
@@ -176,20 +176,14 @@ def semi_supervised(method: str) -> bool:
 
 
 def default_sections(method: str | None = None) -> dict:
-  """Every method family's config section with its defaults, and the section a plug-in ``method`` defines."""
+  """Every method family's config section with its defaults, and the section a plug-in ``method`` defines
+  (``plugins.method_section``)."""
   sections = {section: importlib.import_module(f'implicit_jax.methods.{module}').default_config(section)
               for section, module in SECTION_MODULES.items()}
-  target = plugin(method) if method is not None else None
-  section = getattr(target, 'SECTION', None)
-  if section is not None and section not in sections:
-    if not callable(getattr(target, 'default_config', None)):
-      raise ValueError(f'config.method: {method!r} reads the new section {section!r} but does not provide '
-                       f'default_config() (its defaults; see implicit_jax/plugins.py)')
-    config = target.default_config()
-    if not isinstance(config, ml_collections.ConfigDict):
-      raise ValueError(f'config.method: {method!r}: default_config() returned a {type(config).__name__}, not an '
-                       'ml_collections.ConfigDict')
-    sections[section] = config
+  if method is not None:
+    _, section, defaults = plugins.method_section(method)
+    if section is not None and section not in sections:
+      sections[section] = defaults
   return sections
 
 

@@ -10,7 +10,10 @@ sum_t W_{y_{t-1}, y_t}`` over the real tokens and ``p(y | x) = exp(-E(x, y)) / Z
 
 both as ``lax.scan`` over time. A padded position (``mask`` 0; padding only follows the real tokens) carries the
 forward variable unchanged and gets identity back-pointers, so one scan serves every length in the batch.
-Parameters: ``{'phi': energy}``, trained by ``config.optimizer``. Needs a task whose energy has ``potentials``.
+Parameters: ``{'phi': energy}``, trained by ``config.optimizer``. Needs a task whose energy has
+``potentials(batch) -> (u [B, T, C], W [C, C])`` and whose output space is ``Categorical`` (reading ``mask``), as
+the tagging task's ``SequenceEnergy``: a task from outside the package provides the same to be trained by crf
+(``implicit_jax/plugins.py``, which lists what every method asks of a task).
 """
 
 import jax
@@ -58,8 +61,8 @@ def viterbi(unary: jax.Array, transitions: jax.Array, mask: jax.Array) -> jax.Ar
 def build(task, config) -> Method:
   energy, space = task.make_energy(), task.space
   if not hasattr(energy, 'potentials'):
-    raise ValueError(f'method crf needs a chain energy with potentials(batch) (the tagging task); the energy of '
-                     f'task {task.name!r} ({type(energy).__name__}) has none')
+    raise ValueError(f'method crf needs a chain energy with potentials(batch) -> (u, W) (the tagging task; see '
+                     f'implicit_jax/plugins.py); the energy of task {task.name!r} ({type(energy).__name__}) has none')
   if getattr(energy, 'global_energy', 'none') != 'none':
     raise ValueError(f"method crf: model.global_energy={energy.global_energy!r} is not a chain: the forward "
                      f"algorithm is exact for Eq. 7 only; set model.global_energy='none'")

@@ -11,8 +11,9 @@ package, ``implicit_jax/plugins.py``) provides:
 
 * ``default_config() -> ConfigDict`` with the sections ``data`` and ``model``, every field documented;
 * ``make_task(config) -> Task``;
-* optionally, for the predict command line, ``read_inputs(run, path) -> (inputs, context)`` (the model's inputs
-  from a file) and ``format_predictions(run, pred, context, threshold) -> list[str]`` (one line per example).
+* optionally, for the predict command line, ``npy_inputs``, ``read_inputs``, ``FORMATS`` and
+  ``format_predictions`` (the model's inputs from a ``.npy`` or a file of the task's own format, the names of its
+  formats, the output lines), each documented in ``implicit_jax/plugins.py``.
 
 Splits are dicts of numpy arrays with a leading example axis: ``y`` holds the gold labels as stored (the output
 space's ``gold`` turns them into the relaxed coordinates training batches carry), every other key is an input the

@@ -37,6 +37,8 @@ from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evalu
 from implicit_jax.tasks.tagging.models import ENCODERS, GLOBAL_ENERGIES, Encoder, SequenceEnergy, TaggerNet
 
 DATASETS = ('synthetic', 'twitter_pos', 'conll2003')
+# The file formats read_inputs tells apart, which predict's --format names (implicit_jax/plugins.py).
+FORMATS = tuple(f for f in readers.INPUT_FORMATS if f != 'auto')
 
 
 def default_config() -> ml_collections.ConfigDict:
