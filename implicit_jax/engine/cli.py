@@ -22,8 +22,6 @@ from ml_collections import config_flags
 
 from implicit_jax.engine import config as config_lib
 
-from implicit_jax.engine import config as config_lib
-
 # ValueError: settings and file contents; OSError: paths, permissions, disk space; FloatingPointError: a run
 # that diverged. While flags are parsed, KeyError too: a config field that does not exist (later, a KeyError is a
 # bug and keeps its traceback).
