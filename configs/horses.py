@@ -12,12 +12,14 @@ Sizes:  the networks have half the channels of DVN's and SEAL's (32/64/64 agains
 Rows:   --config=configs/horses.py:ROW trains a row of docs/horses.md (its config column names the ROW), seed K
         with --config.seed=K. ROW = SYSTEM[,full]: SYSTEM a system of implicit_jax/experiments/horses.py (fcn,
         dvn, seal-regression, seal-nce, implicit-cd (this config as it is), implicit-cd-t1-gcr,
-        implicit-cd-before, implicit-dvn, fcn-200 (with ",full" only), and fcn-crops, dvn-crops,
+        fcn-200 (with ",full" only), and fcn-crops, dvn-crops,
         seal-regression-crops, seal-nce-crops, implicit-cd-crops: the system with data.crop=24); ",full": the
         published channels (64, 128, 128) and 100 epochs, docs/horses.md's section "At the published width";
         ",seal": SEAL's protocol (its split sizes 160/40, 24x24 crops, 36-crop test, no flips, each rival with
         SEAL's chosen optimiser settings, 150 epochs; plus the row seal-regression-w), the section "At SEAL's
         protocol" (implicit_jax/experiments/horses.py: VARIANTS['seal'], SEAL_SETTINGS).
+        The rows of an earlier design (implicit-cd-before, implicit-dvn: two inner steps, MINRES) are rerun
+        from their records: --config=docs/horses/runs*/<run>.json.
 """
 
 from implicit_jax.engine import config as config_lib

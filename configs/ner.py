@@ -10,7 +10,8 @@ Others: --config.method=implicit (CD loss, Hamming cost) | crf | spen | infnet |
         scripts/reproduce_tagging.py --dataset=ner runs them over seeds (docs/tagging.md).
 Rows:   --config=configs/ner.py:ROW trains a row of docs/tagging.md (its config column names the ROW), seed K
         with --config.seed=K. ROW: a system of implicit_jax/experiments/tagging.py, e.g. bilstm (this config as it
-        is), crf, infnet-plus-stacked, implicit-cd, implicit-cd-before.
+        is), crf, infnet-plus-stacked, implicit-cd. The rows of an earlier design ("before") are rerun from
+        their records: --config=docs/tagging/runs/<run>.json.
 Sizes and schedule are Twitter POS's (configs/pos.py, with cased words), not tuned on NER dev; as there, the CRF and
 SPEN rows add --config.model.energy_dropout=0.5 (CRF dev 91.45 -> 91.89,
 docs/tagging/sweeps/ner-energy-dropout.md).

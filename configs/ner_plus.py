@@ -10,7 +10,8 @@ Others: --config.method=implicit | crf | spen | infnet | infnet_plus | seal_dyna
         --dataset=ner_plus runs them all (docs/tagging.md).
 Rows:   --config=configs/ner_plus.py:ROW trains a row of docs/tagging.md (its config column names the ROW), seed K
         with --config.seed=K. ROW: a system of implicit_jax/experiments/tagging.py, e.g. bilstm (this config as it
-        is), crf, infnet-plus-stacked, implicit-cd, implicit-cd-before.
+        is), crf, infnet-plus-stacked, implicit-cd. The rows of an earlier design ("before") are rerun from
+        their records: --config=docs/tagging/runs/<run>.json.
 """
 
 from implicit_jax.engine import config as config_lib

@@ -10,7 +10,8 @@ Others: --config.method=implicit (CD loss, Hamming cost) | crf | spen | infnet |
         runs every method over seeds (docs/tagging.md).
 Rows:   --config=configs/pos.py:ROW trains a row of docs/tagging.md (its config column names the ROW), seed K
         with --config.seed=K. ROW: a system of implicit_jax/experiments/tagging.py, e.g. bilstm (this config as it
-        is), crf, infnet-plus-stacked, implicit-cd, implicit-cd-before.
+        is), crf, infnet-plus-stacked, implicit-cd. The rows of an earlier design ("before") are rerun from
+        their records: --config=docs/tagging/runs/<run>.json.
 Word table, rate, dropout and casing chosen on dev for the BiLSTM (python scripts/reproduce_tagging.py
 --sweep=pos-ff, docs/tagging/sweeps/pos-ff.md): GloVe 50d lower-cased 83.67 dev against 75.98 for random 100d
 vectors; 50 epochs reached 83.99, 30 kept for the cost of the energy-based methods (about 30x the BiLSTM's step).

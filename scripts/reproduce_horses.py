@@ -36,6 +36,17 @@ from implicit_jax.experiments import horses, summary  # pylint: disable=wrong-im
 from implicit_jax.experiments.horses import (  # pylint: disable=wrong-import-position
     CROPPED, CROPS_SYSTEMS, FULL_ONLY, SEAL_ONLY, SYSTEMS)
 
+# Runs of configs/horses.py's implicit design until 2026-11-26 (two inner steps at 1.5e-3, MINRES with 3 HVPs): no
+# config holds it any more, so each record is its own recipe. name -> label; shown after the row named in EARLIER_AFTER.
+EARLIER = {'implicit-cd-before': 'implicit CD, before (T_inner 2, minres)',
+           'implicit-dvn': 'implicit DVN-style regression (T_inner 2, minres)'}
+EARLIER_AFTER = 'implicit-cd-t1-gcr'
+ORDER = [s for system in SYSTEMS for s in (system, *(EARLIER if system == EARLIER_AFTER else ()))]  # table order
+
+
+def label_of(system: str) -> str:
+  return SYSTEMS[system][0] if system in SYSTEMS else EARLIER[system]
+
 # Published test mean IoU (x 100): Shankar & Piratla Table 10 (their split and resolution protocol of Lu & Huang
 # 2020) and SEAL Table 4 (160 training images, 24x24 crops, 36-crop test averaging, DVN's protocol).
 PUBLISHED = {
@@ -182,14 +193,17 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
        'split is published, so the comparison is indicative.'),
       '',
       f'Test mean IoU x 100, {records.spread()}. "config": the row, seed K of which `python -m implicit_jax.main '
-      '--config=CONFIG --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces.',
+      f'--config=CONFIG --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces. {records.RECIPE_NOTE}',
       '',
       '| method | seeds | test mean IoU | test global IoU | dev mean IoU | published mean IoU | within 2 | config |',
       '|---|---|---|---|---|---|---|---|',
   ]
   flagged = []
-  for system, (label, _) in SYSTEMS.items():
+  for system in ORDER:
+    label = label_of(system)
     rs = sorted(runs.get(system, []), key=lambda r: r['seed'])
+    if not rs and system in EARLIER:
+      continue
     if not rs:
       if scale == 'half' and system not in CROPS_SYSTEMS + FULL_ONLY + SEAL_ONLY:  # optional: shown once run
         lines.append(f'| {label} | 0 | not run | | | | | `{horses.config_name(system, scale)}` |')
@@ -209,13 +223,13 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
       mark = '—'
     lines.append(f'| {label} | {len(rs)} | {fmt([r["test_mean_iou"] for r in rs])} | '
                  f'{fmt([r["test_global_iou"] for r in rs])} | {fmt([r["dev_mean_iou"] for r in rs])} | {shown} | '
-                 f'{mark} | `{horses.config_name(system, scale)}` |')
+                 f'{mark} | {recipe_cell(system, scale, rs)} |')
   lines += ['', OTHERS, '']
   if scale == 'half':
     lines += ['Test images with the gold mask and the FCN, DVN and implicit CD masks (seed 0 runs): '
               '![examples](horses/examples.png) (`python scripts/horses_figure.py`).', '']
   iou = lambda system: {r['seed']: r['test_mean_iou'] for r in runs.get(system, [])}
-  pairs = [(f'{SYSTEMS[s][0]} minus FCN', s, 'fcn') for s in ('implicit-cd', 'implicit-cd-before',
+  pairs = [(f'{label_of(s)} minus FCN', s, 'fcn') for s in ('implicit-cd', 'implicit-cd-before',
                                                                'implicit-cd-t1-gcr', 'implicit-dvn', 'seal-regression',
                                                                'seal-nce', 'dvn')]
   if scale == 'full':  # the implicit paper's claim is over SEAL too: the same pairing against its rows here
@@ -241,12 +255,25 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
   if scale != 'half':
     lines += ['', 'Has each dev curve flattened? Dev mean IoU x 100 averaged over the last tenth of the epochs minus '
               'over the tenth before it (mean over seeds; best epoch, median over seeds): '
-              + '; '.join(f'{SYSTEMS[s][0]} {flattening(rs):+.2f} (best epoch {np.median([r["best_epoch"] for r in rs]):.0f})'
+              + '; '.join(f'{label_of(s)} {flattening(rs):+.2f} (best epoch {np.median([r["best_epoch"] for r in rs]):.0f})'
                           for s, rs in runs.items()) + '.']
   seconds = {s: np.median([r['train_seconds'] for r in rs]) for s, rs in runs.items()}
-  lines += ['', 'Median training time per run (s): ' + ', '.join(f'{SYSTEMS[s][0]} {seconds[s]:.0f}'
-                                                                  for s in SYSTEMS if s in seconds) + '.', '']
+  lines += ['', 'Median training time per run (s): ' + ', '.join(f'{label_of(s)} {seconds[s]:.0f}'
+                                                                  for s in ORDER if s in seconds) + '.', '']
   return '\n'.join(lines)
+
+
+def recipe_cell(system: str, scale: str, rs) -> str:
+  """The row's config where its records are that config at their seeds, else the records (records.recipe)."""
+  pattern = f'{SCALES[scale][1].relative_to(ROOT)}/{system}-seed*.json'
+  if system in EARLIER:
+    return records.recipe(None, pattern, True)
+  def row(seed):
+    config = scaled_config(system, scale)
+    config.seed = seed
+    return config
+  return records.recipe(horses.config_name(system, scale), pattern,
+                        any(records.row_differences(r, row(r['seed'])) for r in rs if 'config' in r))
 
 
 def flattening(rs) -> float:
@@ -272,7 +299,7 @@ def plot_curves(scale: str, path: Path) -> None:
     n = min(len(c) for c in curves)
     curves = 100 * np.array([c[:n] for c in curves])
     epochs = np.arange(1, n + 1)
-    line, = ax.plot(epochs, curves.mean(0), label=f'{SYSTEMS[system][0]} ({len(rs)} seeds)')
+    line, = ax.plot(epochs, curves.mean(0), label=f'{label_of(system)} ({len(rs)} seeds)')
     ax.fill_between(epochs, curves.min(0), curves.max(0), color=line.get_color(), alpha=0.15)
   ax.set_xlabel('epoch')
   ax.set_ylabel('dev mean IoU x 100')

@@ -41,7 +41,17 @@ from implicit_jax.experiments.mlc import PROXIMAL  # pylint: disable=wrong-impor
 # The rows: configs/<dataset>.py:<system> applies implicit_jax/experiments/tagging.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order).
 from implicit_jax.experiments import summary, tagging  # pylint: disable=wrong-import-position
-from implicit_jax.experiments.tagging import EARLIER, SHIPPED, SYSTEMS  # pylint: disable=wrong-import-position
+from implicit_jax.experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
+
+# Runs of the implicit rows' design until 2026-11-26 (five inner steps at 1e-3, normal_cg with 5 iterations: 11
+# HVPs, the term on every step), no paper's system: no config holds that design any more, so each record is its own
+# recipe. The tables set them apart and pair each with its row of today's design. name -> (label, today's row).
+EARLIER = {'implicit-ssvm-before': ('implicit SSVM, before (T_inner 5, normal_cg)', 'implicit-ssvm'),
+           'implicit-cd-before': ('implicit CD, before (T_inner 5, normal_cg)', 'implicit-cd')}
+
+
+def label_of(system: str) -> str:
+  return SYSTEMS[system][0] if system in SYSTEMS else EARLIER[system][0]
 
 DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk F1; trainable word vectors)',
             'ner_fixed': 'CoNLL-2003 NER, fixed word vectors as InfNet+ (chunk F1; configs/ner_fixed.py)',
@@ -86,10 +96,10 @@ for _published in PUBLISHED.values():  # the papers' implicit CD number stands b
 NOT_BUILT = ('Global energies (InfNet+ Table 4): tag language models, forward (GE(a)), forward and backward (GE(b)), '
              'and with words (GE(c), gamma 1), trained jointly with Eq. 7 (model.global_energy), never pretrained.')
 TOLERANCE = 1.5
-EARLIER_NOTE = ('Earlier design of the implicit rows (implicit_jax/experiments/tagging.py EARLIER: five inner steps, '
-                'normal_cg with 11 HVPs, the design of the configs until 2026-11-26), no paper\'s system, so not set '
-                'beside a published number: kept to show what the faster design changed. On NER / NER+ these records '
-                'predate conlleval\'s F1 (the reason is in docs/results.md).')
+EARLIER_NOTE = ('Earlier design of the implicit rows (five inner steps, normal_cg with 11 HVPs, the design of the '
+                'configs until 2026-11-26; no config holds it any more, so its records are the recipe), no paper\'s '
+                'system, so not set beside a published number: kept to show what the faster design changed. On NER '
+                '/ NER+ these records predate conlleval\'s F1 (the reason is in docs/results.md).')
 _WITHIN = 'The within column says whether a flagged row is above or below. '
 FLAG_REASONS = {'pos': (
     'The gap is shared by every row, the BiLSTM included, so it lies in the common inputs rather than in a method: '
@@ -228,12 +238,12 @@ def unscored(dataset: str, record) -> bool:
 
 def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str, int]]:
   """(dataset, system, seed) of every row beside the published numbers (a row whose config repeats an earlier one's
-  is not; nor are the EARLIER designs) whose record on that seed is absent or unscored: what is left before the
+  is not) whose record on that seed is absent or unscored: what is left before the
   tables are like for like."""
   folder = folder or RUNS
   left = []
   for dataset in datasets:
-    for system in SHIPPED:
+    for system in SYSTEMS:
       if duplicate_of(dataset, system):
         continue
       for seed in seeds:
@@ -318,16 +328,16 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
     if twin:
       duplicates[system] = twin
       continue
+    lines.append(row_line(dataset, system, sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed']),
+                          flagged))
+  for system in EARLIER:
     rs = sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed'])
-    if system in EARLIER:
-      if rs:
-        earlier.append(row_line(dataset, system, rs, flagged))
-      continue
-    lines.append(row_line(dataset, system, rs, flagged))
+    if rs:
+      earlier.append(row_line(dataset, system, rs, flagged))
   if earlier:
     lines += ['', EARLIER_NOTE, ''] + header + earlier + ['']
-    for before, now in EARLIER.items():
-      line = records.paired(f'{SYSTEMS[now][0]} minus {SYSTEMS[before][0]}', by_seed(runs, dataset, now, key),
+    for before, (before_label, now) in EARLIER.items():
+      line = records.paired(f'{SYSTEMS[now][0]} minus {before_label}', by_seed(runs, dataset, now, key),
                             by_seed(runs, dataset, before, key), f'test {key}')
       if line:
         lines.append(line)
@@ -337,13 +347,13 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
     lines += paired_table(dataset, runs, duplicates) + ['']
   else:
     for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf', 'infnet-plus-stacked'):
-      line = records.paired(f'{SYSTEMS[system][0]} minus BiLSTM', of(system, key), of('bilstm', key), f'test {key}')
+      line = records.paired(f'{label_of(system)} minus BiLSTM', of(system, key), of('bilstm', key), f'test {key}')
       if line:
         lines.append(line)
   for system, twin in duplicates.items():
     lines.append(f'- `{tagging.config_name(dataset, system)}` is `{tagging.config_name(dataset, twin)}` on this '
                  f'dataset (the same config: {SYSTEMS[system][0]}), so it is not a row of its own.')
-  gpu = [SYSTEMS[system][0] for system in SYSTEMS if gpu_mark(runs.get(f'{dataset}-{system}', []))]
+  gpu = [label_of(system) for system in (*SYSTEMS, *EARLIER) if gpu_mark(runs.get(f'{dataset}-{system}', []))]
   if gpu:
     both_gpu = gpu_mark(runs.get(f'{dataset}-bilstm', []))
     lines.append(f'- Ran on one NVIDIA GPU, same config and seeds (s/run marked GPU): {", ".join(gpu)}. '
@@ -354,7 +364,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
                  'no method\'s speed.')
   lines += superseded_lines(dataset, runs)
   for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER):
-    line = diagnostics_line(SYSTEMS[system][0], runs.get(f'{dataset}-{system}', []))
+    line = diagnostics_line(label_of(system), runs.get(f'{dataset}-{system}', []))
     if line:
       lines.append(line)
   return lines + [''], flagged
@@ -365,7 +375,7 @@ def row_line(dataset, system, rs, flagged) -> str:
   than TOLERANCE from every published number."""
   key = SELECT[dataset]
   chunked = dataset != 'pos'
-  label = SYSTEMS[system][0]
+  label = label_of(system)
   pub = PUBLISHED[dataset].get(system, {})
   shown = ', '.join(f'{v:.1f} ({k})' for k, v in pub.items()) or '—'
   if not rs:
@@ -392,8 +402,16 @@ def row_line(dataset, system, rs, flagged) -> str:
   return (f'| {label} | {len(rs)} | {conlleval_cell(rs) + " | " if chunked else ""}'
           f'{fmt([r[f"test_{key}"] for r in rs])} | '
           f'{fmt([r[f"dev_{key}"] for r in rs])} | {stray_cell(rs) + " | " if chunked else ""}{shown} | {mark} | '
-          f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | '
-          f'`{tagging.config_name(dataset, system)}` |')
+          f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | {recipe_cell(dataset, system, rs)} |')
+
+
+def recipe_cell(dataset, system, rs) -> str:
+  """The row's config where its records are that config at their seeds, else the records (records.recipe)."""
+  if system in EARLIER:
+    return records.recipe(None, f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json', True)
+  differs = any(records.row_differences(r, base_config(dataset, r['seed'], '', system)) for r in rs if 'config' in r)
+  return records.recipe(tagging.config_name(dataset, system),
+                        f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json', differs)
 
 
 @functools.cache
@@ -425,10 +443,10 @@ def paired_table(dataset, runs, duplicates) -> list[str]:
   lines = ['Paired by seed against the BiLSTM (test F1 x 100: the row minus the BiLSTM on each seed both hold, then '
            'their mean and how many are positive):', '',
            '| method | conlleval, by seed | conlleval, mean | strict, by seed | strict, mean |', '|---|---|---|---|---|']
-  for system, (label, _) in SYSTEMS.items():
+  for system in (*SYSTEMS, *EARLIER):
     if system == 'bilstm' or system in duplicates or not runs.get(f'{dataset}-{system}'):
       continue
-    lines.append('| ' + ' | '.join([label] + cells(system, CONLLEVAL) + cells(system, 'f1')) + ' |')
+    lines.append('| ' + ' | '.join([label_of(system)] + cells(system, CONLLEVAL) + cells(system, 'f1')) + ' |')
   return lines
 
 
@@ -498,7 +516,7 @@ def build_table() -> str:
            'vectors (for POS, skip-gram vectors trained on tweets). Scores x 100, '
            f'{records.spread()}, best epoch chosen on dev. "config": the row, seed K of which '
            '`python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` '
-           'reproduces. '
+           f'reproduces. {records.RECIPE_NOTE} '
            'Under the implicit rows, "inner stationarity" is ||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)|| after '
            'the inner steps (0 is the stationary point the implicit gradient assumes, 1 no progress), and the '
            'cosine and norm ratio compare the implicit term with the explicit one in the energy\'s gradient. '
@@ -590,10 +608,10 @@ def margins_lines(runs) -> list[str]:
       return f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)} seeds)' if seeds else 'not recorded'
     cd, base = PUBLISHED[dataset]['implicit-cd'], PUBLISHED[dataset]['bilstm']
     paper = ', '.join(f'{cd[t] - base[t]:+.1f} ({t})' for t in cd if t in base) or '–'
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SHIPPED if system != 'bilstm'}
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS if system != 'bilstm'}
     best = summary.best(groups, f'dev_{SELECT[dataset]}')
     means = {system: 100 * np.mean([r[f'test_{metric}'] for r in rs])
-             for system, rs in ((s, runs.get(f'{dataset}-{s}', [])) for s in SHIPPED)
+             for system, rs in ((s, runs.get(f'{dataset}-{s}', [])) for s in SYSTEMS)
              if len(rs) >= summary.MIN_RUNS and all(f'test_{metric}' in r for r in rs)}
     above = [f'{SYSTEMS[system][0].split(" (")[0]} {m:.2f}' for system, m in sorted(means.items(), key=lambda i: -i[1])
              if 'implicit-cd' in means and m > means['implicit-cd']]
@@ -608,7 +626,7 @@ def summary_rows(runs) -> list[str]:
   that selects their epochs."""
   rows = []
   for dataset, title in DATASETS.items():
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SHIPPED}
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS}
     implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit') and rs}
     rivals = {s: rs for s, rs in groups.items() if not s.startswith('implicit') and rs}
     key = SELECT[dataset]

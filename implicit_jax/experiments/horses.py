@@ -1,14 +1,13 @@
 """The Weizmann horses rows: ``configs/horses.py:<system>[,full]`` (docs/horses.md, scripts/reproduce_horses.py).
 Without a variant, configs/horses.py as committed (half the published channels, 12 epochs: every method on a 2-core
 CPU); ``full``: the published channels and 100 epochs (docs/horses.md's section "At the published width", the
-``--scale=full`` runs; the FCN's dev curve still rose at 100 epochs, hence ``fcn-200,full``)."""
+``--scale=full`` runs; the FCN's dev curve still rose at 100 epochs, hence ``fcn-200,full``). Today's design only:
+runs of an earlier one are reproduced from their own records (docs/horses.md names them)."""
 
 from __future__ import annotations
 
 from implicit_jax import experiments
 
-_BEFORE = {'implicit.inner_steps': 2, 'implicit.inner_optimizer.learning_rate': 1.5e-3,
-           'implicit.solver.name': 'minres', 'implicit.solver.iterations': 3}
 # system -> (label, config overrides). Order = table order.
 SYSTEMS = {
     'fcn': ('FCN (cross-entropy)', {'method': 'feedforward'}),
@@ -26,12 +25,6 @@ SYSTEMS = {
                                                            'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr',
                                                            'implicit.solver.iterations': 1,
                                                            'implicit.inner_optimizer.learning_rate': 3e-3}),
-    # The design of configs/horses.py until 2026-11-26 (two inner steps, MINRES with 3 HVPs), spelled out so that
-    # these rows' records stay reproducible.
-    'implicit-cd-before': ('implicit CD, before (T_inner 2, minres)', {'method': 'implicit',
-                                                                       'implicit.primary_loss': 'cd', **_BEFORE}),
-    'implicit-dvn': ('implicit DVN-style regression (T_inner 2, minres)', {'method': 'implicit',
-                                                                           'implicit.primary_loss': 'dvn', **_BEFORE}),
 }
 # SEAL's crop protocol (tasks/segmentation, data.crop): random 24x24 windows in training, each prediction averaged
 # over 36 windows at test. A '<system>-crops' row is its system with the crops and nothing else changed (flips

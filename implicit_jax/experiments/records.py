@@ -319,6 +319,36 @@ def load(path: Path) -> dict:
   return record
 
 
+# What a record holds of where and how it was launched, not of what it ran: a row's config today names its own (the
+# data folder, and a local copy of the word vectors some NER runs read instead of the package's).
+_LAUNCH = {'config_file', 'overrides', 'data.data_dir', 'model.embeddings_path'}
+
+
+def row_differences(record: dict, config) -> list[str]:
+  """Where ``record``'s config and ``config`` (its row today, at the record's seed) differ in what a run reads, the
+  epoch budget included; a field the record lacks (added since) counts where ``config`` holds other than its default."""
+  old = config_lib.flatten(config_lib.upgrade(record['config']))
+  new = config_lib.flatten(config_lib.recorded(config))
+  defaults = config_lib.flatten(config_lib.recorded(config_lib.base_config(config.task, config.method)))
+  return [f'{key}: recorded {old.get(key)!r}, row {new.get(key)!r}' for key in sorted((set(old) | set(new)) - _LAUNCH)
+          if old.get(key, defaults.get(key)) != new.get(key)]
+
+
+def recipe(config_name: str | None, pattern: str, differs: bool) -> str:
+  """A table row's "config" cell: the row's config where its records are that config (seed and data folder aside),
+  otherwise its records ``pattern`` (a glob relative to the repository), each of which
+  ``python -m implicit_jax.main --config=<record>.json`` reruns: the runs of a row changed since they were made
+  (today's row named beside), or of a design no row holds any more (``config_name`` None)."""
+  if config_name and not differs:
+    return f'`{config_name}`'
+  return f'its records `{pattern}`' + (f' (today\'s row: `{config_name}`)' if config_name else '')
+
+
+RECIPE_NOTE = ('Where a row\'s records differ from its config today (or no config holds their design any more), the '
+               'cell names the records instead: each is its own recipe, `python -m implicit_jax.main '
+               '--config=RECORD --config.data.data_dir=DIR --workdir=DIR2`.')
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--compact', required=True, help='folder whose run records (*/runs/*.json and '

@@ -1,6 +1,7 @@
 """The sequence-labeling rows: ``configs/<dataset>.py:<system>`` for pos, ner, ner_fixed and ner_plus
 (docs/tagging.md, scripts/reproduce_tagging.py). Every row is the dataset config with the system's overrides; the
-table shows each under its label."""
+table shows each under its label. Today's design only: runs of an earlier one are reproduced from their own records
+(docs/tagging.md names them)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,6 @@ from implicit_jax import experiments
 
 DATASETS = ('pos', 'ner', 'ner_fixed', 'ner_plus')
 _PLUS = {'method': 'infnet_plus', 'infnet.truncate': False}
-# The design of the configs until 2026-11-26: five inner steps at 1e-3, normal_cg with 5 iterations (11 HVPs), the
-# implicit term on every step.
-_BEFORE = {'implicit.inner_steps': 5, 'implicit.inner_optimizer.learning_rate': 1e-3,
-           'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5, 'implicit.solver.refresh': 1}
-# The implicit rows' earlier design, no paper's system: the tables set them apart from the rows that stand beside the
-# published numbers, and pair each with its row of today's design (CPU / GPU costs of a rerun: docs/results.md).
-EARLIER = {'implicit-ssvm-before': 'implicit-ssvm', 'implicit-cd-before': 'implicit-cd'}
 # system -> (label, config overrides). Order = table order.
 SYSTEMS = {
     'bilstm': ('BiLSTM (cross-entropy)', {'method': 'feedforward'}),
@@ -40,13 +34,7 @@ SYSTEMS = {
     # POS: the term on every step, before configs/pos.py reused it for two steps of three (refresh 3).
     'implicit-cd-r1': ('implicit CD (T_inner 1, gcr, the term every step)',
                        {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 1}),
-    # EARLIER: the design of the configs until 2026-11-26, spelled out so that their records stay reproducible.
-    'implicit-ssvm-before': ('implicit SSVM, before (T_inner 5, normal_cg)',
-                             {'method': 'implicit', 'implicit.primary_loss': 'ssvm', **_BEFORE}),
-    'implicit-cd-before': ('implicit CD, before (T_inner 5, normal_cg)', {'method': 'implicit',
-                                                                         'implicit.primary_loss': 'cd', **_BEFORE}),
 }
-SHIPPED = tuple(system for system in SYSTEMS if system not in EARLIER)  # the rows beside the published numbers
 
 
 def apply(config, arg: str | None, where: str = 'configs/pos.py'):
