@@ -222,7 +222,7 @@ def build_table():
             'net', '',
             "Every baseline with `mlc.SEAL_SIZES` (SEAL's chosen bibtex configs, iesl/seal-neurips-2022 "
             '`best_models_configs/bibtex_strat_*`) and the settings chosen on bibtex dev for its 150-unit row '
-            "(`AS_RUN` of `implicit_jax/experiments/mlc.py`), SPEN's, DVN's and SEAL-dynamic NCE's chosen again on "
+            "(`DEV_CHOSEN` of `implicit_jax/experiments/mlc.py`), SPEN's, DVN's and SEAL-dynamic NCE's chosen again on "
             'dev at this width ([bibtex-spen-h400](sweeps/bibtex-spen-h400.md), '
             '[bibtex-dvn-h400](sweeps/bibtex-dvn-h400.md), [bibtex-seal-nce-h400](sweeps/bibtex-seal-nce-h400.md): '
             'NCE draws 20 samples; DVN '
@@ -262,7 +262,7 @@ def build_table():
               'the same epoch budget as MBCE, GBI settings for SPEN and DVN '
               '([bibtex-spen](sweeps/bibtex-spen.md), [bibtex-dvn](sweeps/bibtex-dvn.md)), the energy weight of '
               'SEAL\'s task-net loss ([bibtex-seal](sweeps/bibtex-seal.md)); the chosen settings are in '
-              '`AS_RUN` of `implicit_jax/experiments/mlc.py`. NCE with GBI is far above both published numbers.']
+              '`DEV_CHOSEN` of `implicit_jax/experiments/mlc.py`. NCE with GBI is far above both published numbers.']
   missing = [(d, s) for d in ('bibtex', 'delicious') for s in ORDER if (d, s) not in groups]
   if missing:
     lines += ['', 'Not run yet: ' + ', '.join(f'{d} {s}' for d, s in missing) + '.']
