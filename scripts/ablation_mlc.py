@@ -123,7 +123,7 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
             f'{fmt(med("stationarity"), 1, 3)} | {fmt(med("cosine"), 1, 3)} | {fmt(ratio, 1, 3)} | '
             f'{fmt(med("residual"), 1, 3) if row not in ("mbce",) else "–"} | '
             f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {device} | '
-            f'`{mlc.config_name(dataset, system(row, width))}` |')
+            f'{mlc.recipe(dataset, system(row, width), "official", rs, ROOT / "docs" / "mlc" / "runs")} |')
       for row, ref in PAIRS:
         seeds, d = paired(runs[row], runs[ref])
         if seeds:
@@ -190,7 +190,7 @@ def main():
       '`unrolled`, which solves nothing); "–" where the record predates these diagnostics. Devices: `cpu` is the '
       '2-core x86_64 machine, `gpu` one H100; s/run compares within a device only. "config": the row, seed K of '
       'which `python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.split_seed=K '
-      '--workdir=DIR` reproduces.',
+      '--workdir=DIR` reproduces. ' + records.RECIPE_NOTE,
       '',
       *lines,
       '',

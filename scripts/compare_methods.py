@@ -178,7 +178,7 @@ def table_rows(groups, order, datasets):
           f'{"; ".join(f"{v:.2f} ({src})" for v, src, _ in pubs) or "none on MLC"} | '
           f'{"; ".join(f"{g:+.2f}" for g in gaps) or "–"} | {flag} | {over_mbce(groups, dataset, system)} | '
           f'{np.mean([last_tenth_gain(r) for r in rs]):+.2f} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
-          f'`{mlc.config_name(dataset, system)}` |')
+          f'{mlc.recipe(dataset, system, "official", rs, run_file(dataset, system, 0).parent)} |')
   return lines, flagged
 
 
@@ -214,7 +214,7 @@ def build_table():
       'over seeds (above 0: the dev curve was still rising at the end). '
       '**config**: the row, seed K of which `python -m implicit_jax.main --config=CONFIG --config.seed=K '
       '--config.data.split_seed=K --workdir=DIR` reproduces (`--config.data.data_dir=DIR` for data outside the '
-      'package).',
+      'package). ' + records.RECIPE_NOTE,
       '',
   ]
   h400, flagged_h400 = table_rows(groups, ORDER_H400, ('bibtex', 'delicious'))

@@ -267,13 +267,13 @@ def recipe_cell(system: str, scale: str, rs) -> str:
   """The row's config where its records are that config at their seeds, else the records (records.recipe)."""
   pattern = f'{SCALES[scale][1].relative_to(ROOT)}/{system}-seed*.json'
   if system in EARLIER:
-    return records.recipe(None, pattern, True)
+    return records.recipe(None, pattern)
   def row(seed):
     config = scaled_config(system, scale)
     config.seed = seed
     return config
   return records.recipe(horses.config_name(system, scale), pattern,
-                        any(records.row_differences(r, row(r['seed'])) for r in rs if 'config' in r))
+                        [key for r in rs if 'config' in r for key in records.row_differences(r, row(r['seed']))])
 
 
 def flattening(rs) -> float:

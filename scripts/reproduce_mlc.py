@@ -131,7 +131,8 @@ def build_table():
       'the gap column is F1 @0.5 minus the paper; `-h400` rows are compared with the paper\'s row of the same '
       'method (its network sizes are not given). "config": the row, seed K of which '
       '`python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.split_seed=K --workdir=DIR` '
-      'reproduces (with `--config.data.data_dir=DIR` for data outside the package; the config\'s docstring).',
+      'reproduces (with `--config.data.data_dir=DIR` for data outside the package; the config\'s docstring). '
+      + records.RECIPE_NOTE,
       '',
       '| dataset | split | system | solver | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper | gap (@0.5 - paper) | device | s/run | config |',
       '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
@@ -149,7 +150,7 @@ def build_table():
         f'{fmt([r["test_f1_tuned"] for r in rs])} | {fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | '
         f'{fmt([r["test_at_0.5"]["macro_f1"] for r in rs])} | {paper if paper else "–"} | '
         f'{f"{at05 - paper:+.2f}" if paper else "–"} | {device} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
-        f'`{mlc.config_name(task, system, protocol)}` |')
+        f'{mlc.recipe(task, system, protocol, rs, ROOT / "docs" / "mlc" / "runs")} |')
   shown = {k[2] for k in groups}
   lines += [''] + [f'- `{system}`: {note}.' for system, note in NOTES.items() if system in shown]
   lines += ['', '## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)', '']
@@ -191,6 +192,12 @@ def update_readme(lines, groups):
   summary.update(readme, 'mlc', summary_rows(groups))
 
 
+def summary_cell(dataset, system, rs) -> str:
+  """A README summary cell: the row's config, or its records where they differ from it (mlc.recipe)."""
+  folder = ROOT / 'docs' / ('baselines' if system in mlc.BASELINES else 'mlc') / 'runs'
+  return mlc.recipe(dataset, system, 'official', rs, folder)
+
+
 def summary_rows(groups) -> list[str]:
   """README summary rows, one per dataset with rows on enough seeds: the implicit rows of the main table against
   MBCE and every baseline of scripts/compare_methods.py (docs/baselines/runs), official split."""
@@ -200,16 +207,18 @@ def summary_rows(groups) -> list[str]:
                 s.startswith('implicit')}
     rivals = {s: rs for (d, p, s), rs in groups.items() if (d, p) == (dataset, 'official') and
               not s.startswith('implicit')}
+    baselines = ROOT / 'docs' / 'baselines' / 'runs'
     for system in mlc.BASELINES:
       stem = mlc.run_name(dataset, system, 'official')
-      paths = sorted((ROOT / 'docs' / 'baselines' / 'runs').glob(f'{stem}-seed*.json'))
+      paths = sorted(baselines.glob(f'{stem}-seed*.json'))
       if paths:
         rivals[system] = [records.load(p) for p in paths]
     a, b = summary.best(implicit, 'dev_f1'), summary.best(rivals, 'dev_f1')
     if a and b:
       paper = PAPER.get(dataset, {}).get(a.removesuffix('-h400'))  # the paper's number for the chosen row
-      rows.append(summary.row('mlc', f'{dataset}, example F1 @0.5', (mlc.config_name(dataset, a), implicit[a]),
-                              (mlc.config_name(dataset, b), rivals[b]), 'test_f1', f'{paper:.2f}' if paper else '–'))
+      rows.append(summary.row('mlc', f'{dataset}, example F1 @0.5', (summary_cell(dataset, a, implicit[a]), implicit[a]),
+                              (summary_cell(dataset, b, rivals[b]), rivals[b]), 'test_f1',
+                              f'{paper:.2f}' if paper else '–'))
   return rows
 
 

@@ -408,8 +408,9 @@ def row_line(dataset, system, rs, flagged) -> str:
 def recipe_cell(dataset, system, rs) -> str:
   """The row's config where its records are that config at their seeds, else the records (records.recipe)."""
   if system in EARLIER:
-    return records.recipe(None, f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json', True)
-  differs = any(records.row_differences(r, base_config(dataset, r['seed'], '', system)) for r in rs if 'config' in r)
+    return records.recipe(None, f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json')
+  differs = [key for r in rs if 'config' in r for key in records.row_differences(r, base_config(dataset, r['seed'], '',
+                                                                                                  system))]
   return records.recipe(tagging.config_name(dataset, system),
                         f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json', differs)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from implicit_jax import experiments
+from implicit_jax.experiments import records
 from implicit_jax.tasks.mlc.datasets import PROTOCOLS
 
 DATASETS = ('bibtex', 'delicious', 'genbase', 'cal500', 'spo_fun')
@@ -200,6 +201,16 @@ def row_config(configs, dataset: str, seed: int, protocol: str, data_dir: str, s
   if dataset != 'bibtex' or protocol != 'official':  # bibtex's official split ships inside the package
     config.data.data_dir = data_dir
   return config
+
+
+def recipe(dataset: str, system: str, protocol: str, rs, folder: Path) -> str:
+  """A table row's "config" cell (records.recipe): configs/<dataset>.py:<system> where each of its records ``rs``
+  is that row at its seed, else the records, files of ``folder``, each its own recipe: the runs of a row changed
+  since they were made (another solver, width, dropout, sample count or epoch budget)."""
+  differs = [key for r in rs for key in records.row_differences(
+      r, row_config(records.ROOT / 'configs', dataset, r['seed'], protocol, '', system))]
+  pattern = f'{Path(folder).relative_to(records.ROOT)}/{run_name(dataset, system, protocol)}-seed*.json'
+  return records.recipe(config_name(dataset, system, protocol), pattern, differs)
 
 
 def run_name(dataset, system, protocol) -> str:

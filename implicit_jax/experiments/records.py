@@ -325,23 +325,23 @@ _LAUNCH = {'config_file', 'overrides', 'data.data_dir', 'model.embeddings_path'}
 
 
 def row_differences(record: dict, config) -> list[str]:
-  """Where ``record``'s config and ``config`` (its row today, at the record's seed) differ in what a run reads, the
-  epoch budget included; a field the record lacks (added since) counts where ``config`` holds other than its default."""
+  """The fields where ``record``'s config and ``config`` (its row today, at the record's seed) differ, the epoch
+  budget included; a field the record lacks (added since) counts where ``config`` holds other than its default."""
   old = config_lib.flatten(config_lib.upgrade(record['config']))
   new = config_lib.flatten(config_lib.recorded(config))
   defaults = config_lib.flatten(config_lib.recorded(config_lib.base_config(config.task, config.method)))
-  return [f'{key}: recorded {old.get(key)!r}, row {new.get(key)!r}' for key in sorted((set(old) | set(new)) - _LAUNCH)
-          if old.get(key, defaults.get(key)) != new.get(key)]
+  return [key for key in sorted((set(old) | set(new)) - _LAUNCH) if old.get(key, defaults.get(key)) != new.get(key)]
 
 
-def recipe(config_name: str | None, pattern: str, differs: bool) -> str:
-  """A table row's "config" cell: the row's config where its records are that config (seed and data folder aside),
-  otherwise its records ``pattern`` (a glob relative to the repository), each of which
-  ``python -m implicit_jax.main --config=<record>.json`` reruns: the runs of a row changed since they were made
-  (today's row named beside), or of a design no row holds any more (``config_name`` None)."""
-  if config_name and not differs:
+def recipe(config_name: str | None, pattern: str, differences=()) -> str:
+  """A table row's "config" cell: the row's config where its records are that config (``differences``, the fields
+  where any record differs from it, is empty), otherwise its records ``pattern`` (a glob relative to the
+  repository), each of which ``python -m implicit_jax.main --config=<record>.json`` reruns: the runs of a row
+  changed since they were made (today's row named beside), or of a design no row holds (``config_name`` None)."""
+  if config_name and not differences:
     return f'`{config_name}`'
-  return f'its records `{pattern}`' + (f' (today\'s row: `{config_name}`)' if config_name else '')
+  return f'its records `{pattern}`' + (
+      f' (today\'s row `{config_name}` differs in {", ".join(sorted(set(differences)))})' if config_name else '')
 
 
 RECIPE_NOTE = ('Where a row\'s records differ from its config today (or no config holds their design any more), the '

@@ -23,7 +23,8 @@ CAPTION = (
     'Test scores x 100, mean ± sample standard deviation (ddof 1) over the seeds (N), from the committed run '
     'records. For each task, the implicit row and the rival (any other method of the family\'s tables) with the '
     f'best mean dev score among the rows run on at least {MIN_RUNS} seeds; each cell names the config that '
-    'reproduces the row (seed K: `--config.seed=K`, see its docstring). "published": the implicit paper\'s number '
+    'reproduces the row (seed K: `--config.seed=K`, see its docstring), or, where the row\'s records differ from '
+    'its config today, the records, each its own recipe (`--config=RECORD`). "published": the implicit paper\'s number '
     '(Shankar & Piratla; NER\'s is conlleval F1). NER cells lead with conlleval F1, the papers\' metric, where every '
     'record of the row holds it, strict chunk F1 in parentheses; a row recorded before conlleval\'s F1 leads with '
     '"strict". Written by the reproduce scripts (`--table_only`); why each gap is what it is: '
@@ -58,10 +59,11 @@ def score(runs, test_key: str, extra: str = '') -> str:
 
 def row(family: str, task: str, implicit: tuple, rival: tuple, test_key: str, published: str,
         extra: str = '') -> str:
-  """One table row; ``implicit`` and ``rival`` are ``(config name, [records])``."""
+  """One table row; ``implicit`` and ``rival`` are ``(config name, [records])``, or ``(cell, [records])`` with the
+  cell records.recipe wrote (it holds a backquote): the records, where they differ from their row today."""
   cells = [FAMILIES[family], task]
   for config, runs in (implicit, rival):
-    cells += [f'`{config}`', score(runs, test_key, extra)] if runs else ['–', '–']
+    cells += [config if '`' in config else f'`{config}`', score(runs, test_key, extra)] if runs else ['–', '–']
   return '| ' + ' | '.join(cells + [published]) + ' |'
 
 
