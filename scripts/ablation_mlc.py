@@ -123,7 +123,7 @@ def table(datasets, widths) -> tuple[list[str], list[str]]:
             f'{fmt(med("stationarity"), 1, 3)} | {fmt(med("cosine"), 1, 3)} | {fmt(ratio, 1, 3)} | '
             f'{fmt(med("residual"), 1, 3) if row not in ("mbce",) else "–"} | '
             f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {device} | '
-            f'{mlc.recipe(dataset, system(row, width), "official", rs, ROOT / "docs" / "mlc" / "runs")} |')
+            f'{mlc.recipe(dataset, system(row, width), "official", rs, ROOT / "docs" / "mlc" / "runs", ROOT)} |')
       for row, ref in PAIRS:
         seeds, d = paired(runs[row], runs[ref])
         if seeds:

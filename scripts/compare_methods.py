@@ -178,7 +178,7 @@ def table_rows(groups, order, datasets):
           f'{"; ".join(f"{v:.2f} ({src})" for v, src, _ in pubs) or "none on MLC"} | '
           f'{"; ".join(f"{g:+.2f}" for g in gaps) or "–"} | {flag} | {over_mbce(groups, dataset, system)} | '
           f'{np.mean([last_tenth_gain(r) for r in rs]):+.2f} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
-          f'{mlc.recipe(dataset, system, "official", rs, run_file(dataset, system, 0).parent)} |')
+          f'{mlc.recipe(dataset, system, "official", rs, run_file(dataset, system, 0).parent, ROOT)} |')
   return lines, flagged
 
 

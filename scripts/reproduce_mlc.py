@@ -150,7 +150,7 @@ def build_table():
         f'{fmt([r["test_f1_tuned"] for r in rs])} | {fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | '
         f'{fmt([r["test_at_0.5"]["macro_f1"] for r in rs])} | {paper if paper else "–"} | '
         f'{f"{at05 - paper:+.2f}" if paper else "–"} | {device} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
-        f'{mlc.recipe(task, system, protocol, rs, ROOT / "docs" / "mlc" / "runs")} |')
+        f'{mlc.recipe(task, system, protocol, rs, ROOT / "docs" / "mlc" / "runs", ROOT)} |')
   shown = {k[2] for k in groups}
   lines += [''] + [f'- `{system}`: {note}.' for system, note in NOTES.items() if system in shown]
   lines += ['', '## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)', '']
@@ -195,7 +195,7 @@ def update_readme(lines, groups):
 def summary_cell(dataset, system, rs) -> str:
   """A README summary cell: the row's config, or its records where they differ from it (mlc.recipe)."""
   folder = ROOT / 'docs' / ('baselines' if system in mlc.BASELINES else 'mlc') / 'runs'
-  return mlc.recipe(dataset, system, 'official', rs, folder)
+  return mlc.recipe(dataset, system, 'official', rs, folder, ROOT)
 
 
 def summary_rows(groups) -> list[str]:

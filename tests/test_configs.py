@@ -350,7 +350,7 @@ def test_a_row_names_its_config_only_where_its_records_are_that_config():
   record['config']['data']['data_dir'] = '/somewhere'
   pattern = 'docs/mlc/runs/bibtex-mbce-seed*.json'
   assert records.row_differences(record, row) == []
-  assert mlc.recipe('bibtex', 'mbce', 'official', [record | {'seed': 1}], ROOT / 'docs' / 'mlc' / 'runs') == (
+  assert mlc.recipe('bibtex', 'mbce', 'official', [record | {'seed': 1}], ROOT / 'docs' / 'mlc' / 'runs', ROOT) == (
       '`configs/bibtex.py:mbce`')
   record['config']['num_epochs'] = 40
   record['config']['model']['dropout'] = 0.0

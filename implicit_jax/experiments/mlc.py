@@ -203,13 +203,14 @@ def row_config(configs, dataset: str, seed: int, protocol: str, data_dir: str, s
   return config
 
 
-def recipe(dataset: str, system: str, protocol: str, rs, folder: Path) -> str:
+def recipe(dataset: str, system: str, protocol: str, rs, folder: Path, root: Path) -> str:
   """A table row's "config" cell (records.recipe): configs/<dataset>.py:<system> where each of its records ``rs``
   is that row at its seed, else the records, files of ``folder``, each its own recipe: the runs of a row changed
-  since they were made (another solver, width, dropout, sample count or epoch budget)."""
+  since they were made (another solver, width, dropout, sample count or epoch budget). ``root``: the checkout
+  whose configs/ and docs/ the table is built from."""
   differs = [key for r in rs for key in records.row_differences(
-      r, row_config(records.ROOT / 'configs', dataset, r['seed'], protocol, '', system))]
-  pattern = f'{Path(folder).relative_to(records.ROOT)}/{run_name(dataset, system, protocol)}-seed*.json'
+      r, row_config(Path(root) / 'configs', dataset, r['seed'], protocol, '', system))]
+  pattern = f'{Path(folder).relative_to(root)}/{run_name(dataset, system, protocol)}-seed*.json'
   return records.recipe(config_name(dataset, system, protocol), pattern, differs)
 
 
