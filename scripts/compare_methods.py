@@ -147,14 +147,6 @@ def load_runs():
   return groups
 
 
-def last_tenth_gain(run) -> float:
-  """Best dev F1 @0.5 x 100 over the last tenth of the epochs minus the best before: above 0, the dev curve was
-  still rising when the run stopped."""
-  dev = [h['dev_f1'] for h in run['history'] if 'dev_f1' in h]
-  tenth = max(1, len(dev) // 10)
-  return 100 * (max(dev[-tenth:]) - max(dev[:-tenth])) if len(dev) > tenth else float('nan')
-
-
 def table_rows(groups, order, datasets):
   """The table of ``order``'s systems on ``datasets`` (those with records), and the flagged bibtex baselines:
   ``(lines, [(system, gaps)])``."""
@@ -177,7 +169,8 @@ def table_rows(groups, order, datasets):
           f'{records.mean_std([r["test_f1_tuned"] for r in rs])} | '
           f'{"; ".join(f"{v:.2f} ({src})" for v, src, _ in pubs) or "none on MLC"} | '
           f'{"; ".join(f"{g:+.2f}" for g in gaps) or "–"} | {flag} | {over_mbce(groups, dataset, system)} | '
-          f'{np.mean([last_tenth_gain(r) for r in rs]):+.2f} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
+          f'{np.mean([records.last_tenth_gain(r, "dev_f1") for r in rs]):+.2f} | '
+          f'{np.mean([r["train_seconds"] for r in rs]):.0f} | '
           f'{mlc.recipe(dataset, system, "official", rs, run_file(dataset, system, 0).parent, ROOT)} |')
   return lines, flagged
 

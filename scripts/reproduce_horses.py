@@ -253,10 +253,11 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
            'their crop augmentation and test-time averaging.')
     lines += ['', f'Flagged (more than {TOLERANCE:g} IoU from every published number): {", ".join(flagged)}. ' + why]
   if scale != 'half':
-    lines += ['', 'Has each dev curve flattened? Dev mean IoU x 100 averaged over the last tenth of the epochs minus '
-              'over the tenth before it (mean over seeds; best epoch, median over seeds): '
-              + '; '.join(f'{label_of(s)} {flattening(rs):+.2f} (best epoch {np.median([r["best_epoch"] for r in rs]):.0f})'
-                          for s, rs in runs.items()) + '.']
+    gains = {s: np.mean([records.last_tenth_gain(r, 'dev_mean_iou') for r in rs]) for s, rs in runs.items()}
+    best = {s: np.median([r['best_epoch'] for r in rs]) for s, rs in runs.items()}
+    lines += ['', 'Has each dev curve flattened? The best dev mean IoU x 100 over the last tenth of the epochs minus '
+              'the best before (above 0: a new best in the last tenth; mean over seeds; best epoch, median over '
+              'seeds): ' + '; '.join(f'{label_of(s)} {gains[s]:+.2f} (best epoch {best[s]:.0f})' for s in runs) + '.']
   seconds = {s: np.median([r['train_seconds'] for r in rs]) for s, rs in runs.items()}
   lines += ['', 'Median training time per run (s): ' + ', '.join(f'{label_of(s)} {seconds[s]:.0f}'
                                                                   for s in ORDER if s in seconds) + '.', '']
@@ -274,16 +275,6 @@ def recipe_cell(system: str, scale: str, rs) -> str:
     return config
   return records.recipe(horses.config_name(system, scale), pattern,
                         [key for r in rs if 'config' in r for key in records.row_differences(r, row(r['seed']))])
-
-
-def flattening(rs) -> float:
-  """100 x (mean dev mean IoU over the last tenth of the epochs - over the tenth before), averaged over runs."""
-  deltas = []
-  for r in rs:
-    curve = np.array([h['dev_mean_iou'] for h in records.history(r)])
-    k = max(1, len(curve) // 10)
-    deltas.append(curve[-k:].mean() - curve[-2 * k:-k].mean() if len(curve) >= 2 * k else np.nan)
-  return 100 * float(np.mean(deltas))
 
 
 def plot_curves(scale: str, path: Path) -> None:

@@ -478,3 +478,14 @@ def test_compare_methods_trains_an_implicit_row_through_reproduce_mlc(monkeypatc
   args = argparse.Namespace(data_dir='data', protocol='official', epochs=0)
   compare_methods.run_one('bibtex', 'implicit-ssvm-h400', 1, args)
   assert seen == [('bibtex', 'implicit-ssvm-h400', 1, False, 'official')]
+
+
+def test_last_tenth_gain_is_the_one_flattening_test_of_every_table():
+  """A new best in the last tenth of the epochs is a positive gain, a curve that peaked before a negative one; both
+  history forms (a list of dicts, or columns and rows) read alike; a history under two tenths long is NaN."""
+  rising = {'history': [{'epoch': e, 'dev_f1': e / 100} for e in range(1, 21)]}
+  peaked = {'history': {'columns': ['epoch', 'dev_f1'], 'rows': [[e, 0.5 - abs(e - 10) / 100] for e in range(1, 21)]}}
+  assert records.last_tenth_gain(rising, 'dev_f1') == pytest.approx(2.0)      # 0.20 - 0.18, x 100
+  assert records.last_tenth_gain(peaked, 'dev_f1') == pytest.approx(-9.0)     # 0.41 - 0.50
+  assert records.last_tenth_gain({'history': [{'dev_f1': 0.3}]}, 'dev_f1') != records.last_tenth_gain(
+      {'history': [{'dev_f1': 0.3}]}, 'dev_f1')  # NaN

@@ -293,6 +293,15 @@ def history(record: dict) -> list[dict]:
   return [dict(zip(h['columns'], row)) for row in h['rows']] if isinstance(h, dict) else h
 
 
+def last_tenth_gain(record: dict, key: str) -> float:
+  """100 x (the best dev ``key`` over the last tenth of the epochs - the best before): above 0, the run found a new
+  best in its last tenth, so that the model chosen on dev could still improve with more epochs; the one test of
+  "has the dev curve flattened" of every table (NaN for a history of under two tenths)."""
+  dev = [h[key] for h in history(record) if key in h]
+  tenth = max(1, len(dev) // 10)
+  return 100 * (max(dev[-tenth:]) - max(dev[:-tenth])) if len(dev) > tenth else float('nan')
+
+
 def write(path: Path, result: dict) -> None:
   """Writes ``compact(result)`` atomically: one line per history row, the rest indented."""
   record = compact(result)
