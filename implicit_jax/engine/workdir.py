@@ -251,9 +251,9 @@ def fingerprint(task) -> dict:
           for split, arrays in task.splits.items()}
 
 
-def _changed(stored: dict, task) -> list[str]:
-  """The split arrays (``'train.x'``, ...) whose fingerprint differs from the record ``stored``."""
-  old, new = config_lib.flatten(stored['fingerprint']), config_lib.flatten(fingerprint(task))
+def _changed(stored: dict, current: dict) -> list[str]:
+  """The split arrays (``'train.x'``, ...) whose fingerprint ``current`` differs from the record ``stored``."""
+  old, new = config_lib.flatten(stored['fingerprint']), config_lib.flatten(current)
   order = {'train': 0, 'dev': 1, 'test': 2}  # splits in the order a user thinks of them
   names = sorted(set(old) | set(new), key=lambda n: (order.get(n.split('.')[0], 3), n))
   return [name for name in names if old.get(name) != new.get(name)]
@@ -286,7 +286,7 @@ def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
              'preprocess': task.preprocess}
   path, stored = _read_record(workdir) if resuming else (os.path.join(workdir, 'data.json'), None)
   if stored is not None:
-    changed = _changed(stored, task)
+    changed = _changed(stored, current['fingerprint'])  # hashed once: a pass over the data
     if changed:
       files = ', '.join(current['files'] or stored.get('files', [])) or 'the data settings in config.json'
       raise ValueError(f'workdir {workdir} was trained on other data: {", ".join(changed[:6])} differ from the '
@@ -305,7 +305,7 @@ def check_unchanged(workdir: str, task) -> None:
   path, stored = _read_record(workdir)
   if stored is None:
     return
-  changed = _changed(stored, task)
+  changed = _changed(stored, fingerprint(task))
   if changed:
     splits = list(dict.fromkeys(name.split('.')[0] for name in changed))
     files = ', '.join(data_files(task.info) or stored.get('files', [])) or 'the data settings in config.json'
@@ -322,7 +322,7 @@ def recorded_inputs(workdir: str, task) -> tuple[dict, dict]:
   path, stored = _read_record(workdir)
   if stored is not None and 'preprocess' in stored:
     return stored.get('names') or {}, stored['preprocess']
-  changed = _changed(stored, task) if stored is not None else []
+  changed = _changed(stored, fingerprint(task)) if stored is not None else []
   if stored is None:
     print(f'warning: {workdir} has no data record ({path}): new inputs are prepared from the training data as it '
           'is now, which may differ from the run\'s', file=sys.stderr, flush=True)
