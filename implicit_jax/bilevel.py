@@ -396,8 +396,8 @@ def _numeric(value) -> bool:
 
 
 def plugin_count(name: str, info: Mapping) -> Any:
-  """The ``iterations`` a plug-in solver's ``info`` reports (NaN: none), once every value of ``info`` is checked to
-  be numeric. Checked as the step is traced: a string or an object would fail later inside JAX, naming no solver."""
+  """The ``iterations`` a solver's ``info`` reports (NaN: none), once every value of ``info`` is checked to be
+  numeric. Checked as the step is traced: a string or an object would fail later inside JAX, naming no solver."""
   for path, value in jax.tree_util.tree_leaves_with_path(info, is_leaf=lambda x: x is None):
     if not _numeric(value):
       raise ValueError(f'solver.name: {name!r} returned info{jax.tree_util.keystr(path)} = {value!r}, a '
@@ -410,9 +410,177 @@ def plugin_count(name: str, info: Mapping) -> Any:
   return jnp.reshape(count, ())
 
 
+class Operator:
+  """What a solver is handed as ``matvec``: the system ``(H + damping I) u = v``, H the Hessian of ``f`` in theta
+  at ``(theta, phi, batch)``, posed as products (the solver contract of ``implicit_jax/plugins.py``).
+
+  ``matvec(x)`` is ``(H + damping I) x``; ``hessian(x)`` is ``H x``; ``fused(d)`` is ``(H d, C^T d)``, ``C = d_phi
+  d_theta f``, from one pass (``fused_products``); ``gradient()`` is ``d_theta f``; ``memory`` is the previous
+  step's u with ``solver.warm_start`` (zeros at the first step), else None. With ``linearize`` (the default for a
+  solver: its ``linearize`` attribute) and exact HVPs, the gradient is linearised once here, so that every product
+  then costs one tangent pass instead of re-running the primal forward and backward passes; a solver that makes
+  fused products only (``gcr``) or none (``none``) says ``linearize = False``.
+  """
+
+  def __init__(self, f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, solver: Solver, linearize: bool = True,
+               memory: PyTree | None = None):
+    self.f, self.theta, self.phi, self.batch, self.damping = f, theta, phi, batch, solver.damping
+    self.memory = memory
+    self._grad = None
+    if solver.hvp == 'fd':
+      self._product = lambda x: fd_hvp(f, theta, phi, batch, x, solver.fd_eps)
+      if linearize:
+        self._grad = jax.grad(f)(theta, phi, batch)
+    elif linearize:
+      self._grad, self._product = jax.linearize(lambda t: jax.grad(f)(t, phi, batch), theta)
+    else:
+      self._product = lambda x: hvp(f, theta, phi, batch, x)
+
+  def __call__(self, x: PyTree) -> PyTree:
+    return _axpy(self.damping, x, self._product(x)) if self.damping else self._product(x)
+
+  def hessian(self, x: PyTree) -> PyTree:
+    return self._product(x)
+
+  def fused(self, d: PyTree) -> tuple[PyTree, PyTree]:
+    return fused_products(self.f, self.theta, self.phi, self.batch, d)
+
+  def gradient(self) -> PyTree:
+    return jax.grad(self.f)(self.theta, self.phi, self.batch) if self._grad is None else self._grad
+
+
+# The built-in solvers, each ``solve(matvec, v, solver) -> (u, info)`` as a plug-in is (implicit_jax/plugins.py);
+# ``matvec`` an ``Operator``. Besides ``iterations`` (the products spent), ``info`` may hold ``residual``
+# (``||H u - v|| / ||v||`` on the undamped H, when the solve has it for free), ``alpha`` (the Neumann step) and
+# ``implicit`` (the implicit term ``-C^T u`` itself, when fused products gave it; else it is one mixed VJP of u).
+
+
+def _dtype(v):
+  return _norm(v).dtype
+
+
+def _neumann_solve(matvec, v, solver, terms):
+  dtype = _dtype(v)
+  alpha = jnp.asarray(solver.alpha, dtype)
+  if solver.power_iters:
+    lam = power_iteration(matvec, v, solver.power_iters, solver.unroll)
+    alpha = jnp.minimum(alpha, 1.0 / jnp.maximum(lam, 1e-12))
+  u = _neumann(matvec, v, terms, alpha, solver.unroll)
+  return u, {'alpha': alpha, 'iterations': jnp.asarray(terms + solver.power_iters, dtype)}
+
+
+def solve_neumann(matvec, v, solver):
+  """``alpha * sum_{k=0..K} (I - alpha A)^k v``, K = ``solver.iterations``."""
+  return _neumann_solve(matvec, v, solver, solver.iterations)
+
+
+def solve_identity(matvec, v, solver):
+  """``alpha v``: the K = 0 Neumann truncation."""
+  return _neumann_solve(matvec, v, solver, 0)
+
+
+def solve_cg(matvec, v, solver):
+  """Conjugate gradient on ``H + damping I`` (``_cg``)."""
+  u, k, solved = _cg(matvec, v, solver.iterations, solver.tol, unroll=solver.unroll)
+  # Undamped, the system solved is H u = v itself: its recurrence residual is the one reported.
+  return u, ({'iterations': k} if solver.damping else {'iterations': k, 'residual': solved})
+
+
+def solve_minres(matvec, v, solver):
+  """MINRES on ``H + damping I`` (``_minres``)."""
+  u, k, solved = _minres(matvec, v, solver.iterations, solver.tol, solver.unroll)
+  return u, ({'iterations': k} if solver.damping else {'iterations': k, 'residual': solved})
+
+
+def solve_normal_cg(matvec, v, solver):
+  """CG on the normal equations ``(H^2 + damping I) u = H v``."""
+  product = matvec.hessian
+
+  def normal(x):  # H is symmetric, so H^T H = H^2; damping regularises the normal equations rather than H.
+    hx = product(x)
+    return _axpy(solver.damping, x, product(hx)), hx
+
+  u, k, _, hu = _cg(normal, product(v), solver.iterations, solver.tol, jax.tree.map(jnp.zeros_like, v),
+                    solver.unroll)
+  info = {'iterations': 2 * k + 1}
+  if solver.track_residual:  # H u accumulated inside CG: the residual costs no HVP
+    info['residual'] = _norm(_axpy(-1.0, v, hu)) / jnp.maximum(_norm(v), jnp.finfo(_dtype(v)).tiny)
+  return u, info
+
+
+def solve_dense(matvec, v, solver):
+  """A dense solve of the materialised ``H + damping I`` (small problems)."""
+  u, residual = _dense(matvec.hessian, v, solver.damping)
+  return u, {'iterations': ravel_pytree(v)[0].size, 'residual': residual}
+
+
+def solve_none(matvec, v, solver):
+  """No solve: the implicit term is dropped (zero)."""
+  del solver
+  return (jax.tree.map(jnp.zeros_like, v),
+          {'iterations': 0, 'residual': jnp.ones((), _dtype(v)),
+           'implicit': jax.tree.map(jnp.zeros_like, matvec.phi)})
+
+
+solve_none.linearize = False  # no product: the stationarity diagnostic takes one gradient
+
+
+def solve_gcr(matvec, v, solver):
+  """GCR with fused products (``implicit_gcr``); ``info['implicit']`` is the implicit term."""
+  implicit, u, info = _gcr(matvec, v, solver)
+  return u, dict(info, implicit=implicit)
+
+
+solve_gcr.linearize = False  # fused products (reverse-over-forward) only
+
+
+# name -> solve: the one table the IFT backward pass (``solve_inverse_hvp``) reads; a name outside it is a plug-in.
+BUILT_IN = {'neumann': solve_neumann, 'cg': solve_cg, 'normal_cg': solve_normal_cg, 'minres': solve_minres,
+            'gcr': solve_gcr, 'dense': solve_dense, 'identity': solve_identity, 'none': solve_none}
+
+
+def solve_function(solver: Solver) -> Callable:
+  """The ``solve`` that ``solver.name`` names: a built-in one (``BUILT_IN``) or a plug-in's."""
+  if solver.name == 'unrolled':
+    raise ValueError(f'solver.name: {solver.name!r} is not an inverse-HVP solver (see outer_solve)')
+  return BUILT_IN[solver.name] if solver.name in BUILT_IN else plugin_solve(solver)
+
+
+def _solve(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree, solver: Solver,
+           memory: PyTree | None = None):
+  """``(operator, u, info, implicit)``: ``solve_function(solver)`` called through the solver contract on
+  ``(H + damping I) u = v``, its output checked and its ``info`` completed (``solve_inverse_hvp``); ``implicit`` is
+  the term the solver gave (``info['implicit']``) or None."""
+  check_tangent(theta, v)
+  solve = solve_function(solver)
+  operator = Operator(f, theta, phi, batch, solver, getattr(solve, 'linearize', True), memory)
+  out = solve(operator, v, solver)
+  if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Mapping)):
+    raise ValueError(f'solver.name: {solver.name!r} returned a {type(out).__name__}, not (u, info: dict)')
+  u, given = out
+  check_tangent(theta, u, f'solver.name: the u of {solver.name!r}')
+  dtype = _dtype(v)
+  iterations = jnp.asarray(plugin_count(solver.name, given), dtype)
+  implicit = given.get('implicit')
+  if implicit is not None:
+    check_tangent(phi, implicit, f"solver.name: the info['implicit'] of {solver.name!r}")
+  residual = given.get('residual')
+  if residual is None:
+    if solver.track_residual:
+      r = _axpy(-1.0, v, operator.hessian(u))
+      residual = _norm(r) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
+    else:
+      residual = jnp.full((), jnp.nan, dtype)
+  grad_norm = given['grad_norm'] if 'grad_norm' in given else _norm(operator.gradient())
+  info = {'residual': jnp.asarray(residual).astype(dtype), 'alpha': jnp.asarray(given.get('alpha', 0.0), dtype),
+          'iterations': iterations, 'grad_norm': jnp.asarray(grad_norm).astype(dtype)}
+  return operator, u, info, implicit
+
+
 def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree,
                       solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
-  """``u ~= (H + damping I)^{-1} v`` with ``H = d_theta d_theta f(theta, phi, batch)``.
+  """``u ~= (H + damping I)^{-1} v`` with ``H = d_theta d_theta f(theta, phi, batch)``, by the solver
+  ``solver.name`` names, called through the solver contract (``solve_function``).
 
   Returns u and diagnostics (same keys for every solver, so they can be logged uniformly): ``residual``
   (``||H u - v|| / ||v||`` on the undamped H whatever the solver solved, NaN when not tracked), ``alpha``
@@ -421,75 +589,8 @@ def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyT
   (``||d_theta f||`` at theta: how far theta is from the stationary point the solve assumes; with exact HVPs it
   comes free with the linearisation).
   """
-  check_tangent(theta, v)
-  if solver.hvp == 'exact':
-    # Linearise the gradient once: every HVP of the solve then costs one tangent pass (about one gradient)
-    # instead of re-running the primal forward and backward passes, as ``hvp`` does per call.
-    grad_theta, product = jax.linearize(lambda t: jax.grad(f)(t, phi, batch), theta)
-  else:
-    grad_theta = jax.grad(f)(theta, phi, batch)
-    product = lambda x: fd_hvp(f, theta, phi, batch, x, solver.fd_eps)
-  matvec = (lambda x: _axpy(solver.damping, x, product(x))) if solver.damping else product
-  if solver.name == 'normal_cg':
-    matvec = product  # the residual of interest is that of H u = v
-
-  dtype = _norm(v).dtype
-  nan = jnp.full((), jnp.nan, dtype)
-  # `residual`: ||H u - v|| / ||v|| on the undamped H when a solver has it for free, else None (computed below).
-  residual, alpha, iterations = None, jnp.zeros((), dtype), jnp.zeros((), dtype)
-  if solver.name in ('neumann', 'identity'):
-    alpha = jnp.asarray(solver.alpha, dtype)
-    if solver.power_iters:
-      lam = power_iteration(matvec, v, solver.power_iters, solver.unroll)
-      alpha = jnp.minimum(alpha, 1.0 / jnp.maximum(lam, 1e-12))
-    k = solver.iterations if solver.name == 'neumann' else 0
-    u = _neumann(matvec, v, k, alpha, solver.unroll)
-    iterations = jnp.asarray(k + solver.power_iters, dtype)
-  elif solver.name in ('cg', 'minres'):
-    if solver.name == 'cg':
-      u, k, solved = _cg(matvec, v, solver.iterations, solver.tol, unroll=solver.unroll)
-    else:
-      u, k, solved = _minres(matvec, v, solver.iterations, solver.tol, solver.unroll)
-    iterations = k.astype(dtype)
-    if not solver.damping:  # the system solved is H u = v itself: its recurrence residual is the one reported
-      residual = solved
-  elif solver.name == 'normal_cg':
-    # H is symmetric, so H^T H = H^2; damping regularises the normal equations rather than H.
-    def normal(x):
-      hx = product(x)
-      return _axpy(solver.damping, x, product(hx)), hx
-
-    u, k, _, hu = _cg(normal, product(v), solver.iterations, solver.tol, jax.tree.map(jnp.zeros_like, v),
-                      solver.unroll)
-    iterations = (2 * k + 1).astype(dtype)
-    if solver.track_residual:  # H u accumulated inside CG: the residual costs no HVP
-      residual = _norm(_axpy(-1.0, v, hu)) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
-  elif solver.name == 'dense':
-    u, residual = _dense(product, v, solver.damping)
-    iterations = jnp.asarray(ravel_pytree(v)[0].size, dtype)
-  elif solver.name == 'gcr':
-    raise ValueError("solver.name: 'gcr' returns the implicit term itself (implicit_gcr), not u alone")
-  elif solver.name == 'none':  # the implicit term is dropped.
-    u = jax.tree.map(jnp.zeros_like, v)
-    residual = jnp.ones((), dtype)
-  elif solver.name not in SOLVERS:  # a plug-in: (H + damping I) u = v by its own method
-    out = plugin_solve(solver)(matvec, v, solver)
-    if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Mapping)):
-      raise ValueError(f'solver.name: {solver.name!r} returned a {type(out).__name__}, not (u, info: dict)')
-    u, extra = out
-    check_tangent(theta, u, f'solver.name: the u of {solver.name!r}')
-    iterations = jnp.asarray(plugin_count(solver.name, extra), dtype)
-  else:
-    raise ValueError(f'solver.name: {solver.name!r} is not an inverse-HVP solver (see outer_solve)')
-
-  if residual is None:
-    if solver.track_residual:
-      r = _axpy(-1.0, v, product(u))
-      residual = _norm(r) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
-    else:
-      residual = nan
-  return u, {'residual': residual.astype(dtype), 'alpha': alpha, 'iterations': iterations,
-             'grad_norm': _norm(grad_theta).astype(dtype)}
+  _, u, info, _ = _solve(f, theta, phi, batch, v, solver)
+  return u, info
 
 
 def fused_products(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, d: PyTree) -> tuple[PyTree, PyTree]:
@@ -503,6 +604,16 @@ def fused_products(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, d: PyTree
 
 def implicit_gcr(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree, solver: Solver,
                  memory: PyTree | None = None) -> tuple[PyTree, PyTree, dict[str, jax.Array]]:
+  """``(implicit, u, info)`` of the ``gcr`` solver (``_gcr``): the implicit term ``-[d_phi d_theta L_aux]^T u``,
+  ``u ~= (H + damping I)^{-1} v`` and ``info`` as ``solve_inverse_hvp``'s (``iterations`` counts passes; ``grad_norm``
+  NaN unless ``solver.track_stationarity``). ``memory`` (``solver.warm_start``): a previous solution."""
+  if solver.name != 'gcr':
+    raise ValueError(f"solver.name: implicit_gcr runs 'gcr', not {solver.name!r}")
+  _, u, info, implicit = _solve(l_aux, theta, phi, batch, v, solver, memory)
+  return implicit, u, info
+
+
+def _gcr(matvec, v: PyTree, solver: Solver) -> tuple[PyTree, PyTree, dict[str, jax.Array]]:
   """The implicit term ``-[d_phi d_theta L_aux]^T u`` with ``u ~= (H + damping I)^{-1} v`` by generalised conjugate
   residuals (Eisenstat, Elman & Schultz 1983), every product fused (``fused_products``).
 
@@ -517,7 +628,7 @@ def implicit_gcr(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTr
   ``solve_inverse_hvp``'s (``residual`` on the undamped H; ``iterations`` counts passes) but for ``grad_norm``,
   which ``solver.track_stationarity`` pays one gradient for.
   """
-  check_tangent(theta, v)
+  theta, phi, memory = matvec.theta, matvec.phi, matvec.memory
   dtype = _norm(v).dtype
   tiny = jnp.finfo(dtype).tiny
   zero_t = jax.tree.map(jnp.zeros_like, v)
@@ -527,7 +638,7 @@ def implicit_gcr(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTr
 
   def add(p):
     nonlocal x, hx, cx, r
-    hp, cp = fused_products(l_aux, theta, phi, batch, p)
+    hp, cp = matvec.fused(p)
     ap = _axpy(solver.damping, p, hp) if solver.damping else hp
     for p_i, q_i, hp_i, cp_i in basis:  # modified Gram-Schmidt on the images A p
       beta = _vdot(ap, q_i)
@@ -548,12 +659,9 @@ def implicit_gcr(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTr
     add(r)
   vnorm = jnp.maximum(_norm(v), tiny)
   residual = _norm(_axpy(-1.0, v, hx)) / vnorm if solver.damping else _norm(r) / vnorm
-  if solver.track_stationarity:
-    grad_norm = _norm(jax.grad(l_aux)(theta, phi, batch)).astype(dtype)
-  else:
-    grad_norm = jnp.full((), jnp.nan, dtype)
-  info = {'residual': residual.astype(dtype), 'alpha': jnp.zeros((), dtype),
-          'iterations': jnp.asarray(len(basis), dtype), 'grad_norm': grad_norm}
+  info = {'residual': residual, 'iterations': len(basis)}
+  if not solver.track_stationarity:  # else the caller pays one gradient for it (Operator.gradient)
+    info['grad_norm'] = jnp.full((), jnp.nan, dtype)
   return _scale(-1.0, cx), x, info
 
 
@@ -561,16 +669,10 @@ def implicit_vjp(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, g_theta
                  memory: PyTree | None = None) -> tuple[PyTree, dict[str, jax.Array]]:
   """The implicit term ``-[d_phi d_theta L_aux]^T H^{-1} g_theta`` (a phi-shaped pytree) and diagnostics; with
   ``solver.warm_start``, ``memory`` is the previous solution and the diagnostics hold this one as ``memory``."""
-  if solver.name == 'gcr':
-    implicit, u, info = implicit_gcr(l_aux, theta, phi, batch, g_theta, solver, memory)
-    return implicit, (dict(info, memory=u) if solver.warm_start else info)
-  if solver.name == 'none':  # nothing to solve: only the stationarity diagnostic needs a pass
-    dtype = _norm(g_theta).dtype
-    z = jnp.zeros((), dtype)
-    return jax.tree.map(jnp.zeros_like, phi), {'residual': jnp.ones((), dtype), 'alpha': z, 'iterations': z,
-                                               'grad_norm': _norm(jax.grad(l_aux)(theta, phi, batch)).astype(dtype)}
-  u, info = solve_inverse_hvp(l_aux, theta, phi, batch, g_theta, solver)
-  return _scale(-1.0, mixed_vjp(l_aux, theta, phi, batch, u)), info
+  _, u, info, implicit = _solve(l_aux, theta, phi, batch, g_theta, solver, memory)
+  if implicit is None:  # the solver gave u alone: the term is one mixed VJP of it
+    implicit = _scale(-1.0, mixed_vjp(l_aux, theta, phi, batch, u))
+  return implicit, (dict(info, memory=u) if solver.warm_start else info)
 
 
 # --------------------------------------------------------------------------------------------------------------
