@@ -263,7 +263,9 @@ def scan(step, init, length: int, unroll: bool = False):
 
 
 def _fori(lower, upper, body, init, unroll: bool = False):
-  """``jax.lax.fori_loop``; with ``unroll``, straight-line code (see ``scan``)."""
+  """``jax.lax.fori_loop``; with ``unroll`` (and static bounds), straight-line code (see ``scan``)."""
+  if unroll and upper == lower:
+    return init
   if not unroll or upper - lower != 1:
     return jax.lax.fori_loop(lower, upper, body, init, unroll=bool(unroll) or None)
   return body(lower, init)
@@ -631,35 +633,49 @@ def _gcr(matvec, v: PyTree, solver: Solver) -> tuple[PyTree, PyTree, dict[str, j
   theta, phi, memory = matvec.theta, matvec.phi, matvec.memory
   dtype = _norm(v).dtype
   tiny = jnp.finfo(dtype).tiny
+  size = solver.iterations + (memory is not None)
+  # The basis in fixed-size buffers, (p, q = A p / ||A p||, H p, C^T p) stacked along a first axis of ``size``,
+  # each direction scaled by the same 1 / ||A p||: the loop body is traced once whatever the number of
+  # iterations, so the compiled program does not grow with it (as a list of directions in Python grew as k^2).
+  stack = lambda tree: jax.tree.map(lambda leaf: jnp.zeros((size,) + jnp.shape(leaf), jnp.result_type(leaf)), tree)
+  basis = (stack(v), stack(v), stack(v), stack(phi))
   zero_t = jax.tree.map(jnp.zeros_like, v)
-  zero_p = jax.tree.map(jnp.zeros_like, phi)
-  basis = []                     # (p, q = A p / ||A p||, H p, C^T p), each scaled by the same 1 / ||A p||
-  x, hx, cx, r = zero_t, zero_t, zero_p, v
+  start = (zero_t, zero_t, jax.tree.map(jnp.zeros_like, phi), v, basis)  # x, H x, C^T x, r = v - A x
 
-  def add(p):
-    nonlocal x, hx, cx, r
+  def add(i, p, state):
+    x, hx, cx, r, basis = state
     hp, cp = matvec.fused(p)
     ap = _axpy(solver.damping, p, hp) if solver.damping else hp
-    for p_i, q_i, hp_i, cp_i in basis:  # modified Gram-Schmidt on the images A p
-      beta = _vdot(ap, q_i)
-      ap, p, hp, cp = (_axpy(-beta, q_i, ap), _axpy(-beta, p_i, p), _axpy(-beta, hp_i, hp),
-                       _axpy(-beta, cp_i, cp))
+
+    def orthogonalise(j, vectors):  # modified Gram-Schmidt of A p against the earlier images, one at a time
+      ap, p, hp, cp = vectors
+      p_j, q_j, hp_j, cp_j = jax.tree.map(lambda b: b[j], basis)
+      beta = _vdot(ap, q_j)
+      return _axpy(-beta, q_j, ap), _axpy(-beta, p_j, p), _axpy(-beta, hp_j, hp), _axpy(-beta, cp_j, cp)
+
+    ap, p, hp, cp = _fori(0, i, orthogonalise, (ap, p, hp, cp), solver.unroll)
     norm = _norm(ap)
     # A direction whose image vanishes (a zero memory at the first step, or a solved system) adds nothing.
     scale = jnp.where(norm > jnp.finfo(dtype).eps * _norm(v), 1.0 / jnp.maximum(norm, tiny), 0.0)
     p, q, hp, cp = _scale(scale, p), _scale(scale, ap), _scale(scale, hp), _scale(scale, cp)
     alpha = _vdot(r, q)
-    x, hx, cx, r = _axpy(alpha, p, x), _axpy(alpha, hp, hx), _axpy(alpha, cp, cx), _axpy(-alpha, q, r)
-    basis.append((p, q, hp, cp))
+    basis = jax.tree.map(lambda b, new: b.at[i].set(new), basis, (p, q, hp, cp))
+    return _axpy(alpha, p, x), _axpy(alpha, hp, hx), _axpy(alpha, cp, cx), _axpy(-alpha, q, r), basis
 
+  state, first = start, 0
   if memory is not None:
     check_tangent(theta, memory, 'memory')
-    add(memory)
-  for _ in range(solver.iterations):
-    add(r)
+    state, first = add(0, memory, state), 1
+  next_direction = lambda i, state: add(i, state[3], state)  # the current residual
+  if solver.unroll:  # straight-line code (``Solver.unroll``): the same iterates, the graph growing as k^2
+    for i in range(first, size):
+      state = next_direction(i, state)
+  else:
+    state = jax.lax.fori_loop(first, size, next_direction, state)
+  x, hx, cx, r, _ = state
   vnorm = jnp.maximum(_norm(v), tiny)
   residual = _norm(_axpy(-1.0, v, hx)) / vnorm if solver.damping else _norm(r) / vnorm
-  info = {'residual': residual, 'iterations': len(basis)}
+  info = {'residual': residual, 'iterations': size}
   if not solver.track_stationarity:  # else the caller pays one gradient for it (Operator.gradient)
     info['grad_norm'] = jnp.full((), jnp.nan, dtype)
   return _scale(-1.0, cx), x, info

@@ -440,6 +440,7 @@ def test_bad_inner_steps():
     ('minres', 30, 1e-4),
     ('minres', 4, 0.0),
     ('neumann', 6, 0.0),
+    ('gcr', 6, 0.0),
 ])
 def test_unrolled_solvers_give_the_loops_iterates(x64, name, iterations, tol):
   """``Solver.unroll`` writes the iterations as straight-line code; the result, the iteration count at which the
