@@ -53,13 +53,13 @@ PyTree = Any
 
 
 def implicit_vjp(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, g_theta: PyTree, solver: Solver,
-                 memory: PyTree | None = None) -> tuple[PyTree, dict[str, jax.Array]]:
-  """The implicit term ``-[d_phi d_theta L_aux]^T H^{-1} g_theta`` (a phi-shaped pytree) and diagnostics; with
-  ``solver.warm_start``, ``memory`` is the previous solution and the diagnostics hold this one as ``memory``."""
+                 memory: PyTree | None = None) -> tuple[PyTree, dict[str, jax.Array], PyTree]:
+  """``(implicit, diagnostics, u)``: the implicit term ``-[d_phi d_theta L_aux]^T u`` (a phi-shaped pytree), ``u ~=
+  H^{-1} g_theta``; ``memory`` (``solver.warm_start``) is the previous step's u."""
   _, u, info, implicit = solvers.call(l_aux, theta, phi, batch, g_theta, solver, memory)
   if implicit is None:  # the solver gave u alone: the term is one mixed VJP of it
     implicit = scale(-1.0, mixed_vjp(l_aux, theta, phi, batch, u))
-  return implicit, (dict(info, memory=u) if solver.warm_start else info)
+  return implicit, info, u
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ def hypergradient(l_prim: Loss, l_aux: Loss, theta_star: PyTree, phi: PyTree, ba
                   solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
   """Total derivative of ``L_prim(theta*(phi), phi)`` at a given stationary point ``theta*`` of L_aux."""
   g_theta, g_phi = jax.grad(l_prim, argnums=(0, 1))(theta_star, phi, batch)
-  implicit, info = implicit_vjp(l_aux, theta_star, phi, batch, g_theta, solver)
+  implicit, info, _ = implicit_vjp(l_aux, theta_star, phi, batch, g_theta, solver)
   return jax.tree.map(jnp.add, g_phi, implicit), _diagnostics(g_phi, implicit, info)
 
 
@@ -145,18 +145,21 @@ class ImplicitSolve:
       theta, phi, batch, memory = residuals
       g_theta = cotangents[0]
       if solver.refresh == 1:
-        implicit, info = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver, memory)
+        implicit, info, u = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver, memory)
+        new_memory = u if solver.warm_start else None
       else:  # a new term on every refresh-th step (only that branch runs), the carried one in between
         def reuse():
           z = jnp.zeros_like(memory['residual'])
           return memory['implicit'], {'residual': memory['residual'], 'alpha': z, 'iterations': z,
                                       'grad_norm': memory['grad_norm']}
         fresh = lambda: jax.tree.map(lambda a, b: a.astype(b.dtype),
-                                     implicit_vjp(l_aux, theta, phi, batch, g_theta, solver), reuse())
+                                     implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)[:2], reuse())
         implicit, info = jax.lax.cond(jnp.mod(memory['count'], solver.refresh) == 0, fresh, reuse)
-        info = dict(info, memory={'count': memory['count'] + 1, 'implicit': implicit,
-                                  'residual': info['residual'], 'grad_norm': info['grad_norm']})
+        new_memory = {'count': memory['count'] + 1, 'implicit': implicit, 'residual': info['residual'],
+                      'grad_norm': info['grad_norm']}
       probe_bar = dict(info, implicit=implicit)
+      if new_memory is not None:
+        probe_bar['memory'] = new_memory
       return implicit, None, None, None, probe_bar, None
 
     solve.defvjp(fwd, bwd)
@@ -188,23 +191,29 @@ class ImplicitSolve:
     theta, state, (losses, _) = self._solve(phi, theta0, opt_state0, batch, self._probe(phi, memory), memory)
     return theta, state, losses
 
-  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory=None):
-    """``(L_prim, (theta_T, opt_state_T, inner_losses)), dL_prim/dphi, diagnostics`` in one pass.
+  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
+    """``(L_prim, (theta_T, opt_state_T, inner_losses)), dL_prim/dphi, diagnostics`` in one pass, from the first
+    step's memory (``init_memory``); ``step`` carries it between steps.
 
     diagnostics: ``residual``, ``alpha``, ``iterations`` of the solver, ``explicit_norm`` (``||d_phi L_prim||``),
     ``implicit_norm`` (norm of the implicit term), ``cosine`` (between the two terms), ``grad_norm``
     (``||d_theta L_aux||`` at theta_T) and ``stationarity``, that norm over the one at the warm start: the IFT
-    premise is ``stationarity`` near 0; near 1 the inner steps barely approached a stationary point. With
-    ``solver.warm_start`` or ``solver.refresh > 1``, ``memory`` is what the previous call carried (None: the
-    first step's, ``init_memory``) and diagnostics also hold ``memory``, this call's, to pass to the next one (a
-    pytree: pop it before logging).
+    premise is ``stationarity`` near 0; near 1 the inner steps barely approached a stationary point.
     """
+    return self.step(l_prim, phi, theta0, opt_state0, batch, None)[:3]
+
+  def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory):
+    """``value_and_grad``'s outputs and the memory for the next step: with ``solver.warm_start`` or
+    ``solver.refresh > 1``, ``memory`` is what the previous step returned (None: the first step's,
+    ``init_memory``), and the fourth output is this step's; else None."""
     memory = self._memory(theta0, phi, memory)
 
     def outer(phi, probe):
       theta, state, (losses, norms) = self._solve(phi, theta0, opt_state0, batch, probe, memory)
       return l_prim(theta, phi, batch), (theta, state, losses, norms)
 
+    # The backward pass hands the implicit term, the diagnostics and the solver's new memory out as the
+    # cotangent of the probe (see __init__): the only way out of a custom VJP's backward pass.
     (loss, (theta, state, losses, norms)), (grad, probe_bar) = jax.value_and_grad(
         outer, argnums=(0, 1), has_aux=True)(phi, self._probe(phi, memory))
     implicit = probe_bar.pop('implicit')
@@ -213,9 +222,7 @@ class ImplicitSolve:
     diagnostics = _diagnostics(explicit, implicit, probe_bar)
     if self.num_steps:
       diagnostics['stationarity'] = diagnostics['grad_norm'] / jnp.maximum(norms[0], jnp.finfo(norms.dtype).tiny)
-    if new_memory is not None:
-      diagnostics['memory'] = new_memory
-    return (loss, (theta, state, losses)), grad, diagnostics
+    return (loss, (theta, state, losses)), grad, diagnostics, new_memory
 
 
 class UnrolledSolve:
@@ -239,9 +246,13 @@ class UnrolledSolve:
     del theta, phi
     return None
 
-  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory=None):
-    """As ``ImplicitSolve.value_and_grad``; ``residual`` is 0 (nothing is solved) and ``iterations`` 0."""
+  def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory):
+    """``value_and_grad`` and no memory (None), as ``ImplicitSolve.step``."""
     del memory
+    return self.value_and_grad(l_prim, phi, theta0, opt_state0, batch) + (None,)
+
+  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
+    """As ``ImplicitSolve.value_and_grad``; ``residual`` is 0 (nothing is solved) and ``iterations`` 0."""
     def outer(phi):
       theta, state, losses, norms = _inner_scan(self.l_aux, self.optimizer, self.num_steps, phi, theta0,
                                                 opt_state0, batch, self.unroll)

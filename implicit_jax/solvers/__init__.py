@@ -60,10 +60,11 @@ class Solver:
       and the bias damping adds shows; costs one HVP, except for ``normal_cg`` and ``dense`` (and ``cg`` and
       ``minres`` without damping), which have it anyway.
     warm_start: ``gcr`` only: the solution of the previous outer step (``memory``, carried in the training
-      state) is one more direction of the subspace, and the Krylov space grows from the residual it leaves, so
-      that an inner system that changes little between steps starts nearly solved. Costs one fused pass.
+      state as ``methods.State.memory``) is one more direction of the subspace, and the Krylov space grows from
+      the residual it leaves, so that an inner system that changes little between steps starts nearly solved.
+      Costs one fused pass.
     refresh: the implicit term is computed on every ``refresh``-th outer step and reused (with the diagnostics
-      of that step) on the steps in between, carried in the training state as ``memory``; 1: every step.
+      of that step) on the steps in between, carried in ``methods.State.memory``; 1: every step.
     track_stationarity: ``gcr`` only: report ``||d_theta L_aux||`` at theta_T (``grad_norm`` and the
       ``stationarity`` diagnostic), which costs one gradient of L_aux there; the other solvers have it for free
       from their linearisation. False: NaN.
