@@ -15,562 +15,51 @@ Every loss here has the signature ``f(theta, phi, batch) -> scalar``: ``theta`` 
 (outer variable) are arbitrary pytrees (Flax parameter dicts), ``batch`` is data and is not differentiated.
 Passing the data as an argument, never through a closure, is what keeps ``jax.custom_vjp`` sound.
 
-Public pieces:
-  * ``Solver``: validated inverse-HVP solver settings (``SOLVERS``: ``neumann``, ``cg``, ``normal_cg``,
-    ``minres``, ``dense``, ``identity``, ``none``; ``gcr``, whose fused pass ``implicit_gcr`` returns the implicit
-    term itself; ``unrolled`` names the route that differentiates through the inner steps instead of solving; or
-    the import path of a solver outside the package, whose protocol ``implicit_jax/plugins.py`` defines).
-  * ``hvp``, ``fd_hvp``, ``mixed_vjp``: the second-order products.
-  * ``solve_inverse_hvp``: ``u ~= (H + damping I)^{-1} v`` with diagnostics.
+Here (the IFT and its rival):
+  * ``implicit_vjp``: the implicit term ``-[d_phi d_theta L_aux]^T u`` from any solver, called through the one
+    solver contract (``implicit_jax.solvers.call``); ``hypergradient``: the gradient at a given stationary point.
   * ``inner_loop``: T optimiser steps on L_aux inside ``lax.scan`` (plain autodiff: the unrolled reference).
   * ``ImplicitSolve``: ``inner_loop`` wrapped in ``jax.custom_vjp`` so that
     ``jax.grad(lambda phi: L_prim(solve(phi, ...)[0], phi, batch))`` is explicit + implicit term; its
-    ``value_and_grad`` also returns diagnostics (solver residual, explicit and implicit term norms).
+    ``value_and_grad`` also returns diagnostics (solver residual, explicit and implicit term norms) and what the
+    solver carries to the next step.
   * ``UnrolledSolve``: the same interface, differentiating through the T inner steps: the truncated procedure's
     true derivative, the reference the implicit term is measured against. ``outer_solve`` picks one by name.
-  * ``hypergradient``: the same gradient at a given stationary point theta*, without running an inner loop.
+
+Elsewhere, and re-exported here: ``implicit_jax.solvers`` (``Solver``, the validated settings, with ``SOLVERS``:
+``neumann``, ``cg``, ``normal_cg``, ``minres``, ``gcr``, ``dense``, ``identity``, ``none``, ``unrolled``, or the
+import path of a plug-in; ``solve_inverse_hvp``, ``implicit_gcr``), ``implicit_jax.hessian`` (``hvp``,
+``fd_hvp``, ``mixed_vjp``, ``fused_products``, ``power_iteration``, ``Operator``) and ``implicit_jax.loops``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import optax
-from jax.flatten_util import ravel_pytree
 
-from implicit_jax import plugins
+from implicit_jax import solvers
+# Re-exported: the names the methods, tests, scripts and docs reach through ``bilevel`` (the settings and solvers
+# live in ``implicit_jax.solvers``, the products in ``implicit_jax.hessian``, the loops in ``implicit_jax.loops``).
+from implicit_jax.hessian import (Loss, Operator, check_tangent, fd_hvp, fused_products, hvp,  # noqa: F401
+                                  mixed_vjp, norm, power_iteration, scale, vdot)
+from implicit_jax.loops import scan, while_loop  # noqa: F401
+from implicit_jax.solvers import (BUILT_IN, HVP_MODES, NOT_IN_CONFIG, SOLVERS, Solver,  # noqa: F401
+                                  default_config, implicit_gcr, solve_inverse_hvp)
 
 PyTree = Any
-Loss = Callable[[PyTree, PyTree, PyTree], jax.Array]  # f(theta, phi, batch) -> scalar
-
-SOLVERS = ('neumann', 'cg', 'normal_cg', 'minres', 'gcr', 'dense', 'identity', 'none', 'unrolled')
-HVP_MODES = ('exact', 'fd')
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Settings
-
-
-@dataclasses.dataclass(frozen=True)
-class Solver:
-  """Inverse-HVP solver settings. Validated on construction; errors name the offending field.
-
-  Attributes:
-    name: ``normal_cg`` (CG on the normal equations ``(H^2 + damping I) u = H v``: two HVPs per iteration, but
-      the residual never exceeds ``||v||`` when H is indefinite, as the inner Hessian of a neural network
-      usually is), ``minres`` (MINRES on ``H + damping I``: one HVP per iteration, symmetric indefinite H
-      allowed, the residual ``||(H + damping I) u - v||`` minimised over the Krylov space and non-increasing),
-      ``gcr`` (the same minimal-residual iterate over the same Krylov space, by generalised conjugate residuals
-      whose every product is fused: one reverse-over-forward pass of L_aux gives ``H d`` and the cross term
-      ``[d_phi d_theta L_aux]^T d`` of a direction together, so the implicit term needs neither a linearisation
-      nor a separate mixed VJP: one pass in all for ``iterations = 1``; see ``implicit_gcr``),
-      ``cg`` (conjugate gradient on ``H + damping I``; needs it positive definite), ``neumann``
-      (K-term Neumann series ``alpha * sum_k (I - alpha H)^k v``), ``dense`` (materialise H and solve: small
-      models and tests only), ``identity`` (``H^{-1} ~= alpha I``, the K = 0 Neumann truncation) or ``none``
-      (drop the implicit term: the biased gradient the paper attributes to InfNet+, kept as an ablation), or
-      ``unrolled`` (no solve: reverse-mode through the inner steps, ``UnrolledSolve``; memory grows with T). Any
-      other name is the import path of a solve function outside the package (``implicit_jax/plugins.py``: it
-      gets ``(H + damping I)`` as a matvec and returns u), checked here to import.
-    iterations: Neumann terms K (each costs one HVP), the maximum number of CG / MINRES iterations, or the
-      number of GCR passes (``gcr`` runs them all: with one or two, a tolerance would save nothing).
-    alpha: Neumann step. Convergence needs ``0 < alpha < 2 / lambda_max(H)``. With ``power_iters > 0`` it is an
-      upper bound, lowered to ``1 / lambda_max`` estimated on the fly.
-    power_iters: power iterations (HVPs) that estimate ``lambda_max(H)`` for the Neumann step; 0 disables.
-    tol: CG and MINRES stop when the residual of the system they solve falls below ``tol`` times that of u = 0.
-    damping: ``delta`` in ``H + delta I`` (``H^2 + delta I`` for ``normal_cg``): regularises the solve.
-    hvp: ``exact`` (forward-over-reverse, ``jax.jvp`` of ``jax.grad``) or ``fd`` (the paper's central finite
-      difference of gradients; approximate, kept for comparison).
-    fd_eps: length of the finite-difference HVP's perturbation ``h v`` (``h = fd_eps / ||v||``).
-    track_residual: report ``||H u - v|| / ||v||`` on the undamped H for every solver, so that solvers compare
-      and the bias damping adds shows; costs one HVP, except for ``normal_cg`` and ``dense`` (and ``cg`` and
-      ``minres`` without damping), which have it anyway.
-    warm_start: ``gcr`` only: the solution of the previous outer step (``memory``, carried in the training
-      state) is one more direction of the subspace, and the Krylov space grows from the residual it leaves, so
-      that an inner system that changes little between steps starts nearly solved. Costs one fused pass.
-    refresh: the implicit term is computed on every ``refresh``-th outer step and reused (with the diagnostics
-      of that step) on the steps in between, carried in the training state as ``memory``; 1: every step.
-    track_stationarity: ``gcr`` only: report ``||d_theta L_aux||`` at theta_T (``grad_norm`` and the
-      ``stationarity`` diagnostic), which costs one gradient of L_aux there; the other solvers have it for free
-      from their linearisation. False: NaN.
-    unroll: run the solver's iterations as straight-line code instead of an XLA loop (``while_loop``): the
-      same iterates, more compile time. XLA:CPU runs convolution gradients inside loops several times slower
-      than outside them (jax-ml/jax#12868); convolutional tasks on CPU want it.
-  """
-
-  # The defaults are the implicit method's (``implicit.solver``, built from them by ``default_config``): the
-  # values every recorded run that did not set a field ran with. A damped, truncated solve; an exact one (as the
-  # gradient checks want) sets ``damping=0.0`` and its own ``iterations`` and ``tol``.
-  name: str = 'normal_cg'
-  iterations: int = 5
-  alpha: float = 0.03
-  power_iters: int = 0
-  tol: float = 1e-4
-  damping: float = 1e-2
-  hvp: str = 'exact'
-  fd_eps: float = 1e-3
-  track_residual: bool = True
-  warm_start: bool = False
-  refresh: int = 1
-  track_stationarity: bool = True
-  unroll: bool = False
-
-  def __post_init__(self):
-    if self.name not in SOLVERS:
-      plugin_solve(self)  # a name that is no import path, or does not import, is named here
-    if self.hvp not in HVP_MODES:
-      raise ValueError(f'solver.hvp: unknown HVP mode {self.hvp!r}; choose one of {HVP_MODES}')
-    if isinstance(self.refresh, bool) or not isinstance(self.refresh, int) or self.refresh < 1:
-      raise ValueError(f'solver.refresh must be a positive integer, got {self.refresh!r}')
-    if self.refresh > 1 and (self.warm_start or self.name in ('none', 'unrolled')):
-      raise ValueError(f'solver.refresh: reusing the implicit term needs a solver that computes one and keeps no '
-                       f'other memory, not {self.name!r}{" with warm_start" if self.warm_start else ""}')
-    for field in ('iterations', 'power_iters'):
-      value = getattr(self, field)
-      if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f'solver.{field} must be a non-negative integer, got {value!r}')
-    if self.name == 'gcr' and self.hvp != 'exact':
-      raise ValueError("solver.hvp: 'gcr' fuses exact products (reverse-over-forward); use hvp='exact'")
-    if self.warm_start and self.name != 'gcr':
-      raise ValueError(f"solver.warm_start: only 'gcr' carries its solution between steps, not {self.name!r}")
-    if self.name in ('cg', 'minres', 'gcr') and self.iterations < 1:
-      raise ValueError(f'solver.iterations must be >= 1 for {self.name}, got {self.iterations}')
-    for field, positive in (('alpha', True), ('fd_eps', True), ('tol', False), ('damping', False)):
-      value = getattr(self, field)
-      if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
-        raise ValueError(f'solver.{field} must be a number, got {value!r}')
-      if value < 0 or (positive and value == 0):
-        raise ValueError(f'solver.{field} must be {"> 0" if positive else ">= 0"}, got {value}')
-
-  @classmethod
-  def from_config(cls, config: Mapping[str, Any]) -> 'Solver':
-    """Builds from an ``ml_collections.ConfigDict`` (or dict); unknown keys are an error naming the key."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(config.keys()) - known)
-    if unknown:
-      raise ValueError(f'solver: unknown field(s) {unknown}; valid fields are {sorted(known)}')
-    return cls(**dict(config.items()))
-
-
-# Set by the method's own ``implicit.unroll`` (one switch for its inner steps and its solver), not by the section.
-NOT_IN_CONFIG = ('unroll',)
-
-
-def default_config() -> ml_collections.ConfigDict:
-  """``implicit.solver``: every field of ``Solver`` (documented there) but ``NOT_IN_CONFIG``, at its default: one
-  set of defaults for the dataclass and the config."""
-  return ml_collections.ConfigDict({f.name: f.default for f in dataclasses.fields(Solver)
-                                    if f.name not in NOT_IN_CONFIG})
-
-
-def plugin_solve(solver: Solver) -> Callable:
-  """The solve function of a plug-in solver, ``solver.name`` being its import path (not one of ``SOLVERS``)."""
-  return plugins.solver(solver.name, SOLVERS)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Pytree arithmetic (kept local: four one-liners read better than a dependency on optax's private helpers)
-
-
-def _vdot(a: PyTree, b: PyTree) -> jax.Array:
-  return sum(jnp.vdot(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
-
-
-def _axpy(alpha, x: PyTree, y: PyTree) -> PyTree:
-  """alpha * x + y."""
-  return jax.tree.map(lambda xi, yi: alpha * xi + yi, x, y)
-
-
-def _scale(alpha, x: PyTree) -> PyTree:
-  return jax.tree.map(lambda xi: alpha * xi, x)
-
-
-def _norm(x: PyTree) -> jax.Array:
-  return jnp.sqrt(_vdot(x, x))
-
-
-def check_tangent(theta: PyTree, v: PyTree, what: str = 'v') -> None:
-  """Raises a ValueError naming ``what`` when ``v`` is not a tangent of ``theta`` (structure, shapes)."""
-  t_def, v_def = jax.tree.structure(theta), jax.tree.structure(v)
-  if t_def != v_def:
-    raise ValueError(f'{what}: pytree structure {v_def} does not match theta {t_def}')
-  for path_leaf, vl in zip(jax.tree_util.tree_leaves_with_path(theta), jax.tree.leaves(v)):
-    path, tl = path_leaf
-    if jnp.shape(tl) != jnp.shape(vl):
-      raise ValueError(f'{what}{jax.tree_util.keystr(path)}: shape {jnp.shape(vl)} does not match theta '
-                       f'shape {jnp.shape(tl)}')
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Second-order products
-
-
-def hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree) -> PyTree:
-  """``d_theta d_theta f(theta, phi, batch) v`` by forward-over-reverse: exact, about 2-3 gradients of cost."""
-  check_tangent(theta, v)
-  grad_theta = lambda t: jax.grad(f)(t, phi, batch)
-  return jax.jvp(grad_theta, (theta,), (v,))[1]
-
-
-def fd_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree, eps: float = 1e-3) -> PyTree:
-  """The paper's HVP: central difference of gradients along v, ``(g(theta + h v) - g(theta - h v)) / 2h``.
-
-  ``h = eps / ||v||`` so the perturbation has length eps whatever the scale of v. Error is O(h^2) times the
-  third derivative, and float32 round-off grows like ``1 / h``: prefer ``hvp``.
-  """
-  check_tangent(theta, v)
-  vnorm = _norm(v)
-  h = eps / jnp.maximum(vnorm, jnp.finfo(vnorm.dtype).tiny)
-  g = lambda t: jax.grad(f)(t, phi, batch)
-  plus, minus = g(_axpy(h, v, theta)), g(_axpy(-h, v, theta))
-  return jax.tree.map(lambda a, b: (a - b) / (2 * h), plus, minus)
-
-
-def mixed_vjp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, u: PyTree) -> PyTree:
-  """``[d_phi d_theta f]^T u``: the phi-gradient of ``<d_theta f(theta, phi), u>``, one VJP of the gradient."""
-  check_tangent(theta, u, 'u')
-  _, pullback = jax.vjp(lambda p: jax.grad(f)(theta, p, batch), phi)
-  return pullback(u)[0]
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Inverse-HVP solvers
-
-
-def while_loop(cond, body, init, maxiter: int, unroll: bool = False):
-  """``jax.lax.while_loop(cond, body, init)`` for a loop known to stop within ``maxiter`` iterations; with
-  ``unroll``, ``maxiter`` copies of ``body`` in straight-line code, each kept only while ``cond`` holds (the
-  same iterates as the loop, every iteration computed)."""
-  if not unroll:
-    return jax.lax.while_loop(cond, body, init)
-  state = init
-  for _ in range(maxiter):
-    active = cond(state)
-    state = jax.tree.map(lambda new, old: jnp.where(active, new, old), body(state), state)
-  return state
-
-
-def scan(step, init, length: int, unroll: bool = False):
-  """``jax.lax.scan(step, init, None, length)``, with ``unroll`` as straight-line code: XLA unrolls two trips and
-  more, but keeps a one-trip loop as a loop, with the slow convolution gradients loops have on CPU."""
-  if not unroll or length != 1:  # XLA does unroll two trips and more
-    return jax.lax.scan(step, init, None, length=length, unroll=bool(unroll))
-  carry, out = step(init, None)
-  return carry, jax.tree.map(lambda x: x[None], out)
-
-
-def _fori(lower, upper, body, init, unroll: bool = False):
-  """``jax.lax.fori_loop``; with ``unroll``, straight-line code (see ``scan``)."""
-  if not unroll or upper - lower != 1:
-    return jax.lax.fori_loop(lower, upper, body, init, unroll=bool(unroll) or None)
-  return body(lower, init)
-
-
-def _neumann(matvec, v, iterations, alpha, unroll=False):
-  # p_k = (I - alpha H)^k v;  u = alpha * sum_{k=0..K} p_k  (K HVPs, K + 1 terms).
-  def body(_, carry):
-    p, acc = carry
-    p = _axpy(-alpha, matvec(p), p)
-    return p, jax.tree.map(jnp.add, acc, p)
-
-  _, acc = _fori(0, iterations, body, (v, v), unroll)
-  return _scale(alpha, acc)
-
-
-def _cg(matvec, v, maxiter, tol, carried=None, unroll=False):
-  """Conjugate gradient from u = 0; stops on tolerance, max iterations or non-positive curvature.
-
-  With ``carried`` (a pytree of zeros), ``matvec(p)`` returns ``(A p, w(p))`` for a linear map w, and CG also
-  returns ``w(x)``, accumulated with the same steps as x: normal_cg gets ``H u`` for its residual this way from
-  the ``H p`` it computes anyway, instead of one more HVP at the end.
-  """
-  zero = jax.tree.map(jnp.zeros_like, v)
-  rs0 = _vdot(v, v)
-  stop_at = (tol ** 2) * rs0
-  apply = matvec if carried is not None else (lambda p: (matvec(p), ()))
-
-  def cond(state):
-    k, _, _, _, rs, broken, _ = state
-    return (k < maxiter) & (rs > stop_at) & ~broken
-
-  def body(state):
-    k, x, r, p, rs, _, wx = state
-    ap, wp = apply(p)
-    pap = _vdot(p, ap)
-    broken = ~(pap > 0)  # the operator is not positive definite along p: stop with the current iterate
-    step = jnp.where(broken, 0.0, rs / jnp.where(broken, 1.0, pap))
-    x = _axpy(step, p, x)
-    wx = _axpy(step, wp, wx)
-    r = _axpy(-step, ap, r)
-    rs_new = _vdot(r, r)
-    p = _axpy(rs_new / jnp.where(rs > 0, rs, 1.0), p, r)
-    return k + 1, x, r, p, jnp.where(broken, rs, rs_new), broken, wx
-
-  init = (jnp.zeros((), jnp.int32), zero, v, v, rs0, jnp.array(False), () if carried is None else carried)
-  k, x, _, _, rs, _, wx = while_loop(cond, body, init, maxiter, unroll)
-  out = (x, k, jnp.sqrt(rs / jnp.where(rs0 > 0, rs0, 1.0)))
-  return out if carried is None else out + (wx,)
-
-
-def _minres(matvec, v, maxiter, tol, unroll=False):
-  """MINRES (Paige & Saunders 1975) from u = 0 for a symmetric, possibly indefinite operator.
-
-  Lanczos builds an orthonormal basis of the Krylov space K_k(A, v) with a three-term recurrence; Givens
-  rotations keep the QR factorisation of its tridiagonal matrix, so that u_k minimises ``||A u - v||`` over
-  K_k(A, v) at one matvec and a few axpys per iteration. The residual norm comes out of the recurrence
-  (``phibar``), non-increasing in k. Same layout as scipy.sparse.linalg.minres without preconditioner.
-  Returns ``(u, iterations, ||A u - v|| / ||v||)``.
-  """
-  zero = jax.tree.map(jnp.zeros_like, v)
-  beta1 = _norm(v)
-  dtype = beta1.dtype
-  tiny = jnp.finfo(dtype).tiny
-  # Below round-off the Lanczos vectors are noise: stop there even with tol = 0.
-  stop_at = jnp.maximum(tol, jnp.finfo(dtype).eps) * beta1
-  f = lambda value: jnp.asarray(value, dtype)
-
-  def cond(state):
-    k, beta, phibar = state[0], state[7], state[10]
-    return (k < maxiter) & (phibar > stop_at) & (beta > tiny)
-
-  def body(state):
-    k, x, w, w2, r1, r2, y, beta, oldb, dbar, phibar, epsln, cs, sn = state
-    vk = _scale(1.0 / beta, y)                                      # Lanczos vector
-    y = matvec(vk)
-    y = _axpy(-jnp.where(k > 0, beta / jnp.where(oldb > 0, oldb, 1.0), 0.0), r1, y)
-    alfa = _vdot(vk, y)
-    y = _axpy(-alfa / beta, r2, y)
-    r1, r2, oldb = r2, y, beta
-    beta = _norm(y)
-    # Apply the previous rotation to the new column of the tridiagonal matrix, then make the next one.
-    oldeps = epsln
-    delta = cs * dbar + sn * alfa
-    gbar = sn * dbar - cs * alfa
-    epsln = sn * beta
-    dbar = -cs * beta
-    gamma = jnp.maximum(jnp.sqrt(gbar ** 2 + beta ** 2), tiny)
-    cs, sn = gbar / gamma, beta / gamma
-    phi, phibar = cs * phibar, sn * phibar
-    w1, w2 = w2, w
-    w = _scale(1.0 / gamma, _axpy(-delta, w2, _axpy(-oldeps, w1, vk)))
-    x = _axpy(phi, w, x)
-    return k + 1, x, w, w2, r1, r2, y, beta, oldb, dbar, phibar, epsln, cs, sn
-
-  init = (jnp.zeros((), jnp.int32), zero, zero, zero, v, v, v, beta1, f(0), f(0), beta1, f(0), f(-1), f(0))
-  state = while_loop(cond, body, init, maxiter, unroll)
-  k, x, phibar = state[0], state[1], state[10]
-  return x, k, phibar / jnp.where(beta1 > 0, beta1, 1.0)
-
-
-def _dense(product, v, damping=0.0):
-  """``(H + damping I)^{-1} v`` by a dense solve, and ``||H u - v|| / ||v||`` (undamped H)."""
-  flat_v, unravel = ravel_pytree(v)
-  # Columns H e_i by vmapped HVPs: forward-over-reverse, the same product the iterative solvers use.
-  basis = jnp.eye(flat_v.size, dtype=flat_v.dtype)
-  h = jax.vmap(lambda e: ravel_pytree(product(unravel(e)))[0])(basis).T
-  u = jnp.linalg.solve(h + damping * basis, flat_v)
-  residual = jnp.linalg.norm(h @ u - flat_v) / jnp.maximum(jnp.linalg.norm(flat_v), jnp.finfo(flat_v.dtype).tiny)
-  return unravel(u), residual
-
-
-def power_iteration(matvec, v: PyTree, iterations: int, unroll: bool = False) -> jax.Array:
-  """Largest |eigenvalue| of the operator, estimated by ``iterations`` matvecs started from v."""
-  def body(_, carry):
-    x, _ = carry
-    x = _scale(1.0 / jnp.maximum(_norm(x), 1e-30), x)
-    hx = matvec(x)
-    return hx, _norm(hx)
-
-  _, lam = _fori(0, iterations, body, (v, jnp.zeros((), _norm(v).dtype)), unroll)
-  return lam
-
-
-def _numeric(value) -> bool:
-  if isinstance(value, (bool, int, float)):
-    return True
-  dtype = getattr(value, 'dtype', None)
-  return dtype is not None and (jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.bool_))
-
-
-def plugin_count(name: str, info: Mapping) -> Any:
-  """The ``iterations`` a plug-in solver's ``info`` reports (NaN: none), once every value of ``info`` is checked to
-  be numeric. Checked as the step is traced: a string or an object would fail later inside JAX, naming no solver."""
-  for path, value in jax.tree_util.tree_leaves_with_path(info, is_leaf=lambda x: x is None):
-    if not _numeric(value):
-      raise ValueError(f'solver.name: {name!r} returned info{jax.tree_util.keystr(path)} = {value!r}, a '
-                       f"{type(value).__name__}, not a number (info's values are numbers or arrays of numbers; see "
-                       'implicit_jax/plugins.py)')
-  count = info.get('iterations', jnp.nan)
-  if jnp.size(count) != 1:
-    raise ValueError(f"solver.name: {name!r} returned info['iterations'] of shape {jnp.shape(count)}, not one number "
-                     '(the matvec calls it made)')
-  return jnp.reshape(count, ())
-
-
-def solve_inverse_hvp(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree,
-                      solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
-  """``u ~= (H + damping I)^{-1} v`` with ``H = d_theta d_theta f(theta, phi, batch)``.
-
-  Returns u and diagnostics (same keys for every solver, so they can be logged uniformly): ``residual``
-  (``||H u - v|| / ||v||`` on the undamped H whatever the solver solved, NaN when not tracked), ``alpha``
-  (Neumann/identity step used, 0 for
-  other solvers), ``iterations`` (HVPs spent in the solve, excluding the residual check) and ``grad_norm``
-  (``||d_theta f||`` at theta: how far theta is from the stationary point the solve assumes; with exact HVPs it
-  comes free with the linearisation).
-  """
-  check_tangent(theta, v)
-  if solver.hvp == 'exact':
-    # Linearise the gradient once: every HVP of the solve then costs one tangent pass (about one gradient)
-    # instead of re-running the primal forward and backward passes, as ``hvp`` does per call.
-    grad_theta, product = jax.linearize(lambda t: jax.grad(f)(t, phi, batch), theta)
-  else:
-    grad_theta = jax.grad(f)(theta, phi, batch)
-    product = lambda x: fd_hvp(f, theta, phi, batch, x, solver.fd_eps)
-  matvec = (lambda x: _axpy(solver.damping, x, product(x))) if solver.damping else product
-  if solver.name == 'normal_cg':
-    matvec = product  # the residual of interest is that of H u = v
-
-  dtype = _norm(v).dtype
-  nan = jnp.full((), jnp.nan, dtype)
-  # `residual`: ||H u - v|| / ||v|| on the undamped H when a solver has it for free, else None (computed below).
-  residual, alpha, iterations = None, jnp.zeros((), dtype), jnp.zeros((), dtype)
-  if solver.name in ('neumann', 'identity'):
-    alpha = jnp.asarray(solver.alpha, dtype)
-    if solver.power_iters:
-      lam = power_iteration(matvec, v, solver.power_iters, solver.unroll)
-      alpha = jnp.minimum(alpha, 1.0 / jnp.maximum(lam, 1e-12))
-    k = solver.iterations if solver.name == 'neumann' else 0
-    u = _neumann(matvec, v, k, alpha, solver.unroll)
-    iterations = jnp.asarray(k + solver.power_iters, dtype)
-  elif solver.name in ('cg', 'minres'):
-    if solver.name == 'cg':
-      u, k, solved = _cg(matvec, v, solver.iterations, solver.tol, unroll=solver.unroll)
-    else:
-      u, k, solved = _minres(matvec, v, solver.iterations, solver.tol, solver.unroll)
-    iterations = k.astype(dtype)
-    if not solver.damping:  # the system solved is H u = v itself: its recurrence residual is the one reported
-      residual = solved
-  elif solver.name == 'normal_cg':
-    # H is symmetric, so H^T H = H^2; damping regularises the normal equations rather than H.
-    def normal(x):
-      hx = product(x)
-      return _axpy(solver.damping, x, product(hx)), hx
-
-    u, k, _, hu = _cg(normal, product(v), solver.iterations, solver.tol, jax.tree.map(jnp.zeros_like, v),
-                      solver.unroll)
-    iterations = (2 * k + 1).astype(dtype)
-    if solver.track_residual:  # H u accumulated inside CG: the residual costs no HVP
-      residual = _norm(_axpy(-1.0, v, hu)) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
-  elif solver.name == 'dense':
-    u, residual = _dense(product, v, solver.damping)
-    iterations = jnp.asarray(ravel_pytree(v)[0].size, dtype)
-  elif solver.name == 'gcr':
-    raise ValueError("solver.name: 'gcr' returns the implicit term itself (implicit_gcr), not u alone")
-  elif solver.name == 'none':  # the implicit term is dropped.
-    u = jax.tree.map(jnp.zeros_like, v)
-    residual = jnp.ones((), dtype)
-  elif solver.name not in SOLVERS:  # a plug-in: (H + damping I) u = v by its own method
-    out = plugin_solve(solver)(matvec, v, solver)
-    if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Mapping)):
-      raise ValueError(f'solver.name: {solver.name!r} returned a {type(out).__name__}, not (u, info: dict)')
-    u, extra = out
-    check_tangent(theta, u, f'solver.name: the u of {solver.name!r}')
-    iterations = jnp.asarray(plugin_count(solver.name, extra), dtype)
-  else:
-    raise ValueError(f'solver.name: {solver.name!r} is not an inverse-HVP solver (see outer_solve)')
-
-  if residual is None:
-    if solver.track_residual:
-      r = _axpy(-1.0, v, product(u))
-      residual = _norm(r) / jnp.maximum(_norm(v), jnp.finfo(dtype).tiny)
-    else:
-      residual = nan
-  return u, {'residual': residual.astype(dtype), 'alpha': alpha, 'iterations': iterations,
-             'grad_norm': _norm(grad_theta).astype(dtype)}
-
-
-def fused_products(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, d: PyTree) -> tuple[PyTree, PyTree]:
-  """``(H d, [d_phi d_theta f]^T d)`` in one pass: the (theta, phi)-gradient of the directional derivative
-  ``<d_theta f, d> = d/de f(theta + e d, phi)``, reverse-over-forward. ``hvp`` and ``mixed_vjp`` give the same
-  two products by two passes that each re-run the network."""
-  check_tangent(theta, d)
-  directional = lambda t, p: jax.jvp(lambda s: f(s, p, batch), (t,), (d,))[1]
-  return tuple(jax.grad(directional, argnums=(0, 1))(theta, phi))
-
-
-def implicit_gcr(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree, solver: Solver,
-                 memory: PyTree | None = None) -> tuple[PyTree, PyTree, dict[str, jax.Array]]:
-  """The implicit term ``-[d_phi d_theta L_aux]^T u`` with ``u ~= (H + damping I)^{-1} v`` by generalised conjugate
-  residuals (Eisenstat, Elman & Schultz 1983), every product fused (``fused_products``).
-
-  Each iteration takes the current residual r as a new direction p, gets ``A p`` (``A = H + damping I``) and
-  ``C^T p`` (``C = d_phi d_theta L_aux``) from one pass, orthogonalises ``A p`` against the earlier ones and
-  moves u to the minimiser of ``||A u - v||`` over all directions so far. Started from u = 0 this is MINRES's
-  iterate (the directions span the Krylov space K_k(A, v)), so H may be indefinite; unlike MINRES it keeps every
-  direction, and ``C^T u`` is accumulated with u from the products already made: no separate mixed VJP.
-
-  ``memory`` (``solver.warm_start``): a previous solution, made the first direction (one more pass), so that the
-  Krylov space grows from the residual it leaves. Returns ``(implicit, u, info)``; ``info`` as
-  ``solve_inverse_hvp``'s (``residual`` on the undamped H; ``iterations`` counts passes) but for ``grad_norm``,
-  which ``solver.track_stationarity`` pays one gradient for.
-  """
-  check_tangent(theta, v)
-  dtype = _norm(v).dtype
-  tiny = jnp.finfo(dtype).tiny
-  zero_t = jax.tree.map(jnp.zeros_like, v)
-  zero_p = jax.tree.map(jnp.zeros_like, phi)
-  basis = []                     # (p, q = A p / ||A p||, H p, C^T p), each scaled by the same 1 / ||A p||
-  x, hx, cx, r = zero_t, zero_t, zero_p, v
-
-  def add(p):
-    nonlocal x, hx, cx, r
-    hp, cp = fused_products(l_aux, theta, phi, batch, p)
-    ap = _axpy(solver.damping, p, hp) if solver.damping else hp
-    for p_i, q_i, hp_i, cp_i in basis:  # modified Gram-Schmidt on the images A p
-      beta = _vdot(ap, q_i)
-      ap, p, hp, cp = (_axpy(-beta, q_i, ap), _axpy(-beta, p_i, p), _axpy(-beta, hp_i, hp),
-                       _axpy(-beta, cp_i, cp))
-    norm = _norm(ap)
-    # A direction whose image vanishes (a zero memory at the first step, or a solved system) adds nothing.
-    scale = jnp.where(norm > jnp.finfo(dtype).eps * _norm(v), 1.0 / jnp.maximum(norm, tiny), 0.0)
-    p, q, hp, cp = _scale(scale, p), _scale(scale, ap), _scale(scale, hp), _scale(scale, cp)
-    alpha = _vdot(r, q)
-    x, hx, cx, r = _axpy(alpha, p, x), _axpy(alpha, hp, hx), _axpy(alpha, cp, cx), _axpy(-alpha, q, r)
-    basis.append((p, q, hp, cp))
-
-  if memory is not None:
-    check_tangent(theta, memory, 'memory')
-    add(memory)
-  for _ in range(solver.iterations):
-    add(r)
-  vnorm = jnp.maximum(_norm(v), tiny)
-  residual = _norm(_axpy(-1.0, v, hx)) / vnorm if solver.damping else _norm(r) / vnorm
-  if solver.track_stationarity:
-    grad_norm = _norm(jax.grad(l_aux)(theta, phi, batch)).astype(dtype)
-  else:
-    grad_norm = jnp.full((), jnp.nan, dtype)
-  info = {'residual': residual.astype(dtype), 'alpha': jnp.zeros((), dtype),
-          'iterations': jnp.asarray(len(basis), dtype), 'grad_norm': grad_norm}
-  return _scale(-1.0, cx), x, info
 
 
 def implicit_vjp(l_aux: Loss, theta: PyTree, phi: PyTree, batch: PyTree, g_theta: PyTree, solver: Solver,
-                 memory: PyTree | None = None) -> tuple[PyTree, dict[str, jax.Array]]:
-  """The implicit term ``-[d_phi d_theta L_aux]^T H^{-1} g_theta`` (a phi-shaped pytree) and diagnostics; with
-  ``solver.warm_start``, ``memory`` is the previous solution and the diagnostics hold this one as ``memory``."""
-  if solver.name == 'gcr':
-    implicit, u, info = implicit_gcr(l_aux, theta, phi, batch, g_theta, solver, memory)
-    return implicit, (dict(info, memory=u) if solver.warm_start else info)
-  if solver.name == 'none':  # nothing to solve: only the stationarity diagnostic needs a pass
-    dtype = _norm(g_theta).dtype
-    z = jnp.zeros((), dtype)
-    return jax.tree.map(jnp.zeros_like, phi), {'residual': jnp.ones((), dtype), 'alpha': z, 'iterations': z,
-                                               'grad_norm': _norm(jax.grad(l_aux)(theta, phi, batch)).astype(dtype)}
-  u, info = solve_inverse_hvp(l_aux, theta, phi, batch, g_theta, solver)
-  return _scale(-1.0, mixed_vjp(l_aux, theta, phi, batch, u)), info
+                 memory: PyTree | None = None) -> tuple[PyTree, dict[str, jax.Array], PyTree]:
+  """``(implicit, diagnostics, u)``: the implicit term ``-[d_phi d_theta L_aux]^T u`` (a phi-shaped pytree), ``u ~=
+  H^{-1} g_theta``; ``memory`` (``solver.warm_start``) is the previous step's u."""
+  _, u, info, implicit = solvers.call(l_aux, theta, phi, batch, g_theta, solver, memory)
+  if implicit is None:  # the solver gave u alone: the term is one mixed VJP of it
+    implicit = scale(-1.0, mixed_vjp(l_aux, theta, phi, batch, u))
+  return implicit, info, u
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -595,7 +84,7 @@ def _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch, unr
     theta, state = carry
     loss, grad = jax.value_and_grad(l_aux)(theta, phi, batch)
     updates, state = optimizer.update(grad, state, theta)
-    return (optax.apply_updates(theta, updates), state), (loss, _norm(grad))
+    return (optax.apply_updates(theta, updates), state), (loss, norm(grad))
 
   (theta, state), (losses, norms) = scan(step, (theta0, opt_state0), num_steps, unroll)
   return theta, state, losses, norms
@@ -605,14 +94,14 @@ def hypergradient(l_prim: Loss, l_aux: Loss, theta_star: PyTree, phi: PyTree, ba
                   solver: Solver) -> tuple[PyTree, dict[str, jax.Array]]:
   """Total derivative of ``L_prim(theta*(phi), phi)`` at a given stationary point ``theta*`` of L_aux."""
   g_theta, g_phi = jax.grad(l_prim, argnums=(0, 1))(theta_star, phi, batch)
-  implicit, info = implicit_vjp(l_aux, theta_star, phi, batch, g_theta, solver)
+  implicit, info, _ = implicit_vjp(l_aux, theta_star, phi, batch, g_theta, solver)
   return jax.tree.map(jnp.add, g_phi, implicit), _diagnostics(g_phi, implicit, info)
 
 
 def _diagnostics(explicit, implicit, info):
   """Norms of the two terms of the hypergradient and the cosine between them (0 when either is zero)."""
-  e, i = _norm(explicit), _norm(implicit)
-  cosine = _vdot(explicit, implicit) / jnp.maximum(e * i, jnp.finfo(e.dtype).tiny)
+  e, i = norm(explicit), norm(implicit)
+  cosine = vdot(explicit, implicit) / jnp.maximum(e * i, jnp.finfo(e.dtype).tiny)
   return dict(info, explicit_norm=e, implicit_norm=i, cosine=cosine)
 
 
@@ -656,18 +145,21 @@ class ImplicitSolve:
       theta, phi, batch, memory = residuals
       g_theta = cotangents[0]
       if solver.refresh == 1:
-        implicit, info = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver, memory)
+        implicit, info, u = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver, memory)
+        new_memory = u if solver.warm_start else None
       else:  # a new term on every refresh-th step (only that branch runs), the carried one in between
         def reuse():
           z = jnp.zeros_like(memory['residual'])
           return memory['implicit'], {'residual': memory['residual'], 'alpha': z, 'iterations': z,
                                       'grad_norm': memory['grad_norm']}
         fresh = lambda: jax.tree.map(lambda a, b: a.astype(b.dtype),
-                                     implicit_vjp(l_aux, theta, phi, batch, g_theta, solver), reuse())
+                                     implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)[:2], reuse())
         implicit, info = jax.lax.cond(jnp.mod(memory['count'], solver.refresh) == 0, fresh, reuse)
-        info = dict(info, memory={'count': memory['count'] + 1, 'implicit': implicit,
-                                  'residual': info['residual'], 'grad_norm': info['grad_norm']})
+        new_memory = {'count': memory['count'] + 1, 'implicit': implicit, 'residual': info['residual'],
+                      'grad_norm': info['grad_norm']}
       probe_bar = dict(info, implicit=implicit)
+      if new_memory is not None:
+        probe_bar['memory'] = new_memory
       return implicit, None, None, None, probe_bar, None
 
     solve.defvjp(fwd, bwd)
@@ -699,23 +191,29 @@ class ImplicitSolve:
     theta, state, (losses, _) = self._solve(phi, theta0, opt_state0, batch, self._probe(phi, memory), memory)
     return theta, state, losses
 
-  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory=None):
-    """``(L_prim, (theta_T, opt_state_T, inner_losses)), dL_prim/dphi, diagnostics`` in one pass.
+  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
+    """``(L_prim, (theta_T, opt_state_T, inner_losses)), dL_prim/dphi, diagnostics`` in one pass, from the first
+    step's memory (``init_memory``); ``step`` carries it between steps.
 
     diagnostics: ``residual``, ``alpha``, ``iterations`` of the solver, ``explicit_norm`` (``||d_phi L_prim||``),
     ``implicit_norm`` (norm of the implicit term), ``cosine`` (between the two terms), ``grad_norm``
     (``||d_theta L_aux||`` at theta_T) and ``stationarity``, that norm over the one at the warm start: the IFT
-    premise is ``stationarity`` near 0; near 1 the inner steps barely approached a stationary point. With
-    ``solver.warm_start`` or ``solver.refresh > 1``, ``memory`` is what the previous call carried (None: the
-    first step's, ``init_memory``) and diagnostics also hold ``memory``, this call's, to pass to the next one (a
-    pytree: pop it before logging).
+    premise is ``stationarity`` near 0; near 1 the inner steps barely approached a stationary point.
     """
+    return self.step(l_prim, phi, theta0, opt_state0, batch, None)[:3]
+
+  def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory):
+    """``value_and_grad``'s outputs and the memory for the next step: with ``solver.warm_start`` or
+    ``solver.refresh > 1``, ``memory`` is what the previous step returned (None: the first step's,
+    ``init_memory``), and the fourth output is this step's; else None."""
     memory = self._memory(theta0, phi, memory)
 
     def outer(phi, probe):
       theta, state, (losses, norms) = self._solve(phi, theta0, opt_state0, batch, probe, memory)
       return l_prim(theta, phi, batch), (theta, state, losses, norms)
 
+    # The backward pass hands the implicit term, the diagnostics and the solver's new memory out as the
+    # cotangent of the probe (see __init__): the only way out of a custom VJP's backward pass.
     (loss, (theta, state, losses, norms)), (grad, probe_bar) = jax.value_and_grad(
         outer, argnums=(0, 1), has_aux=True)(phi, self._probe(phi, memory))
     implicit = probe_bar.pop('implicit')
@@ -724,9 +222,7 @@ class ImplicitSolve:
     diagnostics = _diagnostics(explicit, implicit, probe_bar)
     if self.num_steps:
       diagnostics['stationarity'] = diagnostics['grad_norm'] / jnp.maximum(norms[0], jnp.finfo(norms.dtype).tiny)
-    if new_memory is not None:
-      diagnostics['memory'] = new_memory
-    return (loss, (theta, state, losses)), grad, diagnostics
+    return (loss, (theta, state, losses)), grad, diagnostics, new_memory
 
 
 class UnrolledSolve:
@@ -750,9 +246,13 @@ class UnrolledSolve:
     del theta, phi
     return None
 
-  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory=None):
-    """As ``ImplicitSolve.value_and_grad``; ``residual`` is 0 (nothing is solved) and ``iterations`` 0."""
+  def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory):
+    """``value_and_grad`` and no memory (None), as ``ImplicitSolve.step``."""
     del memory
+    return self.value_and_grad(l_prim, phi, theta0, opt_state0, batch) + (None,)
+
+  def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
+    """As ``ImplicitSolve.value_and_grad``; ``residual`` is 0 (nothing is solved) and ``iterations`` 0."""
     def outer(phi):
       theta, state, losses, norms = _inner_scan(self.l_aux, self.optimizer, self.num_steps, phi, theta0,
                                                 opt_state0, batch, self.unroll)
@@ -761,7 +261,7 @@ class UnrolledSolve:
     (loss, (theta, state, losses, norms)), grad = jax.value_and_grad(outer, has_aux=True)(phi)
     explicit = jax.grad(l_prim, argnums=1)(theta, phi, batch)
     through_theta = jax.tree.map(jnp.subtract, grad, explicit)
-    grad_norm = _norm(jax.grad(self.l_aux)(theta, phi, batch))
+    grad_norm = norm(jax.grad(self.l_aux)(theta, phi, batch))
     z = jnp.zeros((), grad_norm.dtype)
     diagnostics = _diagnostics(explicit, through_theta,
                                {'residual': z, 'alpha': z, 'iterations': z, 'grad_norm': grad_norm})

@@ -85,16 +85,26 @@ State, init_params, make_optimizer``; they live in ``implicit_jax/methods/__init
 * ``batch_score(task)``: ``score(y_bar, batch)``, the task score against the gold (DVN's target).
 
 **Solver** (``implicit.solver.name``): a callable, or a module whose ``solve`` is one,
-``solve(matvec, v, solver) -> (u, info)``:
+``solve(matvec, v, solver) -> (u, info)``: the contract every built-in solver meets too
+(``implicit_jax.solvers.BUILT_IN``, one table; the backward pass of ``bilevel.ImplicitSolve`` calls a solver only
+through ``solvers.call``):
 
 * ``matvec(x)``: ``(H + damping I) x`` for a pytree x shaped as the inference network's parameters theta, H the
-  Hessian of ``L_aux`` in theta (exact or finite-difference products, as ``solver.hvp`` says);
+  Hessian of ``L_aux`` in theta (exact or finite-difference products, as ``solver.hvp`` says). It is an
+  ``implicit_jax.hessian.Operator``, which also gives ``matvec.hessian(x)`` (``H x``, undamped),
+  ``matvec.fused(d)`` (``(H d, C^T d)`` in one pass, ``C = d_phi d_theta L_aux``), ``matvec.gradient()``
+  (``d_theta L_aux``), the point ``matvec.theta``, ``matvec.phi`` and ``matvec.memory`` (the previous step's u
+  with ``solver.warm_start``);
 * ``v``: the right-hand side, shaped as theta; ``solver``: the validated ``bilevel.Solver`` settings
   (``iterations``, ``tol``, ``alpha``, ``damping``, ``unroll``, ...), which it may read or ignore;
 * ``u ~= (H + damping I)^{-1} v``, shaped as v; ``info``, a dict, may hold ``iterations``, the number of
   ``matvec`` calls (logged; NaN when not given). The engine adds the rest: the residual ``||H u - v|| / ||v||``
   on the undamped H (one more product, with ``solver.track_residual``) and the implicit term
-  ``-[d_phi d_theta L_aux]^T u``.
+  ``-[d_phi d_theta L_aux]^T u``. A solver that has either already gives it in ``info`` as ``residual`` or
+  ``implicit`` (a pytree shaped as phi: then no mixed VJP is made), and may give ``alpha`` and ``grad_norm``
+  (``||d_theta L_aux||``), logged as they are;
+* optionally ``solve.linearize = False``: it calls ``matvec.fused`` (or no product) only, so the engine does not
+  linearise the gradient for ``matvec`` beforehand (``gcr``, ``none``).
 
 It runs inside ``jax.jit`` (in the backward pass of ``bilevel.ImplicitSolve``): JAX operations only, no Python
 branches on array values. ``warm_start`` belongs to ``gcr``; ``refresh`` works with any solver.

@@ -155,6 +155,50 @@ def test_spen_custom_vjp_agrees_with_hypergradient_for_every_solver(spen_implici
     np.testing.assert_allclose(loss, at_star, rtol=1e-6)
 
 
+# A plain CG written from implicit_jax/plugins.py's solver contract alone, as a user's module would be.
+PLAIN_CG = '''
+import jax, jax.numpy as jnp
+
+def solve(matvec, v, solver):
+  dot = lambda a, b: sum(jnp.vdot(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+  axpy = lambda a, x, y: jax.tree.map(lambda xi, yi: a * xi + yi, x, y)
+  rs0 = dot(v, v)
+
+  def body(carry):
+    k, x, r, p, rs = carry
+    ap = matvec(p)
+    step = rs / dot(p, ap)
+    x, r = axpy(step, p, x), axpy(-step, ap, r)
+    rs_new = dot(r, r)
+    return k + 1, x, r, axpy(rs_new / rs, p, r), rs_new
+
+  cond = lambda carry: (carry[0] < solver.iterations) & (carry[4] > solver.tol ** 2 * rs0)
+  k, x, _, _, _ = jax.lax.while_loop(cond, body, (0, jax.tree.map(jnp.zeros_like, v), v, v, rs0))
+  return x, {'iterations': k}
+'''
+
+
+def test_a_plugin_solver_and_the_built_in_cg_give_the_same_gradient(x64, tmp_path, monkeypatch):
+  """One solver contract: a CG plug-in and the built-in ``cg``, through the custom VJP training uses, give the same
+  hypergradient, and both that of a dense solve of the Hessian (``np.linalg.solve``, no library solver)."""
+  (tmp_path / 'plain_cg.py').write_text(PLAIN_CG)
+  monkeypatch.syspath_prepend(str(tmp_path))
+  l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
+  flat_phi, unravel_phi = ravel_pytree(phi)
+  g_theta, g_phi = jax.grad(l_prim, argnums=(0, 1))(theta_star, phi, batch)
+  cross = jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta_star, unravel_phi(p), batch))[0])(flat_phi)
+  h = np.asarray(dense_hessian(l_aux, theta_star, phi, batch))
+  dense = ravel_pytree(g_phi)[0] - cross.T @ np.linalg.solve(h, ravel_pytree(g_theta)[0])
+  opt = optax.sgd(1e-3)
+  grads = {}
+  for name in ('cg', 'plain_cg'):
+    inner = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver(name, iterations=200, tol=1e-13, damping=0.0))
+    _, grad, diag = jax.jit(lambda p: inner.value_and_grad(l_prim, p, theta_star, opt.init(theta_star), batch))(phi)
+    grads[name] = ravel_pytree(grad)[0]
+    assert rel_err(grads[name], dense) < 1e-7 and diag['residual'] < 1e-7, name
+  assert rel_err(grads["plain_cg"], grads["cg"]) < 1e-10
+
+
 def test_stationarity_and_cosine_diagnostics_match_their_definitions(x64):
   """From a warm start away from theta*, a few inner steps: ``stationarity`` is ||grad L_aux(theta_T)|| over
   ||grad L_aux(theta_0)||, ``grad_norm`` the former, ``cosine`` the cosine of the explicit and implicit terms; all
@@ -396,6 +440,7 @@ def test_bad_inner_steps():
     ('minres', 30, 1e-4),
     ('minres', 4, 0.0),
     ('neumann', 6, 0.0),
+    ('gcr', 6, 0.0),
 ])
 def test_unrolled_solvers_give_the_loops_iterates(x64, name, iterations, tol):
   """``Solver.unroll`` writes the iterations as straight-line code; the result, the iteration count at which the

@@ -125,12 +125,13 @@ def test_every_implicit_route_logs_the_same_diagnostics():
     assert (metrics['implicit_norm'] == 0) == (name == 'none'), name
     assert (metrics['residual'] == 0) == (name == 'unrolled'), name
     # The warm route carries its last solution in the state, the refreshed one its term; the others nothing.
-    assert ('solver' in state.opt_state) == (name in ('gcr-warm', 'gcr-refresh')), name
+    assert (state.memory is not None) == (name in ('gcr-warm', 'gcr-refresh')), name
+    assert set(state.opt_state) == {'theta', 'phi'} and 'memory' not in metrics, name
     if name == 'gcr-refresh':
-      assert float(state.opt_state['solver']['count']) == 3
+      assert float(state.memory['count']) == 3
     if name == 'gcr-warm':
-      chex.assert_trees_all_equal_shapes(state.opt_state['solver'], state.params['theta'])
-      assert any(np.any(leaf != 0) for leaf in jax.tree.leaves(state.opt_state['solver']))
+      chex.assert_trees_all_equal_shapes(state.memory, state.params['theta'])
+      assert any(np.any(leaf != 0) for leaf in jax.tree.leaves(state.memory))
 
 
 @pytest.mark.e2e

@@ -157,12 +157,12 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     if not pending:
       return
     try:
-      t_log, means = _log(pending, step, total_steps, epoch, config, t_log, loop['history'], select)
+      t_log, means = _log(pending, step, total_steps, epoch, config, t_log, loop['history'], select, method)
     except FloatingPointError as e:
       last = ckpt.latest_step()
       raise FloatingPointError(f'{e}; training stopped, last good checkpoint: '
                                f'{f"step {last} in {ckpt.directory}" if last is not None else "none saved yet"}'
-                               f'{_solver_cause(pending, step, config)}') from None
+                               f'{_solver_cause(pending, step, config, method.optional)}') from None
     loop['train_log'][str(step)] = means
     writer.write_scalars(step, {f'train/{k}': v for k, v in means.items()})
     pending = []
@@ -251,22 +251,19 @@ def _set_aside_earlier_result(workdir: str, total_steps: int) -> None:
         f'{total_steps}', flush=True)
 
 
-# Step metrics that are NaN by design: the residual when it is not tracked, the count of a plug-in solver that
-# reports none (implicit_jax/plugins.py).
-NOT_GIVEN = ('residual', 'iterations')
 # What the implicit term makes (bilevel's diagnostics; the explicit term is read as the gradient less it): non-finite
 # while the losses are finite, it comes from the inverse-HVP solver's u.
 FROM_SOLVER = ('implicit_norm', 'cosine', 'explicit_norm')
 
 
-def _solver_cause(pending, step, config) -> str:
+def _solver_cause(pending, step, config, optional) -> str:
   """The inverse-HVP solver named, when the first step of ``pending`` (the steps up to ``step``) with a non-finite
-  metric has only the implicit term's non-finite; '' otherwise."""
+  metric (``optional`` ones, NaN by design, aside) has only the implicit term's non-finite; '' otherwise."""
   if registry.plugins().section_of(config.method) != 'implicit':
     return ''
   first = step - len(pending) + 1
   for i, metrics in enumerate(jax.device_get(pending)):
-    bad = {k for k, v in metrics.items() if k not in NOT_GIVEN and not np.all(np.isfinite(v))}
+    bad = {k for k, v in metrics.items() if k not in optional and not np.all(np.isfinite(v))}
     if bad:
       break
   else:
@@ -280,17 +277,16 @@ def _solver_cause(pending, step, config) -> str:
           f'{first + i} while the losses were finite: {fix}')
 
 
-def _log(pending, step, total_steps, epoch, config, t_log, history, select):
-  """Reads the pending device metrics (the only host sync), checks them, prints one progress line."""
+def _log(pending, step, total_steps, epoch, config, t_log, history, select, method):
+  """Reads the pending device metrics (the only host sync), checks them (what ``method`` declares: its ``optional``
+  metrics may be NaN, its ``limits`` bound others), prints one progress line."""
   means = {k: float(v) for k, v in jax.device_get(jax.tree.map(lambda *xs: jnp.mean(jnp.stack(xs)),
                                                                  *pending)).items()}
   for name, value in means.items():
-    if not np.isfinite(value) and name not in NOT_GIVEN:
+    if not np.isfinite(value) and name not in method.optional:
       raise FloatingPointError(f'non-finite {name} ({value}) in the {len(pending)} steps up to step {step}')
-  limits = config.divergence
-  for name, value in means.items():
-    field = 'max_residual' if name == 'residual' else 'max_loss' if name.startswith('loss') else None
-    limit = limits[field] if field else 0
+  for name, field in method.divergence_limits(means).items():
+    limit, value = config.divergence[field], means[name]
     if limit and abs(value) > limit:
       raise FloatingPointError(f'{name} diverged: {value:.3g} (mean of the {len(pending)} steps up to step {step}) '
                                f'exceeds config.divergence.{field}={limit:g}')

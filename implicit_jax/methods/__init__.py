@@ -15,7 +15,7 @@ Each family reads its own config section (``SECTION_MODULES``), defined with its
 """
 
 import importlib
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 import flax
 import jax
@@ -57,13 +57,28 @@ class State:
   step: jax.Array
   params: dict            # named parameter sets, e.g. {'theta': inference net, 'phi': energy}
   opt_state: dict         # one optimiser state per trained set (and any constant a method fixes at init)
+  memory: Any = None      # what a method carries from one step to the next besides those: the implicit method's
+                          # solver memory (bilevel.ImplicitSolve.init_memory); None for the others
 
 
 class Method(NamedTuple):
+  """A method's functions and what the training loop is to check of its step's metrics.
+
+  ``limits``: metric name -> the ``config.divergence`` field that bounds its mean's magnitude (the run stops past
+  it); None (the default): every metric named ``loss*`` against ``max_loss``. ``optional``: metrics that are NaN
+  by design when not computed (not a fault)."""
   init: Callable[[jax.Array], State]
   train_step: Callable[[State, dict, jax.Array], tuple[State, dict]]
   predict: Callable[[dict, dict], jax.Array]
   modules: dict = {}      # the Flax modules behind params, by role ('infnet', 'energy'): for analysis tools
+  limits: dict | None = None
+  optional: tuple = ()
+
+  def divergence_limits(self, metrics: Iterable[str]) -> dict:
+    """``{metric: config.divergence field}`` for the metrics of this method's step (``limits``)."""
+    if self.limits is not None:
+      return {name: self.limits[name] for name in metrics if name in self.limits}
+    return {name: 'max_loss' for name in metrics if name.startswith('loss')}
 
 
 # A module whose name ends so holds fixed parameters (pretrained word vectors kept as they are: the tagging task's

@@ -258,30 +258,27 @@ def build(task, config) -> Method:
   except ValueError as e:
     raise ValueError(f'implicit.{e}') from None
   inner = bilevel.outer_solve(l_aux, inner_opt, cfg.inner_steps, solver)
-  value_and_grad = named_field(inner.value_and_grad)
+  outer_step = named_field(inner.step)
   space = task.space
 
   def init(rng):
     params = init_params(task, rng, {'theta': infnet, 'phi': energy})
     opt_state = {'theta': inner_opt.init(params['theta']), 'phi': outer_opt.init(params['phi'])}
+    # What the solver carries between steps (bilevel.ImplicitSolve.init_memory), or None.
     memory = inner.init_memory(params['theta'], params['phi'])
-    if memory is not None:  # what the solver carries between steps (bilevel.ImplicitSolve.init_memory)
-      opt_state['solver'] = memory
-    return State(step=jnp.zeros((), jnp.int32), params=params, opt_state=opt_state)
+    return State(step=jnp.zeros((), jnp.int32), params=params, opt_state=opt_state, memory=memory)
 
   def train_step(state, batch, rng):
     p, s = state.params, state.opt_state
     batch = step_batch(batch, rng, space, cfg.negatives)
     batch, theta_state0, extra = start(p['theta'], s['theta'], p['phi'], batch)
-    (loss, (theta, theta_state, aux_losses)), grad, diag = value_and_grad(
-        l_prim, p['phi'], p['theta'], theta_state0, batch, s.get('solver'))
+    (loss, (theta, theta_state, aux_losses)), grad, diag, memory = outer_step(
+        l_prim, p['phi'], p['theta'], theta_state0, batch, state.memory)
     updates, phi_state = outer_opt.update(grad, s['phi'], p['phi'])
     phi = optax.apply_updates(p['phi'], updates)
-    opt_state = {'theta': theta_state, 'phi': phi_state}
-    if 'memory' in diag:
-      opt_state['solver'] = diag.pop('memory')
     metrics = dict(diag, loss_prim=loss, loss_aux=aux_losses[-1], **extra)
-    return State(step=state.step + 1, params={'theta': theta, 'phi': phi}, opt_state=opt_state), metrics
+    return State(step=state.step + 1, params={'theta': theta, 'phi': phi},
+                 opt_state={'theta': theta_state, 'phi': phi_state}, memory=memory), metrics
 
   refine = None
   if cfg.refine.steps:
@@ -293,4 +290,11 @@ def build(task, config) -> Method:
     # Remark 3: A_theta(x) refined by gradient descent on the learned energy.
     return refine(params['phi'], batch, y) if refine else y
 
-  return Method(init, train_step, predict, {'infnet': infnet, 'energy': energy})
+  return Method(init, train_step, predict, {'infnet': infnet, 'energy': energy}, limits=LIMITS, optional=OPTIONAL)
+
+
+# What training checks of the step's metrics (methods.Method): the two losses and the solver's residual each
+# against their config.divergence bound; the residual when not tracked and a plug-in solver's uncounted
+# iterations are NaN by design.
+LIMITS = {'loss_prim': 'max_loss', 'loss_aux': 'max_loss', 'residual': 'max_residual'}
+OPTIONAL = ('residual', 'iterations')
