@@ -270,3 +270,27 @@ def test_a_workdir_written_before_the_engine_resumes_and_loads(tmp_path):
                          for step, m in result['train_log'].items()} if 'train_log' in old else result.get('train_log')
   assert_same_run(without_new_scores({k: result[k] for k in old}), old)
   assert 'solver' in json.loads((workdir / 'config.json').read_text())['implicit']  # rewritten in the new format
+
+
+@pytest.mark.parametrize('solver', ['warm', 'refresh'])
+def test_a_checkpoint_with_the_solver_memory_in_opt_state_resumes_with_it_as_state_memory(tmp_path, solver):
+  """Runs checkpointed before solver memory was State.memory kept the same arrays in opt_state['solver']: such a
+  checkpoint is read in its layout and the memory moved to its field, not refused as another model."""
+  config = load_config('tiny')
+  config.implicit.solver.name = 'gcr'
+  config.implicit.solver.warm_start = solver == 'warm'
+  config.implicit.solver.refresh = 2 if solver == 'refresh' else 1
+  method = methods.build(tasks.get_task(config), config)
+  state = method.init(jax.random.key(0))
+  assert state.memory is not None and 'solver' not in state.opt_state
+  memory = jax.tree.map(lambda a: a + 0.5, state.memory)   # as a few steps would leave it: not the initial zeros
+  old = state.replace(step=state.step + 3, opt_state={**state.opt_state, 'solver': memory}, memory=None)
+  ckpt = checkpoints.Checkpointer(str(tmp_path))
+  try:
+    ckpt.save(old, {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0})
+    restored, _ = ckpt.restore(jax.eval_shape(method.init, jax.random.key(0)))
+  finally:
+    ckpt.close()
+  assert int(restored.step) == 3 and 'solver' not in restored.opt_state
+  chex.assert_trees_all_equal(restored.memory, memory)
+  chex.assert_trees_all_equal(restored.params, state.params)

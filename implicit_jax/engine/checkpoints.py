@@ -192,6 +192,31 @@ def _other_shapes(where: str, abstract) -> str | None:
   return None
 
 
+def _as_saved(abstract_state, where: str):
+  """``abstract_state`` in the layout of the training state saved in ``where``: a state saved before solver memory
+  was a field of its own (``State.memory``) kept it in ``opt_state['solver']`` (the same arrays); such a checkpoint
+  is read in that layout, and ``_as_today`` moves it back, so that those runs resume."""
+  memory = getattr(abstract_state, 'memory', None)
+  if memory is None or not isinstance(abstract_state.opt_state, dict) or 'solver' in abstract_state.opt_state:
+    return abstract_state
+  try:
+    with _orbax_quiet():
+      saved = _path_names(getattr(ocp.PyTreeCheckpointHandler().metadata(epath.Path(where)), 'tree', None) or {})
+  except Exception:  # pylint: disable=broad-except  # unreadable metadata: the restore reports it
+    return abstract_state
+  if any(name.startswith('memory') for name in saved) or not any(n.startswith('opt_state.solver') for n in saved):
+    return abstract_state
+  return abstract_state.replace(opt_state={**abstract_state.opt_state, 'solver': memory}, memory=None)
+
+
+def _as_today(state, abstract_state):
+  """``state`` read in ``_as_saved``'s layout, in today's (``abstract_state``'s)."""
+  if getattr(abstract_state, 'memory', None) is None or getattr(state, 'memory', None) is not None:
+    return state
+  opt_state = dict(state.opt_state)
+  return state.replace(opt_state=opt_state, memory=opt_state.pop('solver'))
+
+
 def _first_line(error: Exception) -> str:
   text = str(error).strip().splitlines()
   return f'{type(error).__name__}: {text[0][:200] if text else ""}'
@@ -299,13 +324,14 @@ class Checkpointer:
     moved to ``workdir/corrupt/``, and the one before it is used: the run repeats the steps in between, with the
     same result."""
     for step in sorted(self._latest.all_steps(), reverse=True):
-      self._refuse_other_shapes(self._latest, step, abstract_state, 'training state')
+      abstract = _as_saved(abstract_state, os.path.join(str(self._latest.directory), str(step), 'state'))
+      self._refuse_other_shapes(self._latest, step, abstract, 'training state')
       try:
         with _orbax_quiet():  # a damaged checkpoint is reported below, in one line
           out = self._latest.restore(step, args=ocp.args.Composite(
-              state=ocp.args.StandardRestore(abstract_state), loop=ocp.args.JsonRestore()))
+              state=ocp.args.StandardRestore(abstract), loop=ocp.args.JsonRestore()))
         _check_loop(out.loop, step)
-        return out.state, out.loop
+        return _as_today(out.state, abstract_state), out.loop
       except Exception as e:  # pylint: disable=broad-except  # any failure to read it means the same
         self._set_aside(self._latest, step, e)
     if self._latest.all_steps():
