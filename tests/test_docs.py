@@ -94,3 +94,28 @@ def test_wrap_leaves_markdown_rendering_as_it_was():
   item = lines[lines.index('- word word word word word'):]
   assert all(line.startswith('  ') for line in item[1:item.index('')])  # continuation lines under the item's text
   assert records.wrap(wrapped, width=30) == wrapped
+
+
+# A machine's path: an absolute one under the roots this project's machines use. A user-facing example workdir
+# (/tmp/implicit_jax/..., as README's) is an example, not a machine's path.
+RECORD_MACHINE_PATH = re.compile(r'(?<![\w.~])/(?:work|root|home|Users|opt|mnt|tmp)/(?!implicit_jax/)[^"\s]*')
+
+
+def test_no_committed_record_names_a_path_of_the_machine_that_made_it():
+  """The run records under docs/ are docs too (and their rerun's recipe): python scripts/portable_records.py."""
+  found = [f'{path.relative_to(ROOT)}: {m.group(0)}' for path in sorted((ROOT / 'docs').rglob('*.json'))
+           for m in RECORD_MACHINE_PATH.finditer(path.read_text())]
+  assert not found, f'{len(found)} paths, e.g. ' + '; '.join(found[:5])
+
+
+def test_portable_record_maps_data_packages_and_checkout_files_and_leaves_the_rest():
+  text = ('{"data_dir": "/mnt/x/shared/data", "file": "/work/main/.devdata/data/mulan/a.arff", '
+          '"train_file": "' + str(ROOT / 'tests' / 'conftest.py') + '", '
+          '"embeddings_source": "/opt/venv/lib/python3.11/site-packages/glove/data", '
+          '"command": "python scripts/reproduce_mlc.py --data_dir=/work/shared/data --workdir=/tmp/rt1 --seeds=0", '
+          '"predictions": "/work/AbC+/x=", "threshold": 0.5}')
+  assert records.portable_record(text) == (
+      '{"data_dir": "../shared/data", "file": "../shared/data/mulan/a.arff", "train_file": "tests/conftest.py", '
+      '"embeddings_source": "site-packages/glove/data", '
+      '"command": "python scripts/reproduce_mlc.py --data_dir=../shared/data --seeds=0", '
+      '"predictions": "/work/AbC+/x=", "threshold": 0.5}')

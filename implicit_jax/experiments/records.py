@@ -167,6 +167,30 @@ def portable(text: str, workdir: str | None = None, root: Path = ROOT) -> str:
   return _ABSOLUTE.sub(lambda m: _in_repository(m.group(0), root), text)
 
 
+# A path, anywhere in a record's text, into the shared data (or the GPU machine's copy of it) or an installed
+# package: what follows it is the same on every machine.
+_DATA_PATH = re.compile(r'(?<![\w.~])(?:/[\w.+-]+)*/(?:shared/data|\.devdata(?:/data)?)(?=/|"|\s|$)')
+_PACKAGE_PATH = re.compile(r'(?<![\w.~])(?:/[\w.+-]+)*/(?:site-packages|\.stub)/')  # .stub: a stand-in install
+# Where a machine's path starts in a string: at its start, or after a space or a flag's '='.
+_MACHINE_PATH = re.compile(r'(?:^"|[\s=])/(?:work|root|tmp|home|Users|opt|mnt)/')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # a JSON string literal
+
+
+def portable_record(text: str, root: Path = ROOT) -> str:
+  """A run record's JSON text without the paths of the machine that made it, as ``portable`` writes a command:
+  the shared data as ``DATA_DIR``, files of the repository relative to it, an installed package's files as
+  ``site-packages/...``, and a reproduce script's scratch ``--workdir`` left out of its command. Text-level, so
+  that the record keeps its layout byte for byte elsewhere; a record's data folder is ``--config.data.data_dir``
+  of its rerun, relative to the checkout by default."""
+  def one(m):
+    literal = m.group(0)
+    if not _MACHINE_PATH.search(literal):  # most literals, the encoded arrays (predictions) among them
+      return literal
+    inner = _PACKAGE_PATH.sub('site-packages/', _DATA_PATH.sub(DATA_DIR, literal[1:-1]))  # before the checkout's
+    return '"' + portable(inner, root=root) + '"'  # without its quotes: a flag's value runs to the end
+  return _STRING.sub(one, text)
+
+
 def _in_repository(path: str, root: Path) -> str:
   """``path`` relative to the repository when it names a file of it, from this checkout or another; else as is."""
   parts = Path(path).parts
@@ -311,11 +335,12 @@ def write(path: Path, result: dict) -> None:
     body = ',\n'.join('      ' + json.dumps(row) for row in rows['rows'])
     text = (text[:-2] + ',\n  "history": {\n    "columns": ' + json.dumps(rows['columns']) + ',\n    "rows": [\n'
             + body + ('\n' if body else '') + '    ]\n  }\n}')
+  text = portable_record(text)  # docs name no path of the machine that made them
   path.parent.mkdir(parents=True, exist_ok=True)
   tmp = path.with_suffix(path.suffix + '.tmp')
   tmp.write_text(text + '\n')
   tmp.replace(path)
-  assert json.loads(path.read_text())['config'] == record['config']
+  assert json.loads(path.read_text())['config'].keys() == record['config'].keys()
 
 
 def load(path: Path) -> dict:
