@@ -9,6 +9,7 @@ import sys
 import time
 
 import chex
+import flax
 import jax
 import numpy as np
 import pytest
@@ -272,19 +273,29 @@ def test_a_workdir_written_before_the_engine_resumes_and_loads(tmp_path):
   assert 'solver' in json.loads((workdir / 'config.json').read_text())['implicit']  # rewritten in the new format
 
 
-@pytest.mark.parametrize('solver', ['warm', 'refresh'])
+@flax.struct.dataclass
+class _StateBeforeMemory:
+  """methods.State as it was before solver memory was a field of its own (kept in opt_state['solver'])."""
+  step: jax.Array
+  params: dict
+  opt_state: dict
+
+
+@pytest.mark.parametrize('solver', ['warm', 'refresh', None])
 def test_a_checkpoint_with_the_solver_memory_in_opt_state_resumes_with_it_as_state_memory(tmp_path, solver):
-  """Runs checkpointed before solver memory was State.memory kept the same arrays in opt_state['solver']: such a
-  checkpoint is read in its layout and the memory moved to its field, not refused as another model."""
+  """Runs checkpointed before solver memory was State.memory have no memory entry and kept the memory, if any,
+  in opt_state['solver'] (the same arrays): such a checkpoint is read in its layout and made today's state, not
+  set aside as unreadable (every run saved before the change: None, a solver that keeps nothing)."""
   config = load_config('tiny')
   config.implicit.solver.name = 'gcr'
   config.implicit.solver.warm_start = solver == 'warm'
   config.implicit.solver.refresh = 2 if solver == 'refresh' else 1
   method = methods.build(tasks.get_task(config), config)
   state = method.init(jax.random.key(0))
-  assert state.memory is not None and 'solver' not in state.opt_state
+  assert (state.memory is not None) == (solver is not None) and 'solver' not in state.opt_state
   memory = jax.tree.map(lambda a: a + 0.5, state.memory)   # as a few steps would leave it: not the initial zeros
-  old = state.replace(step=state.step + 3, opt_state={**state.opt_state, 'solver': memory}, memory=None)
+  opt_state = state.opt_state if memory is None else {**state.opt_state, 'solver': memory}
+  old = _StateBeforeMemory(state.step + 3, state.params, opt_state)
   ckpt = checkpoints.Checkpointer(str(tmp_path))
   try:
     ckpt.save(old, {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0})

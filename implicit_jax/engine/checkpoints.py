@@ -193,28 +193,34 @@ def _other_shapes(where: str, abstract) -> str | None:
 
 
 def _as_saved(abstract_state, where: str):
-  """``abstract_state`` in the layout of the training state saved in ``where``: a state saved before solver memory
-  was a field of its own (``State.memory``) kept it in ``opt_state['solver']`` (the same arrays); such a checkpoint
-  is read in that layout, and ``_as_today`` moves it back, so that those runs resume."""
-  memory = getattr(abstract_state, 'memory', None)
-  if memory is None or not isinstance(abstract_state.opt_state, dict) or 'solver' in abstract_state.opt_state:
+  """``abstract_state`` in the layout of the training state saved in ``where``. A state saved before solver memory
+  was a field of its own (``State.memory``) has no ``memory`` entry, and kept the memory, if any, in
+  ``opt_state['solver']`` (the same arrays): it is read as a dict of the fields it has, in that layout, and
+  ``_as_today`` makes it today's state, so that those runs resume."""
+  if not dataclasses.is_dataclass(abstract_state) or not hasattr(abstract_state, 'memory'):
     return abstract_state
   try:
     with _orbax_quiet():
-      saved = _path_names(getattr(ocp.PyTreeCheckpointHandler().metadata(epath.Path(where)), 'tree', None) or {})
+      saved = getattr(ocp.PyTreeCheckpointHandler().metadata(epath.Path(where)), 'tree', None)
   except Exception:  # pylint: disable=broad-except  # unreadable metadata: the restore reports it
     return abstract_state
-  if any(name.startswith('memory') for name in saved) or not any(n.startswith('opt_state.solver') for n in saved):
+  if not isinstance(saved, dict) or 'memory' in saved:
     return abstract_state
-  return abstract_state.replace(opt_state={**abstract_state.opt_state, 'solver': memory}, memory=None)
+  fields = {f.name: getattr(abstract_state, f.name) for f in dataclasses.fields(abstract_state) if f.name != 'memory'}
+  if abstract_state.memory is not None and isinstance(fields['opt_state'], dict):
+    fields['opt_state'] = {**fields['opt_state'], 'solver': abstract_state.memory}
+  return fields
 
 
 def _as_today(state, abstract_state):
   """``state`` read in ``_as_saved``'s layout, in today's (``abstract_state``'s)."""
-  if getattr(abstract_state, 'memory', None) is None or getattr(state, 'memory', None) is not None:
+  if not isinstance(state, dict) or isinstance(abstract_state, dict):
     return state
-  opt_state = dict(state.opt_state)
-  return state.replace(opt_state=opt_state, memory=opt_state.pop('solver'))
+  fields, memory = dict(state), None
+  if abstract_state.memory is not None:
+    fields['opt_state'] = dict(fields['opt_state'])
+    memory = fields['opt_state'].pop('solver')
+  return abstract_state.replace(**fields, memory=memory)
 
 
 def _first_line(error: Exception) -> str:
