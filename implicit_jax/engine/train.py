@@ -7,8 +7,10 @@ compiles once per bucket. Step metrics stay on device and are read only at log t
 """
 
 import contextlib
+import dataclasses
 import os
 import time
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -104,48 +106,90 @@ def train_and_evaluate(config, workdir: str) -> dict:
     workdir_lib.prepare(workdir)
   sync('implicit_jax: workdir prepared')
   with workdir_lib.Lock(workdir) if primary else contextlib.nullcontext():
-    return _train(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary)
+    return _train(_Run(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary))
 
 
-def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary):
-  evaluator = task.evaluator
-  existing = checkpoints.check_or_write_config(workdir, config, write=False)  # written below, once checked
-  ckpt = checkpoints.Checkpointer(workdir)
+@dataclasses.dataclass(frozen=True)
+class _Run:
+  """What a run is, fixed before its workdir is touched: the config and workdir, the task and method built from
+  them, the step counts, the mesh's shardings, and whether this process writes the workdir."""
+  config: Any
+  workdir: str
+  task: Any
+  method: Any
+  total_steps: int
+  steps_per_epoch: int
+  replicated: Any
+  sharded: Any
+  primary: bool
+
+
+def _train(run: _Run) -> dict:
+  existing = checkpoints.check_or_write_config(run.workdir, run.config, write=False)  # written once checked
+  ckpt = checkpoints.Checkpointer(run.workdir)
   try:
-    latest = ckpt.latest_step() if existing else None
-    if latest is not None and latest > total_steps:  # a shorter run would rewrite the record of a longer one
-      raise ValueError(f'workdir {workdir} holds a run trained to step {latest} (epoch '
-                       f'{latest // steps_per_epoch}); config.num_epochs={config.num_epochs} ends at step '
-                       f'{total_steps}. Give num_epochs >= {-(-latest // steps_per_epoch)} to continue it, or read '
-                       'it with implicit_jax.evaluate')
-    sync('implicit_jax: run checked')  # every process has read the workdir's record before process 0 rewrites it
-    if primary:
-      checkpoints.write_config(workdir, config)
-    workdir_lib.check_data(workdir, task, resuming=existing, write=primary)
-    state = jax.device_put(method.init(batch_lib.init_key(config.seed)), replicated)
-    loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
-    restored = ckpt.restore(jax.eval_shape(lambda: state)) if existing else None
-    if restored is not None:
-      state, loop = restored
-      state = jax.device_put(state, replicated)
-      print(f'resuming from step {int(state.step)} ({ckpt.directory})', flush=True)
-    start_step = int(state.step)
-    writer = writers.MetricWriter(workdir, resume_step=start_step if restored is not None else None,
-                                  enabled=primary)
-    if primary:
-      _set_aside_earlier_result(workdir, total_steps)
+    state, loop, resumed = _start(run, ckpt, existing)
+    writer = writers.MetricWriter(run.workdir, resume_step=int(state.step) if resumed else None,
+                                  enabled=run.primary)
+    if run.primary:
+      _set_aside_earlier_result(run.workdir, run.total_steps)
   except BaseException:
     ckpt.close()
     raise
-  if restored is None:
-    writer.write_hparams(config_lib.flatten(config_lib.recorded(config)))
+  if not resumed:
+    writer.write_hparams(config_lib.flatten(config_lib.recorded(run.config)))
+  predict_fn = make_predict(run.method, run.replicated, run.sharded)
+  try:
+    state = _epochs(run, ckpt, writer, predict_fn, state, loop)
+    # The best epoch's parameters from disk; its dev predictions again (the same compiled function, so the same
+    # numbers), the calibration chosen on them; test predicted once and scored under it.
+    best_params = ckpt.restore_best(jax.eval_shape(lambda: state.params), loop['best']['step'])
+    dev_pred, test_pred = (predict_split(run.task, predict_fn, best_params, run.task.splits[split], run.config,
+                                         run.sharded) for split in ('dev', 'test'))
+  except BaseException:
+    # The error on its way names what failed; closing may fail the same way (a full disk) and must not replace it.
+    for close in (writer.close, ckpt.close):
+      with contextlib.suppress(Exception):
+        close()
+    raise
+  writer.close()
+  ckpt.close()
+  return _result(run, loop, dev_pred, test_pred)
 
-  step_rng = batch_lib.steps_key(config.seed)
+
+def _start(run: _Run, ckpt, existing: bool):
+  """``(state, loop, resumed)``: the workdir's run checked against this one and its config written; the state
+  and the loop's record restored from the latest checkpoint, or new."""
+  latest = ckpt.latest_step() if existing else None
+  if latest is not None and latest > run.total_steps:  # a shorter run would rewrite the record of a longer one
+    raise ValueError(f'workdir {run.workdir} holds a run trained to step {latest} (epoch '
+                     f'{latest // run.steps_per_epoch}); config.num_epochs={run.config.num_epochs} ends at step '
+                     f'{run.total_steps}. Give num_epochs >= {-(-latest // run.steps_per_epoch)} to continue it, or '
+                     'read it with implicit_jax.evaluate')
+  sync('implicit_jax: run checked')  # every process has read the workdir's record before process 0 rewrites it
+  if run.primary:
+    checkpoints.write_config(run.workdir, run.config)
+  workdir_lib.check_data(run.workdir, run.task, resuming=existing, write=run.primary)
+  state = jax.device_put(run.method.init(batch_lib.init_key(run.config.seed)), run.replicated)
+  loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
+  restored = ckpt.restore(jax.eval_shape(lambda: state)) if existing else None
+  if restored is None:
+    return state, loop, False
+  state, loop = restored
+  print(f'resuming from step {int(state.step)} ({ckpt.directory})', flush=True)
+  return jax.device_put(state, run.replicated), loop, True
+
+
+def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
+  """Trains from ``state`` to the last epoch: the steps, a log line every ``log_every``, a dev evaluation and a
+  checkpoint each epoch (and every ``checkpoint_every`` steps), the best epoch's parameters kept. ``loop`` (the
+  history, the step metrics' means, the best epoch, the seconds) is updated in place; returns the last state."""
+  config, task, method = run.config, run.task, run.method
+  evaluator, start_step, steps_per_epoch = task.evaluator, int(state.step), run.steps_per_epoch
   # Data parallel: the batch is split over the ('data',) mesh, the state replicated; XLA inserts the all-reduce
   # wherever a loss averages over the batch (inner gradients, HVPs, the mixed VJP), so every device computes the
   # single-device step on its shard and they agree on the result.
-  step_fn = make_train_step(method, step_rng, replicated, sharded)
-  predict_fn = make_predict(method, replicated, sharded)
+  step_fn = make_train_step(method, batch_lib.steps_key(config.seed), run.replicated, run.sharded)
   pending = []  # device metrics since the last log line
   t_run = t_log = time.perf_counter()
   seconds_before = loop['train_seconds']
@@ -157,7 +201,7 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     if not pending:
       return
     try:
-      t_log, means = _log(pending, step, total_steps, epoch, config, t_log, loop['history'], select, method)
+      t_log, means = _log(pending, step, run.total_steps, epoch, config, t_log, loop['history'], select, method)
     except FloatingPointError as e:
       last = ckpt.latest_step()
       raise FloatingPointError(f'{e}; training stopped, last good checkpoint: '
@@ -172,64 +216,56 @@ def _train(config, workdir, task, method, total_steps, steps_per_epoch, replicat
     ckpt.save(state, loop)
     writer.flush()
 
-  try:
-    for epoch in range(start_step // steps_per_epoch, config.num_epochs):
-      data_rng = np.random.default_rng([config.seed, epoch])  # the order of epoch e depends on (seed, e) alone
-      for i, batch in enumerate(data.train_batches(task, config.batch_size, data_rng)):
-        step = epoch * steps_per_epoch + i + 1
-        if step <= start_step:
-          continue  # done before the checkpoint this run resumed from
-        state, step_metrics = step_fn(state, shard_batch(batch, sharded))
-        pending.append(step_metrics)
-        checkpoint_now = config.checkpoint_every and step % config.checkpoint_every == 0
-        if step % config.log_every == 0 or checkpoint_now:
-          flush(step, epoch)
-        if checkpoint_now and step % steps_per_epoch:
-          save()
-      step = (epoch + 1) * steps_per_epoch
-      flush(step, epoch)
-      t_eval = time.perf_counter()
-      dev_metrics = evaluator.metrics(predict_split(task, predict_fn, state.params, task.splits['dev'], config,
-                                                    sharded), task.splits['dev'])
-      value = checks.select_metric(task, dev_metrics, epoch + 1)  # before it is recorded anywhere
-      loop['history'].append({'step': step, 'epoch': epoch + 1, **{f'dev_{k}': v for k, v in dev_metrics.items()}})
-      writer.write_scalars(step, {f'dev/{k}': v for k, v in dev_metrics.items()})
-      print(f'epoch {epoch + 1}/{config.num_epochs}  dev {evaluator.describe(dev_metrics)}  '
-            f'(eval {time.perf_counter() - t_eval:.1f}s)', flush=True)
-      if loop['best'] is None or value > loop['best'][select]:
-        ckpt.save_best(step, state.params)
-        loop['best'] = {select: value, 'epoch': epoch + 1, 'step': step}
-      save()
+  for epoch in range(start_step // steps_per_epoch, config.num_epochs):
+    data_rng = np.random.default_rng([config.seed, epoch])  # the order of epoch e depends on (seed, e) alone
+    for i, batch in enumerate(data.train_batches(task, config.batch_size, data_rng)):
+      step = epoch * steps_per_epoch + i + 1
+      if step <= start_step:
+        continue  # done before the checkpoint this run resumed from
+      state, step_metrics = step_fn(state, shard_batch(batch, run.sharded))
+      pending.append(step_metrics)
+      checkpoint_now = config.checkpoint_every and step % config.checkpoint_every == 0
+      if step % config.log_every == 0 or checkpoint_now:
+        flush(step, epoch)
+      if checkpoint_now and step % steps_per_epoch:
+        save()
+    step = (epoch + 1) * steps_per_epoch
+    flush(step, epoch)
+    t_eval = time.perf_counter()
+    dev_metrics = evaluator.metrics(predict_split(task, predict_fn, state.params, task.splits['dev'], config,
+                                                  run.sharded), task.splits['dev'])
+    value = checks.select_metric(task, dev_metrics, epoch + 1)  # before it is recorded anywhere
+    loop['history'].append({'step': step, 'epoch': epoch + 1, **{f'dev_{k}': v for k, v in dev_metrics.items()}})
+    writer.write_scalars(step, {f'dev/{k}': v for k, v in dev_metrics.items()})
+    print(f'epoch {epoch + 1}/{config.num_epochs}  dev {evaluator.describe(dev_metrics)}  '
+          f'(eval {time.perf_counter() - t_eval:.1f}s)', flush=True)
+    if loop['best'] is None or value > loop['best'][select]:
+      ckpt.save_best(step, state.params)
+      loop['best'] = {select: value, 'epoch': epoch + 1, 'step': step}
+    save()
+  return state
 
-    # The best epoch's parameters from disk; its dev predictions again (the same compiled function, so the same
-    # numbers), the calibration chosen on them; test predicted once and scored under it.
-    best = loop['best']
-    best_params = ckpt.restore_best(jax.eval_shape(lambda: state.params), best['step'])
-    dev_pred = predict_split(task, predict_fn, best_params, task.splits['dev'], config, sharded)
-    test_pred = predict_split(task, predict_fn, best_params, task.splits['test'], config, sharded)
-  except BaseException:
-    # The error on its way names what failed; closing may fail the same way (a full disk) and must not replace it.
-    for close in (writer.close, ckpt.close):
-      with contextlib.suppress(Exception):
-        close()
-    raise
-  writer.close()
-  ckpt.close()
+
+def _result(run: _Run, loop: dict, dev_pred, test_pred) -> dict:
+  """The run's result (``metrics.json``, written by process 0): the best epoch, the evaluator's final figures,
+  the history, the recorded config, and the decisions the figures were computed from (``predictions.pack``)."""
+  task, evaluator, best = run.task, run.task.evaluator, loop['best']
+  select = f'dev_{evaluator.select}'
   result = {
-      'task': task.name, 'method': config.method, 'seed': config.seed, 'task_info': task.info,
+      'task': task.name, 'method': run.config.method, 'seed': run.config.seed, 'task_info': task.info,
       'best_epoch': best['epoch'], 'best_step': best['step'], select: best[select],
       **evaluator.final(dev_pred, task.splits['dev'], test_pred, task.splits['test']),
-      'train_seconds': loop['train_seconds'], 'steps': total_steps, 'history': loop['history'],
+      'train_seconds': loop['train_seconds'], 'steps': run.total_steps, 'history': loop['history'],
       'train_log': loop['train_log'],
-      'config': config_lib.recorded(config),
+      'config': config_lib.recorded(run.config),
   }
   # The decisions the figures above were computed from, compact, so that a record can be rescored (predictions.py)
   kept = predictions.pack(evaluator, {'dev': (dev_pred, task.splits['dev'], None),
                                       'test': (test_pred, task.splits['test'], evaluator.calibration_of(result))})
   if kept is not None:
     result['predictions'] = kept
-  if primary:
-    checkpoints.write_json(os.path.join(workdir, 'metrics.json'), result)
+  if run.primary:
+    checkpoints.write_json(os.path.join(run.workdir, 'metrics.json'), result)
   print(evaluator.summary(result), flush=True)
   return result
 
