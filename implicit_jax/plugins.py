@@ -73,9 +73,13 @@ methods. Every other key is an input for the task's own networks; what training 
 The helpers the built-in methods are written with, importable from here (``from implicit_jax.plugins import
 State, init_params, make_optimizer``; they live in ``implicit_jax/methods/__init__.py``):
 
-* ``State(step, params, opt_state)``: the training state ``init`` returns and ``train_step`` carries (a Flax
-  struct: ``params`` and ``opt_state`` are dicts of pytrees, by the names of the parameter sets);
-* ``Method(init, train_step, predict, modules={})``: what ``build`` returns;
+* ``State(step, params, opt_state, memory=None)``: the training state ``init`` returns and ``train_step``
+  carries (a Flax struct: ``params`` and ``opt_state`` are dicts of pytrees, by the names of the parameter sets;
+  ``memory``, what a method carries between steps besides them, e.g. the implicit method's solver memory);
+* ``Method(init, train_step, predict, modules={}, limits=None, optional=())``: what ``build`` returns;
+  ``limits`` maps a step metric to the ``config.divergence`` field bounding it (None: every ``loss*`` metric
+  against ``max_loss``), ``optional`` names the metrics that are NaN by design when not computed; the engine
+  reads a step's metrics by these alone;
 * ``init_params(task, rng, {'theta': net, 'phi': energy})``: the networks' initial parameters on the task's
   example batch (the energy, named ``phi``, gets a zero output too);
 * ``make_optimizer(cfg, field, differentiable=False)``: the optax optimiser of a section such as
