@@ -11,6 +11,7 @@ same behaviour; this script shows it.
 """
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -23,9 +24,16 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from PIL import Image
 
+from implicit_jax.engine import checkpoints
+from implicit_jax.experiments import records
+from implicit_jax.tasks.mlc.arff import read_mulan
+from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex
+from implicit_jax.tasks.segmentation import horses
 from implicit_jax.testing import MAIN_WITH_SIGINT, rewrite_arff
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,7 +160,6 @@ def case_empty_loop_record(t, tmp, base):
 
 
 def case_extension_killed(t, tmp, base):
-  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
   run = tmp / 'extension'
   shutil.copytree(base, run)
   old = json.loads((run / 'metrics.json').read_text())
@@ -221,7 +228,6 @@ def case_cora_unlabeled_tokens(t, tmp, base):
   fault = '`evaluate --split=all` on a semi-supervised Cora run (unlabeled tokens: gold -1)'
   if not t.wants(fault):
     return
-  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
   run = tmp / 'cora_semi'
   code, _, err = cli('main', '--config=configs/cora.py', f'--workdir={run}', '--config.method=implicit',
                      f'--config.data.data_dir={ROOT / "tests" / "fixtures" / "cora"}', '--config.data.num_test=15',
@@ -621,27 +627,29 @@ ENGINE_CASES += [case_plugin_labels_outside_the_space, case_plugin_one_hot_label
                  case_plugin_solver_nan, case_plugin_solver_info]
 
 
-def run_cases(t, tmp, base) -> None:
-  # each case adds its rows through t.add, which keeps those --only selects
-  for case in ENGINE_CASES:
-    case(t, tmp, base)
+# --- the cases main walks, group by group, in the table's order ---------------------------------------------------
+@dataclasses.dataclass
+class Shared:
+  """What every group of cases is given: the table, the scratch folder and the runs made once at the start."""
+  t: Table
+  tmp: Path
+  base: Path  # a finished tiny run (2 epochs, a checkpoint every 4 steps)
+  bib: Path  # a one-epoch bibtex MBCE model
+  test: Any  # the embedded bibtex's test split
+  names: list[str]  # its feature and label names,
+  rows: np.ndarray  # its first 6 rows (features then labels),
+  rows_arff: Path  # and those rows as an ARFF
+  clean: Path | None = None  # an undisturbed 60-epoch tiny run (two best-on-dev checkpoints), made by busy_workdir
+
+  def copy(self, name: str) -> Path:
+    """A copy of the finished base run, to damage or resume."""
+    dst = self.tmp / name
+    shutil.copytree(self.base, dst)
+    return dst
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--out', default=None, help='the table (default docs/faults.md; none with --only)')
-  parser.add_argument('--only', default='', help='keep the cases whose fault holds this text (any case; A|B for '
-                      'either); cases in blocks guarded by Table.wants are not run at all, the others run unshown')
-  args = parser.parse_args()
-  table_path = args.out or (None if args.only else str(ROOT / 'docs' / 'faults.md'))
-  from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
-  from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex  # pylint: disable=import-outside-toplevel
-
-  tmp = Path(tempfile.mkdtemp(prefix='implicit_jax_faults_'))
-  t = Table(tmp, args.only)
-  started = time.time()
-
-  # Shared runs: a finished tiny run (2 epochs) and a one-epoch bibtex MBCE model with 6 test rows as ARFF.
+def shared_runs(t: Table, tmp: Path) -> Shared:
+  """A finished tiny run (2 epochs) and a one-epoch bibtex MBCE model with 6 test rows as ARFF."""
   base = tmp / 'base'
   code, _, err = cli('main', *TINY, f'--workdir={base}', '--config.checkpoint_every=4')
   assert code == 0, err
@@ -654,13 +662,13 @@ def main():
   rows = np.concatenate([test.x[:6], test.y[:6]], axis=1)
   rows_arff = tmp / 'rows.arff'
   rows_arff.write_text(arff_text(names, rows))
+  return Shared(t, tmp, base, bib, test, names, rows, rows_arff)
 
-  def copy(name):
-    dst = tmp / name
-    shutil.copytree(base, dst)
-    return dst
 
-  # --- the workdir ------------------------------------------------------------------------------------------
+def busy_workdir(s: Shared):
+  """A second trainer, and `evaluate` in a loop, on a workdir in training; keeps the undisturbed run it is compared
+  with as ``s.clean``."""
+  t, tmp = s.t, s.tmp
   busy = tmp / 'busy'
   first = cli('main', *TINY, f'--workdir={busy}', '--config.num_epochs=60', wait=False)
   while first.poll() is None and not (busy / 'best').is_dir():
@@ -683,7 +691,12 @@ def main():
   t.add('`evaluate` in a loop beside a live training', f'{reads} `evaluate` runs while it trained',
         first.returncode, shown(err_first), first.returncode == 0 and reads >= 1 and same,
         'training completes; metrics.json and metrics.jsonl equal an undisturbed run\'s')
+  s.clean = clean
 
+
+def bad_workdir(s: Shared):
+  """A workdir that is a file, cannot be made, is read-only or fills; a start that fails, then the corrected one."""
+  t, tmp = s.t, s.tmp
   a_file = tmp / 'a_file'
   a_file.write_text('')
   code, _, err = cli('main', *TINY, f'--workdir={a_file}')
@@ -712,6 +725,11 @@ def main():
   t.add('a failed start, then the corrected command', '`main --config.num_devices=5` on 1 device, then without',
         code, shown(err), one_error(code, err) and untouched and code2 == 0,
         'one line; nothing written; the corrected command runs')
+
+
+def resume_other_config(s: Shared):
+  """A config record without a checkpoint; a finished run resumed with another seed, or fewer epochs."""
+  t, tmp, base, copy = s.t, s.tmp, s.base, s.copy
   stale = tmp / 'stale'
   stale.mkdir()
   record = json.loads((base / 'config.json').read_text())
@@ -731,7 +749,10 @@ def main():
         shown(err), one_error(code, err) and (shorter / 'metrics.json').read_text() == before,
         'refused; metrics.json untouched')
 
-  # --- data under a run ----------------------------------------------------------------------------------
+
+def data_under_a_run(s: Shared):
+  """A custom training file changed under a run, a label column that is always 0, the files a new user trains on."""
+  t, tmp = s.t, s.tmp
   rng = np.random.default_rng(0)
   x, y = rng.integers(0, 2, (60, 8)), rng.integers(0, 2, (60, 3))
   data = tmp / 'custom.arff'
@@ -764,7 +785,10 @@ def main():
               'about them' for split in ('train', 'dev', 'test')], 'a warning per split naming the label')
   training_files(t, tmp)
 
-  # --- divergence ----------------------------------------------------------------------------------------
+
+def divergence(s: Shared):
+  """Adam at a huge learning rate, a Neumann series that diverges, a NaN loss."""
+  t, tmp = s.t, s.tmp
   for what, extra in (('Adam at learning rate 1e3', ['--config.optimizer.learning_rate=1e3']),
                       ('Neumann with alpha 2', ['--config.implicit.solver.name=neumann',
                                                 '--config.implicit.solver.alpha=2'])):
@@ -778,7 +802,10 @@ def main():
   t.add('NaN loss (divergence checks off)', '`main`, inner SGD at 1e3', code, shown(err),
         one_error(code, err) and 'non-finite' in err, 'stops: quantity, step, last good checkpoint')
 
-  # --- damage ----------------------------------------------------------------------------------------------
+
+def damage(s: Shared):
+  """A torn metrics.jsonl, emptied checkpoints and best-on-dev parameters, a config.json cut short."""
+  t, tmp, copy, clean = s.t, s.tmp, s.copy, s.clean
   torn = copy('torn')
   with open(torn / 'metrics.jsonl', 'a') as f:
     f.write('{"step": 17, "train/lo')
@@ -807,7 +834,10 @@ def main():
   t.add('config.json cut short', '`evaluate`', code, shown(err), one_error(code, err) and 'config.json' in err,
         'one line naming the file')
 
-  # --- command lines ----------------------------------------------------------------------------------------
+
+def command_lines(s: Shared):
+  """Misspelt or unknown config, `evaluate`/`predict` without a checkpoint, an output folder missing."""
+  t, tmp, base, bib, rows_arff = s.t, s.tmp, s.base, s.bib, s.rows_arff
   code, _, err = cli('main', *TINY, f'--workdir={tmp / "w"}', '--config.optimzer.learning_rate=1')
   t.add('misspelt config override', '`main --config.optimzer.learning_rate=1`', code, shown(err),
         one_error(code, err, 2) and 'Did you mean' in err, 'one line with the suggestion; exit 2')
@@ -828,7 +858,10 @@ def main():
   t.add('`predict --output` into a missing folder', '`predict`', code, shown(err), one_error(code, err),
         'one line, before any work')
 
-  # Command lines and workdirs that ended in a traceback or lost the user's files.
+
+def tracebacks_and_lost_files(s: Shared):
+  """Command lines and workdirs that once ended in a traceback or lost the user's files."""
+  t, tmp, bib, rows_arff = s.t, s.tmp, s.bib, s.rows_arff
   code, _, err = cli('main', *TINY, f'--workdir={tmp / "w"}', '--config.optimizer.learning_rat=1')
   t.add('misspelt nested config override', '`main --config.optimizer.learning_rat=1`', code, shown(err),
         one_error(code, err, 2) and 'learning_rat' in err, 'one line naming the field; exit 2')
@@ -855,7 +888,10 @@ def main():
   t.add('`predict --output` equal to `--input`', '`predict`', code, shown(err),
         one_error(code, err) and rows_arff.read_text() == before, 'refused in one line; the input untouched')
 
-  # --- prediction inputs ---------------------------------------------------------------------------------
+
+def prediction_inputs(s: Shared):
+  """ARFFs and .npy files given to `predict`: features reordered or renamed, Inf, the files of prediction_files."""
+  t, tmp, bib, rows_arff, test, names, rows = s.t, s.tmp, s.bib, s.rows_arff, s.test, s.names, s.rows
   code, original, _ = cli('predict', f'--workdir={bib}', f'--input={rows_arff}', '--threshold=0.2')
   order = list(range(len(test.feature_names)))[::-1]
   permuted = tmp / 'permuted.arff'
@@ -878,7 +914,10 @@ def main():
         'one line naming the example and column')
   prediction_files(t, tmp, bib, rows_arff, original)
 
-  # --- files read by the library -----------------------------------------------------------------------------
+
+def label_files(s: Shared):
+  """MULAN files read by the library: a UTF-8 BOM, label XMLs that omit labels or contradict the ARFF."""
+  t, tmp = s.t, s.tmp
   fixtures = ROOT / 'tests' / 'fixtures' / 'mlc'
   bom = tmp / 'bom.arff'
   bom.write_bytes(b'\xef\xbb\xbf' + (fixtures / 'bibtex_cut.arff').read_bytes())
@@ -916,7 +955,11 @@ def main():
     t.add('label XML omitting the first label', '`read_mulan`', None, [f'warning: {w.message}' for w in caught],
           len(caught) == 1 and repr(label_names[0]) in str(caught[0].message),
           'a warning naming the attribute read as a feature')
-  horses_data(t, tmp)
+
+
+def holes_in_training_files(s: Shared):
+  """Inf, or a missing value, in the features of a custom training file."""
+  t, tmp = s.t, s.tmp
   holes = tmp / 'holes.arff'
   holes.write_text('@relation r -C -1\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n' +
                    ''.join(f'{i},{i % 3},{i % 2}\n' for i in range(30)) + '5,inf,1\n')
@@ -934,35 +977,11 @@ def main():
   t.add('missing (?) feature in a dataset that does not impute', '`main` on a custom dataset', code, shown(err),
         one_error(code, err) and 'holes.arff:36' in err, 'one line naming file, line and attribute')
 
-  run_cases(t, tmp, base)
 
-  minutes = (time.time() - started) / 60
-  shutil.rmtree(tmp, ignore_errors=True)
-  if table_path is None:
-    bad = [row[0] for row in t.rows if row[4] != 'yes']
-    print(f'{len(t.rows)} cases (--only {args.only!r}; no table written), {len(bad)} not as they should be {bad}')
-    sys.exit(1 if bad else 0)
-  lines = [
-      '# Bad input and faults: what a user sees',
-      '',
-      f'Made by `python scripts/faults.py` on {datetime.date.today().isoformat()} ({minutes:.1f} min, '
-      f'{os.cpu_count()} CPU cores). Each case was run as a user runs it; "stderr" is what it printed there (first '
-      'two lines; `$TMP` is the scratch folder). Exit 1 is a bad input or fault, exit 2 a bad command line. The '
-      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py`, `tests/test_arff.py`, '
-      '`tests/test_plugins.py`, `tests/test_configs.py`, `tests/test_rescore.py`, `tests/test_multihost.py` (marker '
-      'multihost) and the reader tests of each task (`test_mlc_data.py`, `test_tagging_predict.py`, '
-      '`test_tagging_embeddings.py`, `test_segmentation.py`, `test_citations.py`).',
-      '',
-      '| fault | how it was tried | exit | stderr | as it should be | what should happen |',
-      '|---|---|---|---|---|---|',
-      *[f'| {" | ".join(row)} |' for row in t.rows],
-      '',
-  ]
-  from implicit_jax.experiments import records  # pylint: disable=import-outside-toplevel
-  records.write_page(table_path, '\n'.join(lines))
-  bad = [row[0] for row in t.rows if row[4] != 'yes']
-  print(f'wrote {table_path}: {len(t.rows)} cases, {len(bad)} not as they should be {bad}')
-  sys.exit(1 if bad else 0)
+def engine_cases(s: Shared):
+  """The engine and the workdir after training, and the plug-ins that break the contract (ENGINE_CASES)."""
+  for case in ENGINE_CASES:  # each adds its rows through t.add, which keeps those --only selects
+    case(s.t, s.tmp, s.base)
 
 
 # --- the data readers and predict on files a new user brings (issue 34) ---------------------------------------
@@ -1084,10 +1103,9 @@ def dense_data_changed(t: Table, tmp: Path):
           'refused in one line naming the splits that differ and the file; the run\'s own data evaluates')
 
 
-def horses_data(t: Table, tmp: Path):
+def horses_data(s: Shared):
   """Horse masks stored otherwise than {0, 255} grey, images as .jpg, masks that are not two-valued."""
-  from PIL import Image  # pylint: disable=import-outside-toplevel
-  from implicit_jax.tasks.segmentation import horses  # pylint: disable=import-outside-toplevel
+  t, tmp = s.t, s.tmp
   fixture = ROOT / 'tests' / 'fixtures' / 'horses'
   original = horses.load(str(fixture), 16, 6, 3, 0)[0]
   for encoding in ('0/1', 'red on black RGB', '0/100'):
@@ -1144,7 +1162,6 @@ def prediction_files(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: 
   if t.wants("labels '?' in an ARFF given to `predict`"):
     lines = rows_arff.read_text().split('\n')
     start = lines.index('@data') + 1
-    from implicit_jax.tasks.mlc.arff import read_mulan  # pylint: disable=import-outside-toplevel
     data = read_mulan(rows_arff, num_labels=159)
     unknown = tmp / 'unknown_labels.arff'
     unknown.write_text('\n'.join(lines[:start] + [','.join([*map(str, r.astype(int)), *['?'] * 159]) for r in data.x])
@@ -1227,6 +1244,57 @@ def labels_by_name(t: Table, tmp: Path, bib: Path, rows_arff: Path, original: st
     t.add(fault, '`predict` (declared {0,1,2}, a row holding 2)', code, shown(err), one_error(code, err) and
           f"{path}:{header + 2}: feature '0': value '2' is not one the model was trained on {{0,1}}" in err,
           'one line naming the file, line, feature and value')
+
+
+# The groups main walks, in the order of the table's rows. Each runs its cases unless --only leaves out a case that
+# Table.wants guards; the others run unshown (--only's help).
+GROUPS = [busy_workdir, bad_workdir, resume_other_config, data_under_a_run, divergence, damage, command_lines,
+          tracebacks_and_lost_files, prediction_inputs, label_files, horses_data, holes_in_training_files,
+          engine_cases]
+
+
+def write_table(path: str, rows: list[tuple], minutes: float):
+  lines = [
+      '# Bad input and faults: what a user sees',
+      '',
+      f'Made by `python scripts/faults.py` on {datetime.date.today().isoformat()} ({minutes:.1f} min, '
+      f'{os.cpu_count()} CPU cores). Each case was run as a user runs it; "stderr" is what it printed there (first '
+      'two lines; `$TMP` is the scratch folder). Exit 1 is a bad input or fault, exit 2 a bad command line. The '
+      'same behaviour is asserted by `tests/test_faults.py`, `tests/test_predict.py`, `tests/test_arff.py`, '
+      '`tests/test_plugins.py`, `tests/test_configs.py`, `tests/test_rescore.py`, `tests/test_multihost.py` (marker '
+      'multihost) and the reader tests of each task (`test_mlc_data.py`, `test_tagging_predict.py`, '
+      '`test_tagging_embeddings.py`, `test_segmentation.py`, `test_citations.py`).',
+      '',
+      '| fault | how it was tried | exit | stderr | as it should be | what should happen |',
+      '|---|---|---|---|---|---|',
+      *[f'| {" | ".join(row)} |' for row in rows],
+      '',
+  ]
+  records.write_page(path, '\n'.join(lines))
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--out', default=None, help='the table (default docs/faults.md; none with --only)')
+  parser.add_argument('--only', default='', help='keep the cases whose fault holds this text (any case; A|B for '
+                      'either); cases in blocks guarded by Table.wants are not run at all, the others run unshown')
+  args = parser.parse_args()
+  table_path = args.out or (None if args.only else str(ROOT / 'docs' / 'faults.md'))
+  tmp = Path(tempfile.mkdtemp(prefix='implicit_jax_faults_'))
+  t = Table(tmp, args.only)
+  started = time.time()
+  shared = shared_runs(t, tmp)
+  for group in GROUPS:
+    group(shared)
+  minutes = (time.time() - started) / 60
+  shutil.rmtree(tmp, ignore_errors=True)
+  bad = [row[0] for row in t.rows if row[4] != 'yes']
+  if table_path is None:
+    print(f'{len(t.rows)} cases (--only {args.only!r}; no table written), {len(bad)} not as they should be {bad}')
+  else:
+    write_table(table_path, t.rows, minutes)
+    print(f'wrote {table_path}: {len(t.rows)} cases, {len(bad)} not as they should be {bad}')
+  sys.exit(1 if bad else 0)
 
 
 if __name__ == '__main__':
