@@ -67,10 +67,6 @@ def _train():
     raise cli.Interrupted(f'{FLAGS.workdir} keeps its last checkpoint; the same command resumes from it') from None
 
 
-# A failed collective that means a lost process: Gloo's socket errors, the coordination service's.
-_LOST_PEER = ('Gloo', 'Connection reset', 'Connection closed', 'UNAVAILABLE', 'heartbeat')
-
-
 def _end_now(error: BaseException, where: str) -> None:
   """Ends a failed process of a multi-host run at once, after one line on stderr (a bug keeps its traceback).
 
@@ -78,9 +74,8 @@ def _end_now(error: BaseException, where: str) -> None:
   collective for this one: all of them would hang for minutes. Ending now closes this process's connections, so
   the others stop within seconds: a collective fails (the branch below, on their side) or JAX's coordination
   service reports the lost process and ends them (after --heartbeat_timeout at most)."""
-  import jax  # pylint: disable=import-outside-toplevel
   status = 1
-  if isinstance(error, jax.errors.JaxRuntimeError) and any(s in str(error) for s in _LOST_PEER):
+  if multihost.lost_peer(error):
     message = (f'error: {where}: lost contact with another process of the run ({cli.one_line(error)[:300]}); '
                'its output says why it stopped. The workdir keeps its last checkpoint; the same command on every '
                'host resumes from it')

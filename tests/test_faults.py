@@ -15,12 +15,14 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
+import jax
 import numpy as np
 import pytest
 
 from implicit_jax import evaluate
-from implicit_jax.engine import checkpoints, train, workdir as workdir_lib, writers
+from implicit_jax.engine import checkpoints, multihost, train, workdir as workdir_lib, writers
 from implicit_jax.testing import MAIN_WITH_SIGINT
 from tests.conftest import ROOT, load_config
 
@@ -677,3 +679,26 @@ def test_evaluate_on_a_config_that_builds_another_network_does_not_call_the_chec
                        'changed'):
       evaluate.evaluate_run(str(workdir))
     assert sorted(p.name for p in (workdir / 'best').iterdir()) == best and not (workdir / 'corrupt').exists()
+
+
+def test_a_save_whose_collective_loses_the_other_process_is_not_called_a_disk_failure(tmp_path, monkeypatch):
+  """Another process of a multi-host run killed while this one saved: Orbax's collective fails with a ValueError
+  naming Gloo's socket. It was reported as a failed write ('fix that and rerun'); it goes on as the lost process it
+  is, which main's one line names. A write that fails, or a settings error naming the heartbeat, stays what it is."""
+  # Two processes, as multihost sees it (Orbax, which reads the count too, stays on this one)
+  monkeypatch.setattr(multihost, 'jax', types.SimpleNamespace(process_count=lambda: 2, errors=jax.errors))
+  ckpt = checkpoints.Checkpointer(str(tmp_path))
+  lost = ValueError('UNKNOWN: Gloo AllGather failed: [pair.cc:538] Read error [127.0.0.1]:64218: Connection reset '
+                    'by peer')
+  assert multihost.lost_peer(lost)
+  assert not multihost.lost_peer(ValueError('--heartbeat_timeout=0: give a positive number of seconds'))
+  assert not multihost.lost_peer(OSError(28, 'No space left on device'))
+  try:
+    with pytest.raises(ValueError, match='Gloo AllGather failed'):
+      with ckpt._writing('best-on-dev parameters at step 24'):  # pylint: disable=protected-access
+        raise lost
+    with pytest.raises(OSError, match='step 24 failed'):
+      with ckpt._writing('best-on-dev parameters at step 24'):  # pylint: disable=protected-access
+        raise ValueError('tensorstore: write failed')
+  finally:
+    ckpt.close()

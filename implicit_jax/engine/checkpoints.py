@@ -42,7 +42,8 @@ import orbax.checkpoint as ocp
 from absl import logging as absl_logging
 from etils import epath
 
-from implicit_jax.engine import config as config_lib, data, registry, workdir as workdir_lib, xla_options
+from implicit_jax.engine import (config as config_lib, data, multihost, registry, workdir as workdir_lib,
+                                 xla_options)
 
 
 @contextlib.contextmanager
@@ -318,6 +319,8 @@ class Checkpointer:
           _hush_unretrieved_futures()
           raise
     except (OSError, ValueError) as e:  # tensorstore reports a failed write as a ValueError
+      if multihost.lost_peer(e):  # the save's collective, not its write: another process of the run is gone
+        raise
       fix = 'free space' if workdir_lib.os_errno(e) in (errno.ENOSPC, errno.EDQUOT) else 'fix that'
       then = (f'the last good checkpoint is step {last} ({self.directory}/{last}); {fix} and rerun the same command '
               'to resume from it' if last is not None else

@@ -130,6 +130,22 @@ def _short(value) -> str:
   return text if len(text) <= 80 else text[:77] + '...'
 
 
+# A failed collective that means a lost process: Gloo's socket errors, the coordination service's.
+_LOST_PEER = ('Gloo', 'Connection reset', 'Connection closed', 'UNAVAILABLE', 'heartbeat')
+
+
+def lost_peer(error: BaseException) -> bool:
+  """Whether ``error`` is a collective that failed because another process of the run is gone: JAX reports it as a
+  JaxRuntimeError, Orbax's own collectives (a checkpoint's, when the other process dies during a save) as a
+  ValueError."""
+  if jax.process_count() == 1:
+    return False
+  if isinstance(error, jax.errors.JaxRuntimeError):
+    return any(s in str(error) for s in _LOST_PEER)
+  # Orbax's: the transport's words only, not 'heartbeat', which a settings error may name (--heartbeat_timeout)
+  return isinstance(error, ValueError) and any(s in str(error) for s in _LOST_PEER[:4])
+
+
 # Where a config's values came from, not what they are: hosts may name one file by different paths.
 _PROVENANCE = ('config_file', 'overrides')
 
