@@ -172,16 +172,24 @@ def _path_names(tree) -> dict:
           if getattr(leaf, 'shape', None) is not None}
 
 
-def _other_shapes(where: str, abstract) -> str | None:
-  """The first array whose saved shape in checkpoint folder ``where`` differs from ``abstract``'s (the model as
-  built from today's config and data), as ``name: saved (a, b), now (c, d)``; None when all that can be compared
-  agree or the metadata cannot be read (then the checkpoint is damaged, not of another shape)."""
+def _saved_tree(where: str):
+  """The tree of array metadata Orbax keeps in checkpoint folder ``where``, or None when it cannot be read (then
+  the checkpoint is damaged, which its restore reports)."""
   try:
     with _orbax_quiet():
       metadata = ocp.PyTreeCheckpointHandler().metadata(epath.Path(where))
   except Exception:  # pylint: disable=broad-except
     return None
-  saved, now = _path_names(getattr(metadata, 'tree', metadata)), _path_names(abstract)
+  return getattr(metadata, 'tree', metadata)
+
+
+def _other_shapes(saved_tree, abstract) -> str | None:
+  """The first array whose saved shape (``saved_tree``, ``_saved_tree``'s) differs from ``abstract``'s (the model
+  as built from today's config and data), as ``name: saved (a, b), now (c, d)``; None when all that can be
+  compared agree or the metadata could not be read."""
+  if saved_tree is None:
+    return None
+  saved, now = _path_names(saved_tree), _path_names(abstract)
   for name in sorted(set(saved) & set(now)):
     if saved[name] != now[name]:
       return f'{name}: saved {saved[name]}, now {now[name]}'
@@ -193,19 +201,15 @@ def _other_shapes(where: str, abstract) -> str | None:
   return None
 
 
-def _as_saved(abstract_state, where: str):
-  """``abstract_state`` in the layout of the training state saved in ``where``. A state saved before solver memory
+def _as_saved(abstract_state, saved):
+  """``abstract_state`` in the layout of the training state saved as ``saved`` (``_saved_tree``'s). A state saved
+  before solver memory
   was a field of its own (``State.memory``) has no ``memory`` entry, and kept the memory, if any, in
   ``opt_state['solver']`` (the same arrays): it is read as a dict of the fields it has, in that layout, and
   ``_as_today`` makes it today's state, so that those runs resume."""
   if not dataclasses.is_dataclass(abstract_state) or not hasattr(abstract_state, 'memory'):
     return abstract_state
-  try:
-    with _orbax_quiet():
-      saved = getattr(ocp.PyTreeCheckpointHandler().metadata(epath.Path(where)), 'tree', None)
-  except Exception:  # pylint: disable=broad-except  # unreadable metadata: the restore reports it
-    return abstract_state
-  if not isinstance(saved, dict) or 'memory' in saved:
+  if not isinstance(saved, dict) or 'memory' in saved:  # today's layout, or unreadable: the restore reports it
     return abstract_state
   fields = {f.name: getattr(abstract_state, f.name) for f in dataclasses.fields(abstract_state) if f.name != 'memory'}
   if abstract_state.memory is not None and isinstance(fields['opt_state'], dict):
@@ -333,8 +337,9 @@ class Checkpointer:
     moved to ``workdir/corrupt/``, and the one before it is used: the run repeats the steps in between, with the
     same result."""
     for step in sorted(self._latest.all_steps(), reverse=True):
-      abstract = _as_saved(abstract_state, os.path.join(str(self._latest.directory), str(step), 'state'))
-      self._refuse_other_shapes(self._latest, step, abstract, 'training state')
+      saved = self._saved(self._latest, step)
+      abstract = _as_saved(abstract_state, saved)
+      self._refuse_other_shapes(self._latest, step, saved, abstract, 'training state')
       try:
         with _orbax_quiet():  # a damaged checkpoint is reported below, in one line
           out = self._latest.restore(step, args=ocp.args.Composite(
@@ -362,7 +367,7 @@ class Checkpointer:
     ``(params, step)``. A reader beside a training run may see a step listed and then deleted by the trainer (it
     keeps two): it lists again."""
     def read(s):
-      self._refuse_other_shapes(self._best, s, abstract_params, 'best-on-dev parameters')
+      self._refuse_other_shapes(self._best, s, self._saved(self._best, s), abstract_params, 'best-on-dev parameters')
       with _orbax_quiet():
         params = self._best.restore(s, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract_params))
                                     ).params
@@ -396,13 +401,17 @@ class Checkpointer:
         break  # every listed one was damaged
     raise ValueError(f'no readable best-on-dev parameters under {self._best.directory}')
 
-  def _refuse_other_shapes(self, manager, step: int, abstract, what: str) -> None:
-    """Checked before a restore, from Orbax's metadata: a checkpoint the model built now does not fit is not
-    damaged, the data (a vocabulary, a label set of another size) or the config differ from the run's. One
-    ValueError says so, and nothing is set aside (every checkpoint of the run would fail the same way). Checked
-    before, not after a failed restore: that leaves Orbax's reads unfinished, each reported at exit."""
+  def _saved(self, manager, step: int):
+    """``_saved_tree`` of ``manager``'s checkpoint ``step`` (its parameters, or its training state)."""
+    return _saved_tree(os.path.join(str(manager.directory), str(step), 'params' if manager is self._best else 'state'))
+
+  def _refuse_other_shapes(self, manager, step: int, saved, abstract, what: str) -> None:
+    """Checked before a restore, from Orbax's metadata (``saved``, ``_saved``'s): a checkpoint the model built now
+    does not fit is not damaged, the data (a vocabulary, a label set of another size) or the config differ from the
+    run's. One ValueError says so, and nothing is set aside (every checkpoint of the run would fail the same way).
+    Checked before, not after a failed restore: that leaves Orbax's reads unfinished, each reported at exit."""
     where = os.path.join(str(manager.directory), str(step))
-    differs = _other_shapes(os.path.join(where, 'params' if manager is self._best else 'state'), abstract)
+    differs = _other_shapes(saved, abstract)
     if differs:
       raise OtherShapes(f'the {what} in {where} do not fit the model built from the data and config read now '
                        f'({differs}): the data differ from the run\'s (a vocabulary or label set of another size), '

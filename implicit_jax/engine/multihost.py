@@ -130,8 +130,10 @@ def _short(value) -> str:
   return text if len(text) <= 80 else text[:77] + '...'
 
 
-# A failed collective that means a lost process: Gloo's socket errors, the coordination service's.
-_LOST_PEER = ('Gloo', 'Connection reset', 'Connection closed', 'UNAVAILABLE', 'heartbeat')
+# A failed collective that means a lost process: the transport's errors (Gloo's socket, the coordination service
+# unavailable), and JAX's coordination client on a missed heartbeat.
+_TRANSPORT_LOST = ('Gloo', 'Connection reset', 'Connection closed', 'UNAVAILABLE')
+_JAX_LOST = _TRANSPORT_LOST + ('heartbeat',)
 
 
 def lost_peer(error: BaseException) -> bool:
@@ -141,9 +143,9 @@ def lost_peer(error: BaseException) -> bool:
   if jax.process_count() == 1:
     return False
   if isinstance(error, jax.errors.JaxRuntimeError):
-    return any(s in str(error) for s in _LOST_PEER)
+    return any(s in str(error) for s in _JAX_LOST)
   # Orbax's: the transport's words only, not 'heartbeat', which a settings error may name (--heartbeat_timeout)
-  return isinstance(error, ValueError) and any(s in str(error) for s in _LOST_PEER[:4])
+  return isinstance(error, ValueError) and any(s in str(error) for s in _TRANSPORT_LOST)
 
 
 # Where a config's values came from, not what they are: hosts may name one file by different paths.
