@@ -182,9 +182,11 @@ def portable_record(text: str, root: Path = ROOT) -> str:
   ``site-packages/...``, and a reproduce script's scratch ``--workdir`` left out of its command. Text-level, so
   that the record keeps its layout byte for byte elsewhere; a record's data folder is ``--config.data.data_dir``
   of its rerun, relative to the checkout by default."""
+  checkout = str(root) + '/'  # wherever the checkout lies (CI's need not be under one of _MACHINE_PATH's folders)
+
   def one(m):
     literal = m.group(0)
-    if not _MACHINE_PATH.search(literal):  # most literals, the encoded arrays (predictions) among them
+    if not (_MACHINE_PATH.search(literal) or checkout in literal):  # most literals, encoded arrays among them
       return literal
     inner = _PACKAGE_PATH.sub('site-packages/', _DATA_PATH.sub(DATA_DIR, literal[1:-1]))  # before the checkout's
     return '"' + portable(inner, root=root) + '"'  # without its quotes: a flag's value runs to the end
