@@ -185,8 +185,8 @@ def test_a_plugin_solver_and_the_built_in_cg_give_the_same_gradient(x64, tmp_pat
   monkeypatch.syspath_prepend(str(tmp_path))
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   flat_phi, unravel_phi = ravel_pytree(phi)
-  g_theta, g_phi = jax.grad(l_prim, argnums=(0, 1))(theta_star, phi, batch)
-  cross = jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta_star, unravel_phi(p), batch))[0])(flat_phi)
+  g_theta, g_phi = jax.jit(jax.grad(l_prim, argnums=(0, 1)))(theta_star, phi, batch)
+  cross = jax.jit(jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta_star, unravel_phi(p), batch))[0]))(flat_phi)
   h = np.asarray(dense_hessian(l_aux, theta_star, phi, batch))
   dense = ravel_pytree(g_phi)[0] - cross.T @ np.linalg.solve(h, ravel_pytree(g_theta)[0])
   opt = optax.sgd(1e-3)
@@ -328,8 +328,8 @@ def test_normal_cg_on_indefinite_hessians(x64):
   h = q @ jnp.diag(jnp.linspace(-3.0, 5.0, 20)) @ q.T  # symmetric, indefinite
   g = lambda t, p, b: 0.5 * t['a'] @ (h @ t['a'])
   for k in (1, 2, 5):
-    u, info = bilevel.solve_inverse_hvp(g, {'a': jnp.zeros(20)}, {}, None, {'a': jnp.ones(20)},
-                                        bilevel.Solver('normal_cg', iterations=k, tol=0.0, damping=0.0))
+    u, info = solve_inverse_hvp(g, {'a': jnp.zeros(20)}, {}, None, {'a': jnp.ones(20)},
+                                bilevel.Solver('normal_cg', iterations=k, tol=0.0, damping=0.0))
     assert info['residual'] <= 1.0
     # The residual normal_cg reports (H u accumulated inside CG, no extra HVP) is that of H u = v.
     explicit = jnp.linalg.norm(h @ u['a'] - 1.0) / jnp.sqrt(20.0)
@@ -345,7 +345,7 @@ def test_minres_minimises_the_residual_over_the_krylov_space(x64):
   h = np.asarray(q @ jnp.diag(jnp.linspace(-3.0, 5.0, 30)) @ q.T)
   v = np.asarray(jax.random.normal(jax.random.PRNGKey(7), (30,)))
   g = lambda t, p, b: 0.5 * t['a'] @ (h @ t['a'])
-  solve = lambda solver: bilevel.solve_inverse_hvp(g, {'a': jnp.zeros(30)}, {}, None, {'a': jnp.asarray(v)}, solver)
+  solve = lambda solver: solve_inverse_hvp(g, {'a': jnp.zeros(30)}, {}, None, {'a': jnp.asarray(v)}, solver)
   previous = 1.0
   for k in (1, 2, 5, 9):
     u, info = solve(bilevel.Solver('minres', iterations=k, tol=0.0, damping=0.0))
@@ -434,10 +434,10 @@ def test_bad_inner_steps():
 
 
 @pytest.mark.parametrize('name, iterations, tol', [
-    ('cg', 30, 1e-4),          # stops on the tolerance well before 30 iterations
+    ('cg', 14, 1e-2),          # stops on the tolerance (at 8) before its 14 iterations
     ('cg', 4, 0.0),
-    ('normal_cg', 30, 1e-3),
-    ('minres', 30, 1e-4),
+    ('normal_cg', 14, 1e-3),
+    ('minres', 14, 1e-2),
     ('minres', 4, 0.0),
     ('neumann', 6, 0.0),
     ('gcr', 6, 0.0),

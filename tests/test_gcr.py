@@ -17,6 +17,7 @@ from implicit_jax.testing import dense_hessian, flat64, rel_err, spen_problem
 # The library's functions and autodiff through jax.jit below: one compiled program per call signature instead of one
 # per operation (eager), which is most of the time these small problems take.
 hypergradient = jax.jit(bilevel.hypergradient, static_argnums=(0, 1, 5))
+implicit_gcr = jax.jit(bilevel.implicit_gcr, static_argnums=(0, 5))
 
 
 def coupled_quadratic(n=30, m=7, seed=6, spectrum=(-3.0, 5.0)):
@@ -34,7 +35,7 @@ def gcr(f, v, solver, memory=None, theta=None, phi=None):
   theta = {'a': jnp.zeros(n)} if theta is None else theta
   phi = {'w': jnp.ones(m)} if phi is None else phi
   mem = None if memory is None else {'a': jnp.asarray(memory)}
-  return bilevel.implicit_gcr(f, theta, phi, None, {'a': jnp.asarray(v)}, solver, mem)
+  return implicit_gcr(f, theta, phi, None, {'a': jnp.asarray(v)}, solver, mem)
 
 
 def test_fused_products_match_dense_second_derivatives(x64):
@@ -84,7 +85,9 @@ def test_the_compiled_gcr_does_not_grow_with_its_iterations(x64):
 
   def size(k, unroll=False):
     solver = bilevel.Solver('gcr', iterations=k, damping=0.1, unroll=unroll)
-    return len(jax.make_jaxpr(lambda v: gcr(f, v, solver))(v).jaxpr.eqns)
+    theta, phi = {'a': jnp.zeros(30)}, {'w': jnp.ones(7)}
+    traced = jax.make_jaxpr(lambda v: bilevel.implicit_gcr(f, theta, phi, None, {'a': v}, solver))(v)
+    return len(traced.jaxpr.eqns)
 
   assert size(2) == size(40)
   assert size(3, unroll=True) < size(6, unroll=True)  # the straight-line route Solver.unroll asks for
