@@ -92,7 +92,8 @@ def run_one(dataset, system, seed, args):
   if system in mlc.SYSTEMS:
     # reproduce_mlc's own rows and files: the script beside this one (Python puts a script's folder on sys.path).
     import reproduce_mlc  # pylint: disable=import-outside-toplevel
-    reproduce_mlc.run_one(dataset, system, seed, argparse.Namespace(**vars(args), verify=False))  # train, not verify
+    train_only = argparse.Namespace(**vars(args), verify=False, supersede=False)  # train: not verify, not rerun
+    reproduce_mlc.run_one(dataset, system, seed, train_only)
     return
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   out = run_file(dataset, system, seed, args.protocol)

@@ -12,7 +12,9 @@ and restarted.
 The table is rebuilt from all run files at the end (--table_only rebuilds it without training). --verify reruns
 runs that have a committed record, from that record's own config (python -m implicit_jax.main
 --config=<record>.json does the same), in a scratch workdir, and compares each with it instead of writing anything:
-the regression test of the science after a change to the code. A new run takes its row's config,
+the regression test of the science after a change to the code. --supersede reruns, from its own record, each
+committed run that keeps no predictions (made before records kept them), so that it can be rescored; the old record
+moves to docs/mlc/runs_superseded/ and the page says how far the reruns moved. A new run takes its row's config,
 configs/<dataset>.py:<system> (today's design); a committed run's recipe is its record.
 """
 
@@ -32,6 +34,10 @@ from implicit_jax.experiments.mlc import ABLATION_ONLY, PAPER, SYSTEMS, device_o
 from implicit_jax.tasks.mlc.datasets import PROTOCOLS
 
 ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / 'docs' / 'mlc' / 'runs'
+# Records replaced by a rerun from themselves (--supersede: those made before records kept their predictions), kept
+# to show how far a rerun moves a committed figure.
+SUPERSEDED = ROOT / 'docs' / 'mlc' / 'runs_superseded'
 
 # Shown under the table: what a row that is not the committed config is for.
 NOTES = {
@@ -62,31 +68,48 @@ def base_config(dataset, seed, protocol, data_dir, system=None):
 VERIFIED = ('test_f1', 'test_f1_tuned', 'dev_f1', 'best_epoch', 'threshold')
 
 
+def from_record(out: Path, data_dir: str):
+  """A committed run's recipe: its record's config (its row may have changed since), reading the data here."""
+  config = config_lib.from_record(out)
+  if config.data.data_dir:  # '' for bibtex's official split, which ships inside the package
+    config.data.data_dir = data_dir
+  return config
+
+
 def run_one(dataset, system, seed, args):
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   name = run_name(dataset, system, args.protocol)
-  out = ROOT / 'docs' / 'mlc' / 'runs' / f'{name}-seed{seed}.json'
+  out = RUNS / f'{name}-seed{seed}.json'
   if args.verify:
     if not out.exists():
       print(f'== {dataset} {system} seed {seed}: no committed record to verify against', flush=True)
       return None
+  elif args.supersede:
+    if not out.exists() or records.load(out).get('predictions'):
+      return None
+    if (SUPERSEDED / out.name).exists():
+      raise SystemExit(f'{out.name}: {SUPERSEDED / out.name} already holds a replaced record of this seed; move '
+                       'one of the two away before rerunning it')
   elif out.exists():
     return None
-  print(f'== {dataset} {system} seed {seed}', flush=True)
+  print(f'== {dataset} {system} seed {seed}' + (' (rerun from its record: it keeps no predictions)'
+                                                 if args.supersede else ''), flush=True)
+  if args.supersede:
+    result = train.train_and_evaluate(from_record(out, args.data_dir), f'/tmp/reproduce_mlc/{name}-{seed}')
+    SUPERSEDED.mkdir(exist_ok=True)
+    out.replace(SUPERSEDED / out.name)
+    save_run(result, out)
+    return None
   if not args.verify:
     config = base_config(dataset, seed, args.protocol, args.data_dir, system)
     if args.epochs:
       config.num_epochs = args.epochs
     save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)
     return None
-  # A committed run's recipe is its record (its row may have changed since): rerun from it, reading the data here.
-  config = config_lib.from_record(out)
-  if config.data.data_dir:  # '' for bibtex's official split, which ships inside the package
-    config.data.data_dir = args.data_dir
   import shutil  # pylint: disable=import-outside-toplevel
   workdir = f'/tmp/reproduce_mlc_verify/{name}-{seed}'
   shutil.rmtree(workdir, ignore_errors=True)
-  result, committed = train.train_and_evaluate(config, workdir), records.load(out)
+  result, committed = train.train_and_evaluate(from_record(out, args.data_dir), workdir), records.load(out)
   row = {k: (committed[k], result[k]) for k in VERIFIED}
   print(f'   verify {name} seed {seed}: ' + ', '.join(
       f'{k} {a:.6g} -> {b:.6g}' + ('' if a == b else f' ({b - a:+.2g})') for k, (a, b) in row.items()), flush=True)
@@ -94,12 +117,27 @@ def run_one(dataset, system, seed, args):
           'identical': all(a == b for a, b in row.values())}
 
 
+def superseded_lines() -> list[str]:
+  """How far the reruns of replaced records (SUPERSEDED) moved: same config and seed."""
+  if not SUPERSEDED.exists():
+    return []
+  pairs = [(path.stem.rsplit('-seed', 1)[0], records.load(path), records.load(RUNS / path.name))
+           for path in sorted(SUPERSEDED.glob('*.json')) if (RUNS / path.name).exists()]
+  if not pairs:
+    return []
+  one = len(pairs) == 1
+  return [f'- Reruns: {len(pairs)} {"record that" if one else "records that"} kept no predictions '
+          f'{"was" if one else "were"} rerun from {"its own record" if one else "their own records"} (same config '
+          'and seed) so that they keep them (`--supersede`; the replaced ones are in docs/mlc/runs_superseded/).'
+          + records.rerun_moves(pairs, 'test_f1', 'test F1 @0.5')]
+
+
 def fmt(values):
   return records.mean_std(values)
 
 
 def build_table():
-  runs = [records.load(p) for p in sorted((ROOT / 'docs' / 'mlc' / 'runs').glob('*.json'))]
+  runs = [records.load(p) for p in sorted(RUNS.glob('*.json'))]
   groups = {}
   for r in runs:
     key = (r['task'], r['task_info']['protocol'], system_of(r))
@@ -153,6 +191,7 @@ def build_table():
         f'{mlc.recipe(task, system, protocol, rs, ROOT / "docs" / "mlc" / "runs", ROOT)} |')
   shown = {k[2] for k in groups}
   lines += [''] + [f'- `{system}`: {note}.' for system, note in NOTES.items() if system in shown]
+  lines += superseded_lines()
   lines += ['', '## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)', '']
   for task in sorted({k[0] for k in groups}):
     for protocol in sorted({k[1] for k in groups if k[0] == task}):
@@ -238,7 +277,12 @@ def main():
   parser.add_argument('--table_only', action='store_true')
   parser.add_argument('--verify', action='store_true', help='rerun runs with a committed record and compare '
                       '(writes nothing; the summary is printed)')
+  parser.add_argument('--supersede', action='store_true',
+                      help='rerun, from its own record, each committed run that keeps no predictions; the new record '
+                           'takes its place and the old one goes to docs/mlc/runs_superseded/')
   args = parser.parse_args()
+  if args.verify and args.supersede:
+    parser.error('--verify writes nothing and --supersede replaces records: choose one')
   verified = []
   if not args.table_only:
     for dataset in args.datasets.split(','):

@@ -458,26 +458,9 @@ def superseded_lines(dataset, runs) -> list[str]:
            for new in runs.get(name, []) if new['seed'] == o['seed']]
   if not pairs:
     return []
-  same = [(n, o, r) for n, o, r in pairs if str(o.get('device', 'cpu'))[:3] == str(r.get('device', 'cpu'))[:3]]
-  moves = [100 * (r['test_f1'] - o['test_f1']) for _, o, r in same]
-  def parting(o, r):  # the first epoch whose dev strict F1 differs, 0 if none
-    return next((a['epoch'] for a, b in zip(o.get('history', []), r.get('history', []))
-                 if a['dev_f1'] != b['dev_f1']), 0)
-  parts = [parting(o, r) for _, o, r in same]
   line = (f'- Reruns: {len(pairs)} records made before conlleval\'s F1 and the predictions were kept were rerun with '
           'the same config and seed (the replaced ones are in docs/tagging/runs_superseded/).')
-  if same:
-    worst = max(range(len(same)), key=lambda i: abs(moves[i]))
-    line += (f' On the same kind of device ({len(same)} of them), test F1 strict moved by {np.median(np.abs(moves)):.2f}'
-             f' (median of |change|; largest {moves[worst]:+.2f}, {same[worst][0]} seed {same[worst][1]["seed"]}). '
-             f'Epoch 1\'s dev F1 equals the old record\'s to every digit in {sum(p != 1 for p in parts)} of '
-             f'{len(same)}, every epoch\'s in {sum(p == 0 for p in parts)}'
-             + (f', and the others part at epoch {int(np.median([p for p in parts if p]))} (median)'
-                if any(parts) else '')
-             + ': the same computation, its last-bit rounding compounding over the steps into another trajectory.')
-  if len(same) < len(pairs):
-    k = len(pairs) - len(same)
-    line += f' {k} {"was" if k == 1 else "were"} rerun on a GPU instead of the CPU: another trajectory from the start.'
+  line += records.rerun_moves(pairs, 'test_f1', 'test F1 strict')
   return [line]
 
 

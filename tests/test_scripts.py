@@ -489,3 +489,47 @@ def test_last_tenth_gain_is_the_one_flattening_test_of_every_table():
   assert records.last_tenth_gain(peaked, 'dev_f1') == pytest.approx(-9.0)     # 0.41 - 0.50
   assert records.last_tenth_gain({'history': [{'dev_f1': 0.3}]}, 'dev_f1') != records.last_tenth_gain(
       {'history': [{'dev_f1': 0.3}]}, 'dev_f1')  # NaN
+
+
+def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the_old(tmp_path, monkeypatch):
+  """``reproduce_mlc --supersede``: a record that keeps no predictions is rerun from its own config (not its row's
+  today), the new record (with predictions) takes its place, the old one moves aside, and the page says how far the
+  rerun moved; a record that keeps predictions is left alone."""
+  import argparse  # pylint: disable=import-outside-toplevel
+  import shutil  # pylint: disable=import-outside-toplevel
+  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
+  import reproduce_mlc  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import config as config_lib, train  # pylint: disable=import-outside-toplevel
+  runs = reproduce_mlc.ROOT / 'docs' / 'mlc' / 'runs'
+  if not (runs / 'delicious-implicit-cd-seed0.json').exists() or (runs / 'delicious-implicit-cd-seed0.json').read_text(
+      ).count('"predictions"'):
+    pytest.skip('the committed delicious implicit CD record of seed 0 keeps its predictions now')
+  monkeypatch.setattr(reproduce_mlc, 'RUNS', tmp_path / 'runs')
+  monkeypatch.setattr(reproduce_mlc, 'SUPERSEDED', tmp_path / 'superseded')
+  (tmp_path / 'runs').mkdir()
+  for name in ('delicious-implicit-cd-seed0.json', 'delicious-mbce-seed0.json'):
+    shutil.copy(runs / name, tmp_path / 'runs' / name)
+  old = records.load(runs / 'delicious-implicit-cd-seed0.json')
+  assert not old.get('predictions') and records.load(runs / 'delicious-mbce-seed0.json').get('predictions')
+  trained = []
+
+  def rerun(config, workdir):
+    trained.append(config)
+    return dict(old, test_f1=old['test_f1'] + 0.005, predictions={'test': 'stand-in'}, device='cpu: cpu')
+
+  monkeypatch.setattr(train, 'train_and_evaluate', rerun)
+  args = argparse.Namespace(data_dir='DATA', protocol='official', epochs=0, verify=False, supersede=True)
+  for system in ('implicit-cd', 'mbce'):
+    reproduce_mlc.run_one('delicious', system, 0, args)
+  assert len(trained) == 1  # the MBCE record keeps its predictions: not rerun
+  expected = config_lib.from_record(runs / 'delicious-implicit-cd-seed0.json')
+  expected.data.data_dir = 'DATA'
+  without_file = lambda c: {k: v for k, v in c.to_dict().items() if k != 'config_file'}  # where it was read from
+  assert without_file(trained[0]) == without_file(expected)
+  assert records.load(tmp_path / 'superseded' / 'delicious-implicit-cd-seed0.json')['test_f1'] == old['test_f1']
+  assert records.load(tmp_path / 'runs' / 'delicious-implicit-cd-seed0.json')['predictions'] == {'test': 'stand-in'}
+  line, = reproduce_mlc.superseded_lines()
+  assert '1 record that kept no predictions was rerun' in line and 'test F1 @0.5 moved by 0.50' in line
+  with pytest.raises(SystemExit, match='already holds a replaced record'):  # a second rerun would lose the first
+    shutil.copy(runs / 'delicious-implicit-cd-seed0.json', tmp_path / 'runs' / 'delicious-implicit-cd-seed0.json')
+    reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)

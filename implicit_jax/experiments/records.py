@@ -355,6 +355,35 @@ def load(path: Path) -> dict:
   return record
 
 
+def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str = 'dev_f1') -> str:
+  """How far reruns of replaced records moved, as a page says it: ``pairs`` are ``(name, old, new)`` records of one
+  config and seed. On the same kind of device, the median |change| of ``metric`` (x 100) and the largest, and
+  where the dev curves (``dev``) part: the same computation, its last-bit rounding compounding over the steps. A
+  rerun on the other kind of device is counted apart: another trajectory from the start."""
+  same = [(n, o, r) for n, o, r in pairs if str(o.get('device', 'cpu'))[:3] == str(r.get('device', 'cpu'))[:3]]
+  text = ''
+  if same:
+    moves = [100 * (r[metric] - o[metric]) for _, o, r in same]
+
+    def parting(o, r):  # the first epoch whose dev score differs, 0 if none
+      return next((a['epoch'] for a, b in zip(o.get('history', []), r.get('history', [])) if a[dev] != b[dev]), 0)
+    parts = [parting(o, r) for _, o, r in same]
+    worst = max(range(len(same)), key=lambda i: abs(moves[i]))
+    text += (f' On the same kind of device ({len(same)} of them), {label} moved by {np.median(np.abs(moves)):.2f}'
+             f' (median of |change|; largest {moves[worst]:+.2f}, {same[worst][0]} seed {same[worst][1]["seed"]}). '
+             f'Epoch 1\'s dev F1 equals the old record\'s to every digit in {sum(p != 1 for p in parts)} of '
+             f'{len(same)}, every epoch\'s in {sum(p == 0 for p in parts)}'
+             + (f', and the others part at epoch {int(np.median([p for p in parts if p]))} (median)'
+                if any(parts) else '')
+             + ': the same computation, its last-bit rounding compounding over the steps into another trajectory.')
+  if len(same) < len(pairs):
+    k = len(pairs) - len(same)
+    others = {str(r.get('device', 'cpu'))[:3] for _, _, r in pairs} - {'cpu'}
+    text += (f' {k} {"was" if k == 1 else "were"} rerun on a {"GPU" if others else "CPU"} instead of the '
+             f'{"CPU" if others else "GPU"}: another trajectory from the start.')
+  return text
+
+
 # What a record holds of where and how it was launched, not of what it ran: a row's config today names its own (the
 # data folder, and a local copy of the word vectors some NER runs read instead of the package's).
 _LAUNCH = {'config_file', 'overrides', 'data.data_dir', 'model.embeddings_path'}
