@@ -28,8 +28,8 @@ from implicit_jax.engine import checkpoints, cli, config as config_lib, train, w
 from implicit_jax.experiments import mlc
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file('config', None, 'The config to tune (e.g. configs/custom.py), with its '
-                                '--config.* overrides: trial "default".', lock_config=True)
+cli.define_config_flag('The config to tune (e.g. configs/custom.py), or a run record (.json) whose recipe it '
+                       'tunes, with its --config.* overrides: trial "default".')
 flags.DEFINE_string('workdir', None, 'Folder of the tune: tune.json, trials.md, trials/, chosen/.')
 flags.DEFINE_float('budget_minutes', 30.0, 'Wall-clock budget of the whole tune, probe included.', lower_bound=0.0)
 flags.mark_flags_as_required(['config', 'workdir'])

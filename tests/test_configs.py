@@ -376,6 +376,16 @@ def test_a_row_names_its_config_only_where_its_records_are_that_config():
   assert records.recipe(None, pattern) == f'its records `{pattern}`'
 
 
+def test_tune_reads_its_config_as_main_does():
+  """One --config parser for main and tune (engine/cli.py, which also adds a plug-in method's section): tune's flag
+  takes a run record too, whose recipe it tunes."""
+  from implicit_jax import tune  # pylint: disable=import-outside-toplevel  # defines its flags
+  parser = tune.FLAGS['config'].parser
+  path = ROOT / 'docs' / 'mlc' / 'runs' / 'bibtex-mbce-seed0.json'
+  assert config_lib.recorded(parser.parse(str(path))) == config_lib.recorded(config_lib.from_file(str(path)))
+  assert type(parser) is type(config_flag()['config'].parser)  # main's
+
+
 def test_the_command_line_reads_a_record_with_its_overrides(tmp_path):
   """--config=<record>.json is the record's config, --config.<field>= overriding it as it would a config file's
   (the seed and the data's place are the usual ones); a workdir's config.json reads the same; a misspelt override,

@@ -63,42 +63,58 @@ def _config_error(error: BaseException, argv) -> str:
   return one_line(error)
 
 
-class _ConfigOrRecord(flags.ArgumentParser):
+class _ConfigParser(flags.ArgumentParser):
   """``--config=``'s value: a config file (``path[:arg]``, loaded by ml_collections' own parser, ``file_parser``)
-  or a run record (``.json``, ``config_lib.from_record``): a published run's JSON or a workdir's config.json reruns
-  that run."""
+  or a run record (``.json``, ``config_lib.from_record``: a published run's JSON or a workdir's config.json reruns
+  that run); to which it adds the section of the method that ``--config.method=`` names (``method``, set by
+  ``parse_flags`` from the command line ``argv``) when the config lacks it (``config.add_method_section``):
+  ml_collections checks the other overrides against the config as loaded, so ``--config.<its section>.<field>=``
+  needs the section first."""
 
   def __init__(self, file_parser):
     self._file_parser = file_parser
+    self.method, self.argv = None, ()
 
   def parse(self, argument):
     if argument.split(':', 1)[0].endswith('.json'):
       config = config_lib.from_file(argument)
       config.lock()  # as ml_collections locks a config file's: a misspelt override is an error
-      return config
-    return self._file_parser.parse(argument)
+    else:
+      config = self._file_parser.parse(argument)
+    if self.method is not None and isinstance(config, ml_collections.ConfigDict) and 'task' in config:
+      try:
+        config_lib.add_method_section(config, self.method)
+      except ValueError as e:
+        # The run's own check names a bad method (exit 1); here only when an override needs its section. Not as a
+        # ValueError, which absl would prefix with the --config flag.
+        if any(a.split('=', 1)[0].split('.')[1] not in config for a in self.argv if a.startswith('--config.')):
+          raise _MethodError(str(e)) from None
+    return config
 
   def flag_type(self):
     return self._file_parser.flag_type()
 
 
+class _MethodError(Exception):
+  """A method named by ``--config.method=`` that does not resolve, while flags are parsed."""
+
+
 def define_config_flag(help_string: str, name: str = 'config', flag_values=flags.FLAGS, **kwargs):
-  """``config_flags.DEFINE_config_file(name)``, locked, whose value may also be a run record (``_ConfigOrRecord``):
-  ml_collections takes no parser of its own, so its parser is wrapped before any flag is parsed. ``kwargs`` go to
+  """``config_flags.DEFINE_config_file(name)``, locked, whose value may also be a run record, with a plug-in method's
+  section (``_ConfigParser``): ml_collections takes no parser of its own, so its parser is wrapped before any flag
+  is parsed. ``kwargs`` go to
   ``DEFINE_config_file`` (``sys_argv``: the command line its overrides are read from)."""
   holder = config_flags.DEFINE_config_file(name, None, help_string, flag_values=flag_values, lock_config=True,
                                            **kwargs)
-  flag_values[name].parser = _ConfigOrRecord(flag_values[name].parser)
+  flag_values[name].parser = _ConfigParser(flag_values[name].parser)
   return holder
 
 
 def parse_flags(argv):
   """``absl`` flag parsing with one-line errors (exit status 2)."""
   try:
-    if 'config' in flags.FLAGS:  # a command line with a config file (main, tune)
-      flag, method = flags.FLAGS['config'], _method_of(argv)
-      parser = flag.parser._parser if isinstance(flag.parser, _MethodSection) else flag.parser  # parsed before
-      flag.parser = parser if method is None else _MethodSection(parser, method, argv)
+    if 'config' in flags.FLAGS and isinstance(flags.FLAGS['config'].parser, _ConfigParser):  # main, tune
+      flags.FLAGS['config'].parser.method, flags.FLAGS['config'].parser.argv = _method_of(argv), argv
     args = flags.FLAGS(argv)
     if 'config' in flags.FLAGS and flags.FLAGS.config is not None:
       # A config file that failed to load is a placeholder raising on first use: use it now.
@@ -151,37 +167,6 @@ def guarded(main, *args) -> int:
 def run(main) -> None:
   """``app.run(main)`` under ``guarded``, with ``parse_flags``' one-line errors for the flags."""
   app.run(lambda argv: sys.exit(guarded(main, argv)), flags_parser=parse_flags)
-
-
-# --config.method=<import path> with a section of its own: the section, before the overrides that set it ----------
-
-
-class _MethodError(Exception):
-  """A method named by ``--config.method=`` that does not resolve, while flags are parsed."""
-
-
-class _MethodSection(flags.ArgumentParser):
-  """The ``--config`` flag's parser, adding to the loaded config the section of the method that
-  ``--config.method=`` names, when the config lacks it (``config.add_method_section``): ml_collections checks the
-  other overrides against the config as loaded, so ``--config.<its section>.<field>=`` needs the section first."""
-
-  def __init__(self, parser, method: str, argv):
-    self._parser, self._method, self._argv = parser, method, argv
-
-  def parse(self, argument):
-    config = self._parser.parse(argument)
-    if isinstance(config, ml_collections.ConfigDict) and 'task' in config:
-      try:
-        config_lib.add_method_section(config, self._method)
-      except ValueError as e:
-        # The run's own check names a bad method (exit 1); here only when an override needs its section. Not as a
-        # ValueError, which absl would prefix with the --config flag.
-        if any(a.split('=', 1)[0].split('.')[1] not in config for a in self._argv if a.startswith('--config.')):
-          raise _MethodError(str(e)) from None
-    return config
-
-  def __getattr__(self, name):
-    return getattr(self._parser, name)
 
 
 def _method_of(argv) -> str | None:
