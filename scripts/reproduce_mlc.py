@@ -85,20 +85,24 @@ def run_one(dataset, system, seed, args):
       print(f'== {dataset} {system} seed {seed}: no committed record to verify against', flush=True)
       return None
   elif args.supersede:
-    if not out.exists() or records.load(out).get('predictions'):
-      return None
-    if (SUPERSEDED / out.name).exists():
-      raise SystemExit(f'{out.name}: {SUPERSEDED / out.name} already holds a replaced record of this seed; move '
-                       'one of the two away before rerunning it')
+    replaced = SUPERSEDED / out.name
+    if out.exists() and records.load(out).get('predictions') or not (out.exists() or replaced.exists()):
+      return None  # rescorable already, or no record to rerun
+    if out.exists() and replaced.exists():
+      raise SystemExit(f'{out.name}: {replaced} already holds a replaced record of this seed; move one of the two '
+                       'away before rerunning it')
   elif out.exists():
     return None
   print(f'== {dataset} {system} seed {seed}' + (' (rerun from its record: it keeps no predictions)'
                                                  if args.supersede else ''), flush=True)
   if args.supersede:
-    result = train.train_and_evaluate(from_record(out, args.data_dir), f'/tmp/reproduce_mlc/{name}-{seed}')
-    SUPERSEDED.mkdir(exist_ok=True)
-    out.replace(SUPERSEDED / out.name)
-    save_run(result, out)
+    # The old record moves aside first: it is the rerun's recipe (its config file), and a rerun killed before
+    # it ends resumes from its workdir when the command is given again.
+    if out.exists():
+      SUPERSEDED.mkdir(exist_ok=True)
+      out.replace(SUPERSEDED / out.name)
+    config = from_record(SUPERSEDED / out.name, args.data_dir)
+    save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)
     return None
   if not args.verify:
     config = base_config(dataset, seed, args.protocol, args.data_dir, system)

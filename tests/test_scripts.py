@@ -500,17 +500,18 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
   sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
   import reproduce_mlc  # pylint: disable=import-outside-toplevel
   from implicit_jax.engine import config as config_lib, train  # pylint: disable=import-outside-toplevel
-  runs = reproduce_mlc.ROOT / 'docs' / 'mlc' / 'runs'
-  if not (runs / 'delicious-implicit-cd-seed0.json').exists() or (runs / 'delicious-implicit-cd-seed0.json').read_text(
-      ).count('"predictions"'):
-    pytest.skip('the committed delicious implicit CD record of seed 0 keeps its predictions now')
-  monkeypatch.setattr(reproduce_mlc, 'RUNS', tmp_path / 'runs')
+  committed = reproduce_mlc.ROOT / 'docs' / 'mlc' / 'runs'
+  runs = tmp_path / 'runs'
+  monkeypatch.setattr(reproduce_mlc, 'RUNS', runs)
   monkeypatch.setattr(reproduce_mlc, 'SUPERSEDED', tmp_path / 'superseded')
-  (tmp_path / 'runs').mkdir()
-  for name in ('delicious-implicit-cd-seed0.json', 'delicious-mbce-seed0.json'):
-    shutil.copy(runs / name, tmp_path / 'runs' / name)
+  runs.mkdir()
+  shutil.copy(committed / 'delicious-mbce-seed0.json', runs / 'delicious-mbce-seed0.json')
+  # A record as those made before records kept their predictions.
+  unscored = json.loads((committed / 'delicious-implicit-cd-seed0.json').read_text())
+  unscored.pop('predictions', None)
+  (runs / 'delicious-implicit-cd-seed0.json').write_text(json.dumps(unscored))
   old = records.load(runs / 'delicious-implicit-cd-seed0.json')
-  assert not old.get('predictions') and records.load(runs / 'delicious-mbce-seed0.json').get('predictions')
+  assert records.load(runs / 'delicious-mbce-seed0.json').get('predictions')
   trained = []
 
   def rerun(config, workdir):
@@ -522,14 +523,19 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
   for system in ('implicit-cd', 'mbce'):
     reproduce_mlc.run_one('delicious', system, 0, args)
   assert len(trained) == 1  # the MBCE record keeps its predictions: not rerun
-  expected = config_lib.from_record(runs / 'delicious-implicit-cd-seed0.json')
+  expected = config_lib.from_record(committed / 'delicious-implicit-cd-seed0.json')
   expected.data.data_dir = 'DATA'
-  without_file = lambda c: {k: v for k, v in c.to_dict().items() if k != 'config_file'}  # where it was read from
+  without_file = lambda c: {k: v for k, v in c.to_dict().items() if k != 'config_file'}
   assert without_file(trained[0]) == without_file(expected)
+  assert trained[0].config_file == str(tmp_path / 'superseded' / 'delicious-implicit-cd-seed0.json')  # its recipe
   assert records.load(tmp_path / 'superseded' / 'delicious-implicit-cd-seed0.json')['test_f1'] == old['test_f1']
-  assert records.load(tmp_path / 'runs' / 'delicious-implicit-cd-seed0.json')['predictions'] == {'test': 'stand-in'}
+  assert records.load(runs / 'delicious-implicit-cd-seed0.json')['predictions'] == {'test': 'stand-in'}
   line, = reproduce_mlc.superseded_lines()
   assert '1 record that kept no predictions was rerun' in line and 'test F1 @0.5 moved by 0.50' in line
+  # A rerun killed before its record was written (the old one already aside) is taken up again by the command.
+  (runs / 'delicious-implicit-cd-seed0.json').unlink()
+  reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
+  assert len(trained) == 2 and (runs / 'delicious-implicit-cd-seed0.json').exists()
   with pytest.raises(SystemExit, match='already holds a replaced record'):  # a second rerun would lose the first
-    shutil.copy(runs / 'delicious-implicit-cd-seed0.json', tmp_path / 'runs' / 'delicious-implicit-cd-seed0.json')
+    (runs / 'delicious-implicit-cd-seed0.json').write_text(json.dumps(unscored))
     reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
