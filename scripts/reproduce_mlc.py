@@ -133,7 +133,10 @@ def superseded_lines() -> list[str]:
   return [f'- Reruns: {len(pairs)} {"record that" if one else "records that"} kept no predictions '
           f'{"was" if one else "were"} rerun from {"its own record" if one else "their own records"} (same config '
           'and seed) so that they keep them (`--supersede`; the replaced ones are in docs/mlc/runs_superseded/).'
-          + records.rerun_moves(pairs, 'test_f1', 'test F1 @0.5')]
+          + records.rerun_moves(pairs, 'test_f1', 'test F1 @0.5', why=(
+              'the replaced records name neither the machine nor the package versions they ran with (records name '
+              'the machine since 2026-11-25, the packages since 2026-11-27), and either moves float results from '
+              'the first step'))]
 
 
 def fmt(values):

@@ -355,11 +355,15 @@ def load(path: Path) -> dict:
   return record
 
 
-def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str = 'dev_f1') -> str:
+SAME_COMPUTATION = 'the same computation, its last-bit rounding compounding over the steps into another trajectory'
+
+
+def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str = 'dev_f1',
+                why: str = SAME_COMPUTATION) -> str:
   """How far reruns of replaced records moved, as a page says it: ``pairs`` are ``(name, old, new)`` records of one
   config and seed. On the same kind of device, the median |change| of ``metric`` (x 100) and the largest, and
-  where the dev curves (``dev``) part: the same computation, its last-bit rounding compounding over the steps. A
-  rerun on the other kind of device is counted apart: another trajectory from the start."""
+  where the dev curves (``dev``) part, then ``why`` they part. A rerun on the other kind of device is counted
+  apart: another trajectory from the start."""
   same = [(n, o, r) for n, o, r in pairs if str(o.get('device', 'cpu'))[:3] == str(r.get('device', 'cpu'))[:3]]
   text = ''
   if same:
@@ -375,7 +379,7 @@ def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str
              f'{len(same)}, every epoch\'s in {sum(p == 0 for p in parts)}'
              + (f', and the others part at epoch {int(np.median([p for p in parts if p]))} (median)'
                 if any(parts) else '')
-             + ': the same computation, its last-bit rounding compounding over the steps into another trajectory.')
+             + f': {why}.')
   if len(same) < len(pairs):
     k = len(pairs) - len(same)
     others = {str(r.get('device', 'cpu'))[:3] for _, _, r in pairs} - {'cpu'}
