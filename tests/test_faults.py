@@ -261,6 +261,18 @@ def test_an_extension_killed_part_way_never_pairs_the_old_threshold_with_new_par
   assert evaluate.evaluate_run(str(workdir))['test']['threshold'] == result['threshold']
 
 
+def test_the_data_record_takes_the_fingerprint_the_processes_compared(tmp_path, monkeypatch):
+  """A multi-host run's processes compare the data's fingerprint before training (multihost.agree_on_data); the
+  workdir's data record takes that one instead of hashing the data a second time."""
+  from implicit_jax import tasks  # pylint: disable=import-outside-toplevel
+  task = tasks.get_task(load_config('tiny'))
+  digests = workdir_lib.fingerprint(task)
+  monkeypatch.setattr(workdir_lib, 'fingerprint', lambda task: pytest.fail('the data was hashed again'))
+  workdir_lib.check_data(str(tmp_path), task, resuming=False, digests=digests)
+  assert json.loads((tmp_path / 'data.json').read_text())['fingerprint'] == digests
+  workdir_lib.check_data(str(tmp_path), task, resuming=True, digests=digests)  # a resumed run compares them
+
+
 @pytest.mark.e2e
 def test_evaluate_on_grown_data_names_the_data_not_damaged_checkpoints(tmp_path, capsys):
   """A Cora run evaluated with a data folder that gained references: the vocabulary grew, the model built from it

@@ -163,11 +163,14 @@ def agree_on_command(config, workdir: str) -> None:
         'give every process the same command (config, overrides and --workdir)')
 
 
-def agree_on_data(task) -> None:
-  """The data as read: the same command reads other data where hosts hold other copies of a file."""
+def agree_on_data(task) -> dict | None:
+  """The data as read: the same command reads other data where hosts hold other copies of a file. Returns the
+  data's fingerprint (``workdir.fingerprint``), which the workdir's data record reuses, or None in a run of one
+  process, which computes none here."""
   if jax.process_count() == 1:
-    return  # the digests cost a pass over the data
-  digests = config_lib.flatten(workdir_lib.fingerprint(task))
+    return None  # the digests cost a pass over the data
+  fingerprint = workdir_lib.fingerprint(task)
   files = ', '.join(workdir_lib.data_files(task.info)) or "the task's data"
-  agree({f'data {name}': value for name, value in digests.items()},
+  agree({f'data {name}': value for name, value in config_lib.flatten(fingerprint).items()},
         f'every host must read the same data ({files}): copy it from one host to the others')
+  return fingerprint

@@ -90,7 +90,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   config_lib.check(config)
   plugins = registry.plugins()  # the task and method plug-ins (engine/registry.py)
   task = plugins.get_task(config)
-  multihost.agree_on_data(task)
+  digests = multihost.agree_on_data(task)  # None in a run of one process: check_data computes them
   method = plugins.build_method(task, config)
   checks.before_training(task, method, config)
   n_train = data.num_examples(task.splits['train'])
@@ -106,13 +106,15 @@ def train_and_evaluate(config, workdir: str) -> dict:
     workdir_lib.prepare(workdir)
   sync('implicit_jax: workdir prepared')
   with workdir_lib.Lock(workdir) if primary else contextlib.nullcontext():
-    return _train(_Run(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary))
+    return _train(_Run(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary,
+                       digests))
 
 
 @dataclasses.dataclass(frozen=True)
 class _Run:
   """What a run is, fixed before its workdir is touched: the config and workdir, the task and method built from
-  them, the step counts, the mesh's shardings, and whether this process writes the workdir."""
+  them, the step counts, the mesh's shardings, whether this process writes the workdir, and the data's fingerprint
+  where the processes compared it (else None)."""
   config: Any
   workdir: str
   task: Any
@@ -122,6 +124,7 @@ class _Run:
   replicated: Any
   sharded: Any
   primary: bool
+  digests: dict | None = None
 
 
 def _train(run: _Run) -> dict:
@@ -169,7 +172,7 @@ def _start(run: _Run, ckpt, existing: bool):
   sync('implicit_jax: run checked')  # every process has read the workdir's record before process 0 rewrites it
   if run.primary:
     checkpoints.write_config(run.workdir, run.config)
-  workdir_lib.check_data(run.workdir, run.task, resuming=existing, write=run.primary)
+  workdir_lib.check_data(run.workdir, run.task, resuming=existing, write=run.primary, digests=run.digests)
   state = jax.device_put(run.method.init(batch_lib.init_key(run.config.seed)), run.replicated)
   loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
   restored = ckpt.restore(jax.eval_shape(lambda: state)) if existing else None

@@ -278,11 +278,12 @@ def _read_record(workdir: str) -> tuple[str, dict | None]:
   return path, stored
 
 
-def check_data(workdir: str, task, resuming: bool, write: bool = True) -> None:
+def check_data(workdir: str, task, resuming: bool, write: bool = True, digests: dict | None = None) -> None:
   """Records the data's fingerprint, column names and preprocessing for a new run; for a resumed one, refuses data
   that differs from the recorded fingerprint. A run recorded before fingerprints existed gets one now (nothing to
-  compare), and one recorded before names and preprocessing were gets them (its data is the run's)."""
-  current = {'fingerprint': fingerprint(task), 'files': data_files(task.info), 'names': task.names,
+  compare), and one recorded before names and preprocessing were gets them (its data is the run's). ``digests``:
+  the fingerprint when the caller has computed it already (a multi-host run's processes compare it first)."""
+  current = {'fingerprint': digests or fingerprint(task), 'files': data_files(task.info), 'names': task.names,
              'preprocess': task.preprocess}
   path, stored = _read_record(workdir) if resuming else (os.path.join(workdir, 'data.json'), None)
   if stored is not None:
