@@ -76,9 +76,11 @@ State, init_params, make_optimizer``; they live in ``implicit_jax/methods/__init
 * ``State(step, params, opt_state, memory=None)``: the training state ``init`` returns and ``train_step``
   carries (a Flax struct: ``params`` and ``opt_state`` are dicts of pytrees, by the names of the parameter sets;
   ``memory``, what a method carries between steps besides them, e.g. the implicit method's solver memory);
-* ``Method(init, train_step, predict, modules={}, limits=None, optional=())``: what ``build`` returns;
-  ``limits`` maps a step metric to the ``config.divergence`` field bounding it (None: every ``loss*`` metric
-  against ``max_loss``), ``optional`` names the metrics that are NaN by design when not computed; the engine
+* ``Method(init, train_step, predict, modules={}, limits=None, optional=(), cause=None)``: what ``build``
+  returns; ``limits`` maps a step metric to the ``config.divergence`` field bounding it (None: every ``loss*``
+  metric against ``max_loss``), ``optional`` names the metrics that are NaN by design when not computed, and
+  ``cause(bad, step)`` says what the method knows of a step whose metrics ``bad`` are non-finite (the implicit
+  method names its solver when only the implicit term's are), added to the error that stops the run; the engine
   reads a step's metrics by these alone;
 * ``init_params(task, rng, {'theta': net, 'phi': energy})``: the networks' initial parameters on the task's
   example batch (the energy, named ``phi``, gets a zero output too);

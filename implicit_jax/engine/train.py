@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from implicit_jax import batch as batch_lib, bilevel
+from implicit_jax import batch as batch_lib
 from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, multihost, predictions, registry,
                                  workdir as workdir_lib, writers, xla_options)
 
@@ -209,7 +209,7 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
       last = ckpt.latest_step()
       raise FloatingPointError(f'{e}; training stopped, last good checkpoint: '
                                f'{f"step {last} in {ckpt.directory}" if last is not None else "none saved yet"}'
-                               f'{_solver_cause(pending, step, config, method.optional)}') from None
+                               f'{_cause(pending, step, method)}') from None
     loop['train_log'][str(step)] = means
     writer.write_scalars(step, {f'train/{k}': v for k, v in means.items()})
     pending = []
@@ -290,30 +290,18 @@ def _set_aside_earlier_result(workdir: str, total_steps: int) -> None:
         f'{total_steps}', flush=True)
 
 
-# What the implicit term makes (bilevel's diagnostics; the explicit term is read as the gradient less it): non-finite
-# while the losses are finite, it comes from the inverse-HVP solver's u.
-FROM_SOLVER = ('implicit_norm', 'cosine', 'explicit_norm')
-
-
-def _solver_cause(pending, step, config, optional) -> str:
-  """The inverse-HVP solver named, when the first step of ``pending`` (the steps up to ``step``) with a non-finite
-  metric (``optional`` ones, NaN by design, aside) has only the implicit term's non-finite; '' otherwise."""
-  if registry.plugins().section_of(config.method) != 'implicit':
+def _cause(pending, step, method) -> str:
+  """What ``method`` says (``Method.cause``) of the first step of ``pending`` (the steps up to ``step``) with a
+  non-finite metric (``optional`` ones, NaN by design, aside); '' when it says nothing."""
+  if method.cause is None:
     return ''
   first = step - len(pending) + 1
   for i, metrics in enumerate(jax.device_get(pending)):
-    bad = {k for k, v in metrics.items() if k not in optional and not np.all(np.isfinite(v))}
+    bad = {k for k, v in metrics.items() if k not in method.optional and not np.all(np.isfinite(v))}
     if bad:
-      break
-  else:
-    return ''
-  if not bad <= set(FROM_SOLVER):
-    return ''
-  name = config.implicit.solver.name
-  fix = ('a solver must return a finite u ~= (H + damping I)^-1 v (implicit_jax/plugins.py)' if name not in
-         bilevel.SOLVERS else 'raise implicit.solver.damping (neumann: lower alpha), or choose another solver')
-  return (f'; the implicit term comes from the inverse-HVP solver implicit.solver.name={name!r}, non-finite at step '
-          f'{first + i} while the losses were finite: {fix}')
+      said = method.cause(bad, first + i)
+      return f'; {said}' if said else ''
+  return ''
 
 
 def _log(pending, step, total_steps, epoch, config, t_log, history, select, method):

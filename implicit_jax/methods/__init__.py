@@ -66,13 +66,16 @@ class Method(NamedTuple):
 
   ``limits``: metric name -> the ``config.divergence`` field that bounds its mean's magnitude (the run stops past
   it); None (the default): every metric named ``loss*`` against ``max_loss``. ``optional``: metrics that are NaN
-  by design when not computed (not a fault)."""
+  by design when not computed (not a fault). ``cause``: ``(bad, step) -> str``, what the method can say of the
+  first step whose metrics ``bad`` (a set of names) are non-finite, added to the error that stops the run ('' for
+  nothing); None: nothing to say."""
   init: Callable[[jax.Array], State]
   train_step: Callable[[State, dict, jax.Array], tuple[State, dict]]
   predict: Callable[[dict, dict], jax.Array]
   modules: dict = {}      # the Flax modules behind params, by role ('infnet', 'energy'): for analysis tools
   limits: dict | None = None
   optional: tuple = ()
+  cause: Callable[[set, int], str] | None = None
 
   def divergence_limits(self, metrics: Iterable[str]) -> dict:
     """``{metric: config.divergence field}`` for the metrics of this method's step (``limits``)."""

@@ -290,11 +290,24 @@ def build(task, config) -> Method:
     # Remark 3: A_theta(x) refined by gradient descent on the learned energy.
     return refine(params['phi'], batch, y) if refine else y
 
-  return Method(init, train_step, predict, {'infnet': infnet, 'energy': energy}, limits=LIMITS, optional=OPTIONAL)
+  def cause(bad, step):
+    if not bad <= set(FROM_SOLVER):
+      return ''
+    fix = ('a solver must return a finite u ~= (H + damping I)^-1 v (implicit_jax/plugins.py)'
+           if solver.name not in bilevel.SOLVERS else
+           'raise implicit.solver.damping (neumann: lower alpha), or choose another solver')
+    return (f'the implicit term comes from the inverse-HVP solver implicit.solver.name={solver.name!r}, non-finite '
+            f'at step {step} while the losses were finite: {fix}')
+
+  return Method(init, train_step, predict, {'infnet': infnet, 'energy': energy}, limits=LIMITS, optional=OPTIONAL,
+                cause=cause)
 
 
 # What training checks of the step's metrics (methods.Method): the two losses and the solver's residual each
 # against their config.divergence bound; the residual when not tracked and a plug-in solver's uncounted
 # iterations are NaN by design.
 LIMITS = {'loss_prim': 'max_loss', 'loss_aux': 'max_loss', 'residual': 'max_residual'}
+# What the implicit term makes (bilevel's diagnostics; the explicit term is read as the gradient less it): non-finite
+# while the losses are finite, it comes from the inverse-HVP solver's u.
+FROM_SOLVER = ('implicit_norm', 'cosine', 'explicit_norm')
 OPTIONAL = ('residual', 'iterations')
