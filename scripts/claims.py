@@ -10,7 +10,8 @@ SEAL's protocol", docs/cora.md), paired by seed (Cora: by labeled draw), in the 
 0.5 (multi-label), token accuracy (POS, Cora), conlleval chunk F1 (NER; strict chunk F1 where a row's records
 predate conlleval's), mean IoU (horses).
 
-The interval is a paired bootstrap (95%, percentiles of ``REPLICATES`` replicates, seeded): each replicate draws
+The interval is a paired bootstrap (95%, percentiles of ``REPLICATES`` replicates, seeded per claim by ``--seed``
+and the claim's rows, so that a row's interval stays put when another row's records change): each replicate draws
 the seeds and the test examples with replacement, the same examples for both rows and every drawn seed, and
 recomputes each row's figure from its per-example scores (``Evaluator.example_scores``, read from the record's
 kept decisions through scripts/rescore.py, which checks the gold data against the record first); a claim whose
@@ -27,6 +28,7 @@ published sign.
 import argparse
 import datetime
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,6 +183,12 @@ def _scores(record, path, key, data_dir):
   return num, den
 
 
+def claim_rng(claim: Claim, seed: int) -> np.random.Generator:
+  """The bootstrap's random numbers for ``claim``: from ``seed`` and the claim's paper, task and rows alone."""
+  name = f'{claim.paper}|{claim.task}|{claim.a.label}|{claim.b.label}'
+  return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
 def test_claim(claim: Claim, data_dir, rng) -> dict:
   """Fills ``claim.result``: the paired mean, interval, seeds agreeing, basis and verdict."""
   seeds = sorted(set(claim.a.runs) & set(claim.b.runs))
@@ -256,11 +264,10 @@ def main(argv=None) -> int:
   if not Path(args.data_dir).is_dir():
     print(f'--data_dir: no such folder {args.data_dir}', file=sys.stderr)
     return 1
-  rng = np.random.default_rng(args.seed)
   items = claims()
   for c in items:
     try:
-      c.result = test_claim(c, args.data_dir, rng)
+      c.result = test_claim(c, args.data_dir, claim_rng(c, args.seed))
     except (ValueError, OSError, rescore.NotRescorable) as e:  # a record that cannot be read: nothing is written
       print(f'{c.paper} {c.task} {c.a.label} over {c.b.label}: {rescore.cause(e)}; the ledger is not rewritten',
             file=sys.stderr)

@@ -136,3 +136,16 @@ def test_the_committed_ledger_is_what_the_records_give(tmp_path):
   rows = lambda text: [line for line in block(text).splitlines() if line.startswith('|')]
   assert block((copy / 'README.md').read_text()) == block((root / 'README.md').read_text())
   assert rows((copy / 'docs' / 'results.md').read_text()) == rows((root / 'docs' / 'results.md').read_text())
+
+
+def test_a_claims_interval_does_not_depend_on_the_claims_before_it(tmp_path):
+  """Each claim draws its bootstrap from --seed and its own rows: another claim tested first, or a claim added to
+  the ledger, leaves its interval as it was; another claim gets other draws."""
+  high, low = _row(tmp_path, 'high', [0.50, 0.52, 0.47]), _row(tmp_path, 'low', [0.40, 0.46, 0.42])
+  claim, other = claims.Claim('paper', 'task', high, low, 1.0), claims.Claim('paper', 'other task', high, low, 1.0)
+  alone = claims.test_claim(claim, None, claims.claim_rng(claim, 0))
+  rng = claims.claim_rng(claim, 0)
+  claims.test_claim(other, None, claims.claim_rng(other, 0))
+  assert claims.test_claim(claim, None, rng) == alone
+  assert claims.claim_rng(other, 0).integers(1 << 30) != claims.claim_rng(claim, 0).integers(1 << 30)
+  assert claims.claim_rng(claim, 1).integers(1 << 30) != claims.claim_rng(claim, 0).integers(1 << 30)
