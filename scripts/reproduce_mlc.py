@@ -80,30 +80,15 @@ def run_one(dataset, system, seed, args):
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   name = run_name(dataset, system, args.protocol)
   out = RUNS / f'{name}-seed{seed}.json'
+  if args.supersede:
+    return supersede(out, f'/tmp/reproduce_mlc/{name}-{seed}', args.data_dir, f'{dataset} {system} seed {seed}')
   if args.verify:
     if not out.exists():
       print(f'== {dataset} {system} seed {seed}: no committed record to verify against', flush=True)
       return None
-  elif args.supersede:
-    replaced = SUPERSEDED / out.name
-    if out.exists() and records.load(out).get('predictions') or not (out.exists() or replaced.exists()):
-      return None  # rescorable already, or no record to rerun
-    if out.exists() and replaced.exists():
-      raise SystemExit(f'{out.name}: {replaced} already holds a replaced record of this seed; move one of the two '
-                       'away before rerunning it')
   elif out.exists():
     return None
-  print(f'== {dataset} {system} seed {seed}' + (' (rerun from its record: it keeps no predictions)'
-                                                 if args.supersede else ''), flush=True)
-  if args.supersede:
-    # The old record moves aside first: it is the rerun's recipe (its config file), and a rerun killed before
-    # it ends resumes from its workdir when the command is given again.
-    if out.exists():
-      SUPERSEDED.mkdir(exist_ok=True)
-      out.replace(SUPERSEDED / out.name)
-    config = from_record(SUPERSEDED / out.name, args.data_dir)
-    save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)
-    return None
+  print(f'== {dataset} {system} seed {seed}', flush=True)
   if not args.verify:
     config = base_config(dataset, seed, args.protocol, args.data_dir, system)
     if args.epochs:
@@ -119,6 +104,24 @@ def run_one(dataset, system, seed, args):
       f'{k} {a:.6g} -> {b:.6g}' + ('' if a == b else f' ({b - a:+.2g})') for k, (a, b) in row.items()), flush=True)
   return {'name': name, 'seed': seed, 'device_then': device_of(committed), 'values': row,
           'identical': all(a == b for a, b in row.values())}
+
+
+def supersede(out: Path, workdir: str, data_dir: str, run: str) -> None:
+  """Reruns the committed run ``out`` (``run``, as the progress line names it) in ``workdir``, from its own record,
+  when the record keeps no predictions. The old record moves aside first: it is the rerun's recipe (its config
+  file), and a rerun killed before it ends is taken up again, from its workdir, by the same command."""
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+  replaced = SUPERSEDED / out.name
+  if out.exists() and records.load(out).get('predictions') or not (out.exists() or replaced.exists()):
+    return  # rescorable already, or no record to rerun
+  if out.exists() and replaced.exists():
+    raise SystemExit(f'{out.name}: {replaced} already holds a replaced record of this seed; move one of the two '
+                     'away before rerunning it')
+  print(f'== {run} (rerun from its record: it keeps no predictions)', flush=True)
+  if out.exists():
+    SUPERSEDED.mkdir(exist_ok=True)
+    out.replace(replaced)
+  save_run(train.train_and_evaluate(from_record(replaced, data_dir), workdir), out)
 
 
 def superseded_lines() -> list[str]:
@@ -195,7 +198,7 @@ def build_table():
         f'{fmt([r["test_f1_tuned"] for r in rs])} | {fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | '
         f'{fmt([r["test_at_0.5"]["macro_f1"] for r in rs])} | {paper if paper else "–"} | '
         f'{f"{at05 - paper:+.2f}" if paper else "–"} | {device} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
-        f'{mlc.recipe(task, system, protocol, rs, ROOT / "docs" / "mlc" / "runs", ROOT)} |')
+        f'{mlc.recipe(task, system, protocol, rs, RUNS, ROOT)} |')
   shown = {k[2] for k in groups}
   lines += [''] + [f'- `{system}`: {note}.' for system, note in NOTES.items() if system in shown]
   lines += superseded_lines()

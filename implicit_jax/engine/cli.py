@@ -102,8 +102,8 @@ class _MethodError(Exception):
 def define_config_flag(help_string: str, name: str = 'config', flag_values=flags.FLAGS, **kwargs):
   """``config_flags.DEFINE_config_file(name)``, locked, whose value may also be a run record, with a plug-in method's
   section (``_ConfigParser``): ml_collections takes no parser of its own, so its parser is wrapped before any flag
-  is parsed. ``kwargs`` go to
-  ``DEFINE_config_file`` (``sys_argv``: the command line its overrides are read from)."""
+  is parsed. ``kwargs`` go to ``DEFINE_config_file`` (``sys_argv``: the command line its overrides are read
+  from)."""
   holder = config_flags.DEFINE_config_file(name, None, help_string, flag_values=flag_values, lock_config=True,
                                            **kwargs)
   flag_values[name].parser = _ConfigParser(flag_values[name].parser)
@@ -113,8 +113,9 @@ def define_config_flag(help_string: str, name: str = 'config', flag_values=flags
 def parse_flags(argv):
   """``absl`` flag parsing with one-line errors (exit status 2)."""
   try:
-    if 'config' in flags.FLAGS and isinstance(flags.FLAGS['config'].parser, _ConfigParser):  # main, tune
-      flags.FLAGS['config'].parser.method, flags.FLAGS['config'].parser.argv = _method_of(argv), argv
+    parser = flags.FLAGS['config'].parser if 'config' in flags.FLAGS else None
+    if isinstance(parser, _ConfigParser):  # main, tune
+      parser.method, parser.argv = _method_of(argv), argv
     args = flags.FLAGS(argv)
     if 'config' in flags.FLAGS and flags.FLAGS.config is not None:
       # A config file that failed to load is a placeholder raising on first use: use it now.

@@ -291,7 +291,7 @@ def build(task, config) -> Method:
     return refine(params['phi'], batch, y) if refine else y
 
   def cause(bad, step):
-    if not bad <= set(FROM_SOLVER):
+    if not bad <= FROM_SOLVER:
       return ''
     fix = ('a solver must return a finite u ~= (H + damping I)^-1 v (implicit_jax/plugins.py)'
            if solver.name not in bilevel.SOLVERS else
@@ -307,7 +307,7 @@ def build(task, config) -> Method:
 # against their config.divergence bound; the residual when not tracked and a plug-in solver's uncounted
 # iterations are NaN by design.
 LIMITS = {'loss_prim': 'max_loss', 'loss_aux': 'max_loss', 'residual': 'max_residual'}
-# What the implicit term makes (bilevel's diagnostics; the explicit term is read as the gradient less it): non-finite
-# while the losses are finite, it comes from the inverse-HVP solver's u.
-FROM_SOLVER = ('implicit_norm', 'cosine', 'explicit_norm')
 OPTIONAL = ('residual', 'iterations')
+# What the implicit term makes (bilevel's diagnostics; the explicit term is read as the gradient less it): non-finite
+# while the losses are finite, it comes from the inverse-HVP solver's u (``cause``).
+FROM_SOLVER = frozenset({'implicit_norm', 'cosine', 'explicit_norm'})
