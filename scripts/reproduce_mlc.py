@@ -108,8 +108,9 @@ def run_one(dataset, system, seed, args):
 
 def supersede(out: Path, workdir: str, data_dir: str, run: str) -> None:
   """Reruns the committed run ``out`` (``run``, as the progress line names it) in ``workdir``, from its own record,
-  when the record keeps no predictions. The old record moves aside first: it is the rerun's recipe (its config
-  file), and a rerun killed before it ends is taken up again, from its workdir, by the same command."""
+  when the record keeps no predictions. The old record moves aside only once the rerun has ended (a bad
+  ``--data_dir`` or a killed rerun leaves it where it was, and the same command takes the rerun up again from its
+  workdir); the new record names it there as its config file, its recipe."""
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   replaced = SUPERSEDED / out.name
   if out.exists() and records.load(out).get('predictions') or not (out.exists() or replaced.exists()):
@@ -118,10 +119,13 @@ def supersede(out: Path, workdir: str, data_dir: str, run: str) -> None:
     raise SystemExit(f'{out.name}: {replaced} already holds a replaced record of this seed; move one of the two '
                      'away before rerunning it')
   print(f'== {run} (rerun from its record: it keeps no predictions)', flush=True)
+  config = from_record(out if out.exists() else replaced, data_dir)  # replaced alone: cut short after the move
+  config.config_file = str(replaced)
+  result = train.train_and_evaluate(config, workdir)
   if out.exists():
     SUPERSEDED.mkdir(exist_ok=True)
     out.replace(replaced)
-  save_run(train.train_and_evaluate(from_record(replaced, data_dir), workdir), out)
+  save_run(result, out)
 
 
 def superseded_lines() -> list[str]:

@@ -518,8 +518,16 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
     trained.append(config)
     return dict(old, test_f1=old['test_f1'] + 0.005, predictions={'test': 'stand-in'}, device='cpu: cpu')
 
-  monkeypatch.setattr(train, 'train_and_evaluate', rerun)
   args = argparse.Namespace(data_dir='DATA', protocol='official', epochs=0, verify=False, supersede=True)
+
+  def fails(config, workdir):
+    raise ValueError('DATA/mulan/delicious/delicious-train.arff: no such file')
+
+  monkeypatch.setattr(train, 'train_and_evaluate', fails)  # a bad --data_dir: the old record stays where it was
+  with pytest.raises(ValueError, match='no such file'):
+    reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
+  assert (runs / 'delicious-implicit-cd-seed0.json').exists() and not (tmp_path / 'superseded').exists()
+  monkeypatch.setattr(train, 'train_and_evaluate', rerun)
   for system in ('implicit-cd', 'mbce'):
     reproduce_mlc.run_one('delicious', system, 0, args)
   assert len(trained) == 1  # the MBCE record keeps its predictions: not rerun
@@ -532,7 +540,7 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
   assert records.load(runs / 'delicious-implicit-cd-seed0.json')['predictions'] == {'test': 'stand-in'}
   line, = reproduce_mlc.superseded_lines()
   assert '1 record that kept no predictions was rerun' in line and 'test F1 @0.5 moved by 0.50' in line
-  # A rerun killed before its record was written (the old one already aside) is taken up again by the command.
+  # A rerun cut short between moving the old record aside and writing the new one is taken up by the command.
   (runs / 'delicious-implicit-cd-seed0.json').unlink()
   reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
   assert len(trained) == 2 and (runs / 'delicious-implicit-cd-seed0.json').exists()
