@@ -17,7 +17,9 @@ Rows:   --config=configs/horses.py:ROW trains a row of docs/horses.md (its confi
         published channels (64, 128, 128) and 100 epochs, docs/horses.md's section "At the published width";
         ",seal": SEAL's protocol (its split sizes 160/40, 24x24 crops, 36-crop test, no flips, each rival with
         SEAL's chosen optimiser settings, 150 epochs; plus the row seal-regression-w), the section "At SEAL's
-        protocol" (implicit_jax/experiments/horses.py: VARIANTS['seal'], SEAL_SETTINGS).
+        protocol" (implicit_jax/experiments/horses.py: VARIANTS['seal'], SEAL_SETTINGS); ",seal-data": the same
+        on SEAL's own split and Li et al.'s resizing (data.split='seal', data.resize='bicubic'), the section "At
+        SEAL's protocol, on SEAL's data".
         The rows of an earlier design (implicit-cd-before, implicit-dvn: two inner steps, MINRES) are rerun
         from their records: --config=docs/horses/runs*/<run>.json.
 """

@@ -482,7 +482,7 @@ def test_every_row_of_every_family_loads_and_unknown_rows_are_named():
       (f'{d}.py', s) for d in tagging.DATASETS for s in tagging.SYSTEMS] + [
       ('cora.py', s) for s in cora.TRAINED] + [
       ('horses.py', f'{s},full') for s in horses.SYSTEMS if s not in horses.SEAL_ONLY] + [
-      ('horses.py', f'{s},seal') for s in horses.SYSTEMS if s not in horses.FULL_ONLY]
+      ('horses.py', f'{s},{v}') for s in horses.SYSTEMS if s not in horses.FULL_ONLY for v in horses.SEAL_VARIANTS]
   for config_file, arg in rows:
     config = config_lib.from_file(ROOT / 'configs' / config_file, arg=arg.replace(' ', '_'))
     config_lib.check(config)
@@ -495,7 +495,9 @@ def test_every_row_of_every_family_loads_and_unknown_rows_are_named():
     config_lib.from_file(ROOT / 'configs' / 'bibtex.py', arg='mbce,full')
   with pytest.raises(ValueError, match="unknown row 'rules'"):  # computed by the script, not a trained row
     config_lib.from_file(ROOT / 'configs' / 'cora.py', arg='rules')
-  with pytest.raises(ValueError, match="row 'seal-regression-w' is of the SEAL-protocol section only"):
+  assert config_lib.from_file(f'{ROOT / "configs" / "horses.py"}:fcn,seal-data').data.to_dict().items() >= {
+      'split': 'seal', 'resize': 'bicubic', 'crop': 24}.items()  # SEAL's protocol on its own data
+  with pytest.raises(ValueError, match="row 'seal-regression-w' is of the SEAL-protocol sections only"):
     config_lib.from_file(ROOT / 'configs' / 'horses.py', arg='seal-regression-w,full')
 
 

@@ -16,7 +16,7 @@ from PIL import Image
 from implicit_jax import methods, tasks
 from implicit_jax.engine import checkpoints, data, train
 from implicit_jax.tasks import segmentation
-from implicit_jax.tasks.segmentation import horses
+from implicit_jax.tasks.segmentation import horses, seal_split
 from implicit_jax.tasks.segmentation.evaluator import iou_scores
 from tests.conftest import load_config
 
@@ -212,6 +212,37 @@ def test_the_real_horses_split():
   for split in splits.values():
     assert set(np.unique(split['y'])) == {0.0, 1.0}
     assert 0.1 < split['y'].mean() < 0.4  # horses cover about a quarter of each image
+
+
+def test_seals_split_holds_every_pair_once_at_seals_sizes():
+  ids = [i for v in seal_split.SPLIT.values() for i in v]
+  assert {k: len(v) for k, v in seal_split.SPLIT.items()} == {'train': 160, 'dev': 39, 'test': 128}
+  assert sorted(ids) == [i for i in range(328) if i != 317]  # the 327 pairs of the shared data, each once
+
+
+def test_seals_split_and_the_resize_are_checked_naming_the_field(tmp_path):
+  for field, value, message in (('resize', 'nearest', r"data.resize: unknown 'nearest'"),
+                                ('split', 'numeric', r"data.split: unknown 'numeric'"),
+                                ('split', 'seal', r"data.split='seal' is SEAL's 160 train / 40 dev images.*"
+                                                  r'data.num_train=\d+ and data.num_dev=\d+')):
+    config = load_config('tiny_horses')
+    config.data[field] = value
+    with pytest.raises(ValueError, match=message):
+      tasks.get_task(config)
+  config = load_config('tiny_horses')  # the fixture's few pairs are not SEAL's 327
+  config.data.update({'split': 'seal', 'num_train': 160, 'num_dev': 40, 'data_dir': str(_copy_fixture(tmp_path))})
+  with pytest.raises(ValueError, match=r"data.split='seal' names \d+ ids the data folder lacks"):
+    tasks.get_task(config)
+
+
+@pytest.mark.skipif(not (SHARED / 'weizmann_horse').is_dir(), reason=f'shared data not present at {SHARED}')
+def test_bicubic_resize_reproduces_the_masks_dvn_and_seal_test_on():
+  # SEAL's weizmann_horse_test.npy (Li et al.'s 32x32 masks of its 128 test images) holds 36244 horse pixels of
+  # 131072; scripts/seal_horse_split.py compares the masks pixel by pixel (99.98% equal with 'bicubic').
+  seal_test_horse = 36244
+  counts = {r: horses.load(str(SHARED), 32, 160, 40, 0, r, 'seal')[0]['test']['y'].sum() for r in horses.RESIZE}
+  assert abs(counts['bicubic'] - seal_test_horse) <= 0.0005 * 128 * 32 * 32
+  assert counts['bilinear'] < 0.95 * seal_test_horse  # nearest masks lose thin parts (legs, tails)
 
 
 # Crops (data.crop) -------------------------------------------------------------------------------------------------

@@ -43,7 +43,11 @@ def default_config() -> ml_collections.ConfigDict:
   d = c.data = ml_collections.ConfigDict()
   d.name = 'horses'           # dataset: 'horses' (Weizmann horses, horses.py)
   d.data_dir = ''             # folder holding weizmann_horse/{images,masks}; '' = $IMPLICIT_JAX_DATA_DIR
-  d.size = 32                 # images and masks are resized to size x size (bilinear / nearest); divisible by 4
+  d.size = 32                 # images and masks are resized to size x size (by resize); divisible by 4
+  d.resize = 'bilinear'       # 'bilinear': image bilinear, mask nearest; 'bicubic': both bicubic, the mask then cut
+                              # at 0.3: Li et al.'s 32x32 set that DVN and SEAL use (horses.py, docs/horses.md)
+  d.split = 'seeded'          # 'seeded': the three splits below; 'seal': SEAL's own 160 / 39 / 128 (seal_split.py;
+                              # num_train and num_dev must then be 160 and 40, SEAL's sizes)
   d.num_train = 200           # images in the training split; dev takes the next num_dev, test the rest (99 of
   d.num_dev = 28              # the 327), all from a permutation of the ids seeded by split_seed
   d.split_seed = 0
@@ -144,8 +148,15 @@ def make_task(config) -> Task:
   for field in ('channels', 'energy_channels'):
     if len(m[field]) != 3 or any(not isinstance(c, int) or c < 1 for c in m[field]):
       raise ValueError(f'model.{field} must be three positive integers, got {tuple(m[field])}')
+  if d.resize not in horses.RESIZE:
+    raise ValueError(f'data.resize: unknown {d.resize!r}; choose one of {horses.RESIZE}')
+  if d.split not in horses.SPLITS:
+    raise ValueError(f'data.split: unknown {d.split!r}; choose one of {horses.SPLITS}')
+  if d.split == 'seal' and (d.num_train, d.num_dev) != (160, 40):
+    raise ValueError(f"data.split='seal' is SEAL's 160 train / 40 dev images (39 of them in the PNG set): "
+                     f'data.num_train={d.num_train} and data.num_dev={d.num_dev} say otherwise')
   offsets = check_crop(d)
-  splits, info = horses.load(d.data_dir, d.size, d.num_train, d.num_dev, d.split_seed)
+  splits, info = horses.load(d.data_dir, d.size, d.num_train, d.num_dev, d.split_seed, d.resize, d.split)
 
   def make_inference_net(heads: int = 1):
     return FCN(tuple(m.channels), m.kernel_size, m.dropout, heads)
