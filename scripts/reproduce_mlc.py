@@ -81,7 +81,9 @@ def run_one(dataset, system, seed, args):
   name = run_name(dataset, system, args.protocol)
   out = RUNS / f'{name}-seed{seed}.json'
   if args.supersede:
-    return supersede(out, f'/tmp/reproduce_mlc/{name}-{seed}', args.data_dir, f'{dataset} {system} seed {seed}')
+    records.supersede(out, SUPERSEDED, f'/tmp/reproduce_mlc/{name}-{seed}', args.data_dir,
+                      f'{dataset} {system} seed {seed}')
+    return None
   if args.verify:
     if not out.exists():
       print(f'== {dataset} {system} seed {seed}: no committed record to verify against', flush=True)
@@ -104,28 +106,6 @@ def run_one(dataset, system, seed, args):
       f'{k} {a:.6g} -> {b:.6g}' + ('' if a == b else f' ({b - a:+.2g})') for k, (a, b) in row.items()), flush=True)
   return {'name': name, 'seed': seed, 'device_then': device_of(committed), 'values': row,
           'identical': all(a == b for a, b in row.values())}
-
-
-def supersede(out: Path, workdir: str, data_dir: str, run: str) -> None:
-  """Reruns the committed run ``out`` (``run``, as the progress line names it) in ``workdir``, from its own record,
-  when the record keeps no predictions. The old record moves aside only once the rerun has ended (a bad
-  ``--data_dir`` or a killed rerun leaves it where it was, and the same command takes the rerun up again from its
-  workdir); the new record names it there as its config file, its recipe."""
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-  replaced = SUPERSEDED / out.name
-  if out.exists() and records.load(out).get('predictions') or not (out.exists() or replaced.exists()):
-    return  # rescorable already, or no record to rerun
-  if out.exists() and replaced.exists():
-    raise SystemExit(f'{out.name}: {replaced} already holds a replaced record of this seed; move one of the two '
-                     'away before rerunning it')
-  print(f'== {run} (rerun from its record: it keeps no predictions)', flush=True)
-  config = from_record(out if out.exists() else replaced, data_dir)  # replaced alone: cut short after the move
-  config.config_file = str(replaced)
-  result = train.train_and_evaluate(config, workdir)
-  if out.exists():
-    SUPERSEDED.mkdir(exist_ok=True)
-    out.replace(replaced)
-  save_run(result, out)
 
 
 def superseded_lines() -> list[str]:

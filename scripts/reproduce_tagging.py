@@ -11,9 +11,9 @@
 Each run is configs/<dataset>.py (pos, ner, ner_fixed, ner_plus) with the system's overrides and the seed; ner_fixed
 is ner with the word vectors frozen, as InfNet+ ran NER, beside ner's trainable ones. A run's compact
 record goes to docs/tagging/runs/<dataset>-<system>-seed<k>.json (per-step logs stay in the workdir under /tmp); a
-record that exists is not run again, so the script resumes where it was stopped; with --supersede a NER / NER+
-record that has no conlleval F1 (made before it was recorded) is, and the old one moves to
-docs/tagging/runs_superseded/. Sweeps (``SWEEPS``) write to docs/tagging/sweeps/<sweep>/ and a table
+record that exists is not run again, so the script resumes where it was stopped; with --supersede a record that
+keeps no predictions (made before they were recorded, or on a device that did not keep them) is, from its own record,
+and the old one moves to docs/tagging/runs_superseded/ (experiments/records.supersede). Sweeps (``SWEEPS``) write to docs/tagging/sweeps/<sweep>/ and a table
 docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
 
 The table (docs/tagging.md; block results:tagging of docs/results.md; rows of README's summary) reports the test
@@ -220,15 +220,10 @@ def base_config(dataset, seed, data_dir, row):
   return config
 
 
-def train_and_record(config, workdir, out: Path, replaces: bool = False):
-  """Train and write the record to ``out``; ``replaces``: the record there moves to SUPERSEDED first, once the new
-  one is ready, so a run killed midway leaves the old record in place."""
+def train_and_record(config, workdir, out: Path):
+  """Train and write the record to ``out``."""
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-  result = train.train_and_evaluate(config, workdir)
-  if replaces:
-    SUPERSEDED.mkdir(parents=True, exist_ok=True)
-    out.replace(SUPERSEDED / out.name)
-  records.write(out, records.stamp(result))
+  records.write(out, records.stamp(train.train_and_evaluate(config, workdir)))
 
 
 def unscored(dataset: str, record) -> bool:
@@ -238,8 +233,8 @@ def unscored(dataset: str, record) -> bool:
 
 def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str, int]]:
   """(dataset, system, seed) of every row beside the published numbers (a row whose config repeats an earlier one's
-  is not) whose record on that seed is absent or unscored: what is left before the
-  tables are like for like."""
+  is not) whose record on that seed is absent or keeps no predictions to rescore: what is left before the
+  tables are like for like and every cell rescorable."""
   folder = folder or RUNS
   left = []
   for dataset in datasets:
@@ -248,25 +243,24 @@ def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str,
         continue
       for seed in seeds:
         path = folder / f'{dataset}-{system}-seed{seed}.json'
-        if not path.exists() or unscored(dataset, records.load(path)):
+        if not path.exists() or not records.rescorable(records.load(path)):
           left.append((dataset, system, seed))
   return left
 
 
 def run_one(dataset, system, seed, args):
   out = RUNS / f'{dataset}-{system}-seed{seed}.json'
-  stale = out.exists() and args.supersede and unscored(dataset, records.load(out))
-  if out.exists() and not stale:
+  workdir = f'{args.workdir}/{dataset}-{system}-{seed}'
+  if args.supersede and (out.exists() or (SUPERSEDED / out.name).exists()):
+    records.supersede(out, SUPERSEDED, workdir, args.data_dir, f'{dataset} {system} seed {seed}')
     return
-  if stale and (SUPERSEDED / out.name).exists():
-    raise SystemExit(f'{out.name}: {SUPERSEDED / out.name} already holds a replaced record of this seed; move one '
-                     'of the two away before rerunning it')
+  if out.exists():
+    return
   config = base_config(dataset, seed, args.data_dir, system)
   if args.epochs:
     config.num_epochs = args.epochs
-  print(f'== {dataset} {system} seed {seed}' + (' (rerun: its record has no conlleval F1)' if stale else ''),
-        flush=True)
-  train_and_record(config, f'{args.workdir}/{dataset}-{system}-{seed}', out, replaces=stale)
+  print(f'== {dataset} {system} seed {seed}', flush=True)
+  train_and_record(config, workdir, out)
 
 
 def load_runs(folder: Path) -> dict:
@@ -636,14 +630,14 @@ def main():
   parser.add_argument('--workdir', default='/tmp/reproduce_tagging')
   parser.add_argument('--table_only', action='store_true')
   parser.add_argument('--supersede', action='store_true',
-                      help='rerun a NER / NER+ record that has no conlleval F1; the old one goes to '
+                      help='rerun, from its own record, a record that keeps no predictions; the old one goes to '
                            'docs/tagging/runs_superseded/ when the new one is written')
   parser.add_argument('--no_table', action='store_true',
                       help='train and write the records only: runs in parallel would each rewrite the tables and '
                            'the README at once')
   parser.add_argument('--pending', action='store_true',
                       help='print, one per line, the command for each NER / NER+ row and seed of --seeds whose '
-                           'record is absent or has no conlleval F1 (run them in parallel with xargs -P), and exit')
+                           'record is absent or keeps no predictions (run them in parallel with xargs -P), and exit')
   args = parser.parse_args()
   seeds = [int(s) for s in args.seeds.split(',')]
   if args.pending:

@@ -155,15 +155,19 @@ def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(
     reproduce_tagging.dataset_section('ner', runs)
 
 
-def test_committed_ner_records_leave_nothing_pending_and_pending_says_so(monkeypatch, capsys):
-  """Every NER / NER+ row beside a published number holds conlleval's F1 on seeds 0-2 (the committed records), and
-  --pending then prints no command on stdout (what xargs reads) and its count on stderr."""
+def test_committed_ner_records_leave_only_the_device_runs_pending_and_pending_says_so(monkeypatch, capsys):
+  """Every NER / NER+ row beside a published number holds a rescorable record on seeds 0-2 (the committed records)
+  but implicit CD's, run on a device before records kept predictions; --pending prints a command for each on stdout
+  (what xargs reads), and its count on stderr."""
   from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
-  assert reproduce_tagging.pending(('ner', 'ner_plus'), [0, 1, 2]) == []
+  device_runs = [(d, 'implicit-cd', seed) for d in ('ner', 'ner_plus') for seed in (0, 1, 2)]
+  assert reproduce_tagging.pending(('ner', 'ner_plus'), [0, 1, 2]) == device_runs
   monkeypatch.setattr(sys, 'argv', ['reproduce_tagging.py', '--pending'])
   reproduce_tagging.main()
   out, err = capsys.readouterr()
-  assert out == '' and '0 NER / NER+ run(s) left on seeds 0,1,2' in err
+  assert len(out.splitlines()) == 6 and all('--systems=implicit-cd ' in line and '--supersede' in line
+                                            for line in out.splitlines())
+  assert '6 NER / NER+ run(s) left on seeds 0,1,2' in err
   monkeypatch.setattr(sys, 'argv', ['reproduce_tagging.py', '--pending', '--seeds=3'])
   reproduce_tagging.main()
   out, err = capsys.readouterr()
@@ -171,50 +175,38 @@ def test_committed_ner_records_leave_nothing_pending_and_pending_says_so(monkeyp
   assert f'{len(out.splitlines())} NER / NER+ run(s) left on seeds 3' in err
 
 
-def test_tagging_pending_lists_absent_and_unscored_records_and_supersede_keeps_the_old_one(tmp_path, monkeypatch):
+def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_reruns_them(tmp_path, monkeypatch):
   from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
   runs, old = tmp_path / 'runs', tmp_path / 'superseded'
   ner = {'method': 'feedforward', 'data': {'name': 'conll2003'}}
-  scored = {'seed': 0, 'test_f1': 0.86, 'test_f1_conlleval': 0.85, 'config': ner}
+  scored = {'seed': 0, 'test_f1': 0.86, 'test_f1_conlleval': 0.85, 'config': ner, 'predictions': {'test': 'x'}}
   records.write(runs / 'ner-bilstm-seed0.json', scored)
   records.write(runs / 'ner-crf-seed0.json', {'seed': 0, 'test_f1': 0.86, 'config': ner})  # before conlleval's F1
+  # conlleval's F1 but no predictions (as the device runs of implicit CD): not rescorable either
+  records.write(runs / 'ner-implicit-cd-seed0.json', {k: v for k, v in scored.items() if k != 'predictions'})
   left = reproduce_tagging.pending(('ner',), [0], runs)
-  assert ('ner', 'crf', 0) in left and ('ner', 'spen', 0) in left  # unscored, absent
+  assert {('ner', 'crf', 0), ('ner', 'implicit-cd', 0), ('ner', 'spen', 0)} <= set(left)  # unscorable, absent
   assert ('ner', 'bilstm', 0) not in left
   assert ('ner', 'implicit-cd-r1', 0) not in left  # implicit-cd's config on NER: not a row of its own
   assert not {system for _, system, _ in left} & set(reproduce_tagging.EARLIER)  # set apart, beside no paper's row
-  assert len(left) == len(reproduce_tagging.SYSTEMS) - 2  # the EARLIER designs are no row of SYSTEMS
-  # --supersede reruns the unscored record and moves it aside only once the new one is written
+  assert len(left) == len(reproduce_tagging.SYSTEMS) - 2  # but bilstm (rescorable) and implicit-cd-r1 (a duplicate)
+  # --supersede hands a committed record to records.supersede (from itself); an absent one trains from its row
   monkeypatch.setattr(reproduce_tagging, 'RUNS', runs)
   monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', old)
   monkeypatch.setattr(reproduce_tagging, 'base_config', lambda *a: ml_collections.ConfigDict())
-  trained = []
-
-  def fake_train(config, workdir, out, replaces=False):
-    trained.append((out.name, replaces, out.exists()))
-  monkeypatch.setattr(reproduce_tagging, 'train_and_record', fake_train)
+  superseded, trained = [], []
+  monkeypatch.setattr(records, 'supersede', lambda out, folder, *a: superseded.append((out.name, folder)))
+  monkeypatch.setattr(reproduce_tagging, 'train_and_record', lambda config, workdir, out: trained.append(out.name))
   args = type('Args', (), {'supersede': True, 'data_dir': '', 'epochs': 0, 'workdir': str(tmp_path)})
   for system in ('bilstm', 'crf', 'spen'):
     reproduce_tagging.run_one('ner', system, 0, args)
-  assert trained == [('ner-crf-seed0.json', True, True), ('ner-spen-seed0.json', False, False)]
+  assert superseded == [('ner-bilstm-seed0.json', old), ('ner-crf-seed0.json', old)]
+  assert trained == ['ner-spen-seed0.json']
   args.supersede = False
+  superseded.clear()
   trained.clear()
   reproduce_tagging.run_one('ner', 'crf', 0, args)
-  assert not trained  # without --supersede an existing record is never rerun
-  args.supersede = True
-  records.write(old / 'ner-crf-seed0.json', {'seed': 0, 'test_f1': 0.85, 'config': ner})
-  with pytest.raises(SystemExit, match='already holds a replaced record'):
-    reproduce_tagging.run_one('ner', 'crf', 0, args)
-  # the move itself: the old record leaves runs/ only when the new one is ready
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-  monkeypatch.undo()
-  (old / 'ner-crf-seed0.json').unlink()
-  monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', old)
-  monkeypatch.setattr(records, 'stamp', lambda result: result)
-  monkeypatch.setattr(train, 'train_and_evaluate', lambda config, workdir: dict(scored, test_f1=0.9))
-  reproduce_tagging.train_and_record(None, str(tmp_path), runs / 'ner-crf-seed0.json', replaces=True)
-  assert records.load(old / 'ner-crf-seed0.json')['test_f1'] == 0.86
-  assert records.load(runs / 'ner-crf-seed0.json')['test_f1'] == 0.9
+  assert not trained and not superseded  # without --supersede an existing record is never rerun
 
 
 def test_tagging_rows_with_one_config_are_one_row():
