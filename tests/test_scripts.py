@@ -195,7 +195,7 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
   monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', old)
   monkeypatch.setattr(reproduce_tagging, 'base_config', lambda *a: ml_collections.ConfigDict())
   superseded, trained = [], []
-  monkeypatch.setattr(records, 'supersede', lambda out, folder, *a: superseded.append((out.name, folder)))
+  monkeypatch.setattr(records, 'supersede', lambda out, folder, *a, **k: superseded.append((out.name, folder)))
   monkeypatch.setattr(reproduce_tagging, 'train_and_record', lambda config, workdir, out: trained.append(out.name))
   args = type('Args', (), {'supersede': True, 'data_dir': '', 'epochs': 0, 'workdir': str(tmp_path)})
   for system in ('bilstm', 'crf', 'spen'):
@@ -207,6 +207,13 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
   trained.clear()
   reproduce_tagging.run_one('ner', 'crf', 0, args)
   assert not trained and not superseded  # without --supersede an existing record is never rerun
+  # a rerun reads a device's word-vector file that is not here from the package; a file that is here stays
+  here = tmp_path / 'vectors.txt'
+  here.write_text('the 0.1 0.2\n')
+  for path, expected in ((str(tmp_path / 'gone' / 'glove_ner.txt'), ''), (str(here), str(here))):
+    config = ml_collections.ConfigDict({'model': {'embeddings': 'glove', 'embeddings_path': path}})
+    reproduce_tagging.package_vectors(config)
+    assert config.model.embeddings_path == expected
 
 
 def test_tagging_rows_with_one_config_are_one_row():
