@@ -79,8 +79,8 @@ TOLERANCE = 2.0  # IoU points from a published number
 SEAL_COMMAND = ('bash scripts/horses_parallel.sh seal "fcn dvn seal-regression seal-regression-w seal-nce implicit-cd" '
                 '"0 1 2" DATA_DIR OUT_DIR')
 SEAL_PROTOCOL = ("**SEAL's protocol** (its code, iesl/seal-neurips-2022, and its development repository's chosen "
-                 'configs: implicit_jax/experiments/horses.py, VARIANTS["seal"] and SEAL_SETTINGS): channels (64, 128, '
-                 '128) for both networks, 160 training and 40 dev images, one random 24x24 crop per image and epoch '
+                 'configs: implicit_jax/experiments/horses.py, VARIANTS["{scale}"] and SEAL_SETTINGS): channels (64, '
+                 '128, 128) for both networks, 160 training and {dev} dev images, one random 24x24 crop per image and epoch '
                  'and no flips in training, each prediction averaged over 36 crops at test, every rival with the '
                  'optimiser settings of SEAL\'s chosen config (the FCN: Adam 2.01e-3, gradients clipped; SEAL '
                  'regression: 47 perturbations of the task net\'s logits, the energy term beside cross-entropy); '
@@ -100,8 +100,10 @@ SEAL_DATA_DIFFERENCES = ('What still differs from SEAL: one of its 40 dev images
                          'rate halved on plateaus), per-channel standardisation, one sigmoid logit per pixel against '
                          'two softmax logits.')
 # Rows of --scale=seal that --scale=seal-data has not run yet, and why.
-SEAL_DATA_UNRUN = ("not run on SEAL's data yet: a GPU's work (a 2-core CPU trains the FCN in about 8 minutes a seed and "
-                   'implicit CD in about 25; these rows take longer still); at --scale=seal, the section below')
+SEAL_DATA_UNRUN = ("Not run on SEAL's data yet, each a GPU's work (the runs here were made on a 2-core CPU; these rows "
+                   'sample the energy many times a step: 47 perturbations for SEAL regression, 100 samples for NCE, '
+                   '30 gradient steps of inference for DVN): {rows}. Their rows on the seeded split and the bilinear '
+                   '/ nearest resize are in the section below.')
 SEAL_DIFFERENCES = ('What still differs from SEAL: the split (SEAL\'s own 328 pre-resized images and index list; '
                     'here a seeded draw of the same sizes from the 327 PNG files, so 127 test images against its '
                     '128), the schedule (a fixed 150 epochs with the best dev epoch, against early stopping and a '
@@ -175,7 +177,7 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
     title = ("## At SEAL's protocol, on SEAL's data (`--scale=seal-data`)" if scale == 'seal-data' else
              "## At SEAL's protocol (`--scale=seal`)")
     schedule = SEAL_PROTOCOL.format(epochs=cfg['num_epochs'], batch=cfg['batch_size'], steps=any_run['steps'],
-                                    scale=scale)
+                                    scale=scale, dev=len(info['ids']['dev']))
   else:
     title = '## At the published width, long schedule (`--scale=full`)'
     schedule = (f'**Published channels {tuple(cfg["model"]["channels"])}** (energy '
@@ -215,7 +217,7 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
       '| method | seeds | test mean IoU | test global IoU | dev mean IoU | published mean IoU | within 2 | config |',
       '|---|---|---|---|---|---|---|---|',
   ]
-  flagged = []
+  flagged, unrun = [], []
   for system in ORDER:
     label = label_of(system)
     rs = sorted(runs.get(system, []), key=lambda r: r['seed'])
@@ -228,7 +230,9 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
         lines.append(f'| {label} | 0 | no record: {SEAL_UNFINISHED[system]} | | | | | '
                      f'`{horses.config_name(system, scale)}` |')
       if scale == 'seal-data' and system in set(load_runs('seal')) | set(SEAL_UNFINISHED):
-        lines.append(f'| {label} | 0 | {SEAL_DATA_UNRUN} | | | | | `{horses.config_name(system, scale)}` |')
+        unrun.append(label)
+        lines.append(f'| {label} | 0 | not run yet (the line below the table) | | | | | '
+                     f'`{horses.config_name(system, scale)}` |')
       continue
     mean = 100 * np.mean([r['test_mean_iou'] for r in rs])
     pub = PUBLISHED[system]
@@ -243,7 +247,7 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
     lines.append(f'| {label} | {len(rs)} | {fmt([r["test_mean_iou"] for r in rs])} | '
                  f'{fmt([r["test_global_iou"] for r in rs])} | {fmt([r["dev_mean_iou"] for r in rs])} | {shown} | '
                  f'{mark} | {recipe_cell(system, scale, rs)} |')
-  lines += ['', OTHERS, '']
+  lines += ['', OTHERS, ''] + ([SEAL_DATA_UNRUN.format(rows=', '.join(unrun)), ''] if unrun else [])
   if scale == 'half':
     lines += ['Test images with the gold mask and the FCN, DVN and implicit CD masks (seed 0 runs): '
               '![examples](horses/examples.png) (`python scripts/horses_figure.py`).', '']

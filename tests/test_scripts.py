@@ -430,6 +430,7 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
   assert 'SEAL-dynamic (regression), 24x24 crops' not in table       # an optional one is left out
   # --scale=seal: the implicit row paired against every rival, a run without a record named with its reason
   seal_run = lambda seed, iou: {**run(seed, iou), 'steps': 3000, 'best_epoch': 2,
+                                'task_info': {'split': 'a split', 'size': 32, 'ids': {'dev': list(range(39))}},
                                 'history': [{'epoch': 1, 'dev_mean_iou': iou}, {'epoch': 2, 'dev_mean_iou': iou}]}
   monkeypatch.setattr(rh, 'load_runs', lambda scale='half': {'fcn': [seal_run(0, 0.74), seal_run(1, 0.75)],
                                                              'implicit-cd': [seal_run(0, 0.76), seal_run(1, 0.74)]})
@@ -438,6 +439,20 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
   assert ('implicit CD (1 - soft IoU; T_inner 2, gcr) minus FCN (cross-entropy), paired by seed (test mean IoU): '
           'seed 0 +2.00, seed 1 -1.00; mean +0.50, 1/2 seeds positive.') in table
   assert f'| DVN (GBI, soft-IoU regression) | 0 | no record: {rh.SEAL_UNFINISHED["dvn"]} |' in table
+  # --scale=seal-data: SEAL's data; the rows --scale=seal has that it has not run are named, and the README's summary
+  # row moves to it only once it has them all
+  seal = {'fcn': [seal_run(0, 0.74)], 'implicit-cd': [seal_run(0, 0.76)], 'seal-regression': [seal_run(0, 0.75)]}
+  seal_data = {'fcn': [seal_run(0, 0.77)], 'implicit-cd': [seal_run(0, 0.78)]}
+  monkeypatch.setattr(rh, 'load_runs', lambda scale='half': {'seal': seal, 'seal-data': seal_data}[scale])
+  table = rh.build_table('seal-data')
+  assert "## At SEAL's protocol, on SEAL's data (`--scale=seal-data`)" in table and '160 training and 39 dev' in table
+  assert '| SEAL-dynamic (regression) | 0 | not run yet' in table and '| DVN (GBI, soft-IoU regression) | 0 |' in table
+  assert "Not run on SEAL's data yet" in table and '| SEAL-dynamic (NCE) |' not in table  # run at neither scale
+  assert rh.summary_scale() == 'seal'
+  seal_data['seal-regression'] = [seal_run(0, 0.79)]
+  assert rh.summary_scale() == 'seal-data'
+  three = {k: [seal_run(seed, v[0]['test_mean_iou']) for seed in range(3)] for k, v in seal_data.items()}
+  assert 'section "At SEAL\'s protocol, SEAL\'s data"' in rh.summary_rows(three, 'seal-data')[0]
 
 
 def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path, monkeypatch):
