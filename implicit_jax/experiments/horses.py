@@ -41,7 +41,11 @@ FULL_ONLY = ('fcn-200',)
 # chosen between on dev.
 SYSTEMS['seal-regression-w'] = ('SEAL-dynamic (regression), energy weight 0.00564 unconverted',
                                 {'method': 'seal_dynamic'})
-SEAL_ONLY = ('seal-regression-w',)
+# The implicit method with DVN's objective as its primary loss (regressing the soft IoU of the inference net's
+# output and its negatives), today's inner design (configs/horses.py: T_inner 2, one GCR pass); beside SEAL's rows.
+SYSTEMS['implicit-regression'] = ('implicit DVN-style regression (T_inner 2, gcr)',
+                                  {'method': 'implicit', 'implicit.primary_loss': 'dvn'})
+SEAL_ONLY = ('seal-regression-w', 'implicit-regression')
 VARIANTS = {
     'full': {'model.channels': (64, 128, 128), 'model.energy_channels': (64, 128, 128), 'num_epochs': 100},
     # SEAL's protocol (iesl/seal-neurips-2022 and its development repo's configs, read, not copied): the published
