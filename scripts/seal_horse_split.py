@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import sys
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def read_seal(folder: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
     try:
       entry = np.load(path, allow_pickle=True)[0]
       x, y = np.asarray(entry['images'], np.float32), np.asarray(entry['masks'], np.float32)
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+    except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError, pickle.UnpicklingError) as e:
       raise SystemExit(f'error: --seal_data: cannot read {path} as SEAL\'s horses ({type(e).__name__}: {e})') from None
     if x.shape[1:] != (32, 32, 3) or y.shape != x.shape[:3]:
       raise SystemExit(f'error: {path}: images {x.shape} and masks {y.shape}, not [N, 32, 32, 3] and [N, 32, 32]')

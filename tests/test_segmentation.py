@@ -437,3 +437,13 @@ def test_a_run_on_crops_stopped_mid_epoch_resumes_to_the_uninterrupted_one(tmp_p
   assert resumed['steps'] == 4
   assert {k: v for k, v in resumed.items() if k != 'train_seconds'} == {
       k: v for k, v in clean.items() if k != 'train_seconds'}
+
+
+def test_the_split_script_answers_bad_input_in_one_line(tmp_path, monkeypatch):
+  from scripts import seal_horse_split  # pylint: disable=import-outside-toplevel
+  (tmp_path / 'weizmann_horse_train.npy').write_text('not numpy')
+  for folder, message in ((tmp_path / 'absent', 'FileNotFoundError'), (tmp_path, 'UnpicklingError|ValueError')):
+    monkeypatch.setattr('sys.argv', ['seal_horse_split.py', f'--seal_data={folder}', f'--data_dir={FIXTURE.parent}'])
+    with pytest.raises(SystemExit, match=rf"error: --seal_data: cannot read .*weizmann_horse_train.npy as SEAL's "
+                                         rf'horses \(({message})'):
+      seal_horse_split.main()
