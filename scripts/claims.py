@@ -206,7 +206,7 @@ def test_claim(claim: Claim, data_dir, rng) -> dict:
   metric = {'test_f1_conlleval': 'conlleval F1'}.get(key, 'strict chunk F1' if key != claim.a.key else '')
   diffs = np.array([100 * (loaded['a'][s][key] - loaded['b'][s][key]) for s in seeds])
   seed_draw = rng.integers(len(seeds), size=(REPLICATES, len(seeds)))
-  if key == claim.a.key and all(r.get('predictions') for side in loaded.values() for r in side.values()):
+  if key == claim.a.key and all(records.rescorable(r) for side in loaded.values() for r in side.values()):
     per = {side: [_scores(loaded[side][s], row.runs[s], key, data_dir) for s in seeds]
            for side, row in (('a', claim.a), ('b', claim.b))}
     sizes = {len(num) for scores in per.values() for num, _ in scores}

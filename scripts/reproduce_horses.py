@@ -219,6 +219,7 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
       '|---|---|---|---|---|---|---|---|',
   ]
   flagged, unrun = [], []
+  elsewhere = set(load_runs('seal')) | set(SEAL_UNFINISHED) if scale == 'seal-data' else set()  # rows to name
   for system in ORDER:
     label = label_of(system)
     rs = sorted(runs.get(system, []), key=lambda r: r['seed'])
@@ -230,7 +231,7 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
       if scale == 'seal' and system in SEAL_UNFINISHED:
         lines.append(f'| {label} | 0 | no record: {SEAL_UNFINISHED[system]} | | | | | '
                      f'`{horses.config_name(system, scale)}` |')
-      if scale == 'seal-data' and system in set(load_runs('seal')) | set(SEAL_UNFINISHED):
+      if system in elsewhere:
         unrun.append(label)
         lines.append(f'| {label} | 0 | not run yet (the line below the table) | | | | | '
                      f'`{horses.config_name(system, scale)}` |')
@@ -400,8 +401,8 @@ def summary_rows(runs, scale: str = 'seal') -> list[str]:
 def update_readme(table: str, full_table: str = '', seal_tables=()) -> None:
   """Copies the tables and the paired differences into docs/results.md's results:horses block (the half-width
   section, then the ``--scale=full`` one where it has records), and the horses row into README.md's summary table."""
-  scale = summary_scale()
-  summary.update(ROOT / 'README.md', 'horses', summary_rows(load_runs(scale), scale))
+  chosen = summary_scale()
+  summary.update(ROOT / 'README.md', 'horses', summary_rows(load_runs(chosen), chosen))
   kept = [line for line in table.splitlines() if line.startswith(('|', '- ', '**CPU'))]
   for scale, seal_table in seal_tables:
     kept += ['', ("**At SEAL's protocol, on SEAL's data (`--scale=seal-data`)**: its split and Li et al.'s "

@@ -86,7 +86,7 @@ def stamp(result: dict) -> dict:
   """``result`` with what a fresh run's record says of how it was made: command, date, device and machine. A fresh
   run's result must hold its predictions, which make the record rescorable (scripts/rescore.py)."""
   import datetime  # pylint: disable=import-outside-toplevel
-  if not result.get('predictions'):
+  if not rescorable(result):
     raise ValueError(f'the {result.get("task")} run\'s result holds no predictions (its evaluator keeps no '
                      'decisions): its record could not be rescored')
   import jax  # pylint: disable=import-outside-toplevel
