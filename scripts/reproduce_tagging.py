@@ -248,23 +248,12 @@ def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str,
   return left
 
 
-def package_vectors(config) -> None:
-  """A record's word-vector file that this machine lacks is read from the package instead: the device runs' files
-  (.devdata/glove_ner.txt) held the first 50000 GloVe 6B 50d rows and every CoNLL word, the package's initial table
-  (their commands say so: docs/tagging.commands.txt)."""
-  model = config.model
-  if model.get('embeddings') == 'glove' and model.embeddings_path and not Path(model.embeddings_path).exists():
-    print(f'   model.embeddings_path {model.embeddings_path} is not here: the package\'s GloVe 6B 50d instead',
-          flush=True)
-    model.embeddings_path = ''
-
-
 def run_one(dataset, system, seed, args):
   out = RUNS / f'{dataset}-{system}-seed{seed}.json'
   workdir = f'{args.workdir}/{dataset}-{system}-{seed}'
   if args.supersede and (out.exists() or (SUPERSEDED / out.name).exists()):
     records.supersede(out, SUPERSEDED, workdir, args.data_dir, f'{dataset} {system} seed {seed}',
-                      adapt=package_vectors)
+                      adapt=records.package_vectors)
     return
   if out.exists():
     return

@@ -116,3 +116,32 @@ def test_the_implicit_step_reports_both_terms(config_name):
   _, m = jax.jit(method.train_step)(state, batch, jax.random.key(1))
   assert np.isfinite(float(m['loss_prim']))
   assert float(m['implicit_norm']) > 1e-6 and float(m['explicit_norm']) > 1e-6
+
+
+def test_energies_of_several_outputs_come_from_one_call_and_equal_a_call_each():
+  from implicit_jax.tasks.mlc.models import MLCEnergy  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(0)
+  batch = {'x': jnp.asarray(rng.normal(size=(4, 7)), jnp.float32),
+           'y': jnp.asarray(rng.integers(0, 2, size=(4, 5)), jnp.int32)}        # an integer gold, as datasets give
+  energy = MLCEnergy(num_labels=5, feature_hidden=(6,), feature_dim=6)
+  phi = energy.init(jax.random.key(0), batch, jnp.zeros((4, 5)))
+  y_neg = jnp.asarray(rng.uniform(size=(3, 4, 5)), jnp.float32)
+  calls = []
+
+  def counted(p, b, y):
+    calls.append(y.shape)
+    return energy.apply(p, b, y)
+
+  e_neg, e_gold = methods.energies(counted, phi, batch, y_neg, batch['y'])
+  assert calls == [(4, 4, 5)]                                      # one pass over x for the gold and 3 negatives
+  assert e_neg.shape == (3, 4) and e_gold.shape == (4,)
+  A(e_neg, energy.apply(phi, batch, y_neg), rtol=1e-6)
+  A(e_gold, energy.apply(phi, batch, batch['y']), rtol=1e-6)
+  # Their gradients too (the losses differentiate them in phi and, through the negatives, in theta).
+  loss = lambda p, yn: losses.contrastive_divergence(*methods.energies(energy.apply, p, batch, yn, batch['y']),
+                                                     jnp.ones((3, 4)))
+  apart = lambda p, yn: losses.contrastive_divergence(energy.apply(p, batch, yn), energy.apply(p, batch, batch['y']),
+                                                      jnp.ones((3, 4)))
+  for got, want in zip(jax.tree.leaves(jax.grad(loss, argnums=(0, 1))(phi, y_neg)),
+                       jax.tree.leaves(jax.grad(apart, argnums=(0, 1))(phi, y_neg))):
+    A(got, want, rtol=1e-5, atol=1e-7)

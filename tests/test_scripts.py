@@ -212,7 +212,7 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
   here.write_text('the 0.1 0.2\n')
   for path, expected in ((str(tmp_path / 'gone' / 'glove_ner.txt'), ''), (str(here), str(here))):
     config = ml_collections.ConfigDict({'model': {'embeddings': 'glove', 'embeddings_path': path}})
-    reproduce_tagging.package_vectors(config)
+    records.package_vectors(config)
     assert config.model.embeddings_path == expected
 
 

@@ -360,6 +360,17 @@ def rescorable(record: dict) -> bool:
   return bool(record.get('predictions'))
 
 
+def package_vectors(config) -> None:
+  """A record's word-vector file that this machine lacks is read from the package instead: the device runs' files
+  (.devdata/glove_ner.txt) held the first 50000 GloVe 6B 50d rows and every CoNLL word, the package's initial table
+  (their commands say so: docs/tagging.commands.txt). Used by whatever rebuilds a run from its record."""
+  model = config.model
+  if model.get('embeddings') == 'glove' and model.embeddings_path and not Path(model.embeddings_path).exists():
+    print(f'   model.embeddings_path {model.embeddings_path} is not here: the package\'s GloVe 6B 50d instead',
+          flush=True)
+    model.embeddings_path = ''
+
+
 def supersede(out: Path, superseded: Path, workdir: str, data_dir: str, run: str, adapt=None) -> bool:
   """Reruns the committed run ``out`` (``run``, as the progress line names it) in ``workdir``, from its own record,
   when the record keeps no predictions; True when it ran. ``adapt(config)``, if given, points the record's other

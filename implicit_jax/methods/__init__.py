@@ -221,6 +221,28 @@ def batch_score(task: Any, field: str = 'the task score') -> Callable:
   return score
 
 
+def energies(energy_apply: Callable, phi: Any, batch: dict, *outputs: jax.Array) -> tuple:
+  """The energies of several outputs of one batch, from one call: ``energy_apply(phi, batch, y)`` of each ``y``
+  (shaped as ``batch['y']``, or with one leading axis of samples), as ``[B]`` or ``[K, B]``.
+
+  An energy shares its pass over x (the feature net b(x), the tagging energy's BiLSTM) among the leading axes of
+  its y (the energy contract); the gold output and the negatives of a loss, stacked, therefore pay for it once,
+  where a call each would run it, and differentiate it, once per call."""
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  rank = jnp.ndim(batch['y'])
+  dtype = jnp.result_type(*(y.dtype for y in outputs if jnp.issubdtype(y.dtype, jnp.floating)), jnp.float32)
+  stacked = [y.astype(dtype) if y.ndim > rank else y[None].astype(dtype) for y in outputs]
+  sizes = [y.shape[0] for y in stacked]
+  e = energy_apply(phi, batch, jnp.concatenate(stacked)) if len(stacked) > 1 else energy_apply(phi, batch,
+                                                                                                  stacked[0])
+  out, start = [], 0
+  for y, size in zip(outputs, sizes):
+    part = e[start:start + size]
+    out.append(part if y.ndim > rank else part[0])
+    start += size
+  return tuple(out)
+
+
 def build(task: Any, config: Any) -> Method:
   target = plugin(config.method)
   if getattr(task, 'unlabeled_rows', 0) and not semi_supervised(config.method):

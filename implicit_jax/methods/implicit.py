@@ -39,7 +39,7 @@ import ml_collections
 import optax
 
 from implicit_jax import batch as batch_lib, bilevel, inference, losses, spaces
-from implicit_jax.methods import Method, State, init_params, make_optimizer, optimizer_config, positive_int
+from implicit_jax.methods import Method, State, energies, init_params, make_optimizer, optimizer_config, positive_int
 
 
 def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
@@ -131,7 +131,7 @@ def make_losses(task, config) -> Losses:
     logits = train_logits(infnet, theta, batch)
     y_neg = space.negatives(logits, batch['noise'], neg.sampler, neg.temperature, neg.scale,
                             neg.include_mean)                                 # [K, *y.shape]
-    e_neg, e_gold = energy.apply(phi, batch, y_neg), energy.apply(phi, batch, y)  # [K, B], [B]
+    e_neg, e_gold = energies(energy.apply, phi, batch, y_neg, y)                   # [K, B], [B]: one pass over x
     if reward is not None:
       cost = cfg.cost_scale * cost_fn(y_neg, y, mask)
       supervised = (losses.ssvm_margin_terms if name == 'ssvm' else losses.contrastive_divergence_terms)(

@@ -32,7 +32,7 @@ import ml_collections
 import optax
 
 from implicit_jax import batch as batch_lib, losses
-from implicit_jax.methods import (Method, State, init_params, make_optimizer, optimizer_config, positive_int,
+from implicit_jax.methods import (Method, State, energies, init_params, make_optimizer, optimizer_config, positive_int,
                                   steps_per_epoch)
 
 PARAMETERIZATIONS = ('separated', 'shared', 'stacked')
@@ -105,19 +105,21 @@ def make_objectives(space, energy_apply, cost_fn, cost_scale, ce_weight, percept
 
   def energy(phi, batch, y_f, y_a=None):
     y_f = jax.lax.stop_gradient(y_f)
-    e_gold = energy_apply(phi, batch, batch['y'])
-    loss = losses.ssvm_margin(energy_apply(phi, batch, y_f), e_gold, cost(y_f, batch))
-    if y_a is not None:
-      loss += perceptron_weight * losses.perceptron(energy_apply(phi, batch, jax.lax.stop_gradient(y_a)), e_gold)
-    return loss
+    if y_a is None:
+      e_f, e_gold = energies(energy_apply, phi, batch, y_f, batch['y'])
+      return losses.ssvm_margin(e_f, e_gold, cost(y_f, batch))
+    e_f, e_a, e_gold = energies(energy_apply, phi, batch, y_f, jax.lax.stop_gradient(y_a), batch['y'])
+    return losses.ssvm_margin(e_f, e_gold, cost(y_f, batch)) + perceptron_weight * losses.perceptron(e_a, e_gold)
 
   def cost_augmented(phi, batch, f_logits):
     y_f = space.relax(f_logits)
-    h = cost(y_f, batch) - energy_apply(phi, batch, y_f) + energy_apply(phi, batch, batch['y'])
+    e_f, e_gold = energies(energy_apply, phi, batch, y_f, batch['y'])
+    h = cost(y_f, batch) - e_f + e_gold
     return -jnp.mean(hinge(h, truncate)) + ce_weight * local(f_logits, batch)
 
   def test_time(phi, batch, a_logits, weight=perceptron_weight, trunc=truncate):
-    h = energy_apply(phi, batch, batch['y']) - energy_apply(phi, batch, space.relax(a_logits))
+    e_gold, e_a = energies(energy_apply, phi, batch, batch['y'], space.relax(a_logits))
+    h = e_gold - e_a
     return -weight * jnp.mean(hinge(h, trunc)) + ce_weight * local(a_logits, batch)
 
   return Objectives(energy, cost_augmented, test_time)

@@ -35,8 +35,8 @@ import ml_collections
 import optax
 
 from implicit_jax import batch as batch_lib, inference, losses
-from implicit_jax.methods import (Method, State, batch_score, dvn, init_params, make_optimizer, optimizer_config,
-                                  positive_int, spen, steps_per_epoch)
+from implicit_jax.methods import (Method, State, batch_score, dvn, energies, init_params, make_optimizer,
+                                  optimizer_config, positive_int, spen, steps_per_epoch)
 
 ENERGY_LOSSES = ('margin', 'regression', 'regression_s', 'nce')
 NOISE_ON = ('output', 'logits')
@@ -108,8 +108,7 @@ def sample_energy_loss(task, energy, name, cfg, field='seal'):
     logits = jax.lax.stop_gradient(logits)
     p = space.relax(logits)
     if name == 'margin':
-      return losses.ssvm_margin(energy.apply(phi, batch, p), energy.apply(phi, batch, y),
-                                cfg.cost_scale * cost_fn(p, y, mask))
+      return losses.ssvm_margin(*energies(energy.apply, phi, batch, p, y), cfg.cost_scale * cost_fn(p, y, mask))
     if name == 'regression':
       return dvn.value_regression(energy, phi, batch, jnp.stack([p, y]), score_fn)
     if name == 'regression_s':  # [K + 1, *y.shape]: p, then its K perturbations
@@ -119,7 +118,7 @@ def sample_energy_loss(task, energy, name, cfg, field='seal'):
       return dvn.value_regression(energy, phi, batch, jnp.concatenate([perturbed, y[None]]), score_fn)
     # nce: hard samples (straight_through's forward value); P_N is the task net's distribution, a constant.
     samples = jax.lax.stop_gradient(space.negatives(logits, noise, 'straight_through', 1.0, 0.0, False))
-    return losses.nce_ranking(energy.apply(phi, batch, samples), energy.apply(phi, batch, y),
+    return losses.nce_ranking(*energies(energy.apply, phi, batch, samples, y),
                               space.log_prob(logits, samples, mask), space.log_prob(logits, y, mask))
 
   return loss

@@ -13,7 +13,7 @@ import ml_collections
 import optax
 
 from implicit_jax import batch as batch_lib, inference, losses
-from implicit_jax.methods import Method, State, init_params, make_optimizer
+from implicit_jax.methods import Method, State, energies, init_params, make_optimizer
 
 
 def default_config(section: str = 'spen') -> ml_collections.ConfigDict:
@@ -66,7 +66,7 @@ def margin_loss(space, cost_fn, cost_scale, gbi, field: str):
     y_hat, _ = inference.gradient_based_inference(space, augmented, start, gbi.steps, gbi.step_size, gbi.rule,
                                                   gbi.tol, gbi.unroll)
     y_hat = jax.lax.stop_gradient(y_hat)
-    return lambda phi: losses.ssvm_margin(energy.apply(phi, batch, y_hat), energy.apply(phi, batch, y),
+    return lambda phi: losses.ssvm_margin(*energies(energy.apply, phi, batch, y_hat, y),
                                           cost_scale * cost_fn(y_hat, y, mask))
 
   return make_loss
