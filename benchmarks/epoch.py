@@ -68,14 +68,14 @@ class Runner:
 def run(epochs, reps):
   m = common.machine()
   print(common.machine_line(m), flush=True)
-  base = common.load_config('bibtex')
+  base = common.load_config('bibtex:base')
   task = tasks.get_task(base)
   configs = {}
   for name in ('normal_cg', 'minres', 'cg', 'neumann'):
-    c = common.load_config('bibtex')
+    c = common.load_config('bibtex:base')
     c.implicit.solver.name, c.implicit.solver.iterations = name, 5
     configs[f'implicit CD, {name}' + (' K = 5 (paper; unstable in training)' if name == 'neumann' else '')] = c
-  c = common.load_config('bibtex')
+  c = common.load_config('bibtex:base')
   c.method = 'feedforward'
   configs['MBCE'] = c
   runners = {k: Runner(c, task) for k, c in configs.items()}

@@ -23,7 +23,7 @@ def main():
   p.add_argument('--batch', type=int, default=1024, help='test rows per call (default 1024)')
   args = p.parse_args()
   m = common.machine()
-  config = common.load_config('bibtex')
+  config = common.load_config('bibtex:base')
   config.gbi.steps = args.steps
   task = tasks.get_task(config)
   method = methods.build(task, config)

@@ -103,7 +103,7 @@ SOLVERS = ('normal_cg', 'minres', 'cg')
 
 
 def solver_config(name):
-  config = common.load_config('bibtex')
+  config = common.load_config('bibtex:base')
   config.implicit.solver.name = name
   config.implicit.solver.iterations = 5
   return config

@@ -66,7 +66,7 @@ def mib(n: int) -> str:
 def run(reps, steps):
   m = common.machine()
   print(common.machine_line(m), flush=True)
-  p = common.Problem(common.load_config('bibtex'))
+  p = common.Problem(common.load_config('bibtex:base'))
   p.inner_opt = optax.adam(p.config.implicit.inner_optimizer.learning_rate, eps_root=EPS_ROOT)
   args = (p.phi, p.theta, p.theta_state, p.batch)
   rows, fields_seen, peaks = [], None, set()

@@ -96,7 +96,7 @@ def run(reps):
   m = common.machine()
   print(common.machine_line(m), flush=True)
   rows, lines = [], []
-  for config_name in ('bibtex', 'tiny'):
+  for config_name in ('bibtex:base', 'tiny'):
     task = None
     for solver_name in ('normal_cg', 'minres', 'cg'):
       config = common.load_config(config_name)

@@ -15,7 +15,7 @@ from implicit_jax.experiments import mlc
 
 
 def get_config(arg=None):
-  c = config_lib.from_file('bibtex.py', relative_to=__file__)
+  c = config_lib.from_file('bibtex.py', relative_to=__file__, arg='base')
   # normal_cg with 5 iterations (11 HVPs), as the MLC rows ran: bibtex's GCR pass was chosen on its dev only
   c.update_from_flattened_dict(mlc.NORMAL_CG)
   c.data.name = 'cal500'

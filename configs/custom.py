@@ -18,7 +18,7 @@ from implicit_jax.experiments import mlc
 
 
 def get_config(arg=None):
-  c = config_lib.from_file('bibtex.py', relative_to=__file__)  # bibtex's networks and implicit design
+  c = config_lib.from_file('bibtex.py', relative_to=__file__, arg='base')  # bibtex's networks and implicit design
   c.data.name = 'custom'
   if arg not in (None, 'mbce'):
     raise ValueError(f'configs/custom.py:{arg}: the argument is mbce (the MBCE baseline) or none (implicit CD)')

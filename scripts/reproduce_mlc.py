@@ -215,10 +215,10 @@ def update_readme(lines, groups):
       '', header, '', lines[4], '', *table, '', *notes, '',
       'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', *paired]))
   readme = ROOT / 'README.md'
-  main_job = groups.get(('bibtex', 'official', 'implicit-cd-gcr'), [])
+  main_job = groups.get(('bibtex', 'official', mlc.MAIN_ROW), [])
   if main_job:
     line = (f'Its committed runs ({len(main_job)} seeds; `configs/bibtex.py` is the row '
-            f'`{mlc.config_name("bibtex", "implicit-cd-gcr")}`): test example F1 '
+            f'`{mlc.config_name("bibtex", mlc.MAIN_ROW)}`): test example F1 '
             f'{fmt([r["test_f1"] for r in main_job])} at threshold 0.5, {fmt([r["test_f1_tuned"] for r in main_job])} '
             'at the dev-tuned one ([docs/mlc_results.md](docs/mlc_results.md)).')
     records.write_block(readme, 'main', line, required=False)

@@ -364,7 +364,7 @@ def test_table_only_writes_docs_and_readme_blocks_only_and_the_readme_is_up_to_d
   for key in ('main', 'summary'):
     assert _block(rebuilt, key) == _block(committed, key), key
   assert rebuilt == committed  # nothing outside the blocks moved either
-  assert 'configs/bibtex.py:implicit-cd-gcr' in _block(committed, 'main')
+  assert f'configs/bibtex.py:{mlc.MAIN_ROW}`' in _block(committed, 'main')
 
 
 def test_summary_keeps_other_families_and_chooses_on_dev(tmp_path):
@@ -561,3 +561,24 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
   with pytest.raises(SystemExit, match='already holds a replaced record'):  # a second rerun would lose the first
     (runs / 'delicious-implicit-cd-seed0.json').write_text(json.dumps(unscored))
     reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
+
+
+def test_cost_to_dev_reads_steps_to_the_score_both_reach_from_the_committed_records():
+  """benchmarks/cost_to_dev.py: per seed, the target is the lower of the two best dev scores and each run's steps
+  are those of the first evaluation at or above it; every pair it times names committed records that share seeds
+  and hold the dev score it reads."""
+  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
+  import cost_to_dev  # pylint: disable=import-outside-toplevel
+  implicit = {0: (None, [(10, 0.30), (20, 0.50), (30, 0.45)]), 1: (None, [(10, 0.2), (20, 0.6)]),
+              2: (None, [(10, 0.9)])}
+  rival = {0: (None, [(5, 0.40), (10, 0.48), (15, 0.55)]), 1: (None, [(5, 0.1), (10, 0.3), (15, 0.35)])}
+  assert cost_to_dev.reach(implicit, rival) == [
+      {'seed': 0, 'target': 0.50, 'implicit_steps': 20, 'rival_steps': 15},  # the implicit best, reached by both
+      {'seed': 1, 'target': 0.35, 'implicit_steps': 20, 'rival_steps': 15}]  # the rival's best; seed 2 unpaired
+  for name, (_, imp, _, riv, metric) in cost_to_dev.PAIRS.items():
+    a, b = cost_to_dev.load_runs(imp, metric), cost_to_dev.load_runs(riv, metric)
+    assert len(set(a) & set(b)) >= 3, name
+  with pytest.raises(SystemExit, match='no record matches'):
+    cost_to_dev.load_runs('mlc/runs/no-such-row-seed*.json', 'dev_f1')
+  with pytest.raises(SystemExit, match="no dev history of 'dev_nothing'"):
+    cost_to_dev.load_runs('mlc/runs/bibtex-mbce-seed0.json', 'dev_nothing')
