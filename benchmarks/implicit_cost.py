@@ -15,7 +15,8 @@ rival the goal names (``TASKS``), measured in the same process on the same batch
 The implicit rows: ``before`` is the design the tables were made with until 2026-11-26 (spelled out in
 ``BEFORE``), ``committed`` whatever the task's config holds now, ``committed, term every 3rd step`` the same with
 ``solver.refresh`` 3, ``gcr`` the implicit term by one fused GCR pass after one inner step (``FAST``,
-bilevel.implicit_gcr), ``no term`` the no-term ablation on that inner step (the floor of any implicit term).
+bilevel.implicit_gcr), ``no term`` the no-term ablation on that inner step (the floor of any implicit term);
+``committed until issue 45`` the design a config held before that issue changed it (``PREVIOUS``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ BEFORE = {  # each with refresh 1 (below), as every config ran until 2026-11-26
     'horses': {'implicit.inner_steps': 2, 'implicit.solver.name': 'minres', 'implicit.solver.iterations': 3},
     'cora': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
 }
+# The committed design a task's config held before issue 45 changed it (bibtex: five inner steps, one GCR pass).
+PREVIOUS = {'mlc': {'implicit.inner_steps': 5, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1,
+                    'implicit.solver.refresh': 1}}
 # task -> (config, the rival of the goal, goal ratio, rows: label -> overrides)
 _TAGGING = {label: o for label, o in tagging.SYSTEMS.values()
             if not o.get('method', '').startswith('implicit')}
@@ -70,7 +74,9 @@ TASKS = {
 
 def implicit_rows(task: str) -> dict:
   cd = {**_CD, 'implicit.cost': 'iou'} if task == 'horses' else _CD
+  previous = {'implicit CD, committed until issue 45': {**cd, **PREVIOUS[task]}} if task in PREVIOUS else {}
   return {'implicit CD, before': {**cd, **BEFORE[task], 'implicit.solver.refresh': 1},
+          **previous,
           'implicit CD, committed': dict(cd),
           'implicit CD, committed, term every 3rd step': {**cd, 'implicit.solver.refresh': 3},
           'implicit CD, gcr (T_inner 1, 1 pass)': {**cd, **FAST},
