@@ -216,7 +216,8 @@ def build_table(rules_acc: float | None) -> str:
   lines += ['', '## Paired differences (test accuracy x 100, same labeled draw)', '']
   for size in SIZES:
     imp = runs.get(('implicit-cd', size), [])
-    for other in ('bilstm', 'implicit-cd-labeled', 'implicit-cd-gcr', 'implicit-cd-gcr-t5', 'dvn', 'rspen'):
+    for other in ('bilstm', 'implicit-cd-labeled', 'implicit-cd-gcr', 'implicit-cd-gcr-t5', 'implicit-cd-r3', 'dvn',
+                  'rspen'):
       if imp and runs.get((other, size)):
         lines.append(f'- {size} labeled: implicit CD minus {SYSTEMS[other][0]}: {paired(imp, runs[(other, size)])}')
   return '\n'.join(lines) + '\n'
