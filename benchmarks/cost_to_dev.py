@@ -30,9 +30,8 @@ import step_cost  # pylint: disable=wrong-import-order
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
-from implicit_jax import methods, tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-from implicit_jax.engine import data, train  # pylint: disable=wrong-import-position
+from implicit_jax.engine import data  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 
 DOCS = common.ROOT / 'docs'
@@ -96,33 +95,17 @@ def step_config(path, data_dir: str):
 
 
 def time_steps(configs: dict, reps: int) -> tuple[dict, dict]:
-  """(median seconds per step, compile seconds) of each config's training step, interleaved in this process on the
-  first training batch of the first config's data (each config on its own when its data differ)."""
-  first = next(iter(configs.values()))
-  _, replicated, sharded = train.data_parallel(first)
-  batches = {}
-  fns = {}
-  for label, config in configs.items():
-    key = json.dumps(config.data.to_dict(), sort_keys=True, default=str)
-    if key not in batches:
-      task = tasks.get_task(config)
-      batch = next(data.train_batches(task, config.batch_size, np.random.default_rng([config.seed, 0])))
-      batches[key] = task, train.shard_batch(batch, sharded)
-    task, batch = batches[key]
-    method = methods.build(task, config)
-    rng = jax.random.key(config.seed)
-    step = train.make_train_step(method, jax.random.fold_in(rng, 1), replicated, sharded)
-    fns[label] = step_cost.Stepper(step, method.init(jax.random.fold_in(rng, 0)), batch, replicated)
+  """(seconds per step, compile seconds) of each config's training step, interleaved in this process on the first
+  training batch of its data (``step_cost.training_steppers``)."""
+  first = lambda task, config: next(data.train_batches(task, config.batch_size,
+                                                       np.random.default_rng([config.seed, 0])))
+  fns = step_cost.training_steppers(configs, first)
   first_call = {}
   for label, fn in fns.items():
     t0 = time.perf_counter()
     jax.block_until_ready(fn())
     first_call[label] = time.perf_counter() - t0
-  times = common.time_interleaved(fns, reps, warmup=1)
-  per_step = {}
-  for label, config in configs.items():
-    refresh = config.get('implicit', {}).get('solver', {}).get('refresh', 1) if config.method == 'implicit' else 1
-    per_step[label] = float(np.mean(times[label])) if refresh > 1 else common.median(times[label])
+  per_step = step_cost.seconds_per_step(common.time_interleaved(fns, reps, warmup=1), configs)
   return per_step, {label: max(first_call[label] - per_step[label], 0.0) for label in configs}
 
 
@@ -140,11 +123,8 @@ def measure(name: str, data_dir: str, reps: int) -> dict:
     s['implicit_seconds'] = s['implicit_steps'] * per_step['implicit']
     s['rival_seconds'] = s['rival_steps'] * per_step['rival']
     s['ratio'] = s['implicit_seconds'] / s['rival_seconds']
-  c = configs['implicit']
-  sv = c.implicit.solver
-  design = (f'T_inner {c.implicit.inner_steps}, {sv.name}' + (f' {sv.iterations}' if sv.name != 'none' else '')
-            + (f', term every {sv.refresh} steps' if sv.refresh > 1 else ''))
-  return {'pair': name, 'what': what, 'metric': metric, 'rival': rival_label, 'design': design,
+  return {'pair': name, 'what': what, 'metric': metric, 'rival': rival_label,
+          'design': step_cost.design_of(configs['implicit']),
           'implicit_records': f'docs/{imp_glob}', 'rival_records': f'docs/{rival_glob}',
           'implicit_ms': per_step['implicit'] * 1e3, 'rival_ms': per_step['rival'] * 1e3,
           'implicit_compile_s': compile_s['implicit'], 'rival_compile_s': compile_s['rival'], 'seeds': seeds}

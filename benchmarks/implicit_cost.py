@@ -29,12 +29,10 @@ import common  # pylint: disable=wrong-import-order
 import step_cost  # pylint: disable=wrong-import-order
 import tagging_throughput  # pylint: disable=wrong-import-order
 
-import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
-from implicit_jax import methods, tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-from implicit_jax.engine import data, train  # pylint: disable=wrong-import-position
+from implicit_jax.engine import data  # pylint: disable=wrong-import-position
 # The rows of the results tables (their labels and overrides).
 from implicit_jax.experiments import cora, horses, mlc, tagging  # pylint: disable=wrong-import-position
 
@@ -121,46 +119,26 @@ def main():
   m = common.machine()
   print(common.machine_line(m), flush=True)
   base = base_config(args.task, args.data_dir)
-  task_obj = tasks.get_task(base)
-  batch = first_batch(task_obj, base, args.task)
-  _, replicated, sharded = train.data_parallel(base)
-  train_batch = train.shard_batch(batch, sharded)
   _, reference, goal, rivals = TASKS[args.task]
   rows = {**rivals, **implicit_rows(args.task)}
-  steps, configs = {}, {}
-  # Rows that read the data otherwise (Cora's labeled-only taggers) get their own task and first batch.
-  own_data = {json.dumps(base.data.to_dict(), sort_keys=True, default=str): (task_obj, train_batch)}
+  configs = {}
   for label, overrides in rows.items():
     config = base.copy_and_resolve_references()
     config.update_from_flattened_dict(overrides)
-    key = json.dumps(config.data.to_dict(), sort_keys=True, default=str)
-    if key not in own_data:
-      other = tasks.get_task(config)
-      own_data[key] = other, train.shard_batch(first_batch(other, config, args.task), sharded)
-    row_task, row_batch = own_data[key]
-    method = methods.build(row_task, config)
-    rng = jax.random.key(config.seed)
-    state = method.init(jax.random.fold_in(rng, 0))
-    step = train.make_train_step(method, jax.random.fold_in(rng, 1), replicated, sharded)
-    steps[label] = step_cost.Stepper(step, state, row_batch, replicated)
     configs[label] = config
+  # Rows that read the data otherwise (Cora's labeled-only taggers) get their own task and first batch.
+  steps = step_cost.training_steppers(configs, lambda task, config: first_batch(task, config, args.task))
   print(f'timing {len(steps)} steps, {args.reps} reps (the warm-up round compiles)', flush=True)
   times = common.time_interleaved(steps, args.reps)
-  med = {k: common.median(v) for k, v in times.items()}
-  for label, config in configs.items():  # a term refreshed every k-th step: fast and slow steps alternate
-    if config.method == 'implicit' and config.implicit.solver.refresh > 1:
-      med[label] = float(np.mean(times[label]))
+  med = step_cost.seconds_per_step(times, configs)
   ref = med[reference]
   table_rows = []
   for label in rows:
     c = configs[label]
-    design = ''
-    if c.method == 'implicit':
-      s = c.implicit.solver
-      design = f'T_inner {c.implicit.inner_steps}, {s.name}' + (f' {s.iterations}' if s.name not in ('none',) else '')
-      design += f', term every {s.refresh} steps' if s.refresh > 1 else ''
+    design = step_cost.design_of(c)
+    if c.method == 'implicit' and c.implicit.solver.name != 'none':
       residual = np.median([float(mt['residual']) for mt in steps[label].metrics])
-      design += f', residual {residual:.2f}' if s.name != 'none' else ''
+      design += f', residual {residual:.2f}'
     ratio = med[label] / ref
     mark = ''
     if label.startswith('implicit') and 'no term' not in label:
@@ -170,11 +148,13 @@ def main():
   table = common.table(['system', 'method', 'implicit design (median solver residual over the timed steps)',
                         'train ms/step', 'p25-p75 ms', f'vs {reference}', f'within the goal ({goal:g}x)'],
                        table_rows)
+  own_data = len({id(s.batch) for s in steps.values()}) > 1
   setup = (f'configs/{TASKS[args.task][0]}.py{" at 10 labeled citations" if args.task == "cora" else ""}, one '
-           f'training batch of {len(batch["x"])} examples; every row is the training loop\'s jitted step on it, '
+           f'training batch of {len(steps[reference].batch["x"])} examples; every row is the training loop\'s jitted step '
+           f'on it, '
            f'medians of {args.reps} interleaved calls after a compiling call (the mean, for a term refreshed every k-th step, whose steps alternate). Goal: the implicit step at most '
            f'{goal:g}x {reference}\'s.' + (' The labeled-only rows train on the labeled citations alone: their '
-                                             'batch is the first of that split.' if len(own_data) > 1 else ''))
+                                             'batch is the first of that split.' if own_data else ''))
   body = (f'## Implicit step against its rivals: {args.task} (`benchmarks/implicit_cost.py --task {args.task}`)\n\n'
           f'{common.section_header(m)}\n{fill(setup)}\n\n{table}\n')
   print(body, flush=True)

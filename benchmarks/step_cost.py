@@ -48,6 +48,48 @@ class Stepper:
     return sum(its) / len(its), int(min(its)), int(max(its))
 
 
+def training_steppers(configs: dict, first_batch) -> dict:
+  """label -> ``Stepper`` of each config's training step, built as the training loop builds it
+  (``train.make_train_step``: donated state, dropout and negatives drawn inside) on one data mesh. Configs with the
+  same data section share one task and its batch ``first_batch(task, config)``; the others get their own."""
+  import json  # pylint: disable=import-outside-toplevel
+  from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+  _, replicated, sharded = train.data_parallel(next(iter(configs.values())))
+  data, steppers = {}, {}
+  for label, config in configs.items():
+    key = json.dumps(config.data.to_dict(), sort_keys=True, default=str)
+    if key not in data:
+      task = tasks.get_task(config)
+      data[key] = task, train.shard_batch(first_batch(task, config), sharded)
+    task, batch = data[key]
+    method = methods.build(task, config)
+    rng = jax.random.key(config.seed)
+    step = train.make_train_step(method, jax.random.fold_in(rng, 1), replicated, sharded)
+    steppers[label] = Stepper(step, method.init(jax.random.fold_in(rng, 0)), batch, replicated)
+  return steppers
+
+
+def seconds_per_step(times: dict, configs: dict) -> dict:
+  """The step time of each label from its timed calls: the median, or the mean for an implicit term refreshed every
+  k-th step (``solver.refresh``), whose fast and slow steps alternate."""
+  return {label: float(sum(ts) / len(ts)) if refreshed(configs[label]) else common.median(ts)
+          for label, ts in times.items()}
+
+
+def refreshed(config) -> bool:
+  return config.method == 'implicit' and config.implicit.solver.refresh > 1
+
+
+def design_of(config) -> str:
+  """The implicit design a config runs, as the benchmark tables name it ('' for another method)."""
+  if config.method != 'implicit':
+    return ''
+  s = config.implicit.solver
+  return (f'T_inner {config.implicit.inner_steps}, {s.name}' + (f' {s.iterations}' if s.name != 'none' else '')
+          + (f', term every {s.refresh} steps' if s.refresh > 1 else ''))
+
+
 def unit_functions(p: common.Problem):
   """The jitted unit costs: name -> zero-argument callable. The second-order units run at theta_T, where the
   step's backward pass runs them; the inner step at the warm start, where the step's inner loop begins."""

@@ -45,7 +45,7 @@ def get_config(arg=None):
   # genbase.py, cal500.py, spo_fun.py, custom.py read them as configs/bibtex.py:base). MBCE and the baselines update
   # their network once per batch, the implicit method T_inner times: their rows train twice the epochs. As it is
   # (no row), the main job is the row mlc.MAIN_ROW: one inner step, the term on every third step, 80 epochs (issue
-  # 45; sweep bibtex-fast: dev @0.5 above the five-step design on every seed at about half its step).
+  # 45; sweep bibtex-fast: dev @0.5 +0.50 over the five-step design, paired mean of 3 seeds, at about half its step).
   if arg == 'base':
     return c
   return mlc.apply(c, arg or mlc.MAIN_ROW, once_per_batch_epochs=80)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 import flax
 import jax
 import ml_collections
+import numpy as np
 import optax
 
 from implicit_jax import batch as batch_lib, plugins
@@ -232,15 +233,9 @@ def energies(energy_apply: Callable, phi: Any, batch: dict, *outputs: jax.Array)
   rank = jnp.ndim(batch['y'])
   dtype = jnp.result_type(*(y.dtype for y in outputs if jnp.issubdtype(y.dtype, jnp.floating)), jnp.float32)
   stacked = [y.astype(dtype) if y.ndim > rank else y[None].astype(dtype) for y in outputs]
-  sizes = [y.shape[0] for y in stacked]
-  e = energy_apply(phi, batch, jnp.concatenate(stacked)) if len(stacked) > 1 else energy_apply(phi, batch,
-                                                                                                  stacked[0])
-  out, start = [], 0
-  for y, size in zip(outputs, sizes):
-    part = e[start:start + size]
-    out.append(part if y.ndim > rank else part[0])
-    start += size
-  return tuple(out)
+  ends = np.cumsum([y.shape[0] for y in stacked])
+  parts = jnp.split(energy_apply(phi, batch, jnp.concatenate(stacked)), ends[:-1])
+  return tuple(e if y.ndim > rank else e[0] for y, e in zip(outputs, parts))
 
 
 def build(task: Any, config: Any) -> Method:
