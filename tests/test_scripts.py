@@ -440,7 +440,7 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
           'seed 0 +2.00, seed 1 -1.00; mean +0.50, 1/2 seeds positive.') in table
   assert f'| DVN (GBI, soft-IoU regression) | 0 | no record: {rh.SEAL_UNFINISHED["dvn"]} |' in table
   # --scale=seal-data: SEAL's data; the rows --scale=seal has that it has not run are named, and the README's summary
-  # row moves to it only once it has them all
+  # row (and the claims ledger) moves to it only once it has 3 seeds of each of SEAL Table 4's rows and implicit CD
   seal = {'fcn': [seal_run(0, 0.74)], 'implicit-cd': [seal_run(0, 0.76)], 'seal-regression': [seal_run(0, 0.75)]}
   seal_data = {'fcn': [seal_run(0, 0.77)], 'implicit-cd': [seal_run(0, 0.78)]}
   monkeypatch.setattr(rh, 'load_runs', lambda scale='half': {'seal': seal, 'seal-data': seal_data}[scale])
@@ -449,10 +449,11 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
   assert '| SEAL-dynamic (regression) | 0 | not run yet' in table and '| DVN (GBI, soft-IoU regression) | 0 |' in table
   assert "Not run on SEAL's data yet" in table and '| SEAL-dynamic (NCE) |' not in table  # run at neither scale
   assert rh.summary_scale() == 'seal'
-  seal_data['seal-regression'] = [seal_run(0, 0.79)]
+  seal_data.update({s: [seal_run(seed, 0.77) for seed in range(3)] for s in rh.SUMMARY_ROWS})
   assert rh.summary_scale() == 'seal-data'
-  three = {k: [seal_run(seed, v[0]['test_mean_iou']) for seed in range(3)] for k, v in seal_data.items()}
-  assert 'section "At SEAL\'s protocol, SEAL\'s data"' in rh.summary_rows(three, 'seal-data')[0]
+  seal_data['seal-nce'].pop()  # one Table 4 row at 2 seeds: not yet
+  assert rh.summary_scale() == 'seal'
+  assert 'section "At SEAL\'s protocol, SEAL\'s data"' in rh.summary_rows(seal_data, 'seal-data')[0]
 
 
 def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path, monkeypatch):
