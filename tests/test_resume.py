@@ -46,9 +46,10 @@ def _comparable(metrics):
 
 
 @pytest.mark.e2e
-def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path):
+@pytest.mark.parametrize('epoch_ends', [True, False])
+def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path, epoch_ends):
   killed, clean = tmp_path / 'killed', tmp_path / 'clean'
-  cmd, env = _main(killed)
+  cmd, env = _main(killed, f'--config.checkpoint_epoch_ends={epoch_ends}')
   proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   ckpt_dir = killed / 'checkpoints'
   deadline = time.time() + 240
@@ -71,7 +72,7 @@ def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path):
   assert resumed.returncode == 0, resumed.stderr[-2000:]
   assert f'resuming from step {int(state.step)}' in resumed.stdout
   config = load_config('tiny')  # the same run, uninterrupted, in this process
-  config.num_epochs, config.checkpoint_every = EPOCHS, EVERY
+  config.num_epochs, config.checkpoint_every, config.checkpoint_epoch_ends = EPOCHS, EVERY, epoch_ends
   train.train_and_evaluate(config, str(clean))
 
   a, b = (json.loads((d / 'metrics.json').read_text()) for d in (killed, clean))
@@ -119,6 +120,39 @@ def test_resume_with_a_different_config_is_refused(tmp_path):
   config.optimizer.learning_rate = 1e-2
   config.num_epochs = 2  # allowed: training continues for one more epoch
   assert train.train_and_evaluate(config, str(tmp_path))['steps'] == 16
+
+
+def test_checkpoints_at_epoch_ends_off_save_every_k_steps_and_the_last_with_each_best_first(tmp_path, monkeypatch):
+  """checkpoint_epoch_ends=False (short epochs): a checkpoint every checkpoint_every steps and after the last epoch,
+  not at the other epoch ends; every checkpoint's best epoch is on disk before it; the results are the same."""
+  calls = []
+  save, save_best = checkpoints.Checkpointer.save, checkpoints.Checkpointer.save_best
+  monkeypatch.setattr(checkpoints.Checkpointer, 'save', lambda self, state, loop: (
+      calls.append(('state', int(state.step), (loop['best'] or {}).get('step'))), save(self, state, loop))[1])
+  monkeypatch.setattr(checkpoints.Checkpointer, 'save_best', lambda self, step, params: (
+      calls.append(('best', step, None)), save_best(self, step, params))[1])
+  results = {}
+  for ends in (True, False):
+    calls.clear()
+    config = load_config('tiny')  # 8 steps an epoch
+    config.num_epochs, config.checkpoint_every, config.checkpoint_epoch_ends = EPOCHS, 5, ends
+    results[ends] = train.train_and_evaluate(config, str(tmp_path / str(ends)))
+    states = [step for kind, step, _ in calls if kind == 'state']
+    assert states == (sorted({5, 10, 15, 20, 25, 30, 8, 16, 24, 32}) if ends else [5, 10, 15, 20, 25, 30, 32])
+    for i, (kind, step, best) in enumerate(calls):
+      if kind == 'state' and best is not None:  # the best parameters it names were written before it
+        assert ('best', best, None) in calls[:i], (ends, calls)
+  same = [_comparable(results[ends]) for ends in (True, False)]
+  for result in same:
+    del result['config']['checkpoint_epoch_ends']  # how the run saved, not what it computed
+  assert same[0] == same[1] and same[0]['history']
+
+
+def test_checkpoint_epoch_ends_off_needs_checkpoint_every(tmp_path):
+  config = load_config('tiny')
+  config.checkpoint_epoch_ends, config.checkpoint_every = False, 0
+  with pytest.raises(ValueError, match='checkpoint_epoch_ends=False needs config.checkpoint_every > 0'):
+    train.train_and_evaluate(config, str(tmp_path))
 
 
 def test_load_trained_restores_the_best_dev_parameters(tiny_run):

@@ -63,7 +63,7 @@ from implicit_jax.engine import registry
 
 # Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
 # machine; the data-parallel step computes the same function, up to the order of float sums).
-MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'num_devices', 'eval_batch_size',
+MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'checkpoint_epoch_ends', 'num_devices', 'eval_batch_size',
            'divergence.max_loss', 'divergence.max_residual', 'config_file', 'overrides')
 TASK_SECTIONS = ('data', 'model')
 
@@ -93,6 +93,10 @@ def core_config() -> ml_collections.ConfigDict:
   c.log_every = 100           # steps between progress lines (the only host synchronisation)
   c.checkpoint_every = 1000   # steps between checkpoints in the workdir (also one at every epoch end); 0 = epoch
                               # ends only. Rerunning with the same workdir resumes from the latest checkpoint
+  c.checkpoint_epoch_ends = True  # a checkpoint at every epoch end too; False: only every checkpoint_every steps
+                              # and after the last epoch, for epochs of a second or so, where a save each epoch
+                              # (about 0.1 s) is a large share of the run (a kill then loses up to
+                              # checkpoint_every steps, redone on resume)
   c.divergence = ml_collections.ConfigDict()  # a run whose numbers explode stops, naming the quantity, the step
                               # and the last good checkpoint (as a NaN does); 0 turns a check off
   c.divergence.max_loss = 1e6       # largest |loss| logged (every metric named loss*) before the run is stopped
@@ -198,6 +202,12 @@ def check(config) -> None:
   every = config.get('checkpoint_every', 0)
   if isinstance(every, bool) or not isinstance(every, int) or every < 0:
     raise ValueError(f'config.checkpoint_every must be a non-negative integer, got {every!r}')
+  ends = config.get('checkpoint_epoch_ends', True)
+  if not isinstance(ends, bool):
+    raise ValueError(f'config.checkpoint_epoch_ends must be True or False, got {ends!r}')
+  if not ends and not every:
+    raise ValueError('config.checkpoint_epoch_ends=False needs config.checkpoint_every > 0: else the run saves '
+                     'nothing before its last epoch, and a kill loses all of it')
   plugins = registry.plugins()
   defaults = plugins.task_sections(config.task)
   section = plugins.section_of(config.method)  # an unknown method is named here

@@ -184,8 +184,9 @@ def _start(run: _Run, ckpt, existing: bool):
 
 
 def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
-  """Trains from ``state`` to the last epoch: the steps, a log line every ``log_every``, a dev evaluation and a
-  checkpoint each epoch (and every ``checkpoint_every`` steps), the best epoch's parameters kept. ``loop`` (the
+  """Trains from ``state`` to the last epoch: the steps, a log line every ``log_every``, a dev evaluation each
+  epoch, a checkpoint every ``checkpoint_every`` steps and at epoch ends (each, or with ``checkpoint_epoch_ends``
+  off the last), the best epoch's parameters kept. ``loop`` (the
   history, the step metrics' means, the best epoch, the seconds) is updated in place; returns the last state."""
   config, task, method = run.config, run.task, run.method
   evaluator, start_step, steps_per_epoch = task.evaluator, int(state.step), run.steps_per_epoch
@@ -194,6 +195,7 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
   # single-device step on its shard and they agree on the result.
   step_fn = make_train_step(method, batch_lib.steps_key(config.seed), run.replicated, run.sharded)
   pending = []  # device metrics since the last log line
+  best_unsaved = None  # (step, params) of a new best epoch, written with the next checkpoint
   t_run = t_log = time.perf_counter()
   seconds_before = loop['train_seconds']
   select = f'dev_{evaluator.select}'
@@ -215,6 +217,12 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
     pending = []
 
   def save():
+    # The best parameters go to disk before the checkpoint whose loop record names them, so that every checkpoint
+    # a run resumes from has its best on disk (two are kept); a kill between the two leaves the previous pair.
+    nonlocal best_unsaved
+    if best_unsaved is not None:
+      ckpt.save_best(*best_unsaved)
+      best_unsaved = None
     loop['train_seconds'] = seconds_before + time.perf_counter() - t_run
     ckpt.save(state, loop)
     writer.flush()
@@ -243,9 +251,11 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
     print(f'epoch {epoch + 1}/{config.num_epochs}  dev {evaluator.describe(dev_metrics)}  '
           f'(eval {time.perf_counter() - t_eval:.1f}s)', flush=True)
     if loop['best'] is None or value > loop['best'][select]:
-      ckpt.save_best(step, state.params)
+      best_unsaved = (step, jax.tree.map(jnp.copy, state.params))  # a copy: the next step donates the state
       loop['best'] = {select: value, 'epoch': epoch + 1, 'step': step}
-    save()
+    if (config.get('checkpoint_epoch_ends', True) or epoch + 1 == config.num_epochs
+        or config.checkpoint_every and step % config.checkpoint_every == 0):
+      save()
   return state
 
 
@@ -307,8 +317,10 @@ def _cause(pending, step, method) -> str:
 def _log(pending, step, total_steps, epoch, config, t_log, history, select, method):
   """Reads the pending device metrics (the only host sync), checks them (what ``method`` declares: its ``optional``
   metrics may be NaN, its ``limits`` bound others), prints one progress line."""
-  means = {k: float(v) for k, v in jax.device_get(jax.tree.map(lambda *xs: jnp.mean(jnp.stack(xs)),
-                                                                 *pending)).items()}
+  # Averaged on the host: on the device, each new number of pending steps (epoch ends cut the log_every cadence)
+  # compiled another stack and mean.
+  host = jax.device_get(pending)
+  means = {k: float(np.mean(np.stack([m[k] for m in host]), dtype=np.float32)) for k in host[0]}
   for name, value in means.items():
     if not np.isfinite(value) and name not in method.optional:
       raise FloatingPointError(f'non-finite {name} ({value}) in the {len(pending)} steps up to step {step}')
