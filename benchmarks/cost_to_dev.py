@@ -51,6 +51,9 @@ PAIRS = {
             'tagging/runs/ner-infnet-plus-stacked-seed*.json', 'dev_f1_conlleval'),
     'horses': ("horses, SEAL's protocol", 'horses/runs_seal/implicit-cd-seed*.json', 'SEAL-dynamic (regression)',
                'horses/runs_seal/seal-regression-seed*.json', 'dev_mean_iou'),
+    'horses-seal-data': ("horses, SEAL's protocol on SEAL's data (the README's row)",
+                         'horses/runs_seal_data/implicit-cd-seed*.json', 'SEAL-dynamic (regression)',
+                         'horses/runs_seal_data/seal-regression-seed*.json', 'dev_mean_iou'),
     'cora': ('Cora, 10 labeled', 'cora/runs/cora-implicit-cd-l10-d*.json', 'R-SPEN-style rank by reward',
              'cora/runs/cora-rspen-l10-d*.json', 'dev_accuracy'),
 }
