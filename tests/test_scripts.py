@@ -157,17 +157,19 @@ def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(
 
 def test_committed_ner_records_leave_only_the_device_runs_pending_and_pending_says_so(monkeypatch, capsys):
   """Every NER / NER+ row beside a published number holds a rescorable record on seeds 0-2 (the committed records)
-  but implicit CD's, run on a device before records kept predictions; --pending prints a command for each on stdout
-  (what xargs reads), and its count on stderr."""
+  but those of implicit CD's runs made on a device before records kept predictions, until each is rerun; --pending
+  prints a command for each left on stdout (what xargs reads), and its count on stderr."""
   from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
-  device_runs = [(d, 'implicit-cd', seed) for d in ('ner', 'ner_plus') for seed in (0, 1, 2)]
+  record = lambda d, seed: records.load(reproduce_tagging.RUNS / f'{d}-implicit-cd-seed{seed}.json')
+  device_runs = [(d, 'implicit-cd', seed) for d in ('ner', 'ner_plus') for seed in (0, 1, 2)
+                 if record(d, seed)['device'].startswith('gpu') and not records.rescorable(record(d, seed))]
   assert reproduce_tagging.pending(('ner', 'ner_plus'), [0, 1, 2]) == device_runs
   monkeypatch.setattr(sys, 'argv', ['reproduce_tagging.py', '--pending'])
   reproduce_tagging.main()
   out, err = capsys.readouterr()
-  assert len(out.splitlines()) == 6 and all('--systems=implicit-cd ' in line and '--supersede' in line
-                                            for line in out.splitlines())
-  assert '6 NER / NER+ run(s) left on seeds 0,1,2' in err
+  assert len(out.splitlines()) == len(device_runs) and all(
+      '--systems=implicit-cd ' in line and '--supersede' in line for line in out.splitlines())
+  assert f'{len(device_runs)} NER / NER+ run(s) left on seeds 0,1,2' in err
   monkeypatch.setattr(sys, 'argv', ['reproduce_tagging.py', '--pending', '--seeds=3'])
   reproduce_tagging.main()
   out, err = capsys.readouterr()
@@ -583,3 +585,14 @@ def test_cost_to_dev_reads_steps_to_the_score_both_reach_from_the_committed_reco
     cost_to_dev.load_runs('mlc/runs/no-such-row-seed*.json', 'dev_f1')
   with pytest.raises(SystemExit, match="no dev history of 'dev_nothing'"):
     cost_to_dev.load_runs('mlc/runs/bibtex-mbce-seed0.json', 'dev_nothing')
+
+
+def test_rerun_moves_names_the_direction_of_each_rerun_on_another_device():
+  """A rerun on the other kind of device is counted by direction: CPU records rerun on a GPU, a GPU one on a CPU."""
+  rec = lambda device, f1: {'device': device, 'seed': 0, 'test_f1': f1, 'history': [{'epoch': 1, 'dev_f1': f1}]}
+  pairs = [('a', rec('cpu: cpu', 0.5), rec('gpu: H100', 0.6)), ('b', rec('cpu: cpu', 0.5), rec('gpu: H100', 0.6)),
+           ('c', rec('gpu: H200', 0.5), rec('cpu: cpu', 0.4)), ('d', rec('cpu: cpu', 0.5), rec('cpu: cpu', 0.5))]
+  text = records.rerun_moves(pairs)
+  assert 'On the same kind of device (1 of them)' in text
+  assert text.endswith(' 2 were rerun on a GPU instead of the CPU: another trajectory from the start. 1 was rerun '
+                       'on a CPU instead of the GPU: another trajectory from the start.')

@@ -424,11 +424,12 @@ def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str
              + (f', and the others part at epoch {int(np.median([p for p in parts if p]))} (median)'
                 if any(parts) else '')
              + f': {why}.')
-  if len(same) < len(pairs):
-    k = len(pairs) - len(same)
-    others = {str(r.get('device', 'cpu'))[:3] for _, _, r in pairs} - {'cpu'}
-    text += (f' {k} {"was" if k == 1 else "were"} rerun on a {"GPU" if others else "CPU"} instead of the '
-             f'{"CPU" if others else "GPU"}: another trajectory from the start.')
+  kind = lambda record: 'CPU' if str(record.get('device', 'cpu'))[:3] == 'cpu' else 'GPU'
+  moved = [(kind(o), kind(r)) for _, o, r in pairs if kind(o) != kind(r)]
+  for old, new in sorted(set(moved)):  # CPU -> GPU first
+    k = moved.count((old, new))
+    text += (f' {k} {"was" if k == 1 else "were"} rerun on a {new} instead of the {old}: another trajectory from the '
+             'start.')
   return text
 
 
