@@ -286,7 +286,7 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
               'the best before (above 0: a new best in the last tenth; mean over seeds; best epoch, median over '
               'seeds): ' + '; '.join(f'{label_of(s)} {gains[s]:+.2f} (best epoch {best[s]:.0f})' for s in runs) + '.']
   seconds = {s: np.median([r['train_seconds'] for r in rs]) for s, rs in runs.items()}
-  kinds = {s: '/'.join(sorted({str(r['device']).split(':')[0].upper() for r in rs})) for s, rs in runs.items()}
+  kinds = {s: '/'.join(sorted({records.device_of(r).upper() for r in rs})) for s, rs in runs.items()}
   mixed = len(set(kinds.values())) > 1  # then each time names its device, and none compares with another's
   lines += ['', 'Median training time per run (s): ' + ', '.join(
       f'{label_of(s)} {seconds[s]:.0f}' + (f' ({kinds[s]})' if mixed else '') for s in ORDER if s in seconds) + '.'
@@ -402,7 +402,7 @@ def summary_rows(runs, scale: str = 'seal') -> list[str]:
   a, b = summary.best(implicit, 'dev_mean_iou'), summary.best(rivals, 'dev_mean_iou')
   if not (a and b):
     return []
-  devices = sorted({str(r['device']).split(':')[0].upper() for r in implicit[a] + rivals[b]})
+  devices = sorted({records.device_of(r).upper() for r in implicit[a] + rivals[b]})
   data = ', SEAL\'s data' if scale == 'seal-data' else ''
   task = (f'Weizmann horses 32x32, mean IoU (docs/horses.md, section "At SEAL\'s protocol{data}": 24x24 crops, '
           f'36-crop test, {horses.VARIANTS[scale]["num_epochs"]} epochs, {" and ".join(devices)})')

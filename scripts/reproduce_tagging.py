@@ -462,7 +462,7 @@ def superseded_lines(dataset, runs) -> list[str]:
 def gpu_mark(rs) -> str:
   """' (GPU)' when a row's runs were made on a GPU, ' (k of n on a GPU)' when some were: their seconds are not the
   2-core CPU's of the other rows."""
-  k = sum(str(r.get('device', '')).startswith('gpu') for r in rs)
+  k = sum(records.device_of(r) == 'gpu' for r in rs)
   return '' if not k else ' (GPU)' if k == len(rs) else f' ({k} of {len(rs)} on a GPU)'
 
 

@@ -67,7 +67,7 @@ def points(family: str) -> dict:
       record = json.loads(path.read_text())
       if key not in record:
         continue
-      if str(record.get('device', 'cpu')).startswith('gpu'):
+      if records.device_of(record) == 'gpu':
         system += ' (GPU)'  # seconds of another machine: drawn hollow, never compared with the CPU points
       runs.setdefault(system, []).append((100 * record[key], record['train_seconds']))
   return runs

@@ -198,6 +198,8 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
   best_unsaved = None  # (step, params) of a new best epoch, written with the next checkpoint
   t_run = t_log = time.perf_counter()
   seconds_before = loop['train_seconds']
+  every = config.checkpoint_every
+  due = lambda step: bool(every) and step % every == 0  # a checkpoint_every checkpoint at this step
   select = f'dev_{evaluator.select}'
 
   def flush(step, epoch):
@@ -235,10 +237,9 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
         continue  # done before the checkpoint this run resumed from
       state, step_metrics = step_fn(state, shard_batch(batch, run.sharded))
       pending.append(step_metrics)
-      checkpoint_now = config.checkpoint_every and step % config.checkpoint_every == 0
-      if step % config.log_every == 0 or checkpoint_now:
+      if step % config.log_every == 0 or due(step):
         flush(step, epoch)
-      if checkpoint_now and step % steps_per_epoch:
+      if due(step) and step % steps_per_epoch:
         save()
     step = (epoch + 1) * steps_per_epoch
     flush(step, epoch)
@@ -253,8 +254,7 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
     if loop['best'] is None or value > loop['best'][select]:
       best_unsaved = (step, jax.tree.map(jnp.copy, state.params))  # a copy: the next step donates the state
       loop['best'] = {select: value, 'epoch': epoch + 1, 'step': step}
-    if (config.get('checkpoint_epoch_ends', True) or epoch + 1 == config.num_epochs
-        or config.checkpoint_every and step % config.checkpoint_every == 0):
+    if config.get('checkpoint_epoch_ends', True) or epoch + 1 == config.num_epochs or due(step):
       save()
   return state
 

@@ -229,9 +229,7 @@ def run_name(dataset, system, protocol) -> str:
   return name if protocol == 'official' else f'{dataset}-{protocol}-{system.replace(" ", "_")}'
 
 
-def device_of(run) -> str:
-  """'cpu' or 'gpu': runs made before the device was recorded were all made on the 2-core CPU machine."""
-  return run.get('device', 'cpu').split(':')[0]
+device_of = records.device_of  # the scripts' name for it here
 
 
 def paired(runs_a, runs_b, field):

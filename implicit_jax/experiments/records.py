@@ -355,6 +355,11 @@ def load(path: Path) -> dict:
   return record
 
 
+def device_of(record: dict) -> str:
+  """'cpu' or 'gpu': runs made before the device was recorded were all made on the 2-core CPU machine."""
+  return str(record.get('device', 'cpu')).split(':')[0]
+
+
 def rescorable(record: dict) -> bool:
   """Whether a record keeps the predictions that scripts/rescore.py scores again."""
   return bool(record.get('predictions'))
@@ -408,7 +413,7 @@ def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str
   config and seed. On the same kind of device, the median |change| of ``metric`` (x 100) and the largest, and
   where the dev curves (``dev``) part, then ``why`` they part. A rerun on the other kind of device is counted
   apart: another trajectory from the start."""
-  same = [(n, o, r) for n, o, r in pairs if str(o.get('device', 'cpu'))[:3] == str(r.get('device', 'cpu'))[:3]]
+  same = [(n, o, r) for n, o, r in pairs if device_of(o) == device_of(r)]
   text = ''
   if same:
     moves = [100 * (r[metric] - o[metric]) for _, o, r in same]
@@ -424,8 +429,7 @@ def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str
              + (f', and the others part at epoch {int(np.median([p for p in parts if p]))} (median)'
                 if any(parts) else '')
              + f': {why}.')
-  kind = lambda record: 'CPU' if str(record.get('device', 'cpu'))[:3] == 'cpu' else 'GPU'
-  moved = [(kind(o), kind(r)) for _, o, r in pairs if kind(o) != kind(r)]
+  moved = [(device_of(o).upper(), device_of(r).upper()) for _, o, r in pairs if device_of(o) != device_of(r)]
   for old, new in sorted(set(moved)):  # CPU -> GPU first
     k = moved.count((old, new))
     text += (f' {k} {"was" if k == 1 else "were"} rerun on a {new} instead of the {old}: another trajectory from the '
