@@ -32,15 +32,25 @@ class Stepper:
   from call to call, and with it the number of CG iterations (``cg`` stops early): every call's metrics are
   kept (on device, read after timing) so that the cost model counts the HVPs the timed steps made."""
 
-  def __init__(self, step, state, batch, replicated):
-    self.step, self.batch = step, batch
+  def __init__(self, step, state, batch, replicated, period: int = 1):
+    self.step, self.batch, self.period = step, batch, period
     self.state = jax.device_put(jax.tree.map(lambda a: a.copy(), state), replicated)
-    self.metrics = []
+    self.metrics, self.forms = [], []  # per call: its metrics, and its form (None: a step of one form)
 
   def __call__(self):
+    self.forms.append(self.step.form(self.step.step) if hasattr(self.step, 'form') else None)
     self.state, metrics = self.step(self.state, self.batch)
     self.metrics.append(metrics)
     return self.state
+
+  def seconds(self, times: list) -> float:
+    """The step time from the timed calls (the last ``len(times)``): their median, or for a step of several
+    forms (``Method.form``) the mean over one period of the forms of each form's median."""
+    forms = self.forms[-len(times):]
+    if self.period == 1 or len(set(forms)) == 1:
+      return common.median(times)
+    by_form = {f: common.median([t for t, g in zip(times, forms) if g == f]) for f in set(forms)}
+    return sum(by_form[self.step.form(k)] for k in range(self.period)) / self.period
 
   def mean_iterations(self) -> tuple[float, int, int]:
     """Mean, min and max of the solver's ``iterations`` diagnostic over the calls made so far."""
@@ -66,15 +76,21 @@ def training_steppers(configs: dict, first_batch) -> dict:
     method = methods.build(task, config)
     rng = jax.random.key(config.seed)
     step = train.make_train_step(method, jax.random.fold_in(rng, 1), replicated, sharded)
-    steppers[label] = Stepper(step, method.init(jax.random.fold_in(rng, 0)), batch, replicated)
+    period = config.implicit.solver.refresh if refreshed(config) else 1
+    steppers[label] = Stepper(step, method.init(jax.random.fold_in(rng, 0)), batch, replicated, period)
   return steppers
 
 
-def seconds_per_step(times: dict, configs: dict) -> dict:
-  """The step time of each label from its timed calls: the median, or the mean for an implicit term refreshed every
-  k-th step (``solver.refresh``), whose fast and slow steps alternate."""
-  return {label: float(sum(ts) / len(ts)) if refreshed(configs[label]) else common.median(ts)
-          for label, ts in times.items()}
+def warmup_calls(steppers: dict) -> int:
+  """Calls that compile every form of every stepper (one for a step of one form): the warm-up rounds."""
+  return max(s.period for s in steppers.values())
+
+
+def seconds_per_step(times: dict, steppers: dict) -> dict:
+  """The step time of each label from its timed calls (``Stepper.seconds``): the median, or for an implicit term
+  refreshed every k-th step (``solver.refresh``), whose solving and reusing steps are two programs, the mean of
+  their medians over k steps."""
+  return {label: steppers[label].seconds(ts) for label, ts in times.items()}
 
 
 def refreshed(config) -> bool:
@@ -87,7 +103,8 @@ def design_of(config) -> str:
     return ''
   s = config.implicit.solver
   return (f'T_inner {config.implicit.inner_steps}, {s.name}' + (f' {s.iterations}' if s.name != 'none' else '')
-          + (f', term every {s.refresh} steps' if s.refresh > 1 else ''))
+          + (f', term every {s.refresh} steps' if s.refresh > 1 else '')
+          + (', two programs' if s.refresh > 1 and s.get('refresh_by', 'program') == 'host' else ''))
 
 
 def unit_functions(p: common.Problem):

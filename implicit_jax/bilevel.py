@@ -130,40 +130,51 @@ class ImplicitSolve:
     # `probe` is a zero input whose cotangent carries the implicit term and the solver diagnostics out of the
     # backward pass: jax.grad w.r.t. it returns them at no extra cost (see value_and_grad).
     # `memory` (init_memory) is what the solver carried from the previous step: data, like the warm start.
-    @jax.custom_vjp
-    def solve(phi, theta0, opt_state0, batch, probe, memory):
-      del probe, memory
-      theta, state, losses, norms = _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch,
-                                                solver.unroll)
-      return theta, state, (losses, norms)
+    # One solve per form of the step (``step``'s ``fresh``): None decides inside the program (``lax.cond`` on the
+    # carried count), True and False are decided by the caller, so the program holds one branch. XLA on CPU runs a
+    # branch's convolutions several times slower than the same code outside a conditional (horses: 677 ms against
+    # 158 ms for the step that solves), and a program that only reuses the term never computes d_theta L_prim.
+    def make_solve(fresh):
+      @jax.custom_vjp
+      def solve(phi, theta0, opt_state0, batch, probe, memory):
+        del probe, memory
+        theta, state, losses, norms = _inner_scan(l_aux, optimizer, num_steps, phi, theta0, opt_state0, batch,
+                                                  solver.unroll)
+        return theta, state, (losses, norms)
 
-    def fwd(phi, theta0, opt_state0, batch, probe, memory):
-      out = solve(phi, theta0, opt_state0, batch, probe, memory)
-      return out, (out[0], phi, batch, memory)
+      def fwd(phi, theta0, opt_state0, batch, probe, memory):
+        out = solve(phi, theta0, opt_state0, batch, probe, memory)
+        return out, (out[0], phi, batch, memory)
 
-    def bwd(residuals, cotangents):
-      theta, phi, batch, memory = residuals
-      g_theta = cotangents[0]
-      if solver.refresh == 1:
-        implicit, info, u = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver, memory)
-        new_memory = u if solver.warm_start else None
-      else:  # a new term on every refresh-th step (only that branch runs), the carried one in between
-        def reuse():
-          z = jnp.zeros_like(memory['residual'])
-          return memory['implicit'], {'residual': memory['residual'], 'alpha': z, 'iterations': z,
-                                      'grad_norm': memory['grad_norm']}
-        fresh = lambda: jax.tree.map(lambda a, b: a.astype(b.dtype),
+      def bwd(residuals, cotangents):
+        theta, phi, batch, memory = residuals
+        g_theta = cotangents[0]
+        if solver.refresh == 1:
+          implicit, info, u = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver, memory)
+          new_memory = u if solver.warm_start else None
+        else:  # a new term on every refresh-th step, the carried one in between
+          def reuse():
+            z = jnp.zeros_like(memory['residual'])
+            return memory['implicit'], {'residual': memory['residual'], 'alpha': z, 'iterations': z,
+                                        'grad_norm': memory['grad_norm']}
+          new = lambda: jax.tree.map(lambda a, b: a.astype(b.dtype),
                                      implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)[:2], reuse())
-        implicit, info = jax.lax.cond(jnp.mod(memory['count'], solver.refresh) == 0, fresh, reuse)
-        new_memory = {'count': memory['count'] + 1, 'implicit': implicit, 'residual': info['residual'],
-                      'grad_norm': info['grad_norm']}
-      probe_bar = dict(info, implicit=implicit)
-      if new_memory is not None:
-        probe_bar['memory'] = new_memory
-      return implicit, None, None, None, probe_bar, None
+          if fresh is None:  # only the branch taken runs
+            implicit, info = jax.lax.cond(jnp.mod(memory['count'], solver.refresh) == 0, new, reuse)
+          else:
+            implicit, info = new() if fresh else reuse()
+          new_memory = {'count': memory['count'] + 1, 'implicit': implicit, 'residual': info['residual'],
+                        'grad_norm': info['grad_norm']}
+        probe_bar = dict(info, implicit=implicit)
+        if new_memory is not None:
+          probe_bar['memory'] = new_memory
+        return implicit, None, None, None, probe_bar, None
 
-    solve.defvjp(fwd, bwd)
-    self._solve = solve
+      solve.defvjp(fwd, bwd)
+      return solve
+
+    self._solves = {fresh: make_solve(fresh) for fresh in (None, True, False)}
+    self._solve = self._solves[None]
 
   def _probe(self, phi, memory):
     dtype = jnp.result_type(*jax.tree.leaves(phi))
@@ -202,14 +213,27 @@ class ImplicitSolve:
     """
     return self.step(l_prim, phi, theta0, opt_state0, batch, None)[:3]
 
-  def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory):
+  def fresh(self, step: int) -> bool | None:
+    """Whether outer step ``step`` (counted from 0) computes the implicit term (``solver.refresh``), the static
+    form ``self.step`` takes as ``fresh``; None when every step does, or when the program decides
+    (``solver.refresh_by='program'``)."""
+    if self.solver.refresh == 1 or self.solver.refresh_by == 'program':
+      return None
+    return step % self.solver.refresh == 0
+
+  def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory, fresh: bool | None = None):
     """``value_and_grad``'s outputs and the memory for the next step: with ``solver.warm_start`` or
     ``solver.refresh > 1``, ``memory`` is what the previous step returned (None: the first step's,
-    ``init_memory``), and the fourth output is this step's; else None."""
+    ``init_memory``), and the fourth output is this step's; else None.
+
+    ``fresh`` (``solver.refresh > 1``): ``self.fresh(step)`` for the outer step the caller is at, which it counts
+    on the host; the program then holds only the form that step takes. None: the program decides from the count
+    in ``memory``, the same rule."""
     memory = self._memory(theta0, phi, memory)
+    solve = self._solves[None if self.solver.refresh == 1 else fresh]
 
     def outer(phi, probe):
-      theta, state, (losses, norms) = self._solve(phi, theta0, opt_state0, batch, probe, memory)
+      theta, state, (losses, norms) = solve(phi, theta0, opt_state0, batch, probe, memory)
       return l_prim(theta, phi, batch), (theta, state, losses, norms)
 
     # The backward pass hands the implicit term, the diagnostics and the solver's new memory out as the
@@ -246,9 +270,13 @@ class UnrolledSolve:
     del theta, phi
     return None
 
-  def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory):
+  def fresh(self, step: int) -> None:
+    del step
+    return None  # one form: nothing is reused
+
+  def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory, fresh=None):
     """``value_and_grad`` and no memory (None), as ``ImplicitSolve.step``."""
-    del memory
+    del memory, fresh
     return self.value_and_grad(l_prim, phi, theta0, opt_state0, batch) + (None,)
 
   def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):

@@ -76,12 +76,14 @@ State, init_params, make_optimizer``; they live in ``implicit_jax/methods/__init
 * ``State(step, params, opt_state, memory=None)``: the training state ``init`` returns and ``train_step``
   carries (a Flax struct: ``params`` and ``opt_state`` are dicts of pytrees, by the names of the parameter sets;
   ``memory``, what a method carries between steps besides them, e.g. the implicit method's solver memory);
-* ``Method(init, train_step, predict, modules={}, limits=None, optional=(), cause=None)``: what ``build``
-  returns; ``limits`` maps a step metric to the ``config.divergence`` field bounding it (None: every ``loss*``
-  metric against ``max_loss``), ``optional`` names the metrics that are NaN by design when not computed, and
-  ``cause(bad, step)`` says what the method knows of a step whose metrics ``bad`` are non-finite (the implicit
-  method names its solver when only the implicit term's are), added to the error that stops the run; the engine
-  reads a step's metrics by these alone;
+* ``Method(init, train_step, predict, modules={}, limits=None, optional=(), cause=None, form=None)``: what ``build``
+  returns; ``form(step) -> hashable``, for a step of several static forms, names the form of outer step ``step`` (from
+  0), which ``train_step`` then takes as a fourth argument, one compiled program each (the implicit method's solving
+  and reusing steps with ``solver.refresh_by='host'``); ``limits`` maps a step metric to the ``config.divergence``
+  field bounding it (None: every ``loss*`` metric against ``max_loss``), ``optional`` names the metrics that are NaN
+  by design when not computed, and ``cause(bad, step)`` says what the method knows of a step whose metrics ``bad`` are
+  non-finite (the implicit method names its solver when only the implicit term's are), added to the error that stops
+  the run; the engine reads a step's metrics by these alone;
 * ``init_params(task, rng, {'theta': net, 'phi': energy})``: the networks' initial parameters on the task's
   example batch (the energy, named ``phi``, gets a zero output too);
 * ``make_optimizer(cfg, field, differentiable=False)``: the optax optimiser of a section such as
@@ -113,7 +115,7 @@ through ``solvers.call``):
   linearise the gradient for ``matvec`` beforehand (``gcr``, ``none``).
 
 It runs inside ``jax.jit`` (in the backward pass of ``bilevel.ImplicitSolve``): JAX operations only, no Python
-branches on array values. ``warm_start`` belongs to ``gcr``; ``refresh`` works with any solver.
+branches on array values. ``warm_start`` belongs to ``gcr``; ``refresh`` (and ``refresh_by``) works with any solver.
 
 **What the engine checks** of what a plug-in hands it, each failure a one-line ``ValueError`` naming the task, the
 config field or the evaluator, the cause and the fix (``implicit_jax/engine/checks.py``):

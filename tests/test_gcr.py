@@ -179,20 +179,25 @@ def test_gcr_settings_are_checked():
       {'a': jnp.ones(3)}, bilevel.Solver('gcr', track_stationarity=False, iterations=10, damping=0.0))[2]['grad_norm'])
 
 
+@pytest.mark.parametrize('form', ['in the program', 'by the caller'])
 @pytest.mark.parametrize('name', ['gcr', 'minres'])
-def test_refresh_computes_the_term_every_kth_step_and_reuses_it_between(x64, name):
+def test_refresh_computes_the_term_every_kth_step_and_reuses_it_between(x64, name, form):
   """refresh = 2: the first call's term is the every-step route's; the second call, at another phi, returns the
-  first call's term and diagnostics unchanged; the third computes again at its own phi."""
+  first call's term and diagnostics unchanged; the third computes again at its own phi. The step's form is chosen
+  in the program from the carried count, or by the caller (``fresh``, the training loop's ``Method.form``)."""
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   opt = optax.sgd(1e-3)
   solver = bilevel.Solver(name, iterations=3, tol=0.0, damping=0.0)
   every = bilevel.ImplicitSolve(l_aux, opt, 1, solver)
-  every_k = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver(name, iterations=3, tol=0.0, damping=0.0,
-                                                                refresh=2))
+  every_k = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver(
+      name, iterations=3, tol=0.0, damping=0.0, refresh=2, refresh_by='host' if form == 'by the caller' else 'program'))
   # One jitted function per route, so that each call signature is compiled once (it was once per call).
-  jitted = [(inner, jax.jit(lambda p, mem, inner=inner: inner.step(
-      l_prim, p, theta_star, opt.init(theta_star), batch, mem))) for inner in (every, every_k)]
-  run = lambda inner, p, mem: next(f for i, f in jitted if i is inner)(p, mem)
+  jitted = [(inner, jax.jit(lambda p, mem, fresh, inner=inner: inner.step(
+      l_prim, p, theta_star, opt.init(theta_star), batch, mem, fresh), static_argnums=2))
+            for inner in (every, every_k)]
+  calls = iter(range(3))
+  run = lambda inner, p, mem: next(f for i, f in jitted if i is inner)(
+      p, mem, every_k.fresh(next(calls)) if inner is every_k and form == 'by the caller' else None)
   explicit = jax.jit(lambda theta, p: jax.grad(l_prim, argnums=1)(theta, p, batch))
   other = jax.tree.map(lambda a: a * 1.1, phi)
   memory = None
@@ -218,3 +223,5 @@ def test_refresh_settings_are_checked():
     bilevel.Solver('gcr', refresh=2, warm_start=True, iterations=10, damping=0.0)
   with pytest.raises(ValueError, match='solver.refresh'):
     bilevel.Solver('none', refresh=2)
+  with pytest.raises(ValueError, match="solver.refresh_by: unknown value 'hots'"):
+    bilevel.Solver('gcr', refresh=2, refresh_by='hots', iterations=1, damping=0.0)

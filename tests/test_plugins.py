@@ -123,6 +123,12 @@ FILES = {
     'syntax_error.py': 'def build(:\n',
     'no_build.py': 'SECTION = None\n',
     'returns_a_dict.py': 'def build(task, config):\n  return {}\n',
+    # A Method whose form is no function of the step (a fixed form is one program: form=None).
+    'form_not_callable.py': '''
+        from implicit_jax.methods import feedforward
+        def build(task, config):
+          return feedforward.build(task, config)._replace(form=3)
+    ''',
     'section_without_defaults.py': '''
         SECTION = 'fresh'
         def build(task, config):
@@ -253,6 +259,9 @@ BAD = [
      "methods.Method; see implicit_jax/plugins.py)"),
     ('method', f'{PACKAGE}.returns_a_dict',
      f"config.method: '{PACKAGE}.returns_a_dict': build() returned a dict, not an implicit_jax.methods.Method"),
+    ('method', f'{PACKAGE}.form_not_callable',
+     f"config.method: '{PACKAGE}.form_not_callable': build() returned a Method whose form is a int: it must be None or "
+     "step -> hashable"),
     ('method', f'{PACKAGE}.section_without_defaults',
      f"config.method: '{PACKAGE}.section_without_defaults' reads the new section 'fresh' but does not provide "
      "default_config()"),

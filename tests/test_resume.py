@@ -45,11 +45,19 @@ def _comparable(metrics):
   return out
 
 
+# The term solved every 3rd step by the host's count (solver.refresh_by='host'): a resume at a step that is no
+# multiple of 3 must pick up the count where the killed run left it.
+REFRESH_HOST = {'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1, 'implicit.solver.refresh': 3,
+                'implicit.solver.refresh_by': 'host'}
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize('epoch_ends', [True, False])
-def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path, epoch_ends):
+@pytest.mark.parametrize('epoch_ends,solver', [(True, {}), (False, {}), (True, REFRESH_HOST)],
+                         ids=['epoch-ends', 'every-k-steps', 'refresh-host'])
+def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path, epoch_ends, solver):
   killed, clean = tmp_path / 'killed', tmp_path / 'clean'
-  cmd, env = _main(killed, f'--config.checkpoint_epoch_ends={epoch_ends}')
+  cmd, env = _main(killed, f'--config.checkpoint_epoch_ends={epoch_ends}',
+                   *(f'--config.{k}={v}' for k, v in solver.items()))
   proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   ckpt_dir = killed / 'checkpoints'
   deadline = time.time() + 240
@@ -73,6 +81,7 @@ def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path, epoch_e
   assert f'resuming from step {int(state.step)}' in resumed.stdout
   config = load_config('tiny')  # the same run, uninterrupted, in this process
   config.num_epochs, config.checkpoint_every, config.checkpoint_epoch_ends = EPOCHS, EVERY, epoch_ends
+  config.update_from_flattened_dict(solver)
   train.train_and_evaluate(config, str(clean))
 
   a, b = (json.loads((d / 'metrics.json').read_text()) for d in (killed, clean))

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from implicit_jax import methods, tasks
+from implicit_jax import batch as batch_lib, methods, tasks
 from implicit_jax.engine import data, train
 from tests.conftest import ROOT, load_config
 
@@ -60,7 +60,8 @@ FAST_LOOPS = ('implicit', 'feedforward')
 
 
 @pytest.mark.parametrize('method', [m if m in FAST_LOOPS else pytest.param(m, marks=pytest.mark.e2e)
-                                    for m in [*METHODS, 'implicit-gcr-warm', 'implicit-gcr-refresh']])
+                                    for m in [*METHODS, 'implicit-gcr-warm', 'implicit-gcr-refresh',
+                                              'implicit-gcr-refresh-host']])
 def test_tiny_train_and_evaluate_compiles_the_step_once(tmp_path, monkeypatch, method):
   """The real loop (donated state, checkpoints, dev selection) for every method: 16 steps, 2 dev evaluations and a
   test one, with one trace of the step and one of the predictor in the loop (dev and test are padded to one batch
@@ -69,13 +70,15 @@ def test_tiny_train_and_evaluate_compiles_the_step_once(tmp_path, monkeypatch, m
   config = tiny_config(method.split('-')[0])
   if method == 'implicit-gcr-warm':  # the solver's memory rides in the donated state and the checkpoints
     config.implicit.solver.update(name='gcr', iterations=1, warm_start=True)
-  if method == 'implicit-gcr-refresh':  # so do a reused term and its scalars (one buffer each, or donation fails)
-    config.implicit.solver.update(name='gcr', iterations=1, refresh=2)
+  if method.startswith('implicit-gcr-refresh'):  # so do a reused term and its scalars (one buffer each, or donation
+    config.implicit.solver.update(name='gcr', iterations=1, refresh=2)  # fails)
+    config.implicit.solver.refresh_by = 'host' if method.endswith('-host') else 'program'
   if method.startswith('implicit') or method == 'feedforward':
     config.model.dropout = 0.5  # a dropout key per step must not retrace either
   result = train.train_and_evaluate(config, str(tmp_path))
-  # predict's second trace is engine/checks' jax.eval_shape of it before training: traced, never compiled
-  assert counts == {'train_step': 1, 'predict': 2}, counts
+  # predict's second trace is engine/checks' jax.eval_shape of it before training: traced, never compiled; a
+  # reused term's step has two forms (Method.form), the steps that solve and those that reuse: one trace each
+  assert counts == {'train_step': 2 if method.endswith('-host') else 1, 'predict': 2}, counts
   for key in ('test_f1', 'test_f1_tuned', 'dev_f1'):
     assert 0.0 <= result[key] <= 1.0
   assert result['steps'] == config.num_epochs * (config.data.num_train // config.batch_size)
@@ -132,6 +135,44 @@ def test_every_implicit_route_logs_the_same_diagnostics():
     if name == 'gcr-warm':
       chex.assert_trees_all_equal_shapes(state.memory, state.params['theta'])
       assert any(np.any(leaf != 0) for leaf in jax.tree.leaves(state.memory))
+
+
+def test_a_reused_term_runs_as_two_programs_that_train_as_the_choice_made_inside_one():
+  """solver.refresh 3: the loop's step with ``refresh_by='host'`` (``FormedStep``: the host picks the program that
+  solves or the one that reuses) follows the trajectory of ``refresh_by='program'`` (one program choosing by the
+  carried count, ``lax.cond``) to float rounding; with its count shifted by one step it does not, so the comparison
+  can fail."""
+  config = tiny_config('implicit')
+  config.implicit.solver.update(name='gcr', iterations=1, refresh=3)
+  task = tasks.get_task(config)
+  assert methods.build(task, config).form is None  # refresh_by='program', the default: one program decides
+  config.implicit.solver.refresh_by = 'host'
+  m = methods.build(task, config)
+  assert m.form is not None and [m.form(k) for k in range(4)] == [True, False, False, True]
+  _, replicated, sharded = train.data_parallel(config)
+  key = jax.random.key(1)
+  batches = list(data.train_batches(task, 16, np.random.default_rng(0)))[:7]
+  one_program = jax.jit(lambda s, b: m.train_step(s, b, batch_lib.step_key(key, s.step)))
+
+  def run(step):
+    state = jax.device_put(m.init(jax.random.key(0)), replicated)
+    residuals = []
+    for b in batches:
+      state, metrics = step(state, train.shard_batch(b, sharded))
+      residuals.append(float(metrics['residual']))
+    return state, residuals
+
+  reference, ref_residuals = run(one_program)
+  formed = train.make_train_step(m, key, replicated, sharded)
+  assert isinstance(formed, train.FormedStep)
+  state, residuals = run(formed)
+  assert formed.step == len(batches) and float(state.memory['count']) == len(batches)
+  chex.assert_trees_all_close(state.params, reference.params, rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(residuals, ref_residuals, rtol=1e-3)
+  shifted, _ = run(train.make_train_step(m, key, replicated, sharded, start=1))
+  gap = max(float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(shifted.params['phi']),
+                                                           jax.tree.leaves(reference.params['phi'])))
+  assert gap > 1e-3, gap
 
 
 @pytest.mark.e2e

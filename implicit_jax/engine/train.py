@@ -53,12 +53,33 @@ def sync(name: str) -> None:
     multihost_utils.sync_global_devices(name)
 
 
-def make_train_step(method, step_rng, replicated, sharded):
+def make_train_step(method, step_rng, replicated, sharded, start: int = 0):
   """The compiled outer step: ``(state, batch) -> (state, metrics)``, state donated, randomness
-  ``batch_lib.step_key(step_rng, state.step)`` drawn inside (no host work per step)."""
+  ``batch_lib.step_key(step_rng, state.step)`` drawn inside (no host work per step). For a method whose step has
+  several static forms (``Method.form``), a ``FormedStep`` that counts the steps it runs from ``start`` (the state's
+  step) on the host and calls each form's program."""
+  if method.form is not None:
+    return FormedStep(method, step_rng, replicated, sharded, start)
   return xla_options.jit(lambda s, b: method.train_step(s, b, batch_lib.step_key(step_rng, s.step)),
                          in_shardings=(replicated, sharded), out_shardings=(replicated, replicated),
                          donate_argnums=0)
+
+
+class FormedStep:
+  """``make_train_step`` for a method with ``Method.form``: step ``k`` (from ``start``, counted here: reading the
+  state's step would be a host sync) runs the program of ``method.form(k)``, each compiled on its first call."""
+
+  def __init__(self, method, step_rng, replicated, sharded, start: int = 0):
+    self.form, self.step = method.form, start
+    self.jitted = xla_options.jit(
+        lambda s, b, form: method.train_step(s, b, batch_lib.step_key(step_rng, s.step), form),
+        in_shardings=(replicated, sharded), out_shardings=(replicated, replicated), donate_argnums=0,
+        static_argnums=2)
+
+  def __call__(self, state, batch):
+    out = self.jitted(state, batch, self.form(self.step))
+    self.step += 1
+    return out
 
 
 def make_predict(method, replicated, sharded):
@@ -193,7 +214,7 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
   # Data parallel: the batch is split over the ('data',) mesh, the state replicated; XLA inserts the all-reduce
   # wherever a loss averages over the batch (inner gradients, HVPs, the mixed VJP), so every device computes the
   # single-device step on its shard and they agree on the result.
-  step_fn = make_train_step(method, batch_lib.steps_key(config.seed), run.replicated, run.sharded)
+  step_fn = make_train_step(method, batch_lib.steps_key(config.seed), run.replicated, run.sharded, start_step)
   pending = []  # device metrics since the last log line
   best_unsaved = None  # (step, params) of a new best epoch, written with the next checkpoint
   t_run = t_log = time.perf_counter()

@@ -34,6 +34,11 @@ SYSTEMS = {
     # POS: the term on every step, before configs/pos.py reused it for two steps of three (refresh 3).
     'implicit-cd-r1': ('implicit CD (T_inner 1, gcr, the term every step)',
                        {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 1}),
+    # The term every third step, its two kinds of step two programs the host picks (solver.refresh_by): 1.9x
+    # InfNet+ stacked's step on NER where the term every step is 3.2x (docs/benchmarks.md); checked on each dev.
+    'implicit-cd-r3h': ('implicit CD (T_inner 1, gcr, the term every 3rd step, two programs)',
+                        {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 3,
+                         'implicit.solver.refresh_by': 'host'}),
 }
 
 

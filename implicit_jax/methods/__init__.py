@@ -15,7 +15,7 @@ Each family reads its own config section (``SECTION_MODULES``), defined with its
 """
 
 import importlib
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
 import flax
 import jax
@@ -69,7 +69,9 @@ class Method(NamedTuple):
   it); None (the default): every metric named ``loss*`` against ``max_loss``. ``optional``: metrics that are NaN
   by design when not computed (not a fault). ``cause``: ``(bad, step) -> str``, what the method can say of the
   first step whose metrics ``bad`` (a set of names) are non-finite, added to the error that stops the run ('' for
-  nothing); None: nothing to say."""
+  nothing); None: nothing to say. ``form``: ``step -> hashable``, for a step that takes several static forms, the
+  form of outer step ``step`` (counted from 0 on the host): ``train_step`` then takes it as a fourth argument and
+  the engine compiles one program per form; None (the default): one form."""
   init: Callable[[jax.Array], State]
   train_step: Callable[[State, dict, jax.Array], tuple[State, dict]]
   predict: Callable[[dict, dict], jax.Array]
@@ -77,6 +79,7 @@ class Method(NamedTuple):
   limits: dict | None = None
   optional: tuple = ()
   cause: Callable[[set, int], str] | None = None
+  form: Callable[[int], Hashable] | None = None
 
   def divergence_limits(self, metrics: Iterable[str]) -> dict:
     """``{metric: config.divergence field}`` for the metrics of this method's step (``limits``)."""
@@ -252,8 +255,12 @@ def build(task: Any, config: Any) -> Method:
     if not isinstance(method, Method):
       raise ValueError(f'config.method: {config.method!r}: build() returned a {type(method).__name__}, not an '
                        'implicit_jax.methods.Method')
+    if method.form is not None and not callable(method.form):
+      raise ValueError(f'config.method: {config.method!r}: build() returned a Method whose form is a '
+                       f'{type(method.form).__name__}: it must be None or step -> hashable')
   train_step = method.train_step
-  return method._replace(train_step=lambda state, batch, rng: train_step(state, with_energy_key(batch, rng), rng))
+  return method._replace(train_step=lambda state, batch, rng, *form: train_step(
+      state, with_energy_key(batch, rng), rng, *form))
 
 
 def with_energy_key(batch: dict, rng: jax.Array) -> dict:

@@ -268,12 +268,12 @@ def build(task, config) -> Method:
     memory = inner.init_memory(params['theta'], params['phi'])
     return State(step=jnp.zeros((), jnp.int32), params=params, opt_state=opt_state, memory=memory)
 
-  def train_step(state, batch, rng):
+  def train_step(state, batch, rng, form=None):
     p, s = state.params, state.opt_state
     batch = step_batch(batch, rng, space, cfg.negatives)
     batch, theta_state0, extra = start(p['theta'], s['theta'], p['phi'], batch)
     (loss, (theta, theta_state, aux_losses)), grad, diag, memory = outer_step(
-        l_prim, p['phi'], p['theta'], theta_state0, batch, state.memory)
+        l_prim, p['phi'], p['theta'], theta_state0, batch, state.memory, form)
     updates, phi_state = outer_opt.update(grad, s['phi'], p['phi'])
     phi = optax.apply_updates(p['phi'], updates)
     metrics = dict(diag, loss_prim=loss, loss_aux=aux_losses[-1], **extra)
@@ -299,8 +299,11 @@ def build(task, config) -> Method:
     return (f'the implicit term comes from the inverse-HVP solver implicit.solver.name={solver.name!r}, non-finite '
             f'at step {step} while the losses were finite: {fix}')
 
+  # A reused term picked on the host (solver.refresh_by): the steps that solve and those that reuse are two
+  # programs (``form``).
+  form = inner.fresh if solver.refresh > 1 and solver.refresh_by == 'host' else None
   return Method(init, train_step, predict, {'infnet': infnet, 'energy': energy}, limits=LIMITS, optional=OPTIONAL,
-                cause=cause)
+                cause=cause, form=form)
 
 
 # What training checks of the step's metrics (methods.Method): the two losses and the solver's residual each

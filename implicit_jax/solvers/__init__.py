@@ -65,6 +65,12 @@ class Solver:
       Costs one fused pass.
     refresh: the implicit term is computed on every ``refresh``-th outer step and reused (with the diagnostics
       of that step) on the steps in between, carried in ``methods.State.memory``; 1: every step.
+    refresh_by: with ``refresh > 1``, who picks the steps that solve. 'program': one compiled step decides
+      from the count it carries (``lax.cond``), the code before this field. 'host': two compiled steps, one that
+      solves and one that reuses, and the training loop calls the one its host-side step count names
+      (``methods.Method.form``). The same iterates in exact arithmetic; 'host' is faster, as XLA on CPU runs a
+      conditional's convolutions several times slower and the reusing step drops ``d_theta L_prim``, but XLA
+      compiles the two otherwise, so a run's float rounding, and with it its trajectory, differs from 'program'.
     track_stationarity: ``gcr`` only: report ``||d_theta L_aux||`` at theta_T (``grad_norm`` and the
       ``stationarity`` diagnostic), which costs one gradient of L_aux there; the other solvers have it for free
       from their linearisation. False: NaN.
@@ -87,6 +93,7 @@ class Solver:
   track_residual: bool = True
   warm_start: bool = False
   refresh: int = 1
+  refresh_by: str = 'program'
   track_stationarity: bool = True
   unroll: bool = False
 
@@ -100,6 +107,8 @@ class Solver:
     if self.refresh > 1 and (self.warm_start or self.name in ('none', 'unrolled')):
       raise ValueError(f'solver.refresh: reusing the implicit term needs a solver that computes one and keeps no '
                        f'other memory, not {self.name!r}{" with warm_start" if self.warm_start else ""}')
+    if self.refresh_by not in REFRESH_BY:
+      raise ValueError(f'solver.refresh_by: unknown value {self.refresh_by!r}; choose one of {REFRESH_BY}')
     for field in ('iterations', 'power_iters'):
       value = getattr(self, field)
       if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -127,6 +136,7 @@ class Solver:
     return cls(**dict(config.items()))
 
 
+REFRESH_BY = ('program', 'host')
 # Set by the method's own ``implicit.unroll`` (one switch for its inner steps and its solver), not by the section.
 NOT_IN_CONFIG = ('unroll',)
 
