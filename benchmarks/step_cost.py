@@ -35,22 +35,23 @@ class Stepper:
   def __init__(self, step, state, batch, replicated, period: int = 1):
     self.step, self.batch, self.period = step, batch, period
     self.state = jax.device_put(jax.tree.map(lambda a: a.copy(), state), replicated)
-    self.metrics, self.forms = [], []  # per call: its metrics, and its form (None: a step of one form)
+    self.metrics, self.calls = [], 0  # the calls' metrics, and how many were made (the step's place in a period)
 
   def __call__(self):
-    self.forms.append(self.step.form(self.step.step) if hasattr(self.step, 'form') else None)
+    self.calls += 1
     self.state, metrics = self.step(self.state, self.batch)
     self.metrics.append(metrics)
     return self.state
 
   def seconds(self, times: list) -> float:
-    """The step time from the timed calls (the last ``len(times)``): their median, or for a step of several
-    forms (``Method.form``) the mean over one period of the forms of each form's median."""
-    forms = self.forms[-len(times):]
-    if self.period == 1 or len(set(forms)) == 1:
+    """The step time from the timed calls (the last ``len(times)``): their median, or for a term solved on every
+    ``period``-th step, whose steps alternate (in one program or two), the mean over the period of the median of
+    the calls at each place in it."""
+    if self.period == 1:
       return common.median(times)
-    by_form = {f: common.median([t for t, g in zip(times, forms) if g == f]) for f in set(forms)}
-    return sum(by_form[self.step.form(k)] for k in range(self.period)) / self.period
+    places = [k % self.period for k in range(self.calls - len(times), self.calls)]
+    return sum(common.median([t for t, p in zip(times, places) if p == place])
+               for place in range(self.period)) / self.period
 
   def mean_iterations(self) -> tuple[float, int, int]:
     """Mean, min and max of the solver's ``iterations`` diagnostic over the calls made so far."""

@@ -29,13 +29,18 @@ SYSTEMS = {
                                                             'model.global_energy': 'c'}),
     'seal-margin': ('SEAL-dynamic (margin)', {'method': 'seal_dynamic', 'seal.energy_loss': 'margin'}),
     'seal-nce': ('SEAL-dynamic (NCE)', {'method': 'seal_dynamic', 'seal.energy_loss': 'nce'}),
-    'implicit-ssvm': ('implicit SSVM (T_inner 1, gcr)', {'method': 'implicit', 'implicit.primary_loss': 'ssvm'}),
+    # Its reused term (POS) picked inside one program, as its runs were made (refresh_by came after them).
+    'implicit-ssvm': ('implicit SSVM (T_inner 1, gcr)', {'method': 'implicit', 'implicit.primary_loss': 'ssvm',
+                                                         'implicit.solver.refresh_by': 'program'}),
     'implicit-cd': ('implicit CD (T_inner 1, gcr)', {'method': 'implicit', 'implicit.primary_loss': 'cd'}),
-    # POS: the term on every step, before configs/pos.py reused it for two steps of three (refresh 3).
+    # POS and NER: the term on every step, before configs/pos.py (2026-11-26) and ner.py (2026-11-27) reused it for
+    # two steps of three (refresh 3; refresh_by has no effect at 1, and these runs predate it).
     'implicit-cd-r1': ('implicit CD (T_inner 1, gcr, the term every step)',
-                       {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 1}),
+                       {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 1,
+                        'implicit.solver.refresh_by': 'program'}),
     # The term every third step, its two kinds of step two programs the host picks (solver.refresh_by): 1.9x
-    # InfNet+ stacked's step on NER where the term every step is 3.2x (docs/benchmarks.md); checked on each dev.
+    # InfNet+ stacked's step on NER where the term every step is 3.4x (docs/benchmarks.md). Checked on POS and NER
+    # dev, where it became configs/pos.py's and ner.py's implicit-cd; NER+ and fixed-vector NER have not seen it.
     'implicit-cd-r3h': ('implicit CD (T_inner 1, gcr, the term every 3rd step, two programs)',
                         {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 3,
                          'implicit.solver.refresh_by': 'host'}),
