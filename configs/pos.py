@@ -54,8 +54,8 @@ def get_config(arg=None):
   # a tie with every step's 84.16 / 83.50 / 84.45 (the rows 'implicit-cd-r1'), at about two thirds of the step.
   c.implicit.solver.refresh = 3
   # Its two kinds of step as two programs the host picks (solver.refresh_by): the same dev and test scores and the
-  # same predictions on seeds 0-2 as one program choosing inside (checked 2026-11-27 with the rows
-  # 'implicit-cd-r3h', now these), at 1.8x InfNet+ stacked's step against 2.3x (docs/benchmarks.md).
+  # same predictions on seeds 0-2 as one program choosing inside (checked 2026-11-27: those runs are now this row's
+  # records), at 1.8x InfNet+ stacked's step against 2.0-2.3x (docs/benchmarks.md).
   c.implicit.solver.refresh_by = 'host'
   c.implicit.aux_lambda = 0.1
   c.infnet.inference_optimizer.learning_rate = c.seal.task_optimizer.learning_rate = 3e-3

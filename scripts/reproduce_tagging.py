@@ -92,7 +92,7 @@ PUBLISHED = {
 PUBLISHED['ner_fixed'] = dict(PUBLISHED['ner'])
 for _published in PUBLISHED.values():  # the papers' implicit CD number stands beside both schedules of the term
   if 'implicit-cd' in _published:
-    _published['implicit-cd-r1'] = _published['implicit-cd-r3h'] = _published['implicit-cd']
+    _published['implicit-cd-r1'] = _published['implicit-cd']
 NOT_BUILT = ('Global energies (InfNet+ Table 4): tag language models, forward (GE(a)), forward and backward (GE(b)), '
              'and with words (GE(c), gamma 1), trained jointly with Eq. 7 (model.global_energy), never pretrained.')
 TOLERANCE = 1.5
@@ -341,8 +341,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
   if chunked:
     lines += paired_table(dataset, runs, duplicates) + ['']
   else:
-    for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-r3h', 'implicit-ssvm', *EARLIER, 'crf',
-                   'infnet-plus-stacked'):
+    for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf', 'infnet-plus-stacked'):
       line = records.paired(f'{label_of(system)} minus BiLSTM', of(system, key), of('bilstm', key), f'test {key}')
       if line:
         lines.append(line)
@@ -359,7 +358,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
                  + ' GPU seconds were counted with other runs sharing the card (up to 42 at once), so they measure '
                  'no method\'s speed.')
   lines += superseded_lines(dataset, runs)
-  for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-cd-r3h', 'implicit-ssvm', *EARLIER):
+  for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER):
     line = diagnostics_line(label_of(system), runs.get(f'{dataset}-{system}', []))
     if line:
       lines.append(line)
@@ -419,8 +418,8 @@ def _row_config(dataset: str, system: str) -> str:
 
 
 def duplicate_of(dataset: str, system: str) -> str | None:
-  """The earlier row whose config on ``dataset`` is ``system``'s, or None: configs/ner.py solves the implicit term
-  every third step, two programs the host picks, so its implicit-cd-r3h is its implicit-cd."""
+  """The earlier row whose config on ``dataset`` is ``system``'s, or None: configs/ner_plus.py computes the implicit
+  term on every step, so its implicit-cd-r1 is its implicit-cd."""
   earlier = list(SYSTEMS)[:list(SYSTEMS).index(system)]
   return next((other for other in earlier if _row_config(dataset, other) == _row_config(dataset, system)), None)
 

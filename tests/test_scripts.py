@@ -189,9 +189,9 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
   left = reproduce_tagging.pending(('ner',), [0], runs)
   assert {('ner', 'crf', 0), ('ner', 'implicit-cd', 0), ('ner', 'spen', 0)} <= set(left)  # unscorable, absent
   assert ('ner', 'bilstm', 0) not in left
-  assert ('ner', 'implicit-cd-r3h', 0) not in left  # implicit-cd's config on NER: not a row of its own
+  assert ('ner', 'implicit-cd-r1', 0) in left  # NER reuses the term (refresh 3): the every-step row is a row
   assert not {system for _, system, _ in left} & set(reproduce_tagging.EARLIER)  # set apart, beside no paper's row
-  assert len(left) == len(reproduce_tagging.SYSTEMS) - 2  # but bilstm (rescorable) and implicit-cd-r3h (a duplicate)
+  assert len(left) == len(reproduce_tagging.SYSTEMS) - 1  # but bilstm (rescorable)
   # --supersede hands a committed record to records.supersede (from itself); an absent one trains from its row
   monkeypatch.setattr(reproduce_tagging, 'RUNS', runs)
   monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', old)
@@ -220,18 +220,17 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
 
 def test_tagging_rows_with_one_config_are_one_row():
   from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
-  # configs/pos.py and ner.py solve the implicit term every third step, two programs the host picks: their r3h row
-  # is their implicit-cd row; NER+ computes the term on every step (its r1 row)
-  assert reproduce_tagging.duplicate_of('ner', 'implicit-cd-r3h') == 'implicit-cd'
-  assert reproduce_tagging.duplicate_of('pos', 'implicit-cd-r3h') == 'implicit-cd'
+  # configs/ner_plus.py computes the implicit term on every step: its r1 row is its implicit-cd row; POS and NER
+  # reuse it (refresh 3)
+  assert reproduce_tagging.duplicate_of('ner_plus', 'implicit-cd-r1') == 'implicit-cd'
   assert reproduce_tagging.duplicate_of('ner', 'implicit-cd-r1') is None
   assert reproduce_tagging.duplicate_of('pos', 'implicit-cd-r1') is None
-  assert reproduce_tagging.duplicate_of('ner_plus', 'implicit-cd-r1') == 'implicit-cd'
-  assert reproduce_tagging.duplicate_of('ner_plus', 'implicit-cd-r3h') is None
   assert reproduce_tagging.duplicate_of('ner', 'implicit-cd') is None
-  text = '\n'.join(reproduce_tagging.dataset_section('ner', {})[0])
-  assert '| implicit CD (T_inner 1, gcr, the term every 3rd step, two programs) |' not in text
-  assert '`configs/ner.py:implicit-cd-r3h` is `configs/ner.py:implicit-cd` on this dataset' in text
+  text = '\n'.join(reproduce_tagging.dataset_section('ner_plus', {})[0])
+  assert '| implicit CD (T_inner 1, gcr, the term every step) |' not in text
+  assert '`configs/ner_plus.py:implicit-cd-r1` is `configs/ner_plus.py:implicit-cd` on this dataset' in text
+  assert '| implicit CD (T_inner 1, gcr, the term every step) |' in '\n'.join(
+      reproduce_tagging.dataset_section('ner', {})[0])
 
 
 def test_tagging_table_says_how_far_a_rerun_moved_a_replaced_record(tmp_path, monkeypatch):

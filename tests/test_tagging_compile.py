@@ -78,9 +78,9 @@ def counter(monkeypatch):
   c = CompileCounter()
   make_step, make_predict = train.make_train_step, train.make_predict
 
-  def counting_step(method, step_rng, replicated, sharded):
+  def counting_step(method, step_rng, replicated, sharded, *start):
     c.method, c.replicated, c.sharded = method, replicated, sharded
-    return c.wrap(make_step(method, step_rng, replicated, sharded), 'step')
+    return c.wrap(make_step(method, step_rng, replicated, sharded, *start), 'step')
 
   monkeypatch.setattr(train, 'make_train_step', counting_step)
   monkeypatch.setattr(train, 'make_predict', lambda *args: c.wrap(make_predict(*args), 'predict'))

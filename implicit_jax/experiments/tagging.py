@@ -38,12 +38,6 @@ SYSTEMS = {
     'implicit-cd-r1': ('implicit CD (T_inner 1, gcr, the term every step)',
                        {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 1,
                         'implicit.solver.refresh_by': 'program'}),
-    # The term every third step, its two kinds of step two programs the host picks (solver.refresh_by): 1.9x
-    # InfNet+ stacked's step on NER where the term every step is 3.4x (docs/benchmarks.md). Checked on POS and NER
-    # dev, where it became configs/pos.py's and ner.py's implicit-cd; NER+ and fixed-vector NER have not seen it.
-    'implicit-cd-r3h': ('implicit CD (T_inner 1, gcr, the term every 3rd step, two programs)',
-                        {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 3,
-                         'implicit.solver.refresh_by': 'host'}),
 }
 
 
