@@ -105,7 +105,7 @@ def design_of(config) -> str:
   s = config.implicit.solver
   return (f'T_inner {config.implicit.inner_steps}, {s.name}' + (f' {s.iterations}' if s.name != 'none' else '')
           + (f', term every {s.refresh} steps' if s.refresh > 1 else '')
-          + (', two programs' if s.refresh > 1 and s.get('refresh_by', 'program') == 'host' else ''))
+          + (', two programs' if s.refresh > 1 and s.refresh_by == 'host' else ''))
 
 
 def unit_functions(p: common.Problem):

@@ -29,6 +29,6 @@ from implicit_jax.experiments import tagging
 def get_config(arg=None):
   c = config_lib.from_file('ner.py', relative_to=__file__)
   c.model.freeze_embeddings = True
-  c.implicit.solver.update(refresh=1, refresh_by='program')  # the term every step, as its rows ran: ner.py's reuse
-  # was checked on NER dev only
+  # The term every step, as its rows ran: ner.py's reuse of it was checked on NER dev only.
+  c.implicit.solver.update(refresh=1, refresh_by='program')
   return tagging.apply(c, arg, 'configs/ner_fixed.py')

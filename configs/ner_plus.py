@@ -21,7 +21,7 @@ from implicit_jax.experiments import tagging
 def get_config(arg=None):
   c = config_lib.from_file('ner.py', relative_to=__file__)
   c.data.features = ('caps', 'pos', 'chunk')
-  c.implicit.solver.update(refresh=1, refresh_by='program')  # the term every step, as its rows ran: ner.py's reuse
-  # was checked on NER dev only
+  # The term every step, as its rows ran: ner.py's reuse of it was checked on NER dev only.
+  c.implicit.solver.update(refresh=1, refresh_by='program')
   c.model.feature_dim = 16
   return tagging.apply(c, arg, 'configs/ner_plus.py')

@@ -173,8 +173,8 @@ class ImplicitSolve:
       solve.defvjp(fwd, bwd)
       return solve
 
-    self._solves = {fresh: make_solve(fresh) for fresh in (None, True, False)}
-    self._solve = self._solves[None]
+    # The caller's forms exist only where a term is reused; every step solves otherwise.
+    self._solves = {fresh: make_solve(fresh) for fresh in ((None, True, False) if solver.refresh > 1 else (None,))}
 
   def _probe(self, phi, memory):
     dtype = jnp.result_type(*jax.tree.leaves(phi))
@@ -199,7 +199,7 @@ class ImplicitSolve:
 
   def __call__(self, phi, theta0, opt_state0, batch):
     memory = self._memory(theta0, phi, None)
-    theta, state, (losses, _) = self._solve(phi, theta0, opt_state0, batch, self._probe(phi, memory), memory)
+    theta, state, (losses, _) = self._solves[None](phi, theta0, opt_state0, batch, self._probe(phi, memory), memory)
     return theta, state, losses
 
   def value_and_grad(self, l_prim: Loss, phi, theta0, opt_state0, batch):
@@ -269,10 +269,6 @@ class UnrolledSolve:
   def init_memory(self, theta, phi=None):
     del theta, phi
     return None
-
-  def fresh(self, step: int) -> None:
-    del step
-    return None  # one form: nothing is reused
 
   def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory, fresh=None):
     """``value_and_grad`` and no memory (None), as ``ImplicitSolve.step``."""
