@@ -1,10 +1,11 @@
 r"""The implicit method's training step beside every rival of its task, one process per task family.
 
-Usage: python benchmarks/implicit_cost.py --task mlc|pos|ner|horses|cora [--data_dir ../shared/data] [--reps 10]
+Usage: python benchmarks/implicit_cost.py --task mlc|pos|ner|horses|horses-seal-data|cora [--data_dir ../shared/data] [--reps 10]
            [--write [--out docs/benchmarks.md]]
        python benchmarks/implicit_cost.py --summary   # one table over the tasks, docs and README
 
-For one task family: the task's config (configs/bibtex.py, pos.py, ner.py, horses.py, cora.py at 10 labeled), one
+For one task family: the task's config (configs/bibtex.py, pos.py, ner.py, horses.py, cora.py at 10 labeled;
+horses-seal-data: horses.py at SEAL's protocol on SEAL's data, each rival with SEAL's chosen settings), one
 training batch (the training loop's first batch with the config's seed; POS: the first batch in the bucket of 32
 tokens, as benchmarks/tagging_throughput.py), and every method of the task's reproduce script built as train.py
 builds it: the loop's jitted step (``train.make_train_step``: donated state, dropout and negatives drawn inside),
@@ -47,6 +48,7 @@ BEFORE = {  # each with refresh 1 (below), as every config ran until 2026-11-26
     'pos': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
     'ner': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
     'horses': {'implicit.inner_steps': 2, 'implicit.solver.name': 'minres', 'implicit.solver.iterations': 3},
+    'horses-seal-data': {'implicit.inner_steps': 2, 'implicit.solver.name': 'minres', 'implicit.solver.iterations': 3},
     'cora': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
 }
 # The committed design a task's config held before issue 45 changed it (bibtex: five inner steps, one GCR pass).
@@ -56,6 +58,15 @@ PREVIOUS = {'mlc': {'implicit.inner_steps': 5, 'implicit.solver.name': 'gcr', 'i
 _TAGGING = {label: o for label, o in tagging.SYSTEMS.values()
             if not o.get('method', '').startswith('implicit')}
 _CD = {'method': 'implicit', 'implicit.primary_loss': 'cd'}
+# SEAL's protocol on SEAL's data (the README's horses row, docs/horses.md): the variant's scale and split, and each
+# rival with the optimiser and sampling settings of SEAL's chosen config, as configs/horses.py:<system>,seal-data.
+_SEAL_DATA = horses.VARIANTS['seal-data']
+
+
+def _seal_data_row(system: str) -> dict:
+  return {**_SEAL_DATA, **horses.SYSTEMS[system][1], **horses.SEAL_SETTINGS.get(system, {})}
+
+
 TASKS = {
     'mlc': ('bibtex', 'MBCE', 4.0, {
         'MBCE': {'method': 'feedforward'},
@@ -65,13 +76,18 @@ TASKS = {
     'ner': ('ner', 'InfNet+ stacked', 2.0, _TAGGING),
     'horses': ('horses', 'SEAL-dynamic (regression)', 2.0, {
         label: o for label, o in horses.SYSTEMS.values() if not o['method'].startswith('implicit')}),
+    'horses-seal-data': ('horses', 'SEAL-dynamic (regression)', 2.0, {
+        horses.SYSTEMS[s][0]: _seal_data_row(s) for s in ('fcn', 'dvn', 'seal-regression', 'seal-nce',
+                                                          'seal-regression-w')}),
     'cora': ('cora', 'R-SPEN-style rank by reward', 3.0, {
         label: o for label, o in cora.SYSTEMS.values() if o and not o['method'].startswith('implicit')}),
 }
 
 
 def implicit_rows(task: str) -> dict:
-  cd = {**_CD, 'implicit.cost': 'iou'} if task == 'horses' else _CD
+  cd = {**_CD, 'implicit.cost': 'iou'} if task.startswith('horses') else _CD
+  if task == 'horses-seal-data':
+    cd = {**_SEAL_DATA, **cd}
   previous = {'implicit CD, committed until issue 45': {**cd, **PREVIOUS[task]}} if task in PREVIOUS else {}
   return {'implicit CD, before': {**cd, **BEFORE[task], 'implicit.solver.refresh': 1},
           **previous,
@@ -152,7 +168,10 @@ def main():
                         'train ms/step', 'p25-p75 ms', f'vs {reference}', f'within the goal ({goal:g}x)'],
                        table_rows)
   own_data = len({id(s.batch) for s in steps.values()}) > 1
-  setup = (f'configs/{TASKS[args.task][0]}.py{" at 10 labeled citations" if args.task == "cora" else ""}, one '
+  where = {'cora': ' at 10 labeled citations',
+           'horses-seal-data': ":<system>,seal-data (SEAL's protocol on SEAL's data, each rival with SEAL's chosen "
+                               "settings: the README's row)"}.get(args.task, '')
+  setup = (f'configs/{TASKS[args.task][0]}.py{where}, one '
            f'training batch of {len(steps[reference].batch["x"])} examples; every row is the training loop\'s jitted step '
            f'on it, '
            f'medians of {args.reps} interleaved calls after a compiling call (the mean, for a term refreshed every k-th step, whose steps alternate). Goal: the implicit step at most '

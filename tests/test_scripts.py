@@ -294,6 +294,24 @@ def test_tagging_throughput_rows_are_reproduce_systems():
     tt.choose_systems(['bilstm-crf'])
 
 
+def test_implicit_cost_times_the_horses_rows_at_seal_data_as_their_configs_build_them():
+  """benchmarks/implicit_cost.py --task horses-seal-data: every rival row and the committed implicit row are the
+  config configs/horses.py:<system>,seal-data resolves to (the variant, the system, SEAL's chosen settings)."""
+  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
+  import implicit_cost  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
+  from implicit_jax.experiments import horses  # pylint: disable=import-outside-toplevel
+  base = config_lib.from_file(Path(__file__).resolve().parents[1] / 'configs' / 'horses.py')
+  rows = {**implicit_cost.TASKS['horses-seal-data'][3], **implicit_cost.implicit_rows('horses-seal-data')}
+  for system, label in [(s, horses.SYSTEMS[s][0]) for s in ('fcn', 'dvn', 'seal-regression', 'seal-nce')] + [
+      ('implicit-cd', 'implicit CD, committed')]:
+    timed = base.copy_and_resolve_references()
+    timed.update_from_flattened_dict(rows[label])
+    built = horses.apply(base.copy_and_resolve_references(), f'{system},seal-data')
+    assert timed.to_dict() == built.to_dict(), system
+  assert rows['SEAL-dynamic (regression)']['seal.num_samples'] == 47  # SEAL's setting, not the CPU config's
+
+
 def test_cora_systems_and_sweeps_are_valid_overrides():
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
   from scripts import reproduce_cora  # pylint: disable=import-outside-toplevel
