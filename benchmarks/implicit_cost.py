@@ -201,20 +201,27 @@ def summary(out: str) -> str:
       continue
     r = json.loads(path.read_text(encoding='utf-8'))
     ms, ref = r['ms'], r['ms'][r['reference']]
-    before, now = ms['implicit CD, before'] / ref, ms['implicit CD, committed'] / ref
-    fast = ms['implicit CD, gcr (T_inner 1, 1 pass)'] / ref
+
+    def x(t, ref=ref):  # two digits that a ratio under one keeps
+      return f'{t / ref:.1f}x' if t >= ref else f'{t / ref:.2f}x'
+
+    now = ms['implicit CD, committed']
     every3, host3 = (ms.get(f'implicit CD, committed, term every 3rd step{k}') for k in ('', ', two programs'))
-    every3, host3 = (f'{t / ref:.1f}x' if t else 'not measured' for t in (every3, host3))
-    rows.append([task, r['reference'], f'{r["goal"]:g}x', f'{before:.1f}x', f'{now:.1f}x', every3, host3,
-                 f'{fast:.1f}x',
-                 'yes' if now <= r['goal'] else 'no', r['design']['implicit CD, committed'].split(', residual')[0],
+    every3, host3 = (x(t) if t else 'not measured' for t in (every3, host3))
+    rows.append([task, r['reference'], f'{r["goal"]:g}x', x(ms['implicit CD, before']), x(now), every3, host3,
+                 x(ms['implicit CD, gcr (T_inner 1, 1 pass)']),
+                 'yes' if now / ref <= r['goal'] else 'no', r['design']['implicit CD, committed'].split(', residual')[0],
                  r['date']])
   table = common.table(['task', 'rival (the goal\'s)', 'goal', 'implicit CD before', 'implicit CD committed',
                         'committed, term every 3rd step (mean step)', 'the same, two programs',
                         'T_inner 1 + one GCR pass', 'committed within goal', 'committed design', 'measured'], rows)
   body = ('## The implicit step against the goal\'s rival, every task (`benchmarks/implicit_cost.py --summary`)\n\n'
           + fill('Step time of implicit CD over the rival\'s, each task measured in one process on one batch '
-                 '(the task sections below, `--task`). "before": the design of the configs until 2026-11-26; '
+                 '(the task sections below, `--task`). "horses" is configs/horses.py as committed (half the '
+                 'published channels, whole images: the CPU default); "horses-seal-data" the README\'s horses row, '
+                 'SEAL\'s protocol on SEAL\'s data, every rival with SEAL\'s chosen settings (SEAL regression: 47 '
+                 'perturbations of the logits a step, where the CPU default draws one). "before": the design of the '
+                 'configs until 2026-11-26; '
                  '"committed": the task\'s config now; "term every 3rd step": the committed design with the implicit '
                  'term solved on every third step and reused in between (solver.refresh 3), timed as the mean step, '
                  'one program choosing each step\'s kind inside it; "two programs": the same with one compiled step '
