@@ -59,6 +59,7 @@ PUBLISHED = {
     'implicit-cd': {'implicit T10': 89.4},
     'implicit-cd-before': {'implicit T10': 89.4},
     'implicit-cd-t1-gcr': {'implicit T10': 89.4},
+    'implicit-cd-r3h': {'implicit T10': 89.4},
     'implicit-dvn': {},
     'implicit-regression': {},
 }

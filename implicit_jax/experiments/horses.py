@@ -25,6 +25,11 @@ SYSTEMS = {
                                                            'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr',
                                                            'implicit.solver.iterations': 1,
                                                            'implicit.inner_optimizer.learning_rate': 3e-3}),
+    # Issue 45's cheaper step: the implicit term solved on every third step and reused in between, as two compiled
+    # programs (solver.refresh_by 'host'); a row until dev decides whether configs/horses.py takes it.
+    'implicit-cd-r3h': ('implicit CD, term every third step, two programs', {
+        'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 3,
+        'implicit.solver.refresh_by': 'host'}),
 }
 # SEAL's crop protocol (tasks/segmentation, data.crop): random 24x24 windows in training, each prediction averaged
 # over 36 windows at test. A '<system>-crops' row is its system with the crops and nothing else changed (flips
