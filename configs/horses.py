@@ -11,7 +11,8 @@ Sizes:  the networks have half the channels of DVN's and SEAL's (32/64/64 agains
         method trains on a 2-core CPU; --config.model.channels='(64,128,128)' and energy_channels restore them.
 Rows:   --config=configs/horses.py:ROW trains a row of docs/horses.md (its config column names the ROW), seed K
         with --config.seed=K. ROW = SYSTEM[,full]: SYSTEM a system of implicit_jax/experiments/horses.py (fcn,
-        dvn, seal-regression, seal-nce, implicit-cd (this config as it is), implicit-cd-t1-gcr,
+        dvn, seal-regression, seal-nce, implicit-cd (this config as it is), implicit-cd-r1 (the implicit term solved
+        on every step, this config's design until 2026-11-28), implicit-cd-t1-gcr,
         fcn-200 (with ",full" only), and fcn-crops, dvn-crops,
         seal-regression-crops, seal-nce-crops, implicit-cd-crops: the system with data.crop=24); ",full": the
         published channels (64, 128, 128) and 100 epochs, docs/horses.md's section "At the published width";
@@ -42,6 +43,11 @@ def get_config(arg=None):
   c.implicit.inner_steps = 2
   c.implicit.solver.name = 'gcr'
   c.implicit.solver.iterations = 1
+  # The term solved on every third step and reused in between, as two compiled programs (solver.refresh_by
+  # 'host': XLA:CPU runs a conditional's convolutions several times slower). Chosen on dev against the term every
+  # step ('implicit-cd-r1'), paired by seed: docs/horses.md (both sections it ran in), docs/benchmarks.md.
+  c.implicit.solver.refresh = 3
+  c.implicit.solver.refresh_by = 'host'
   # Unrolled loops: XLA:CPU runs convolution gradients inside loops ~10x slower (bilevel.Solver.unroll).
   c.implicit.unroll = True
   c.gbi.unroll = True           # GBI (dvn, seal_static, spen, nce_gbi): unrolled, as above

@@ -59,7 +59,7 @@ PUBLISHED = {
     'implicit-cd': {'implicit T10': 89.4},
     'implicit-cd-before': {'implicit T10': 89.4},
     'implicit-cd-t1-gcr': {'implicit T10': 89.4},
-    'implicit-cd-r3h': {'implicit T10': 89.4},
+    'implicit-cd-r1': {'implicit T10': 89.4},
     'implicit-dvn': {},
     'implicit-regression': {},
 }
@@ -270,6 +270,13 @@ def build_table(scale: str = 'half', write: bool = False) -> str:
   pairs += [(f'{SYSTEMS[s][0]} minus the same without crops', s, s[:-len('-crops')]) for s in CROPS_SYSTEMS]
   for what, other, base in pairs:
     line = records.paired(what, iou(other), iou(base), 'test mean IoU')
+    if line:
+      lines.append(line)
+  # The config's design against the one it replaced, on dev (what chose it) and on test.
+  dev = lambda system: {r['seed']: r['dev_mean_iou'] for r in runs.get(system, [])}
+  for metric, of in (('dev mean IoU', dev), ('test mean IoU', iou)):
+    line = records.paired(f'{SYSTEMS["implicit-cd"][0]} minus {SYSTEMS["implicit-cd-r1"][0]}', of('implicit-cd'),
+                          of('implicit-cd-r1'), metric)
     if line:
       lines.append(line)
   if flagged:
