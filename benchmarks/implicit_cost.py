@@ -64,7 +64,7 @@ _SEAL_DATA = horses.VARIANTS['seal-data']
 
 
 def _seal_data_row(system: str) -> dict:
-  return {**_SEAL_DATA, **horses.SYSTEMS[system][1], **horses.SEAL_SETTINGS.get(system, {})}
+  return horses.overrides(system, ['seal-data'])
 
 
 TASKS = {

@@ -22,6 +22,10 @@ all of them, with no path tricks.
 
 from __future__ import annotations
 
+# The implicit term solved on every step (solver.refresh 1, in one program): rows whose runs were made before
+# their config reused the term pin it, so that the row still names the recipe of its records.
+EVERY_STEP = {'implicit.solver.refresh': 1, 'implicit.solver.refresh_by': 'program'}
+
 
 def parse(arg: str, systems, variants=(), where: str = 'config') -> tuple[str, list[str]]:
   """``'SYSTEM[,VARIANT...]'`` -> ``(SYSTEM, [VARIANT, ...])``, each checked against ``systems`` and ``variants``

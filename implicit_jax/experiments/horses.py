@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from implicit_jax import experiments
 
-# The implicit term solved on every step, as configs/horses.py held it until 2026-11-28: the rows whose dev has not
-# seen the reused term pin it.
-_EVERY_STEP = {'implicit.solver.refresh': 1, 'implicit.solver.refresh_by': 'program'}
+# The rows whose runs predate configs/horses.py's reused term (2026-11-28) pin the term on every step (EVERY_STEP).
 # system -> (label, config overrides). Order = table order.
 SYSTEMS = {
     'fcn': ('FCN (cross-entropy)', {'method': 'feedforward'}),
@@ -25,14 +23,14 @@ SYSTEMS = {
     # The term solved on every step, configs/horses.py's design until its dev chose the reused term (2026-11-28);
     # beside it in the sections that were rerun with the new design.
     'implicit-cd-r1': ('implicit CD (1 - soft IoU; T_inner 2, gcr, the term every step)', {
-        'method': 'implicit', 'implicit.primary_loss': 'cd', **_EVERY_STEP}),
+        'method': 'implicit', 'implicit.primary_loss': 'cd', **experiments.EVERY_STEP}),
     # One inner step at the FCN's rate with one GCR pass: the cheapest step, but under the former rows on dev on
     # every seed (-5.27, -1.85, -4.57 IoU), so not the default.
     'implicit-cd-t1-gcr': ('implicit CD, T_inner 1, gcr', {'method': 'implicit', 'implicit.primary_loss': 'cd',
                                                            'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr',
                                                            'implicit.solver.iterations': 1,
                                                            'implicit.inner_optimizer.learning_rate': 3e-3,
-                                                           **_EVERY_STEP}),
+                                                           **experiments.EVERY_STEP}),
 }
 # SEAL's crop protocol (tasks/segmentation, data.crop): random 24x24 windows in training, each prediction averaged
 # over 36 windows at test. A '<system>-crops' row is its system with the crops and nothing else changed (flips
@@ -53,7 +51,7 @@ SYSTEMS['seal-regression-w'] = ('SEAL-dynamic (regression), energy weight 0.0056
 # output and its negatives), configs/horses.py's inner design (T_inner 2, one GCR pass) with the term solved on every
 # step, as its runs were made; beside SEAL's rows.
 SYSTEMS['implicit-regression'] = ('implicit DVN-style regression (T_inner 2, gcr)',
-                                  {'method': 'implicit', 'implicit.primary_loss': 'dvn', **_EVERY_STEP})
+                                  {'method': 'implicit', 'implicit.primary_loss': 'dvn', **experiments.EVERY_STEP})
 SEAL_ONLY = ('seal-regression-w', 'implicit-regression')
 VARIANTS = {
     'full': {'model.channels': (64, 128, 128), 'model.energy_channels': (64, 128, 128), 'num_epochs': 100},
@@ -112,12 +110,20 @@ def apply(config, arg: str | None):
                      f'{system},seal-data')
   if system in FULL_ONLY and 'full' not in variants:
     raise ValueError(f'configs/horses.py: row {system!r} is of the published-width section only: {system},full')
-  for variant in variants:  # the scale first, as scripts/reproduce_horses.py applied it
-    config.update_from_flattened_dict(VARIANTS[variant])
-  config.update_from_flattened_dict(SYSTEMS[system][1])
-  if set(SEAL_VARIANTS) & set(variants):
-    config.update_from_flattened_dict(SEAL_SETTINGS.get(system, {}))
+  config.update_from_flattened_dict(overrides(system, variants))
   return config
+
+
+def overrides(system: str, variants=()) -> dict:
+  """The flat overrides of row ``system`` at ``variants``: the scale first (as scripts/reproduce_horses.py applied
+  it), then the row, then at a SEAL-protocol scale the settings of SEAL's chosen config for the row."""
+  merged = {}
+  for variant in variants:
+    merged.update(VARIANTS[variant])
+  merged.update(SYSTEMS[system][1])
+  if set(SEAL_VARIANTS) & set(variants):
+    merged.update(SEAL_SETTINGS.get(system, {}))
+  return merged
 
 
 def config_name(system: str, scale: str = 'half') -> str:

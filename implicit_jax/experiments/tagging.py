@@ -36,8 +36,7 @@ SYSTEMS = {
     # POS and NER: the term on every step, before configs/pos.py (2026-11-26) and ner.py (2026-11-27) reused it for
     # two steps of three (refresh 3; refresh_by has no effect at 1, and these runs predate it).
     'implicit-cd-r1': ('implicit CD (T_inner 1, gcr, the term every step)',
-                       {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.solver.refresh': 1,
-                        'implicit.solver.refresh_by': 'program'}),
+                       {'method': 'implicit', 'implicit.primary_loss': 'cd', **experiments.EVERY_STEP}),
 }
 
 
