@@ -419,6 +419,21 @@ def test_the_main_jobs_config_is_its_committed_record():
   assert record_differences(record['config'], load_config('bibtex')) == []
 
 
+def test_every_cora_record_is_its_row_at_its_size_and_draw():
+  """docs/cora.md's "config" cell names the row alone (configs/cora.py:<system>): so each committed Cora record
+  must be that row at the record's labeled-set size and draw, field for field (the rows of an earlier design pin
+  it: implicit_jax/experiments/cora.py)."""
+  from scripts import reproduce_cora  # pylint: disable=import-outside-toplevel
+  paths = sorted(reproduce_cora.RUNS.glob('cora-*.json'))
+  assert len(paths) >= 100
+  for path in paths:
+    record = json.loads(path.read_text())
+    data = record['config']['data']
+    system = path.stem[len('cora-'):].rsplit('-l', 1)[0]
+    config = reproduce_cora.base_config(data['labeled'], data['draw'], data['data_dir'], system)
+    assert record_differences(record['config'], config) == [], path.name
+
+
 def test_every_row_of_the_results_tables_names_its_recipe():
   """Each row of the MLC (main, baselines, ablation), tagging, Cora and horses tables, in their pages and in
   docs/results.md, ends in its recipe: the config that reproduces it (a config file and a row its get_config
