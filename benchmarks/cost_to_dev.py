@@ -56,6 +56,9 @@ PAIRS = {
                          'horses/runs_seal_data/seal-regression-seed*.json', 'dev_mean_iou'),
     'cora': ('Cora, 10 labeled', 'cora/runs/cora-implicit-cd-l10-d*.json', 'R-SPEN-style rank by reward',
              'cora/runs/cora-rspen-l10-d*.json', 'dev_accuracy'),
+    'cora-T5': ('Cora, 10 labeled, five inner steps and 15 epochs (configs/cora.py until issue 45)',
+                'cora/runs/cora-implicit-cd-t5-l10-d*.json', 'R-SPEN-style rank by reward, 15 epochs',
+                'cora/runs/cora-rspen-e15-l10-d*.json', 'dev_accuracy'),
 }
 
 
