@@ -52,7 +52,8 @@ CHOICES = [(row, 'implicit-cd-t5') for row in ('implicit-cd', 'implicit-cd-gcr',
                                                'implicit-cd-t1-r3', 'implicit-cd-t1-lr5-r3')]
 CHOICES += [('dvn', 'dvn-e15'), ('rspen', 'rspen-e15')]
 SWEEP_DIR = ROOT / 'docs' / 'cora' / 'sweeps'
-# sweep -> (size, draw, {variant: overrides}); choices read the dev column only.
+# sweep -> (size, draw, {variant: overrides}); choices read the dev column only. The cd-* sweeps ran on
+# configs/cora.py's implicit design until 2026-11-28 (row implicit-cd-t5); their records are their recipe.
 SWEEPS = {
     # 2026-11-24, implicit CD at 10 labeled, draw 0 (configs/cora.py then had aux_lambda 0.1): lambda 1 reached the
     # best dev accuracy, still rising at the last epoch; a larger rank margin did not help.

@@ -24,7 +24,8 @@ SYSTEMS = {
     'bilstm': ('BiLSTM, labeled only (cross-entropy)', {'method': 'feedforward', **_FLOOR}),
     'crf': ('BiLSTM-CRF, labeled only', {'method': 'crf', **_FLOOR}),
     # The rivals at the config's 30 epochs, as implicit CD: at 15 some of their dev curves still rose. A 30-epoch
-    # run repeats the 15-epoch one for its first 15 (a constant rate, the same batches), so its dev is no lower.
+    # run repeats today's 15-epoch run for its first 15 (a constant rate, the same batches), so its dev is no lower;
+    # the 15-epoch R-SPEN records predate 5109292 (batched energy calls), and today's code does not repeat them.
     'dvn': ('DVN regressing the reward', {'method': 'dvn'}),
     'rspen': ('R-SPEN-style rank by reward', {'method': 'rspen'}),
     'dvn-e15': ('DVN regressing the reward, 15 epochs', {'method': 'dvn', 'num_epochs': 15}),
