@@ -11,8 +11,8 @@ Rows:   --config=configs/cora.py:ROW trains a row of docs/cora.md (its config co
         sets its size and draw: --config.data.labeled=N --config.data.draw=K --config.seed=K. ROW: a trained
         system of implicit_jax/experiments/cora.py: bilstm, crf, dvn, rspen, implicit-cd-labeled, implicit-cd
         (this config as it is), implicit-cd-t5 (this config's design until 2026-11-28), and the rows of the designs
-        and schedules tried on dev (dvn-e15, rspen-e15, implicit-cd-gcr, implicit-cd-gcr-t5, implicit-cd-r3,
-        implicit-cd-t1-r3, implicit-cd-t1-lr5-r3).
+        and schedules tried on dev (dvn-e15, rspen-e15, implicit-cd-labeled-t5, implicit-cd-gcr, implicit-cd-gcr-t5,
+        implicit-cd-r3, implicit-cd-t1-r3, implicit-cd-t1-lr5-r3).
 """
 
 from implicit_jax.engine import config as config_lib
