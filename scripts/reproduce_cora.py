@@ -148,12 +148,16 @@ def rules_accuracy(data_dir) -> float:
   return right / total
 
 
+def system_of(path: Path) -> str:
+  """The row of a record ``cora-<system>-l<size>-d<draw>.json``."""
+  return path.stem[len('cora-'):].rsplit('-l', 1)[0]
+
+
 def load_runs() -> dict:
   runs = {}
   for path in sorted(RUNS.glob('*.json')):
     record = records.load(path)
-    system = path.stem[len('cora-'):].rsplit('-l', 1)[0]
-    runs.setdefault((system, record['config']['data']['labeled']), []).append(record)
+    runs.setdefault((system_of(path), record['config']['data']['labeled']), []).append(record)
   return runs
 
 
@@ -163,12 +167,10 @@ def fmt(values) -> str:
 
 def paired(a, b, field: str = 'test_accuracy') -> str:
   """``a - b`` of ``field`` over the draws both have (x 100): mean (per draw), and how many are positive."""
-  a = {r['config']['data']['draw']: r[field] for r in a}
-  b = {r['config']['data']['draw']: r[field] for r in b}
-  common = sorted(set(a) & set(b))
+  common, d = records.paired_diffs({r['config']['data']['draw']: r[field] for r in a},
+                                   {r['config']['data']['draw']: r[field] for r in b})
   if not common:
     return 'no common draws'
-  d = [100 * (a[k] - b[k]) for k in common]
   return (f'{np.mean(d):+.2f} (per draw {", ".join(f"{x:+.2f}" for x in d)}; '
           f'{sum(x > 0 for x in d)}/{len(d)} positive)')
 

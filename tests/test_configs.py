@@ -429,8 +429,7 @@ def test_every_cora_record_is_its_row_at_its_size_and_draw():
   for path in paths:
     record = json.loads(path.read_text())
     data = record['config']['data']
-    system = path.stem[len('cora-'):].rsplit('-l', 1)[0]
-    config = reproduce_cora.base_config(data['labeled'], data['draw'], data['data_dir'], system)
+    config = reproduce_cora.base_config(data['labeled'], data['draw'], data['data_dir'], reproduce_cora.system_of(path))
     assert record_differences(record['config'], config) == [], path.name
 
 
