@@ -115,6 +115,27 @@ def machine_line(m: dict[str, Any]) -> str:
           f'load average at start (1, 5, 15 min): {load}{note}')
 
 
+def device_tag() -> str:
+  """'' on the CPU, the project's reference machine; ``_<backend>`` (``_gpu``) on an accelerator, whose sections and
+  figures are kept beside the CPU's (``implicit_cost_mlc_gpu``, ``cost_to_dev_gpu.json``), never in their place."""
+  backend = jax.default_backend()
+  return '' if backend == 'cpu' else f'_{backend}'
+
+
+def matmul_rate(n: int = 8192, reps: int = 10) -> float:
+  """FLOP/s of an ``n x n x n`` float32 matrix product at JAX's default precision, on this device, in this process:
+  the ceiling a step's FLOP rate is read against (measured, not the datasheet's)."""
+  a = jax.random.normal(jax.random.key(0), (n, n), jax.numpy.float32)
+  product = jax.jit(lambda a: a @ a)
+  jax.block_until_ready(product(a))
+  seconds = []
+  for _ in range(reps):
+    t0 = time.perf_counter()
+    jax.block_until_ready(product(a))
+    seconds.append(time.perf_counter() - t0)
+  return 2 * n ** 3 / median(seconds)
+
+
 def cpu_ticks() -> tuple[int, int] | None:
   """``(steal, total)`` jiffies of all CPUs from /proc/stat (Linux), None elsewhere.
 

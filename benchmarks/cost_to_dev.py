@@ -1,6 +1,7 @@
 r"""What a user feels: the training cost of each method to reach a dev score, implicit CD against its family's rival.
 
 Usage: python benchmarks/cost_to_dev.py [--pairs bibtex,pos,...] [--data_dir ../shared/data] [--reps 10] [--write]
+       python benchmarks/cost_to_dev.py --table_only [--of cpu|gpu]   # the section again from its figures file
 
 For each pair of committed run records (``PAIRS``: the implicit CD rows of the results tables and the rival that
 ``benchmarks/implicit_cost.py`` holds them to), seed by seed:
@@ -14,13 +15,16 @@ For each pair of committed run records (``PAIRS``: the implicit CD rows of the r
   the same first training batch; **compile** is the first call's time less one step (paid once per run).
 
 Steps are deterministic (the records), and the step times are a ratio taken side by side, so the ratio of the two
-costs hardly depends on the machine. A term refreshed every k-th step (``solver.refresh``) is timed as the mean step.
+costs hardly depends on the machine of one kind; a CPU and a GPU differ (docs/benchmarks.md's findings), so on an
+accelerator the figures go to ``cost_to_dev_<backend>.json`` and their own section, and ``--table_only --of=gpu``
+rebuilds that section anywhere. A term refreshed every k-th step (``solver.refresh``) is timed as the mean step.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 import time
 
@@ -35,7 +39,6 @@ from implicit_jax.engine import data  # pylint: disable=wrong-import-position
 from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
 
 DOCS = common.ROOT / 'docs'
-OUT_JSON = DOCS / 'benchmarks' / 'cost_to_dev.json'
 # name -> (what it is, implicit records, rival's label, rival records, the dev score both select on). Records are
 # globs under docs/; the rival is the one of the goals in implicit_cost.py.
 PAIRS = {
@@ -141,7 +144,26 @@ def fmt_steps(values) -> str:
   return ' / '.join(str(v) for v in values)
 
 
-def section(results: list[dict]) -> str:
+def out_json(tag: str):
+  """The figures of the last ``--write`` runs: docs/benchmarks/cost_to_dev.json on the CPU, ``cost_to_dev_gpu.json``
+  on a GPU (``common.device_tag``)."""
+  return DOCS / 'benchmarks' / f'cost_to_dev{tag}.json'
+
+
+def with_compile(result: dict, seed: dict) -> float:
+  """A seed's cost ratio with each run's compile of one batch shape added to its side."""
+  return ((seed['implicit_seconds'] + result['implicit_compile_s'])
+          / (seed['rival_seconds'] + result['rival_compile_s']))
+
+
+def measured_on(result: dict, tag: str) -> str:
+  """When a pair was measured, and on an accelerator on which device (a GPU section's pairs may come from runs on
+  several kinds): each pair's ratio is of one process on one device."""
+  device = re.search(r'backend, ([^)]+)\)', result['machine'])
+  return f'{result["date"]}, {device.group(1)}' if tag and device else result['date']
+
+
+def section(results: list[dict], tag: str = '') -> str:
   """The section from the pairs' figures; each run that measured some of them named with its command and machine."""
   rows = []
   for r in results:
@@ -156,18 +178,22 @@ def section(results: list[dict]) -> str:
                  f'{np.median([s["implicit_seconds"] for s in seeds]):.3g} / '
                  f'{np.median([s["rival_seconds"] for s in seeds]):.3g}',
                  f'{fewer}/{len(seeds)}', f'{np.median(ratios):.2f}x', f'{cheaper}/{len(seeds)}',
-                 f'{r["implicit_compile_s"]:.1f} / {r["rival_compile_s"]:.1f}', r['date']])
+                 f'{np.median([with_compile(r, s) for s in seeds]):.2f}x',
+                 f'{r["implicit_compile_s"]:.1f} / {r["rival_compile_s"]:.1f}', measured_on(r, tag)])
   table = common.table(['pair', 'rival', 'implicit design (its records\')', 'dev score', 'target, x 100 (per seed)',
                         'implicit steps to it', 'rival steps to it', 'ms / step, implicit / rival (ratio)',
                         'seconds to it, median over seeds, implicit / rival',
                         'seeds where implicit needs no more steps', 'cost ratio (median of seeds)',
-                        'seeds where implicit costs no more', 'compile s, implicit / rival', 'measured'], rows)
+                        'seeds where implicit costs no more', 'cost ratio with one compile each (median)',
+                        'compile s, implicit / rival', 'measured'], rows)
   text = ('Per seed, the target is the best dev score both runs reach (the lower of the two bests); steps are the '
           'training steps each run had taken when its dev score first reached it (dev is evaluated once per epoch), '
           'from the committed records; cost is steps times the step time of the record\'s own config, the median of '
           'the interleaved calls of each training step in one process on the same first training batch (the mean, '
           'for a term refreshed every k-th step). The cost ratio is implicit over rival (under 1: the implicit run '
-          'reached the target for less). Compile: the first call less one step, paid once per run.')
+          'reached the target for less). Compile: the first call less one step, paid once per run (per batch shape: '
+          'a run whose batches take several shapes pays it once per shape); the cost ratio with one compile adds it '
+          'to each side, what a short run feels.')
   fill = textwrap.fill(text, 115, break_long_words=False, break_on_hyphens=False)
   runs = {}
   for r in results:  # one run of the script measures several pairs, a minute or so apart
@@ -175,7 +201,8 @@ def section(results: list[dict]) -> str:
   header = '\n'.join(f'Command: `{command}` — {min(dates)}{f" to {max(dates)}" if len(set(dates)) > 1 else ""}.'
                      f'\n\nMachine: {machine}.\n' for (command, machine), dates in sorted(runs.items(),
                                                                                      key=lambda kv: min(kv[1])))
-  return f'## Cost to a dev score (`benchmarks/cost_to_dev.py`)\n\n{header}\n{fill}\n\n{table}\n'
+  where = f' on the {tag[1:].upper()}' if tag else ''
+  return f'## Cost to a dev score{where} (`benchmarks/cost_to_dev.py`)\n\n{header}\n{fill}\n\n{table}\n'
 
 
 def main():
@@ -187,6 +214,8 @@ def main():
                  'docs/benchmarks/cost_to_dev.json (otherwise print only)')
   p.add_argument('--table_only', action='store_true', help='rebuild the section from docs/benchmarks/cost_to_dev.json '
                  '(no timing), then exit')
+  p.add_argument('--of', choices=('cpu', 'gpu'), help='with --table_only: whose figures (default: this machine\'s '
+                 'backend), e.g. --of=gpu on the CPU rebuilds the GPU section from cost_to_dev_gpu.json')
   args = p.parse_args()
   names = [n for n in args.pairs.split(',') if n]
   unknown = [n for n in names if n not in PAIRS]
@@ -196,11 +225,13 @@ def main():
     p.error(f'--data_dir {args.data_dir}: no such folder (the benchmark data, ../shared/data)')
   m = common.machine()
   print(common.machine_line(m), flush=True)
-  kept = json.loads(OUT_JSON.read_text(encoding='utf-8')) if OUT_JSON.exists() else {}
+  tag = common.device_tag() if args.of is None else ('' if args.of == 'cpu' else f'_{args.of}')
+  path = out_json(tag)
+  kept = json.loads(path.read_text(encoding='utf-8')) if path.exists() else {}
   if args.table_only:
     if not kept:
-      p.error(f'--table_only: no {OUT_JSON.relative_to(common.ROOT)} yet (run without it first)')
-    common.write_section(args.out, 'cost_to_dev', section([kept[n] for n in PAIRS if n in kept]))
+      p.error(f'--table_only: no {path.relative_to(common.ROOT)} yet (run without it first)')
+    common.write_section(args.out, f'cost_to_dev{tag}', section([kept[n] for n in PAIRS if n in kept], tag))
     return
   for name in names:
     result = measure(name, args.data_dir, args.reps)
@@ -208,13 +239,11 @@ def main():
                   date=common.section_header(m).split('— ', 1)[1].split('.\n', 1)[0])
     kept[name] = result
     print(json.dumps({k: v for k, v in result.items() if k != 'seeds'}), flush=True)
-  ordered = [kept[n] for n in PAIRS if n in kept]
-  body = section(ordered)
-  print(body, flush=True)
-  if args.write:
-    OUT_JSON.parent.mkdir(parents=True, exist_ok=True)
-    OUT_JSON.write_text(json.dumps(kept, indent=1) + '\n', encoding='utf-8')
-    common.write_section(args.out, 'cost_to_dev', body)
+    if args.write:  # after each pair: a run stopped midway keeps the pairs it measured
+      path.parent.mkdir(parents=True, exist_ok=True)
+      path.write_text(json.dumps(kept, indent=1) + '\n', encoding='utf-8')
+      common.write_section(args.out, f'cost_to_dev{tag}', section([kept[n] for n in PAIRS if n in kept], tag))
+  print(section([kept[n] for n in PAIRS if n in kept], tag), flush=True)
 
 
 if __name__ == '__main__':

@@ -1,7 +1,7 @@
 r"""The implicit method's training step beside every rival of its task, one process per task family.
 
 Usage: python benchmarks/implicit_cost.py --task mlc|pos|ner|horses|horses-seal-data|cora [--data_dir ../shared/data] [--reps 10]
-           [--write [--out docs/benchmarks.md]]
+           [--rivals A,B] [--write [--out docs/benchmarks.md]]
        python benchmarks/implicit_cost.py --summary   # one table over the tasks, docs and README
 
 For one task family: the task's config (configs/bibtex.py, pos.py, ner.py, horses.py, cora.py at 10 labeled;
@@ -18,6 +18,10 @@ The implicit rows: ``before`` is the design the tables were made with until 2026
 ``solver.refresh`` 3, ``gcr`` the implicit term by one fused GCR pass after one inner step (``FAST``,
 bilevel.implicit_gcr), ``no term`` the no-term ablation on that inner step (the floor of any implicit term);
 ``committed until issue 45`` the design a config held before that issue changed it (``PREVIOUS``).
+
+``--rivals=A,B`` times those rivals only (the goal's is always timed; ``--rivals=`` the goal's alone). On an
+accelerator the section and figures file take the suffix ``_<backend>`` (``implicit_cost_mlc_gpu``), and the table
+adds steps per second, XLA's FLOP count of the step and the share of the float32 matrix rate measured in the process.
 """
 
 from __future__ import annotations
@@ -130,6 +134,8 @@ def main():
   shared = common.ROOT.parent / 'shared' / 'data'
   p.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR') or str(shared))
   p.add_argument('--write', action='store_true', help='write the section into --out (otherwise print only)')
+  p.add_argument('--rivals', help='comma-separated labels of the rivals to time beside the implicit rows (default: '
+                 'all of the task\'s; the goal\'s rival is always timed), e.g. --rivals= for the goal\'s alone')
   args = p.parse_args()
   if args.summary:
     print(summary(args.out))
@@ -140,6 +146,12 @@ def main():
   print(common.machine_line(m), flush=True)
   base = base_config(args.task, args.data_dir)
   _, reference, goal, rivals = TASKS[args.task]
+  if args.rivals is not None:
+    chosen = {label for label in args.rivals.split(',') if label}
+    unknown = chosen - set(rivals)
+    if unknown:
+      p.error(f'--rivals: unknown {", ".join(sorted(unknown))}; the {args.task} rivals are {", ".join(rivals)}')
+    rivals = {label: o for label, o in rivals.items() if label in chosen | {reference}}
   rows = {**rivals, **implicit_rows(args.task)}
   configs = {}
   for label, overrides in rows.items():
@@ -152,6 +164,11 @@ def main():
   times = common.time_interleaved(steps, args.reps, warmup=step_cost.warmup_calls(steps))
   med = step_cost.seconds_per_step(times, steps)
   ref = med[reference]
+  tag = common.device_tag()
+  # On an accelerator, what a user there sees: steps per second, and the share of the device's float32 matrix rate
+  # (measured here) that the step's XLA-counted FLOPs reach.
+  flops = {label: steps[label].flops() for label in rows} if tag else {}
+  peak = common.matmul_rate() if tag else None
   table_rows = []
   for label in rows:
     c = configs[label]
@@ -163,11 +180,15 @@ def main():
     mark = ''
     if label.startswith('implicit') and 'no term' not in label:
       mark = 'yes' if ratio <= goal else 'no'
+    device_cols = ([f'{1 / med[label]:.0f}', f'{flops[label] / 1e9:.3g}',
+                    f'{100 * flops[label] / med[label] / peak:.2g}%'] if tag else [])
     table_rows.append([label, f'`{c.method}`', design, common.ms(med[label]), common.spread(times[label]),
-                       f'{ratio:.2f}x', mark])
+                       *device_cols, f'{ratio:.2f}x', mark])
+  device_header = (['steps/s', 'GFLOP/step (XLA\'s count)', f'share of the f32 matmul rate ({peak / 1e12:.0f} '
+                    f'TFLOP/s measured)'] if tag else [])
   table = common.table(['system', 'method', 'implicit design (median solver residual over the timed steps)',
-                        'train ms/step', 'p25-p75 ms', f'vs {reference}', f'within the goal ({goal:g}x)'],
-                       table_rows)
+                        'train ms/step', 'p25-p75 ms', *device_header, f'vs {reference}',
+                        f'within the goal ({goal:g}x)'], table_rows)
   own_data = len({id(s.batch) for s in steps.values()}) > 1
   where = {'cora': ' at 10 labeled citations',
            'horses-seal-data': ":<system>,seal-data (SEAL's protocol on SEAL's data, each rival with SEAL's chosen "
@@ -178,25 +199,41 @@ def main():
            f'medians of {args.reps} interleaved calls after a compiling call (the mean, for a term refreshed every k-th step, whose steps alternate). Goal: the implicit step at most '
            f'{goal:g}x {reference}\'s.' + (' The labeled-only rows train on the labeled citations alone: their '
                                              'batch is the first of that split.' if own_data else ''))
-  body = (f'## Implicit step against its rivals: {args.task} (`benchmarks/implicit_cost.py --task {args.task}`)\n\n'
-          f'{common.section_header(m)}\n{fill(setup)}\n\n{table}\n')
+  if tag:
+    setup += (f' On the {m["backend"].upper()} ({m["device"]}): XLA counts a loop\'s body once, so for a step with '
+              f'loops inside (T_inner above 1, an iterative solver) its FLOPs and their share are lower bounds; it '
+              f'counts both branches of a conditional, so a term refreshed inside one program counts both forms.')
+  where_run = f' on the {m["backend"].upper()}' if tag else ''
+  body = (f'## Implicit step against its rivals: {args.task}{where_run} (`benchmarks/implicit_cost.py --task '
+          f'{args.task}`)\n\n{common.section_header(m)}\n{fill(setup)}\n\n{table}\n')
   print(body, flush=True)
   if args.write:
-    common.write_section(args.out, f'implicit_cost_{args.task}', body)
+    common.write_section(args.out, f'implicit_cost_{args.task}{tag}', body)
     SUMMARY_DIR.mkdir(parents=True, exist_ok=True)
     record = {'task': args.task, 'reference': reference, 'goal': goal, 'reps': args.reps,
               'command': common.command_line(), 'machine': common.machine_line(m),
               'date': common.section_header(m).split('— ', 1)[1].split('.\n', 1)[0],
               'ms': {k: med[k] * 1e3 for k in rows}, 'design': {r[0]: r[2] for r in table_rows}}
-    (SUMMARY_DIR / f'{args.task}.json').write_text(json.dumps(record, indent=1) + '\n', encoding='utf-8')
+    if tag:
+      record.update(flops=flops, matmul_flops_per_s=peak)
+    (SUMMARY_DIR / f'{args.task}{tag}.json').write_text(json.dumps(record, indent=1) + '\n', encoding='utf-8')
 
 
 def summary(out: str) -> str:
   """One table over the task families from their last ``--write`` runs (docs/benchmarks/implicit_cost/*.json):
-  the implicit step before and now, against the goal's rival, measured in one process per task."""
+  the implicit step before and now, against the goal's rival, measured in one process per task; and where some
+  tasks were measured on a GPU (``<task>_gpu.json``), the same table of those beside it."""
+  body = summary_table(out, '')
+  if any(SUMMARY_DIR.glob('*_gpu.json')):
+    body += '\n' + summary_table(out, '_gpu')
+  return body
+
+
+def summary_table(out: str, tag: str) -> str:
+  """The summary section of the runs of one backend (``common.device_tag``); README gets the CPU's."""
   rows = []
   for task in TASKS:
-    path = SUMMARY_DIR / f'{task}.json'
+    path = SUMMARY_DIR / f'{task}{tag}.json'
     if not path.exists():
       rows.append([task, '', '', 'not measured', '', '', '', '', '', '', ''])
       continue
@@ -229,9 +266,14 @@ def summary(out: str) -> str:
                  'that solves and one that reuses, the host picking (solver.refresh_by=\'host\'); '
                  'the T_inner 1 + one GCR pass row is the cheapest design that solves the term on every step. A '
                  'design is committed only where it held on dev.') + f'\n\n{table}\n')
-  common.write_section(out, 'implicit_cost_summary', body)
+  if tag:
+    body = ('## The implicit step against the goal\'s rival on the GPU (`benchmarks/implicit_cost.py --summary`)\n\n'
+            + fill('As the table above, from the task sections measured on a GPU (`--task` there; each names its '
+                   'device, an H100 or an H200: a ratio is of one process on one device). Steps per second and the '
+                   'share of the device\'s matrix rate are in those sections.') + f'\n\n{table}\n')
+  common.write_section(out, f'implicit_cost_summary{tag}', body)
   readme = common.ROOT / 'README.md'
-  if out != '-' and '<!-- bench:implicit_cost_summary -->' in readme.read_text(encoding='utf-8'):
+  if not tag and out != '-' and '<!-- bench:implicit_cost_summary -->' in readme.read_text(encoding='utf-8'):
     common.write_section(str(readme), 'implicit_cost_summary',
                          f'Written by `python benchmarks/implicit_cost.py --summary`; each task\'s measurement, '
                          f'machine and every rival: [docs/benchmarks.md](docs/benchmarks.md).\n\n{table}')

@@ -53,6 +53,20 @@ class Stepper:
     return sum(common.median([t for t, p in zip(times, places) if p == place])
                for place in range(self.period)) / self.period
 
+  def flops(self) -> float:
+    """XLA's count of floating-point operations of one step (the mean over a period's forms). XLA counts a loop's
+    body once, not once per trip, and both branches of a conditional: for a step with loops inside (T_inner above 1,
+    an iterative solver) the count is low, for one that picks its form inside one program (``solver.refresh`` with
+    refresh_by 'program') high."""
+    forms = ([(self.step.jitted, (self.state, self.batch, self.step.form(k))) for k in range(self.period)]
+             if hasattr(self.step, 'jitted') else [(self.step, (self.state, self.batch))])
+    counts = []
+    for fn, args in forms:
+      cost = fn.lower(*args).compile().cost_analysis()
+      cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+      counts.append(float(cost.get('flops', float('nan'))))
+    return sum(counts) / len(counts)
+
   def mean_iterations(self) -> tuple[float, int, int]:
     """Mean, min and max of the solver's ``iterations`` diagnostic over the calls made so far."""
     its = [float(m['iterations']) for m in self.metrics]

@@ -609,6 +609,39 @@ def test_cost_to_dev_reads_steps_to_the_score_both_reach_from_the_committed_reco
     cost_to_dev.load_runs('mlc/runs/bibtex-mbce-seed0.json', 'dev_nothing')
 
 
+def test_cost_to_dev_sections_are_their_figures_files_and_a_gpu_row_names_its_device():
+  """docs/benchmarks.md's cost-to-dev sections, the CPU's and the GPU's, are what --table_only builds from
+  cost_to_dev.json and cost_to_dev_gpu.json (no figure typed by hand); a GPU row names the device its pair ran on
+  (one section holds pairs of an H100 and an H200); the cost with one compile adds each run's compile to its side."""
+  import re  # pylint: disable=import-outside-toplevel
+  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
+  import cost_to_dev  # pylint: disable=import-outside-toplevel
+  doc = (cost_to_dev.DOCS / 'benchmarks.md').read_text(encoding='utf-8')
+  for tag in ('', '_gpu'):
+    kept = json.loads(cost_to_dev.out_json(tag).read_text(encoding='utf-8'))
+    body = cost_to_dev.section([kept[n] for n in cost_to_dev.PAIRS if n in kept], tag)
+    written = re.search(rf'<!-- bench:cost_to_dev{tag} -->\n(.*?)\n<!-- /bench:cost_to_dev{tag} -->', doc, re.S)
+    assert written and written.group(1) == body.strip(), tag
+  gpu = {'date': '2026-11-28 06:10 UTC', 'machine': 'Xeon, 16 cores, JAX 0.11.2 (gpu backend, NVIDIA H200); load'}
+  assert cost_to_dev.measured_on(gpu, '_gpu') == '2026-11-28 06:10 UTC, NVIDIA H200'
+  assert cost_to_dev.measured_on(gpu, '') == '2026-11-28 06:10 UTC'
+  result = {'implicit_compile_s': 20.0, 'rival_compile_s': 5.0}
+  assert cost_to_dev.with_compile(result, {'implicit_seconds': 10.0, 'rival_seconds': 25.0}) == 1.0
+
+
+def test_implicit_cost_names_an_unknown_rival_in_one_line():
+  """benchmarks/implicit_cost.py --rivals: a label the task lacks ends with one line naming it and the task's rivals
+  (before any data is read or step compiled)."""
+  import subprocess  # pylint: disable=import-outside-toplevel
+  root = Path(__file__).resolve().parents[1]
+  done = subprocess.run([sys.executable, str(root / 'benchmarks' / 'implicit_cost.py'), '--task', 'pos',
+                         '--rivals=InfNet+ stacked,no-such-rival', '--out', '-'], capture_output=True, text=True,
+                        timeout=120, check=False)
+  assert done.returncode == 2
+  last = done.stderr.strip().splitlines()[-1]
+  assert 'unknown no-such-rival' in last and 'InfNet+ stacked' in last, done.stderr
+
+
 def test_rerun_moves_names_the_direction_of_each_rerun_on_another_device():
   """A rerun on the other kind of device is counted by direction: CPU records rerun on a GPU, a GPU one on a CPU."""
   rec = lambda device, f1: {'device': device, 'seed': 0, 'test_f1': f1, 'history': [{'epoch': 1, 'dev_f1': f1}]}
