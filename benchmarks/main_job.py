@@ -6,7 +6,8 @@ own process and workdir, from the start (imports, data, compilation, training, e
 
 The default baseline is the last commit before issue 45 changed the main job (five inner steps, 40 epochs). Each
 run's test F1 is read from its metrics.json: the two jobs are different designs, so the table shows what each
-computes beside what it costs; the same commit always gives the same F1. Wall-clock seconds move with the
+computes beside what it costs; the same commit gives the same F1 on one machine (another CPU may round
+differently and drift: docs/usage.md, "Rerunning a record"). Wall-clock seconds move with the
 machine's load; the turns put a burst of load on both alike, and the table gives medians and the share of turns
 this tree won.
 """
