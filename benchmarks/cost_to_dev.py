@@ -217,6 +217,8 @@ def main():
   p.add_argument('--of', choices=('cpu', 'gpu'), help='with --table_only: whose figures (default: this machine\'s '
                  'backend), e.g. --of=gpu on the CPU rebuilds the GPU section from cost_to_dev_gpu.json')
   args = p.parse_args()
+  if args.of is not None and not args.table_only:
+    p.error('--of reads a backend\'s figures and goes with --table_only; a measuring run writes its own backend\'s')
   names = [n for n in args.pairs.split(',') if n]
   unknown = [n for n in names if n not in PAIRS]
   if unknown:
@@ -228,10 +230,11 @@ def main():
   tag = common.device_tag() if args.of is None else ('' if args.of == 'cpu' else f'_{args.of}')
   path = out_json(tag)
   kept = json.loads(path.read_text(encoding='utf-8')) if path.exists() else {}
+  body = lambda: section([kept[n] for n in PAIRS if n in kept], tag)  # the pairs kept so far, in PAIRS' order
   if args.table_only:
     if not kept:
       p.error(f'--table_only: no {path.relative_to(common.ROOT)} yet (run without it first)')
-    common.write_section(args.out, f'cost_to_dev{tag}', section([kept[n] for n in PAIRS if n in kept], tag))
+    common.write_section(args.out, f'cost_to_dev{tag}', body())
     return
   for name in names:
     result = measure(name, args.data_dir, args.reps)
@@ -242,8 +245,8 @@ def main():
     if args.write:  # after each pair: a run stopped midway keeps the pairs it measured
       path.parent.mkdir(parents=True, exist_ok=True)
       path.write_text(json.dumps(kept, indent=1) + '\n', encoding='utf-8')
-      common.write_section(args.out, f'cost_to_dev{tag}', section([kept[n] for n in PAIRS if n in kept], tag))
-  print(section([kept[n] for n in PAIRS if n in kept], tag), flush=True)
+      common.write_section(args.out, f'cost_to_dev{tag}', body())
+  print(body(), flush=True)
 
 
 if __name__ == '__main__':

@@ -642,6 +642,17 @@ def test_implicit_cost_names_an_unknown_rival_in_one_line():
   assert 'unknown no-such-rival' in last and 'InfNet+ stacked' in last, done.stderr
 
 
+def test_cost_to_dev_refuses_another_backends_figures_file_for_a_measuring_run():
+  """benchmarks/cost_to_dev.py --of names whose figures --table_only rebuilds; a measuring run given it would write
+  this machine's timings into the other backend's file, so it ends in one line before anything is timed."""
+  import subprocess  # pylint: disable=import-outside-toplevel
+  root = Path(__file__).resolve().parents[1]
+  done = subprocess.run([sys.executable, str(root / 'benchmarks' / 'cost_to_dev.py'), '--of=gpu', '--pairs=cora',
+                         '--out', '-'], capture_output=True, text=True, timeout=120, check=False)
+  assert done.returncode == 2
+  assert '--of' in done.stderr.strip().splitlines()[-1] and '--table_only' in done.stderr, done.stderr
+
+
 def test_rerun_moves_names_the_direction_of_each_rerun_on_another_device():
   """A rerun on the other kind of device is counted by direction: CPU records rerun on a GPU, a GPU one on a CPU."""
   rec = lambda device, f1: {'device': device, 'seed': 0, 'test_f1': f1, 'history': [{'epoch': 1, 'dev_f1': f1}]}
