@@ -42,8 +42,11 @@ DOCS = common.ROOT / 'docs'
 # name -> (what it is, implicit records, rival's label, rival records, the dev score both select on). Records are
 # globs under docs/; the rival is the one of the goals in implicit_cost.py.
 PAIRS = {
-    'bibtex': ('bibtex, 150-unit nets (the main job)', 'mlc/runs/bibtex-implicit-cd-gcr-T1-r3-seed*.json', 'MBCE',
+    'bibtex': ('bibtex, 150-unit nets (the main job)', 'mlc/runs/bibtex-implicit-cd-gcr-T1-r3h-seed*.json', 'MBCE',
                'mlc/runs/bibtex-mbce-seed*.json', 'dev_f1'),
+    'bibtex-r3': ('bibtex, 150-unit nets, the same step in one program (the main job until 2026-11-28)',
+                  'mlc/runs/bibtex-implicit-cd-gcr-T1-r3-seed*.json', 'MBCE', 'mlc/runs/bibtex-mbce-seed*.json',
+                  'dev_f1'),
     'bibtex-T5': ('bibtex, 150-unit nets, five inner steps (the main job until issue 45)',
                   'mlc/runs/bibtex-implicit-cd-gcr-seed*.json', 'MBCE', 'mlc/runs/bibtex-mbce-seed*.json', 'dev_f1'),
     'bibtex-h400': ('bibtex, 400-unit nets', 'mlc/runs/bibtex-implicit-cd-h400-seed*.json', 'MBCE',

@@ -8,8 +8,9 @@ Rows:   --config=configs/bibtex.py:ROW trains a row of the results tables (docs/
         baselines.md name each row's ROW); --config.seed=K --config.data.split_seed=K its seed K (the seed also
         draws the dev split). ROW = SYSTEM[,resplit]: SYSTEM is a name of implicit_jax/experiments/mlc.py's
         SYSTEMS or BASELINES, e.g. mbce, implicit-cd (normal_cg: the design before the GCR pass),
-        implicit-cd-gcr (five inner steps: this config until issue 45), implicit-cd-gcr-T1-r3 (this config as it
-        is), implicit-cd-h400, seal-dynamic_nce (a space written _); ROW = base: the values every row starts from.
+        implicit-cd-gcr (five inner steps: this config until issue 45), implicit-cd-gcr-T1-r3 (the same step in
+        one program: this config until 2026-11-28), implicit-cd-gcr-T1-r3h (this config as it is), implicit-cd-h400,
+        seal-dynamic_nce (a space written _); ROW = base: the values every row starts from.
         ",resplit": the paper's stratified 60/20/20 re-split of all rows.
 Proximal inner problem (--config.implicit.proximal=3 --config.implicit.inner_steps=10
   --config.implicit.inner_curvature_step=5 --config.implicit.inner_optimizer.learning_rate=100
@@ -48,7 +49,9 @@ def get_config(arg=None):
   # genbase.py, cal500.py, spo_fun.py, custom.py read them as configs/bibtex.py:base). MBCE and the baselines update
   # their network once per batch, the implicit method T_inner times: their rows train twice the epochs. As it is
   # (no row), the main job is the row mlc.MAIN_ROW: one inner step, the term on every third step, 80 epochs (issue
-  # 45; sweep bibtex-fast: dev @0.5 +0.50 over the five-step design, paired mean of 3 seeds, at about half its step).
+  # 45; sweep bibtex-fast: dev @0.5 +0.50 over the five-step design, paired mean of 3 seeds, at about half its step),
+  # its steps that solve and those that reuse the term as two programs (dev tied with one program, paired on one
+  # machine over 3 seeds, at about a tenth less a step).
   if arg == 'base':
     return c
   return mlc.apply(c, arg or mlc.MAIN_ROW, once_per_batch_epochs=80)

@@ -162,6 +162,17 @@ SWEEPS = {
         # kept, the main job stays at 80. T1-gcr1-lr7.5e-4-e80: 40.19 on seed 0; seed 1 stopped
         # at step 15 (the energy ran away from the slower inference net: L_prim exactly 0 from step 9, the
         # solver's residual then 1.8e20, which the divergence check caught), not run further.
+        # The main job's two kinds of step (the term solved; the term reused, without d_theta L_prim) as two
+        # programs the host picks (solver.refresh_by 'host'), about a tenth off its step, against the main job as
+        # committed made again on the same machine and day (-again: a record reruns exactly only on its own kind of
+        # machine, docs/usage.md "Rerunning a record"), paired by seed.
+        'T1-gcr1-lr1.5e-3-r3-e80-again': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80,
+                                          'implicit.solver.refresh': 3},
+        'T1-gcr1-lr1.5e-3-r3h-e80': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80,
+                                     'implicit.solver.refresh': 3, 'implicit.solver.refresh_by': 'host'},
+        # Dev @0.5, -r3h-e80 less -r3-e80-again by seed: +0.47, +0.08, -0.48 (mean +0.02; dev tuned +2.12, -0.13,
+        # +0.27), at 109-111 s a run against 118-122: configs/bibtex.py's main job since 2026-11-28 (mlc.MAIN_ROW,
+        # docs/mlc/runs/bibtex-implicit-cd-gcr-T1-r3h-seed*, the same runs).
     }),
     # Issue 16: does bringing theta_T nearer stationarity (more inner steps, a larger inner rate) make the implicit
     # term right and useful? Judged on dev F1 @0.5 against the committed config (docs/mlc/runs/bibtex-implicit-cd,
