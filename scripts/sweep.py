@@ -155,13 +155,16 @@ SWEEPS = {
         'T1-gcr1-lr1.5e-3-r3-e60': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 60,
                                     'implicit.solver.refresh': 3},
         # Dev @0.5 against T5-gcr1, paired by seed: T1-gcr1-lr1.5e-3-e80 +1.97, +0.98, -0.42, -r3-e80 +1.69,
-        # +0.88, -1.08 (mean +0.50; dev tuned +0.44), the faster: configs/bibtex.py's main job since (mlc.MAIN_ROW,
-        # docs/mlc/runs/bibtex-implicit-cd-gcr-T1-r3-seed*, the same runs). Its first 60 epochs (no schedule depends
-        # on the epoch count) would cost less than T5-gcr1's 40 and gave dev +0.50, +0.88, -1.08 (mean +0.10), but
+        # +0.88, -1.08 (mean +0.50; dev tuned +0.44), the faster: configs/bibtex.py's main job from then to
+        # 2026-11-28 (row implicit-cd-gcr-T1-r3, docs/mlc/runs/bibtex-implicit-cd-gcr-T1-r3-seed*, the same runs).
+        # Its first 60 epochs (no schedule depends on the epoch count) would cost less than T5-gcr1's 40 and gave
+        # dev +0.50, +0.88, -1.08 (mean +0.10), but
         # rerun at 60 (-r3-e60, made as the row at 60 epochs) seed 0 lost 1.15 of the main job's test F1: not
-        # kept, the main job stays at 80. T1-gcr1-lr7.5e-4-e80: 40.19 on seed 0; seed 1 stopped
-        # at step 15 (the energy ran away from the slower inference net: L_prim exactly 0 from step 9, the
-        # solver's residual then 1.8e20, which the divergence check caught), not run further.
+        # kept, the main job stays at 80. T1-gcr1-lr7.5e-4-e80: 40.19 on seed 0; seed 1 stopped at step 15,
+        # not run further: L_prim was exactly 0 from step 9, and at step 15 the solver's residual relative to a
+        # right-hand side d_theta L_prim of ~0 read 1.8e20, which the divergence check caught. Rerun on 2026-11-28
+        # with the check off (divergence.max_residual=0), L_prim is back at step 23 and the first epoch ends
+        # normally: the stop was the ill-defined ratio's, not the run's (a leftover of issue 45).
         # The main job's two kinds of step (the term solved; the term reused, without d_theta L_prim) as two
         # programs the host picks (solver.refresh_by 'host'), about a tenth off its step, against the main job as
         # committed made again on the same machine and day (-again: a record reruns exactly only on its own kind of
