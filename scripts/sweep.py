@@ -164,7 +164,8 @@ SWEEPS = {
         # not run further: L_prim was exactly 0 from step 9, and at step 15 the solver's residual relative to a
         # right-hand side d_theta L_prim of ~0 read 1.8e20, which the divergence check caught. Rerun on 2026-11-28
         # with the check off (divergence.max_residual=0), L_prim is back at step 23 and the first epoch ends
-        # normally: the stop was the ill-defined ratio's, not the run's (a leftover of issue 45).
+        # normally: the stop was the ill-defined ratio's, not the run's. ||v||'s square had underflowed to 0; the
+        # ratio is now floored where float32 resolves norms (hessian.relative_residual).
         # The main job's two kinds of step (the term solved; the term reused, without d_theta L_prim) as two
         # programs the host picks (solver.refresh_by 'host'), about a tenth off its step, against the main job as
         # committed made again on the same machine and day (-again: a record reruns exactly only on its own kind of

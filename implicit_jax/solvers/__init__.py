@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from implicit_jax import plugins
-from implicit_jax.hessian import Loss, Operator, PyTree, axpy, check_tangent, norm
+from implicit_jax.hessian import Loss, Operator, PyTree, axpy, check_tangent, norm, relative_residual
 from implicit_jax.solvers import dense, gcr, krylov, neumann
 
 SOLVERS = ('neumann', 'cg', 'normal_cg', 'minres', 'gcr', 'dense', 'identity', 'none', 'unrolled')
@@ -221,7 +221,7 @@ def call(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree, solver: 
   if residual is None:
     if solver.track_residual:
       r = axpy(-1.0, v, operator.hessian(u))
-      residual = norm(r) / jnp.maximum(norm(v), jnp.finfo(dtype).tiny)
+      residual = relative_residual(norm(r), norm(v))
     else:
       residual = jnp.full((), jnp.nan, dtype)
   grad_norm = given['grad_norm'] if 'grad_norm' in given else norm(operator.gradient())

@@ -6,6 +6,8 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from implicit_jax.hessian import relative_residual
+
 # Each solver here is ``solve(matvec, v, solver) -> (u, info)``, the contract of ``implicit_jax/plugins.py``;
 # ``matvec`` an ``implicit_jax.hessian.Operator``.
 
@@ -17,7 +19,7 @@ def _dense(product, v, damping=0.0):
   basis = jnp.eye(flat_v.size, dtype=flat_v.dtype)
   h = jax.vmap(lambda e: ravel_pytree(product(unravel(e)))[0])(basis).T
   u = jnp.linalg.solve(h + damping * basis, flat_v)
-  residual = jnp.linalg.norm(h @ u - flat_v) / jnp.maximum(jnp.linalg.norm(flat_v), jnp.finfo(flat_v.dtype).tiny)
+  residual = relative_residual(jnp.linalg.norm(h @ u - flat_v), jnp.linalg.norm(flat_v))
   return unravel(u), residual
 
 

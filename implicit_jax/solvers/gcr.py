@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from implicit_jax.hessian import axpy, check_tangent, norm, scale, vdot
+from implicit_jax.hessian import axpy, check_tangent, norm, relative_residual, scale, vdot
 from implicit_jax.loops import fori
 
 # Each solver here is ``solve(matvec, v, solver) -> (u, info)``, the contract of ``implicit_jax/plugins.py``;
@@ -70,8 +70,7 @@ def _gcr(matvec, v, solver):
   else:
     state = jax.lax.fori_loop(first, size, next_direction, state)
   x, hx, cx, r, _ = state
-  vnorm = jnp.maximum(norm(v), tiny)
-  residual = norm(axpy(-1.0, v, hx)) / vnorm if solver.damping else norm(r) / vnorm
+  residual = relative_residual(norm(axpy(-1.0, v, hx)) if solver.damping else norm(r), norm(v))
   info = {'residual': residual, 'iterations': size}
   if not solver.track_stationarity:  # else the caller pays one gradient for it (Operator.gradient)
     info['grad_norm'] = jnp.full((), jnp.nan, dtype)

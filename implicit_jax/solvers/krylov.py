@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from implicit_jax.hessian import axpy, norm, scale, vdot
+from implicit_jax.hessian import axpy, norm, relative_residual, scale, vdot
 from implicit_jax.loops import while_loop
 
 # Each solver here is ``solve(matvec, v, solver) -> (u, info)``, the contract of ``implicit_jax/plugins.py``;
@@ -123,5 +123,5 @@ def solve_normal_cg(matvec, v, solver):
                     solver.unroll)
   info = {'iterations': 2 * k + 1}
   if solver.track_residual:  # H u accumulated inside CG: the residual costs no HVP
-    info['residual'] = norm(axpy(-1.0, v, hu)) / jnp.maximum(norm(v), jnp.finfo(norm(v).dtype).tiny)
+    info['residual'] = relative_residual(norm(axpy(-1.0, v, hu)), norm(v))
   return u, info
