@@ -55,6 +55,8 @@ DENSE_MBCE = {
 # sweep name -> (dataset config, {variant: overrides on top of it}); 'base' is the config as committed.
 # The fast implicit step: one inner step, the implicit term by one fused GCR pass (MINRES's first iterate).
 FAST = {'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
+# FAST at 1.5e-3 for 80 epochs with the term on every third step: the main job's design since issue 45.
+R3_E80 = {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80, 'implicit.solver.refresh': 3}
 SWEEPS = {
     # Why implicit CD trails MBCE on delicious at the dev-tuned threshold (docs/mlc_results.md).
     'delicious-cd': ('delicious', {
@@ -149,8 +151,7 @@ SWEEPS = {
         # one update of the inference net per batch, as MBCE's, whose rows train 80 epochs: the same budget, and
         # the term solved every third step and reused between (solver.refresh), the design that held on POS.
         'T1-gcr1-lr1.5e-3-e80': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80},
-        'T1-gcr1-lr1.5e-3-r3-e80': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80,
-                                    'implicit.solver.refresh': 3},
+        'T1-gcr1-lr1.5e-3-r3-e80': R3_E80,
         'T1-gcr1-lr7.5e-4-e80': {**FAST, 'implicit.inner_optimizer.learning_rate': 7.5e-4, 'num_epochs': 80},
         'T1-gcr1-lr1.5e-3-r3-e60': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 60,
                                     'implicit.solver.refresh': 3},
@@ -170,10 +171,8 @@ SWEEPS = {
         # programs the host picks (solver.refresh_by 'host'), about a tenth off its step, against the main job as
         # committed made again on the same machine and day (-again: a record reruns exactly only on its own kind of
         # machine, docs/usage.md "Rerunning a record"), paired by seed.
-        'T1-gcr1-lr1.5e-3-r3-e80-again': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80,
-                                          'implicit.solver.refresh': 3},
-        'T1-gcr1-lr1.5e-3-r3h-e80': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80,
-                                     'implicit.solver.refresh': 3, 'implicit.solver.refresh_by': 'host'},
+        'T1-gcr1-lr1.5e-3-r3-e80-again': R3_E80,
+        'T1-gcr1-lr1.5e-3-r3h-e80': {**R3_E80, 'implicit.solver.refresh_by': 'host'},
         # Dev @0.5, -r3h-e80 less -r3-e80-again by seed: +0.47, +0.08, -0.48 (mean +0.02; dev tuned +2.12, -0.13,
         # +0.27), at 109-111 s a run against 118-122: configs/bibtex.py's main job since 2026-11-28 (mlc.MAIN_ROW,
         # docs/mlc/runs/bibtex-implicit-cd-gcr-T1-r3h-seed*, the same runs).

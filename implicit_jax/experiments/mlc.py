@@ -26,6 +26,10 @@ _CD = {'method': 'implicit', 'implicit.primary_loss': 'cd'}
 # on bibtex (docs/mlc_results.md, docs/mlc_ablation.md).
 NORMAL_CG = {'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5}
 _H400 = {'model.inference_hidden': (400, 400)}
+# One inner step at 1.5e-3, the term by one GCR pass on every third step and reused in between, 80 epochs: the main
+# job's design (rows implicit-cd-gcr-T1-r3 and -r3h below).
+_T1_R3 = {**_CD, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1, 'implicit.inner_steps': 1,
+          'implicit.inner_optimizer.learning_rate': 1.5e-3, 'implicit.solver.refresh': 3, 'num_epochs': 80}
 # system name -> config overrides (applied on top of configs/<dataset>.py). Order = table order.
 SYSTEMS = {
     'mbce': {'method': 'feedforward'},
@@ -41,15 +45,11 @@ SYSTEMS = {
     # (solver.refresh), 80 epochs: the inference net moves once per batch, as MBCE's, and gets its budget (sweep
     # bibtex-fast, docs/sweeps/bibtex-fast.md, issue 45: dev @0.5 +0.50 over 'implicit-cd-gcr', paired mean of 3
     # seeds (2 above), at about half its step; 60 epochs lost 1.15 of seed 0's test F1 and were not kept).
-    'implicit-cd-gcr-T1-r3': {**_CD, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1,
-                              'implicit.inner_steps': 1, 'implicit.inner_optimizer.learning_rate': 1.5e-3,
-                              'implicit.solver.refresh': 3, 'num_epochs': 80},
+    'implicit-cd-gcr-T1-r3': _T1_R3,
     # The same with its two kinds of step (solving, reusing) as two programs the host picks (solver.refresh_by),
     # the reusing one without d_theta L_prim: about a tenth off the step, dev @0.5 tied (sweep bibtex-fast, paired
     # on one machine over 3 seeds: mean +0.02, dev tuned +0.75). configs/bibtex.py as it is since 2026-11-28.
-    'implicit-cd-gcr-T1-r3h': {**_CD, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1,
-                               'implicit.inner_steps': 1, 'implicit.inner_optimizer.learning_rate': 1.5e-3,
-                               'implicit.solver.refresh': 3, 'implicit.solver.refresh_by': 'host', 'num_epochs': 80},
+    'implicit-cd-gcr-T1-r3h': {**_T1_R3, 'implicit.solver.refresh_by': 'host'},
     # The paper's own solver (Algorithm 1, supplement section 2): K = 5 Neumann terms, 5 HVPs (+1 for the
     # logged residual) against normal_cg's 11; the configuration benchmarks/epoch.py times.
     'implicit-cd-neumann': {**_CD, 'implicit.solver.name': 'neumann', 'implicit.solver.iterations': 5},
