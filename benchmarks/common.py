@@ -190,7 +190,7 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
 def command_line() -> str:
   """This benchmark's command as docs show it: its data directory as ``../shared/data``, no path of this machine
   (``records.portable``)."""
-  from implicit_jax.experiments import records  # pylint: disable=import-outside-toplevel
+  from experiments import records  # pylint: disable=import-outside-toplevel
   script = os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)
   return records.portable(' '.join(['python', script] + [shlex.quote(a) for a in sys.argv[1:]]))
 

@@ -1,6 +1,6 @@
 r"""Training seconds per epoch of every Cora method (configs/cora.py, 10 labeled citations, draw 0).
 
-Usage: python benchmarks/cora_epoch.py [--data_dir ../shared/data] [--reps 3] [--out docs/benchmarks.md | -]
+Usage: python -m benchmarks.cora_epoch [--data_dir ../shared/data] [--reps 3] [--out docs/benchmarks.md | -]
 
 One epoch is the training split cut by ``engine.data.train_batches`` (the epoch's permutation, length buckets)
 and fed to the jitted step of ``train.make_train_step``, as ``train.py`` runs it; a warm-up epoch pays the
@@ -12,7 +12,7 @@ the 250 labeled rows alone, as in the results table (docs/cora.md).
 
 import os
 
-import common  # pylint: disable=wrong-import-position
+from benchmarks import common  # pylint: disable=wrong-import-position
 
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position

@@ -1,7 +1,7 @@
 r"""What a user feels: the training cost of each method to reach a dev score, implicit CD against its family's rival.
 
-Usage: python benchmarks/cost_to_dev.py [--pairs bibtex,pos,...] [--data_dir ../shared/data] [--reps 10] [--write]
-       python benchmarks/cost_to_dev.py --table_only [--of cpu|gpu]   # the section again from its figures file
+Usage: python -m benchmarks.cost_to_dev [--pairs bibtex,pos,...] [--data_dir ../shared/data] [--reps 10] [--write]
+       python -m benchmarks.cost_to_dev --table_only [--of cpu|gpu]   # the section again from its figures file
 
 For each pair of committed run records (``PAIRS``: the implicit CD rows of the results tables and the rival that
 ``benchmarks/implicit_cost.py`` holds them to), seed by seed:
@@ -28,15 +28,15 @@ import re
 import textwrap
 import time
 
-import common  # pylint: disable=wrong-import-order
-import step_cost  # pylint: disable=wrong-import-order
+from benchmarks import common  # pylint: disable=wrong-import-order
+from benchmarks import step_cost
 
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import data  # pylint: disable=wrong-import-position
-from implicit_jax.experiments import records  # pylint: disable=wrong-import-position
+from experiments import records  # pylint: disable=wrong-import-position
 
 DOCS = common.ROOT / 'docs'
 # name -> (what it is, implicit records, rival's label, rival records, the dev score both select on). Records are
@@ -200,7 +200,7 @@ def section(results: list[dict], tag: str = '') -> str:
   fill = textwrap.fill(text, 115, break_long_words=False, break_on_hyphens=False)
   runs = {}
   for r in results:  # one run of the script measures several pairs, a minute or so apart
-    runs.setdefault((r['command'], r['machine']), []).append(r['date'])
+    runs.setdefault((records.portable(r['command']), r['machine']), []).append(r['date'])
   header = '\n'.join(f'Command: `{command}` — {min(dates)}{f" to {max(dates)}" if len(set(dates)) > 1 else ""}.'
                      f'\n\nMachine: {machine}.\n' for (command, machine), dates in sorted(runs.items(),
                                                                                      key=lambda kv: min(kv[1])))

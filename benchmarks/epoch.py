@@ -1,6 +1,6 @@
 r"""Seconds per bibtex training epoch and for inference on the test split, beside the paper's Table 5.
 
-Usage: python benchmarks/epoch.py [--epochs 3] [--reps 20] [--out docs/benchmarks.md | -]
+Usage: python -m benchmarks.epoch [--epochs 3] [--reps 20] [--out docs/benchmarks.md | -]
 
 The bibtex config as committed (implicit, CD, T_inner = 5, 5 negatives, batch 32): one epoch is
 ``len(train) // 32`` steps of the jitted step of ``train.make_train_step``, fed exactly as ``train.py`` feeds it
@@ -18,7 +18,7 @@ of 1024 as ``train.predict_split`` does (the last one padded), median of ``--rep
 
 import time
 
-import common  # pylint: disable=wrong-import-position
+from benchmarks import common  # pylint: disable=wrong-import-position
 
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position

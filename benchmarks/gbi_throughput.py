@@ -1,6 +1,6 @@
 r"""Inference throughput: the feed-forward inference network vs gradient-based inference on the same energy.
 
-Usage: python benchmarks/gbi_throughput.py [--steps 20] [--batch 1024] [--reps 20] [--out docs/benchmarks.md | -]
+Usage: python -m benchmarks.gbi_throughput [--steps 20] [--batch 1024] [--reps 20] [--out docs/benchmarks.md | -]
 
 The bibtex model: ``A_theta(x)`` (one forward pass, what the implicit method and MBCE predict with) against GBI
 on ``E_phi(x, .)`` (what SPEN and DVN predict with: ``--steps`` projected-gradient steps from 0.5, each one
@@ -8,7 +8,7 @@ energy gradient), on the same batch of test rows, both jitted. SEAL reports GBI 
 Parameter values do not change the cost, so freshly initialised ones are used.
 """
 
-import common  # pylint: disable=wrong-import-position
+from benchmarks import common  # pylint: disable=wrong-import-position
 
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position

@@ -1,7 +1,7 @@
 r"""Segmentation speed: images per second of every horses method, in training and in prediction, and GBI against
 feed-forward prediction on the same energy.
 
-Usage: python benchmarks/horses_throughput.py [--data_dir ../shared/data] [--reps 10] [--out docs/benchmarks.md | -]
+Usage: python -m benchmarks.horses_throughput [--data_dir ../shared/data] [--reps 10] [--out docs/benchmarks.md | -]
 
 configs/horses.py (the networks and settings of docs/horses.md), on its first training batch (8 images) for the
 training steps and the first 32 test images for prediction. One process; the contenders of each table are timed
@@ -12,7 +12,7 @@ against the straight-line code the config uses.
 
 import os
 
-import common  # pylint: disable=wrong-import-position
+from benchmarks import common  # pylint: disable=wrong-import-position
 
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
@@ -20,7 +20,7 @@ import numpy as np  # pylint: disable=wrong-import-position
 from implicit_jax import inference, methods, tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 
-SYSTEMS = {  # as in implicit_jax/experiments/horses.py (scripts/reproduce_horses.py)
+SYSTEMS = {  # as in experiments/horses.py (experiments/reproduce_horses.py)
     'FCN (CE)': {'method': 'feedforward'},
     'implicit CD': {'method': 'implicit', 'implicit.primary_loss': 'cd'},
     'implicit DVN-style': {'method': 'implicit', 'implicit.primary_loss': 'dvn'},

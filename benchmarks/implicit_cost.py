@@ -1,8 +1,8 @@
 r"""The implicit method's training step beside every rival of its task, one process per task family.
 
-Usage: python benchmarks/implicit_cost.py --task mlc|pos|ner|horses|horses-seal-data|cora [--data_dir ../shared/data] [--reps 10]
+Usage: python -m benchmarks.implicit_cost --task mlc|pos|ner|horses|horses-seal-data|cora [--data_dir ../shared/data] [--reps 10]
            [--rivals A,B] [--write [--out docs/benchmarks.md]]
-       python benchmarks/implicit_cost.py --summary   # one table over the tasks, docs and README
+       python -m benchmarks.implicit_cost --summary   # one table over the tasks, docs and README
 
 For one task family: the task's config (configs/bibtex.py, pos.py, ner.py, horses.py, cora.py at 10 labeled;
 horses-seal-data: horses.py at SEAL's protocol on SEAL's data, each rival with SEAL's chosen settings), one
@@ -30,16 +30,16 @@ import json
 import os
 import textwrap
 
-import common  # pylint: disable=wrong-import-order
-import step_cost  # pylint: disable=wrong-import-order
-import tagging_throughput  # pylint: disable=wrong-import-order
+from benchmarks import common  # pylint: disable=wrong-import-order
+from benchmarks import step_cost
+from benchmarks import tagging_throughput
 
 import numpy as np  # pylint: disable=wrong-import-position
 
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import data  # pylint: disable=wrong-import-position
 # The rows of the results tables (their labels and overrides).
-from implicit_jax.experiments import cora, horses, mlc, tagging  # pylint: disable=wrong-import-position
+from experiments import cora, horses, mlc, tagging  # pylint: disable=wrong-import-position
 
 SUMMARY_DIR = common.ROOT / 'docs' / 'benchmarks' / 'implicit_cost'
 # The fast design: one inner step, the implicit term by one fused GCR pass (MINRES's first iterate).
@@ -204,7 +204,7 @@ def main():
               f'loops inside (T_inner above 1, an iterative solver) its FLOPs and their share are lower bounds; it '
               f'counts both branches of a conditional, so a term refreshed inside one program counts both forms.')
   where_run = f' on the {m["backend"].upper()}' if tag else ''
-  body = (f'## Implicit step against its rivals: {args.task}{where_run} (`benchmarks/implicit_cost.py --task '
+  body = (f'## Implicit step against its rivals: {args.task}{where_run} (`python -m benchmarks.implicit_cost --task '
           f'{args.task}`)\n\n{common.section_header(m)}\n{fill(setup)}\n\n{table}\n')
   print(body, flush=True)
   if args.write:
@@ -253,7 +253,7 @@ def summary_table(out: str, tag: str) -> str:
   table = common.table(['task', 'rival (the goal\'s)', 'goal', 'implicit CD before', 'implicit CD committed',
                         'committed, term every 3rd step (mean step)', 'the same, two programs',
                         'T_inner 1 + one GCR pass', 'committed within goal', 'committed design', 'measured'], rows)
-  body = ('## The implicit step against the goal\'s rival, every task (`benchmarks/implicit_cost.py --summary`)\n\n'
+  body = ('## The implicit step against the goal\'s rival, every task (`python -m benchmarks.implicit_cost --summary`)\n\n'
           + fill('Step time of implicit CD over the rival\'s, each task measured in one process on one batch '
                  '(the task sections below, `--task`). "horses" is configs/horses.py as committed (half the '
                  'published channels, whole images: the CPU default); "horses-seal-data" the README\'s horses row, '
@@ -267,7 +267,7 @@ def summary_table(out: str, tag: str) -> str:
                  'the T_inner 1 + one GCR pass row is the cheapest design that solves the term on every step. A '
                  'design is committed only where it held on dev.') + f'\n\n{table}\n')
   if tag:
-    body = ('## The implicit step against the goal\'s rival on the GPU (`benchmarks/implicit_cost.py --summary`)\n\n'
+    body = ('## The implicit step against the goal\'s rival on the GPU (`python -m benchmarks.implicit_cost --summary`)\n\n'
             + fill('As the table above, from the task sections measured on a GPU (`--task` there; each names its '
                    'device, an H100 or an H200: a ratio is of one process on one device). Steps per second and the '
                    'share of the device\'s matrix rate are in those sections.') + f'\n\n{table}\n')
@@ -275,7 +275,7 @@ def summary_table(out: str, tag: str) -> str:
   readme = common.ROOT / 'README.md'
   if not tag and out != '-' and '<!-- bench:implicit_cost_summary -->' in readme.read_text(encoding='utf-8'):
     common.write_section(str(readme), 'implicit_cost_summary',
-                         f'Written by `python benchmarks/implicit_cost.py --summary`; each task\'s measurement, '
+                         f'Written by `python -m benchmarks.implicit_cost --summary`; each task\'s measurement, '
                          f'machine and every rival: [docs/benchmarks.md](docs/benchmarks.md).\n\n{table}')
   return body
 

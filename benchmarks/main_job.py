@@ -2,7 +2,7 @@ r"""What a user waits for: the whole main job, `python -m implicit_jax.main --co
 tree and in another commit of the repository, run one after the other in turns (A, B, then B, A, ...), each in its
 own process and workdir, from the start (imports, data, compilation, training, evaluation).
 
-  python benchmarks/main_job.py --baseline=29b2bf4 --reps=5
+  python -m benchmarks.main_job --baseline=29b2bf4 --reps=5
 
 The default baseline is the last commit before issue 45 changed the main job (five inner steps, 40 epochs). Each
 run's test F1 is read from its metrics.json: the two jobs are different designs, so the table shows what each
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-import common
+from benchmarks import common
 
 BASELINE = '29b2bf4'  # the main job before issue 45: T_inner 5, the term on every step, 40 epochs
 

@@ -1,6 +1,6 @@
 r"""Cost of one implicit outer step against one MBCE step, and a cost model of the implicit step from unit costs.
 
-Usage: python benchmarks/step_cost.py [--reps 20] [--out docs/benchmarks.md | -]
+Usage: python -m benchmarks.step_cost [--reps 20] [--out docs/benchmarks.md | -]
 
 On the bibtex config (batch 32, T_inner = 5, 5 negatives, CD loss), in one process, on one batch:
 
@@ -18,7 +18,7 @@ Done for the committed solver (``normal_cg``, 5 iterations), ``minres`` and ``cg
 
 import dataclasses
 
-import common  # pylint: disable=wrong-import-position
+from benchmarks import common  # pylint: disable=wrong-import-position
 
 import jax  # pylint: disable=wrong-import-position
 import optax  # pylint: disable=wrong-import-position

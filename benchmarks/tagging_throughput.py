@@ -1,7 +1,7 @@
 r"""Sequence-labeling speed: tokens and tweets per second of every tagging method in training and prediction, each
 train step against the BiLSTM-CE step, and the implicit step against a cost model from unit costs.
 
-Usage: python benchmarks/tagging_throughput.py [--data_dir /work/shared/data] [--reps 10]
+Usage: python -m benchmarks.tagging_throughput [--data_dir /work/shared/data] [--reps 10]
            [--methods feedforward,crf,implicit,spen,infnet,infnet_plus,seal_dynamic] [--unrolled]
            [--write [--out docs/benchmarks.md]]
 
@@ -15,7 +15,7 @@ by ``block_until_ready``; tokens are the batch's real (unpadded) ones. Ratios ar
 cross-entropy (method ``feedforward``), which is always timed.
 
 ``--methods`` takes method names of ``implicit_jax.methods.REGISTRY`` (a name it lacks is skipped with a note) or
-system names of implicit_jax/experiments/tagging.py (scripts/reproduce_tagging.py's rows); each method is timed
+system names of experiments/tagging.py (experiments/reproduce_tagging.py's rows); each method is timed
 with the POS overrides of its systems there (``ROWS``): implicit with its CD and SSVM primary losses, infnet_plus in
 its three parameterisations and stacked with the global energies GE(a/b/c) (tag language models; NER systems in the
 table, timed here on the POS batch), seal_dynamic with its margin and NCE energy losses.
@@ -35,8 +35,8 @@ Prints the markdown section; ``--write`` puts it into ``--out`` (docs/benchmarks
 import os
 import textwrap
 
-import common  # pylint: disable=wrong-import-position
-import step_cost  # pylint: disable=wrong-import-position
+from benchmarks import common  # pylint: disable=wrong-import-position
+from benchmarks import step_cost
 
 import jax  # pylint: disable=wrong-import-position
 import jax.numpy as jnp  # pylint: disable=wrong-import-position
@@ -46,9 +46,9 @@ from implicit_jax import methods, tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import data, train  # pylint: disable=wrong-import-position
 from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit  # pylint: disable=wrong-import-position
-from implicit_jax.experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
+from experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
 
-# method name -> the rows of implicit_jax/experiments/tagging.py timed for it, in table order.
+# method name -> the rows of experiments/tagging.py timed for it, in table order.
 ROWS = {
     'feedforward': ('bilstm',),
     'crf': ('crf',),
@@ -145,7 +145,7 @@ def main():
   p.add_argument('--data_dir', default=default_data_dir(), help='folder holding twitter_pos/ (default: '
                  '$IMPLICIT_JAX_DATA_DIR, else ../shared/data when it exists)')
   p.add_argument('--methods', default=','.join(ROWS), help='comma-separated method names (REGISTRY) or systems '
-                 'of scripts/reproduce_tagging.py; the BiLSTM-CE reference is always timed')
+                 'of experiments/reproduce_tagging.py; the BiLSTM-CE reference is always timed')
   p.add_argument('--unrolled', action='store_true', help='also time the implicit step with implicit.unroll=True')
   p.add_argument('--write', action='store_true', help='write the section into --out (otherwise print only)')
   args = p.parse_args()

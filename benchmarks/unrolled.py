@@ -1,6 +1,6 @@
 r"""Implicit against unrolled differentiation through the inner loop: time and memory per outer gradient.
 
-Usage: python benchmarks/unrolled.py [--reps 20] [--steps 1,5,20,50] [--out docs/benchmarks.md | -]
+Usage: python -m benchmarks.unrolled [--reps 20] [--steps 1,5,20,50] [--out docs/benchmarks.md | -]
 
 On the bibtex config (batch 32, 5 negatives, CD loss, normal_cg with 5 iterations), for each T_inner:
 
@@ -16,7 +16,7 @@ CPU backend has no runtime peak-memory counter), so it compares programs, not pr
 
 import functools
 
-import common  # pylint: disable=wrong-import-position
+from benchmarks import common  # pylint: disable=wrong-import-position
 
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position

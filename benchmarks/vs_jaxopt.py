@@ -1,6 +1,6 @@
 r"""Our implicit outer gradient against the same bi-level gradient written with ``jaxopt.implicit_diff.custom_root``.
 
-Usage: python benchmarks/vs_jaxopt.py [--reps 20] [--out docs/benchmarks.md | -]
+Usage: python -m benchmarks.vs_jaxopt [--reps 20] [--out docs/benchmarks.md | -]
 
 Both sides return ``dL_prim/dphi`` for one batch and one set of parameters, jitted:
 
@@ -24,7 +24,7 @@ than ours).
 import functools
 import warnings
 
-import common  # pylint: disable=wrong-import-position
+from benchmarks import common  # pylint: disable=wrong-import-position
 
 import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position

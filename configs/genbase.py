@@ -4,22 +4,30 @@ Run: python -m implicit_jax.main --config=configs/genbase.py --workdir=/tmp/impl
        --config.data.data_dir=PATH/TO/data
 Rows:   --config=configs/genbase.py:ROW trains a row of the results tables (docs/mlc_results.md, mlc_ablation.md,
         baselines.md name each row's ROW); --config.seed=K --config.data.split_seed=K its seed K (the seed also
-        draws the dev split). ROW = SYSTEM[,resplit]: SYSTEM is a name of implicit_jax/experiments/mlc.py's
-        SYSTEMS or BASELINES, e.g. mbce, implicit-cd (this config as it is), implicit-ssvm,
+        draws the dev split). ROW = SYSTEM[,resplit]: SYSTEM is a name of configs/bibtex.py's SYSTEMS or
+        BASELINES, e.g. mbce, implicit-cd (this config as it is), implicit-ssvm,
         dvn, infnet+_stacked (a space written _);
         ",resplit": the paper's stratified 60/20/20 re-split of all rows.
 """
 
 from implicit_jax.engine import config as config_lib
-from implicit_jax.experiments import mlc
+from implicit_jax.engine import rows
 
 
 def get_config(arg=None):
-  c = config_lib.from_file('bibtex.py', relative_to=__file__, arg='base')
-  # normal_cg with 5 iterations (11 HVPs), as the MLC rows ran: bibtex's GCR pass was chosen on its dev only
-  c.update_from_flattened_dict(mlc.NORMAL_CG)
+  c = config_lib.from_file('bibtex.py', relative_to=__file__)
+  # The multi-label rows' implicit design, not bibtex's (its one inner step, GCR pass and reused term were chosen on
+  # bibtex dev only): five inner Adam steps at 3e-4, the term by normal_cg with 5 iterations (11 HVPs) on every step.
+  c.implicit.inner_steps = 5
+  c.implicit.inner_optimizer.learning_rate = 3e-4
+  c.implicit.solver.name = 'normal_cg'
+  c.implicit.solver.iterations = 5
+  c.implicit.solver.refresh = 1
+  c.implicit.solver.refresh_by = 'program'
   c.data.name = 'genbase'
   c.num_epochs = 40
-  # MBCE and the baselines update their network once per batch, the implicit method T_inner times: their rows
-  # train twice the epochs
-  return mlc.apply(c, arg, once_per_batch_epochs=80)
+  if arg:  # a row of the multi-label tables (configs/bibtex.py's ROWS); MBCE and the baselines, which update
+    # their network once per batch against the implicit method's T_inner, train twice the epochs
+    mlc = rows.load_module('bibtex.py', relative_to=__file__)
+    mlc.row(c, 'genbase', arg, implicit_epochs=c.num_epochs, once_per_batch_epochs=80)
+  return c

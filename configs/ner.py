@@ -7,9 +7,9 @@ is research-use text: point data_dir at your copy, never copy it into the reposi
 Run:    python -m implicit_jax.main --config=configs/ner.py --config.data.data_dir=../shared/data \
             --workdir=/tmp/implicit_jax/ner
 Others: --config.method=implicit (CD loss, Hamming cost) | crf | spen | infnet | infnet_plus | seal_dynamic;
-        scripts/reproduce_tagging.py --dataset=ner runs them over seeds (docs/tagging.md).
+        python -m experiments.reproduce_tagging --dataset=ner runs them over seeds (docs/tagging.md).
 Rows:   --config=configs/ner.py:ROW trains a row of docs/tagging.md (its config column names the ROW), seed K
-        with --config.seed=K. ROW: a system of implicit_jax/experiments/tagging.py, e.g. bilstm (this config as it
+        with --config.seed=K. ROW: a system of configs/pos.py's SYSTEMS, e.g. bilstm (this config as it
         is), crf, infnet-plus-stacked, implicit-cd. The rows of an earlier design ("before") are rerun from
         their records: --config=docs/tagging/runs/<run>.json.
 Sizes and schedule are Twitter POS's (configs/pos.py, with cased words), not tuned on NER dev; as there, the CRF and
@@ -18,7 +18,7 @@ docs/tagging/sweeps/ner-energy-dropout.md).
 """
 
 from implicit_jax.engine import config as config_lib
-from implicit_jax.experiments import tagging
+from implicit_jax.engine import rows
 
 
 def get_config(arg=None):
@@ -35,4 +35,6 @@ def get_config(arg=None):
   c.eval_batch_size = 512
   c.num_epochs = 10
   c.log_every = 100             # 438 steps per epoch
-  return tagging.apply(c, arg, 'configs/ner.py')
+  if arg:  # a row of the sequence-labeling tables (configs/pos.py's SYSTEMS)
+    rows.load_module('pos.py', relative_to=__file__).row(c, arg, 'configs/ner.py')
+  return c

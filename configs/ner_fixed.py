@@ -15,15 +15,15 @@ words join it; we keep ner.py's, so that the two configs differ in the frozen ta
 
 Run:    python -m implicit_jax.main --config=configs/ner_fixed.py --config.data.data_dir=../shared/data \
             --workdir=/tmp/implicit_jax/ner_fixed
-Others: --config.method=implicit | crf | spen | infnet | infnet_plus | seal_dynamic; scripts/reproduce_tagging.py
+Others: --config.method=implicit | crf | spen | infnet | infnet_plus | seal_dynamic; experiments/reproduce_tagging.py
         --dataset=ner_fixed runs them over seeds (docs/tagging.md, section "fixed word vectors").
 Rows:   --config=configs/ner_fixed.py:ROW trains a row of docs/tagging.md (its config column names the ROW), seed K
-        with --config.seed=K. ROW: a system of implicit_jax/experiments/tagging.py, e.g. bilstm (this config as it
+        with --config.seed=K. ROW: a system of configs/pos.py's SYSTEMS, e.g. bilstm (this config as it
         is), implicit-cd.
 """
 
 from implicit_jax.engine import config as config_lib
-from implicit_jax.experiments import tagging
+from implicit_jax.engine import rows
 
 
 def get_config(arg=None):
@@ -31,4 +31,6 @@ def get_config(arg=None):
   c.model.freeze_embeddings = True
   # The term every step, as its rows ran: ner.py's reuse of it was checked on NER dev only.
   c.implicit.solver.update(refresh=1, refresh_by='program')
-  return tagging.apply(c, arg, 'configs/ner_fixed.py')
+  if arg:  # a row of the sequence-labeling tables (configs/pos.py's SYSTEMS)
+    rows.load_module('pos.py', relative_to=__file__).row(c, arg, 'configs/ner_fixed.py')
+  return c

@@ -6,16 +6,16 @@ data_dir at your copy, never copy it into the repository.
 
 Run:    python -m implicit_jax.main --config=configs/ner_plus.py --config.data.data_dir=../shared/data \
             --workdir=/tmp/implicit_jax/ner_plus
-Others: --config.method=implicit | crf | spen | infnet | infnet_plus | seal_dynamic; scripts/reproduce_tagging.py
+Others: --config.method=implicit | crf | spen | infnet | infnet_plus | seal_dynamic; experiments/reproduce_tagging.py
         --dataset=ner_plus runs them all (docs/tagging.md).
 Rows:   --config=configs/ner_plus.py:ROW trains a row of docs/tagging.md (its config column names the ROW), seed K
-        with --config.seed=K. ROW: a system of implicit_jax/experiments/tagging.py, e.g. bilstm (this config as it
+        with --config.seed=K. ROW: a system of configs/pos.py's SYSTEMS, e.g. bilstm (this config as it
         is), crf, infnet-plus-stacked, implicit-cd. The rows of an earlier design ("before") are rerun from
         their records: --config=docs/tagging/runs/<run>.json.
 """
 
 from implicit_jax.engine import config as config_lib
-from implicit_jax.experiments import tagging
+from implicit_jax.engine import rows
 
 
 def get_config(arg=None):
@@ -24,4 +24,6 @@ def get_config(arg=None):
   # The term every step, as its rows ran: ner.py's reuse of it was checked on NER dev only.
   c.implicit.solver.update(refresh=1, refresh_by='program')
   c.model.feature_dim = 16
-  return tagging.apply(c, arg, 'configs/ner_plus.py')
+  if arg:  # a row of the sequence-labeling tables (configs/pos.py's SYSTEMS)
+    rows.load_module('pos.py', relative_to=__file__).row(c, arg, 'configs/ner_plus.py')
+  return c

@@ -42,7 +42,7 @@ def relative_residual(r_norm: jax.Array, v_norm: jax.Array) -> jax.Array:
   smallest normal number, the least norm whose square ``norm`` resolves. A right-hand side whose entries all lie
   below it (d_theta L_prim while L_prim sits at exactly 0) has a computed norm of 0, its squares flushed to zero,
   while a residual a little larger does not: over the smallest normal number alone that ratio read 1.8e20 for one
-  step of a bibtex run that recovered, and the divergence check stopped it (scripts/sweep.py, bibtex-fast's
+  step of a bibtex run that recovered, and the divergence check stopped it (experiments/sweep.py, bibtex-fast's
   T1-gcr1-lr7.5e-4-e80). Above the floor, the plain ratio, to the bit."""
   return r_norm / jnp.maximum(v_norm, jnp.sqrt(jnp.finfo(v_norm.dtype).tiny))
 

@@ -1,12 +1,12 @@
 """Float64 reference problems for the implicit-gradient core, shared by the tests (tests/test_bilevel.py,
-tests/test_proximal.py) and scripts/gradient_checks.py, which reports the same checks as relative errors.
+tests/test_proximal.py) and experiments/gradient_checks.py, which reports the same checks as relative errors.
 
 * ``ridge_problem``: ridge regression with the outer variable in the regulariser, closed-form theta*(phi);
 * ``spen_problem``: a small SPEN-like MLC problem (MLP inference net, local + global energy, L_aux = BCE + lambda E
   + weight decay) solved to stationarity by Newton's method;
 * ``proximal_problem``: Eq. 6 as trained, made proximal around a random initialisation (``implicit.proximal``).
 
-And the inputs of the fault checks shared by tests/test_faults.py, tests/test_predict.py and scripts/faults.py:
+And the inputs of the fault checks shared by tests/test_faults.py, tests/test_predict.py and experiments/faults.py:
 
 * ``rewrite_arff``: an ARFF's rows rewritten with its label columns reordered or renamed, or its values redeclared;
 * ``MAIN_WITH_SIGINT``: ``python -c`` code running ``implicit_jax.main`` with Python's SIGINT handler restored.

@@ -4,7 +4,7 @@ r"""Tunes a multi-label run on its own dev split, within a stated time budget: o
       --workdir=/tmp/implicit_jax/mine-tuned --budget_minutes=30 [--config.method=feedforward]
 
 The trials are the given config ("default", first) and then the settings that the grid over every shipped
-multi-label dataset showed to matter for its method (``experiments/mlc.TUNE``, docs/custom_defaults.md), most
+multi-label dataset showed to matter for its method (``TRIALS`` below, docs/custom_defaults.md), most
 promising first. Before the first trial a probe trains the config (1, 1 and 3 epochs) and says what a trial
 costs here and how many fit the budget; a trial starts only when the estimate says it ends inside it. Each trial
 is a run in ``WORKDIR/trials/NN-name/``; the choice is the trial of best dev F1 @0.5 (the metric every multi-label
@@ -25,7 +25,6 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from implicit_jax.engine import checkpoints, cli, config as config_lib, train, workdir as workdir_lib
-from implicit_jax.experiments import mlc
 
 FLAGS = flags.FLAGS
 cli.define_config_flag('The config to tune (e.g. configs/custom.py), or a run record (.json) whose recipe it '
@@ -35,17 +34,27 @@ flags.DEFINE_float('budget_minutes', 30.0, 'Wall-clock budget of the whole tune,
 flags.mark_flags_as_required(['config', 'workdir'])
 
 PLAN = 'tune.json'
+# Per method, the trials after the config itself, most promising first (so that a small budget runs those), in the
+# order of their mean regret on dev across the shipped multi-label datasets (docs/custom_defaults.md,
+# experiments/custom_defaults.py; tests/test_custom_defaults.py checks the order): dropout and the learning rate for
+# MBCE; dropout for implicit CD, whose solver stays the config's (the fused GCR pass costs about half of normal_cg's
+# 11 HVPs, and which of the two is ahead depends on the dropout).
+TRIALS = {
+    'feedforward': [{'model.dropout': d, 'optimizer.learning_rate': lr}
+                    for d, lr in ((0.0, 3e-3), (0.2, 3e-3), (0.0, 1e-3), (0.2, 1e-3), (0.5, 3e-3), (0.5, 1e-3))],
+    'implicit': [{'model.dropout': d} for d in (0.2, 0.5, 0.0)],
+}
 
 
 def trials_of(config) -> list[tuple[str, dict]]:
-  """(name, overrides) of each trial: the config itself, then ``mlc.TUNE[config.method]`` in its order, less the
+  """(name, overrides) of each trial: the config itself, then ``TRIALS[config.method]`` in its order, less the
   trials that would repeat the config's own values."""
-  if config.task != 'mlc' or config.method not in mlc.TUNE:
+  if config.task != 'mlc' or config.method not in TRIALS:
     raise ValueError(f'config.task={config.task!r}, config.method={config.method!r}: the tuner knows the settings '
-                     f'of multi-label runs (task mlc) with method {" or ".join(map(repr, mlc.TUNE))}')
+                     f'of multi-label runs (task mlc) with method {" or ".join(map(repr, TRIALS))}')
   flat = config_lib.flatten(config.to_dict())
   out = [('default', {})]
-  for overrides in mlc.TUNE[config.method]:
+  for overrides in TRIALS[config.method]:
     if any(flat[k] != v for k, v in overrides.items()):
       out.append(('-'.join(f'{k.split(".")[-1]}{v:g}' if isinstance(v, float) else f'{k.split(".")[-1]}{v}'
                            for k, v in overrides.items()), overrides))

@@ -16,7 +16,7 @@ from tests.conftest import ROOT
 PACKAGE = ROOT / 'implicit_jax'
 # JAX key derivations allowed outside batch.py: a network splitting the one key it is given between its own
 # dropout layers, and an abstract key whose value is never used (eval_shape of init, for the parameters' shapes).
-# implicit_jax/testing.py (the float64 reference problems of the tests and scripts/gradient_checks.py) draws its
+# implicit_jax/testing.py (the float64 reference problems of the tests and experiments/gradient_checks.py) draws its
 # problems' data from fixed keys: no run's key is derived there, so it is not scanned.
 ALLOWED = {
     ('tasks/tagging/models.py', 'keys = (None, None) if key is None else tuple(jax.random.split(key))'),

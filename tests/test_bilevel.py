@@ -20,7 +20,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from implicit_jax import bilevel
-# The reference problems are shared with scripts/gradient_checks.py, which reports these checks as numbers.
+# The reference problems are shared with experiments/gradient_checks.py, which reports these checks as numbers.
 from implicit_jax.testing import dense_hessian, rel_err, ridge_problem, spen_problem
 from tests.conftest import float64
 

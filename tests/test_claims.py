@@ -1,4 +1,4 @@
-"""The claims ledger (scripts/claims.py): per-example scores that give back each headline figure, and the paired
+"""The claims ledger (experiments/claims.py): per-example scores that give back each headline figure, and the paired
 bootstrap's verdicts on records made for the purpose."""
 
 import json
@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from implicit_jax.experiments import records
+from experiments import records
 from implicit_jax.tasks.mlc.evaluator import F1Evaluator
 from implicit_jax.tasks.segmentation.evaluator import IoUEvaluator
 from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evaluator
-from scripts import claims, reproduce_tagging
+from experiments import claims, reproduce_tagging
 from tests.conftest import load_config
 
 TAGS = ('O', 'B-PER', 'I-PER', 'E-PER', 'S-PER', 'B-LOC', 'I-LOC', 'E-LOC', 'S-LOC')
@@ -114,7 +114,7 @@ def test_claims_with_predictions_resample_the_test_examples(tmp_path):
 
 @pytest.mark.slow
 def test_the_committed_ledger_is_what_the_records_give(tmp_path):
-  """scripts/claims.py on a copy of the checkout rebuilds README's claims line and the ledger's rows exactly as
+  """experiments/claims.py on a copy of the checkout rebuilds README's claims line and the ledger's rows exactly as
   committed (a verdict typed by hand, or one the records no longer give, fails here)."""
   import os  # pylint: disable=import-outside-toplevel
   import shutil  # pylint: disable=import-outside-toplevel
@@ -124,11 +124,11 @@ def test_the_committed_ledger_is_what_the_records_give(tmp_path):
   data = tagging_data('weizmann_horse')
   root = claims.ROOT
   copy = tmp_path / 'repo'
-  for folder in ('configs', 'scripts', 'docs'):
+  for folder in ('configs', 'experiments', 'docs'):
     shutil.copytree(root / folder, copy / folder, ignore=shutil.ignore_patterns('__pycache__'))
   shutil.copy(root / 'README.md', copy / 'README.md')
   env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=str(root))
-  proc = subprocess.run([sys.executable, str(copy / 'scripts' / 'claims.py'), f'--data_dir={data}'], cwd=tmp_path,
+  proc = subprocess.run([sys.executable, '-m', 'experiments.claims', f'--data_dir={data}'], cwd=copy,
                         capture_output=True, text=True, timeout=900, env=env, check=False)
   assert proc.returncode == 0, proc.stderr[-2000:]
   start, end = '<!-- results:claims -->', '<!-- /results:claims -->'  # the block records.write_block writes

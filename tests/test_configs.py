@@ -15,7 +15,7 @@ import pytest
 
 from implicit_jax import inference, methods, tasks
 from implicit_jax.engine import config as config_lib, data
-from implicit_jax.experiments import mlc
+from experiments import mlc
 from implicit_jax.tasks.tagging import embeddings
 from tests.conftest import ROOT, load_config
 
@@ -317,7 +317,7 @@ def test_every_committed_record_builds():
     if config.model.get('embeddings') == 'glove' and not (
         (ROOT / config.model.embeddings_path).exists() if config.model.embeddings_path else glove):
       # Word vectors this environment lacks (the package, or a run's own vectors file): built with random
-      # initial vectors, as scripts/rescore.py rescores such runs; the vectors set initial weights only.
+      # initial vectors, as experiments/rescore.py rescores such runs; the vectors set initial weights only.
       without_vectors.add(config.task)
       with config.unlocked():
         config.model.update(embeddings='random', embeddings_path='')
@@ -359,7 +359,7 @@ def test_record_differences_sees_a_changed_field():
 def test_a_row_names_its_config_only_where_its_records_are_that_config():
   """The tables' "config" cell (records.recipe): the row's config where every record is it at its seed (the data
   folder aside), the records where one differs, naming the fields; a design no row holds names its records alone."""
-  from implicit_jax.experiments import records  # pylint: disable=import-outside-toplevel
+  from experiments import records  # pylint: disable=import-outside-toplevel
   row = mlc.row_config(ROOT / 'configs', 'bibtex', 1, 'official', '', 'mbce')
   record = {'config': config_lib.recorded(row) | {'config_file': 'elsewhere'}}
   record['config']['data']['data_dir'] = '/somewhere'
@@ -414,7 +414,7 @@ def test_the_command_line_reads_a_record_with_its_overrides(tmp_path):
 def test_the_main_jobs_config_is_its_committed_record():
   """configs/bibtex.py at seed 0, the README's main job, is the config of its committed run (the row
   mlc.MAIN_ROW), up to where the run was made from: its test F1 is that record's."""
-  from implicit_jax.experiments import mlc  # pylint: disable=import-outside-toplevel
+  from experiments import mlc  # pylint: disable=import-outside-toplevel
   record = json.loads((ROOT / 'docs' / 'mlc' / 'runs' / f'bibtex-{mlc.MAIN_ROW}-seed0.json').read_text())
   assert record_differences(record['config'], load_config('bibtex')) == []
 
@@ -422,8 +422,8 @@ def test_the_main_jobs_config_is_its_committed_record():
 def test_every_cora_record_is_its_row_at_its_size_and_draw():
   """docs/cora.md's "config" cell names the row alone (configs/cora.py:<system>): so each committed Cora record
   must be that row at the record's labeled-set size and draw, field for field (the rows of an earlier design pin
-  it: implicit_jax/experiments/cora.py)."""
-  from scripts import reproduce_cora  # pylint: disable=import-outside-toplevel
+  it: experiments/cora.py)."""
+  from experiments import reproduce_cora  # pylint: disable=import-outside-toplevel
   paths = sorted(reproduce_cora.RUNS.glob('cora-*.json'))
   assert len(paths) >= 100
   for path in paths:
@@ -492,7 +492,7 @@ def test_a_dataset_config_is_the_row_its_docstring_names(name, row):
 
 def test_every_row_of_every_family_loads_and_unknown_rows_are_named():
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
-  from implicit_jax.experiments import cora, horses, mlc, tagging  # pylint: disable=import-outside-toplevel
+  from experiments import cora, horses, mlc, tagging  # pylint: disable=import-outside-toplevel
   rows = [(f'{d}.py', s) for d in ('bibtex', 'delicious') for s in mlc.ROWS] + [
       (f'{d}.py', s) for d in tagging.DATASETS for s in tagging.SYSTEMS] + [
       ('cora.py', s) for s in cora.TRAINED] + [

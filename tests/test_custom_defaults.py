@@ -1,4 +1,4 @@
-"""configs/custom.py's defaults are the choice of scripts/custom_defaults.py on the committed records, and that
+"""configs/custom.py's defaults are the choice of experiments/custom_defaults.py on the committed records, and that
 choice follows its stated rule (least mean regret across datasets, then the fewest epochs within the tolerance)."""
 
 import sys
@@ -9,8 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-from implicit_jax.experiments import mlc  # pylint: disable=wrong-import-position
-from scripts import custom_defaults  # pylint: disable=wrong-import-position
+from implicit_jax import tune  # pylint: disable=wrong-import-position
+from experiments import custom_defaults  # pylint: disable=wrong-import-position
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,13 +48,13 @@ def test_the_choice_is_the_least_mean_regret_then_the_shortest_budget_within_the
 
 def test_configs_custom_holds_the_choice_of_the_committed_records():
   chosen = custom_defaults.choose(custom_defaults.scores())
-  assert chosen == {'cd': mlc.CUSTOM['implicit'], 'mbce': mlc.CUSTOM['feedforward']}
+  assert chosen == {'cd': custom_defaults.CUSTOM['implicit'], 'mbce': custom_defaults.CUSTOM['feedforward']}
   for arg, method in ((None, 'implicit'), ('mbce', 'feedforward')):
     config = config_lib.from_file(ROOT / 'configs' / 'custom.py', arg=arg)
     flat = config_lib.flatten(config.to_dict())
-    variant, epochs = mlc.CUSTOM[method]
+    variant, epochs = custom_defaults.CUSTOM[method]
     assert config.num_epochs == epochs and config.method == method
-    assert all(flat[k] == v for k, v in mlc.CUSTOM_GRID[variant].items()), variant
+    assert all(flat[k] == v for k, v in custom_defaults.CUSTOM_GRID[variant].items()), variant
   with pytest.raises(ValueError, match='configs/custom.py:cd: the argument is mbce'):
     config_lib.from_file(ROOT / 'configs' / 'custom.py', arg='cd')
 
@@ -63,12 +63,13 @@ def test_the_tuner_tries_the_settings_in_the_order_of_their_regret_on_the_commit
   reg = custom_defaults.regrets(custom_defaults.scores())
   full = custom_defaults.EPOCHS
   # MBCE: each trial is a variant of the grid (dropout and learning rate), least regret first
-  order = sorted((v for v in mlc.CUSTOM_GRID if v.startswith('mbce')), key=lambda v: reg[v, full][0])
-  assert mlc.TUNE['feedforward'] == [{k: mlc.CUSTOM_GRID[v][k] for k in ('model.dropout', 'optimizer.learning_rate')}
-                                     for v in order]
+  order = sorted((v for v in custom_defaults.CUSTOM_GRID if v.startswith('mbce')), key=lambda v: reg[v, full][0])
+  grid = custom_defaults.CUSTOM_GRID
+  assert tune.TRIALS['feedforward'] == [{k: grid[v][k] for k in ('model.dropout', 'optimizer.learning_rate')}
+                                        for v in order]
   # implicit CD: dropout (the solver moved dev least), in the order of its best variant's regret
   best = {}
-  for v in (v for v in mlc.CUSTOM_GRID if v.startswith('cd')):
-    dropout = mlc.CUSTOM_GRID[v]['model.dropout']
+  for v in (v for v in custom_defaults.CUSTOM_GRID if v.startswith('cd')):
+    dropout = custom_defaults.CUSTOM_GRID[v]['model.dropout']
     best[dropout] = min(best.get(dropout, np.inf), reg[v, full][0])
-  assert [t['model.dropout'] for t in mlc.TUNE['implicit']] == sorted(best, key=best.get)
+  assert [t['model.dropout'] for t in tune.TRIALS['implicit']] == sorted(best, key=best.get)

@@ -4,7 +4,7 @@ the command lists the table pages link (``records.write_commands``) where the li
 import re
 from pathlib import Path
 
-from implicit_jax.experiments import records
+from experiments import records
 
 ROOT = Path(__file__).resolve().parents[1]
 # A line of prose (a table row may be longer: it is one row of cells) longer than this is a generated paragraph that
@@ -102,7 +102,7 @@ RECORD_MACHINE_PATH = re.compile(r'(?<![\w.~])/(?:work|root|home|Users|opt|mnt|t
 
 
 def test_no_committed_record_names_a_path_of_the_machine_that_made_it():
-  """The run records under docs/ are docs too (and their rerun's recipe): python scripts/portable_records.py."""
+  """The run records under docs/ are docs too (and their rerun's recipe): python -m experiments.portable_records."""
   found = [f'{path.relative_to(ROOT)}: {m.group(0)}' for path in sorted((ROOT / 'docs').rglob('*.json'))
            for m in RECORD_MACHINE_PATH.finditer(path.read_text())]
   assert not found, f'{len(found)} paths, e.g. ' + '; '.join(found[:5])
@@ -117,5 +117,5 @@ def test_portable_record_maps_data_packages_and_checkout_files_and_leaves_the_re
   assert records.portable_record(text) == (
       '{"data_dir": "../shared/data", "file": "../shared/data/mulan/a.arff", "train_file": "tests/conftest.py", '
       '"embeddings_source": "site-packages/glove/data", '
-      '"command": "python scripts/reproduce_mlc.py --data_dir=../shared/data --seeds=0", '
+      '"command": "python -m experiments.reproduce_mlc --data_dir=../shared/data --seeds=0", '
       '"predictions": "/work/AbC+/x=", "threshold": 0.5}')

@@ -1,6 +1,6 @@
 """Bad input and faults, as a user meets them: nothing lost, nothing silently wrong, one line where one will do.
 
-One test per fault (``docs/faults.md`` is the table of what a user sees, made by ``scripts/faults.py``):
+One test per fault (``docs/faults.md`` is the table of what a user sees, made by ``experiments/faults.py``):
 two trainers on one workdir, a reader beside a live trainer, data changed under a run, a shorter resume, a
 diverging run, a damaged checkpoint or metrics log, a failed start, and the command lines' one-line errors.
 Prediction inputs (column order, names) are checked in ``test_predict.py``, ARFF contents in ``test_arff.py``.

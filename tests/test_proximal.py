@@ -18,7 +18,7 @@ from implicit_jax import bilevel, methods, tasks
 from implicit_jax.engine import data
 from implicit_jax.methods import implicit
 from tests.conftest import float64, load_config
-# The problem is shared with scripts/gradient_checks.py, which reports these checks as numbers.
+# The problem is shared with experiments/gradient_checks.py, which reports these checks as numbers.
 from implicit_jax.testing import PROX_MU as MU, PROX_T_INNER as T_INNER
 from implicit_jax.testing import dense_hessian, rel_err
 from implicit_jax.testing import proximal_problem as problem

@@ -1,4 +1,4 @@
-"""Run records keep compact predictions, and scripts/rescore.py recomputes their figures from them alone."""
+"""Run records keep compact predictions, and experiments/rescore.py recomputes their figures from them alone."""
 
 import json
 import subprocess
@@ -9,8 +9,8 @@ import pytest
 
 from implicit_jax import tasks
 from implicit_jax.engine import predictions
-from implicit_jax.experiments import records
-from scripts import rescore, reproduce_tagging
+from experiments import records
+from experiments import rescore, reproduce_tagging
 from tests.conftest import ROOT, load_config
 from tests.test_tagging_data import tagging_data
 from tests.test_tagging_task import make_data_dir, tiny_config as tagging_fixture_config
@@ -186,7 +186,7 @@ def test_a_bad_record_is_one_line_and_exit_status_1(tmp_path, capsys):
     assert rescore.main([str(path)]) == 1
     assert capsys.readouterr().out.splitlines() == [
         line, '0 record(s) rescored, 0 matching; 0 without predictions; 1 failing']
-  run = subprocess.run([sys.executable, 'scripts/rescore.py', str(missing), str(truncated)], cwd=ROOT,
+  run = subprocess.run([sys.executable, '-m', 'experiments.rescore', str(missing), str(truncated)], cwd=ROOT,
                        capture_output=True, text=True, timeout=300, check=False)
   assert run.returncode == 1 and 'Traceback' not in run.stdout + run.stderr, run.stderr
   assert run.stdout.splitlines() == [*expected.values(),
@@ -230,17 +230,17 @@ def test_json_that_is_not_a_record_is_one_line(tmp_path, capsys):
 
 @pytest.mark.e2e
 def test_the_command_answers_a_bad_data_dir_and_ctrl_c_in_one_line(tmp_path):
-  """scripts/rescore.py speaks through the command lines' one-line wrapper (cli.guarded): a --data_dir that is a
+  """experiments/rescore.py speaks through the command lines' one-line wrapper (cli.guarded): a --data_dir that is a
   file was a failure per record naming a path inside it; Ctrl-C was a traceback."""
   not_a_folder = tmp_path / 'data.txt'
   not_a_folder.write_text('x')
-  proc = subprocess.run([sys.executable, 'scripts/rescore.py', 'docs/tagging/runs/pos-crf-seed0.json',
+  proc = subprocess.run([sys.executable, '-m', 'experiments.rescore', 'docs/tagging/runs/pos-crf-seed0.json',
                          f'--data_dir={not_a_folder}'], cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (
       1, '', f'error: --data_dir {not_a_folder}: not a folder (the folder holding the datasets\' folders)')
   interrupted = subprocess.run(
       [sys.executable, '-c', 'import signal, sys; sys.argv[1:] = ["docs/tagging/runs/pos-crf-seed0.json"]; '
-       'signal.signal(signal.SIGINT, signal.default_int_handler); from scripts import rescore; '
+       'signal.signal(signal.SIGINT, signal.default_int_handler); from experiments import rescore; '
        'rescore.records.load = lambda path: signal.raise_signal(signal.SIGINT); '
        'from implicit_jax.engine import cli; sys.exit(cli.guarded(rescore.main))'],
       cwd=ROOT, capture_output=True, text=True, timeout=300)

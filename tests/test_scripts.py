@@ -8,8 +8,8 @@ import ml_collections
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from implicit_jax.experiments import mlc, records  # pylint: disable=wrong-import-position
-from scripts import ablation_mlc  # pylint: disable=wrong-import-position
+from experiments import mlc, records  # pylint: disable=wrong-import-position
+from experiments import ablation_mlc  # pylint: disable=wrong-import-position
 
 
 def _run(method, hidden, solver='normal_cg', loss='cd', inner_steps=5, proximal=0.0):
@@ -94,7 +94,7 @@ def test_mean_std_is_the_sample_standard_deviation():
 
 
 def test_tagging_systems_and_sweeps_are_valid_overrides():
-  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
   for dataset in reproduce_tagging.DATASETS:
     assert set(reproduce_tagging.PUBLISHED[dataset]) <= set(reproduce_tagging.SYSTEMS)
@@ -107,7 +107,7 @@ def test_tagging_systems_and_sweeps_are_valid_overrides():
 
 
 def test_tagging_table_flags_and_pairs():
-  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   run = lambda seed, acc: {'seed': seed, 'test_accuracy': acc, 'dev_accuracy': acc, 'train_seconds': 1.0}
   runs = {'pos-bilstm': [run(0, 0.88), run(1, 0.87)], 'pos-implicit-cd': [run(0, 0.89), run(1, 0.86)]}
   lines, flagged = reproduce_tagging.dataset_section('pos', runs)
@@ -129,7 +129,7 @@ def test_tagging_table_flags_and_pairs():
 
 
 def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(tmp_path, monkeypatch):
-  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', tmp_path)  # none: the committed ones pair with real records
   ner = {'data': {'name': 'conll2003'}}
   run = lambda seed, f1, **extra: {'seed': seed, 'test_f1': f1, 'dev_f1': f1, 'train_seconds': 1.0, 'config': ner,
@@ -159,7 +159,7 @@ def test_committed_ner_records_leave_only_the_device_runs_pending_and_pending_sa
   """Every NER / NER+ row beside a published number holds a rescorable record on seeds 0-2 (the committed records)
   but those of implicit CD's runs made on a device before records kept predictions, until each is rerun; --pending
   prints a command for each left on stdout (what xargs reads), and its count on stderr."""
-  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   record = lambda d, seed: records.load(reproduce_tagging.RUNS / f'{d}-implicit-cd-seed{seed}.json')
   device_runs = [(d, 'implicit-cd', seed) for d in ('ner', 'ner_plus') for seed in (0, 1, 2)
                  if record(d, seed)['device'].startswith('gpu') and not records.rescorable(record(d, seed))]
@@ -178,7 +178,7 @@ def test_committed_ner_records_leave_only_the_device_runs_pending_and_pending_sa
 
 
 def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_reruns_them(tmp_path, monkeypatch):
-  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   runs, old = tmp_path / 'runs', tmp_path / 'superseded'
   ner = {'method': 'feedforward', 'data': {'name': 'conll2003'}}
   scored = {'seed': 0, 'test_f1': 0.86, 'test_f1_conlleval': 0.85, 'config': ner, 'predictions': {'test': 'x'}}
@@ -219,7 +219,7 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
 
 
 def test_tagging_rows_with_one_config_are_one_row():
-  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   # configs/ner_plus.py computes the implicit term on every step: its r1 row is its implicit-cd row; POS and NER
   # reuse it (refresh 3)
   assert reproduce_tagging.duplicate_of('ner_plus', 'implicit-cd-r1') == 'implicit-cd'
@@ -234,7 +234,7 @@ def test_tagging_rows_with_one_config_are_one_row():
 
 
 def test_tagging_table_says_how_far_a_rerun_moved_a_replaced_record(tmp_path, monkeypatch):
-  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   history = lambda *dev: [{'epoch': e + 1, 'dev_f1': d} for e, d in enumerate(dev)]
   old = {'seed': 0, 'test_f1': 0.86, 'device': 'cpu: cpu', 'history': history(0.80, 0.85, 0.88)}
   new = {'seed': 0, 'test_f1': 0.865, 'device': 'cpu: cpu', 'history': history(0.80, 0.85, 0.87)}
@@ -248,7 +248,7 @@ def test_tagging_table_says_how_far_a_rerun_moved_a_replaced_record(tmp_path, mo
 
 
 def test_tagging_margins_set_the_papers_beside_ours_on_the_papers_metric():
-  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   run = lambda seed, f1, dev: {'seed': seed, 'test_f1': 0.9, 'test_f1_conlleval': f1, 'dev_f1': dev}
   runs = {'ner-bilstm': [run(k, 0.85, 0.91) for k in range(3)],
           'ner-implicit-cd': [run(0, 0.86, 0.92), run(1, 0.84, 0.92), run(2, 0.87, 0.92)],
@@ -260,7 +260,7 @@ def test_tagging_margins_set_the_papers_beside_ours_on_the_papers_metric():
 
 
 def test_tagging_diagnostics_line_averages_run_medians():
-  from scripts import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   summary = lambda st, cos, imp: {'stationarity': {'median': st, 'first': 0.9, 'last': st - 0.1},
                                   'cosine': {'median': cos}, 'implicit_norm': {'median': imp},
                                   'explicit_norm': {'median': 1.0}}
@@ -274,9 +274,8 @@ def test_tagging_diagnostics_line_averages_run_medians():
 def test_tagging_throughput_rows_are_reproduce_systems():
   """benchmarks/tagging_throughput.py times each method with its reproduce_tagging systems' overrides; a method
   name missing from the registry is skipped with a note, an unknown name refused."""
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
   import pytest  # pylint: disable=import-outside-toplevel
-  import tagging_throughput as tt  # pylint: disable=import-outside-toplevel
+  from benchmarks import tagging_throughput as tt  # pylint: disable=import-outside-toplevel
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
   for method, systems in tt.ROWS.items():
     assert all(tt.SYSTEMS[s][1]['method'] == method for s in systems), method
@@ -295,26 +294,25 @@ def test_tagging_throughput_rows_are_reproduce_systems():
 
 
 def test_implicit_cost_times_the_horses_rows_at_seal_data_as_their_configs_build_them():
-  """benchmarks/implicit_cost.py --task horses-seal-data: every rival row and the committed implicit row are the
+  """python -m benchmarks.implicit_cost --task horses-seal-data: every rival row and the committed implicit row are the
   config configs/horses.py:<system>,seal-data resolves to (the variant, the system, SEAL's chosen settings)."""
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
-  import implicit_cost  # pylint: disable=import-outside-toplevel
+  from benchmarks import implicit_cost  # pylint: disable=import-outside-toplevel
   from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
-  from implicit_jax.experiments import horses  # pylint: disable=import-outside-toplevel
+  from experiments import horses  # pylint: disable=import-outside-toplevel
   base = config_lib.from_file(Path(__file__).resolve().parents[1] / 'configs' / 'horses.py')
   rows = {**implicit_cost.TASKS['horses-seal-data'][3], **implicit_cost.implicit_rows('horses-seal-data')}
   for system, label in [(s, horses.SYSTEMS[s][0]) for s in ('fcn', 'dvn', 'seal-regression', 'seal-nce')] + [
       ('implicit-cd', 'implicit CD, committed')]:
     timed = base.copy_and_resolve_references()
     timed.update_from_flattened_dict(rows[label])
-    built = horses.apply(base.copy_and_resolve_references(), f'{system},seal-data')
+    built = horses.row(base.copy_and_resolve_references(), f'{system},seal-data')
     assert timed.to_dict() == built.to_dict(), system
   assert rows['SEAL-dynamic (regression)']['seal.num_samples'] == 47  # SEAL's setting, not the CPU config's
 
 
 def test_cora_systems_and_sweeps_are_valid_overrides():
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
-  from scripts import reproduce_cora  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_cora  # pylint: disable=import-outside-toplevel
   for _, overrides in reproduce_cora.SYSTEMS.values():
     if overrides is not None:
       config = reproduce_cora.base_config(5, 0, '/nowhere', overrides)  # a misspelt field raises
@@ -326,7 +324,7 @@ def test_cora_systems_and_sweeps_are_valid_overrides():
 
 
 def test_cora_paired_differences_use_common_draws():
-  from scripts import reproduce_cora  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_cora  # pylint: disable=import-outside-toplevel
   rec = lambda draw, acc: {'config': {'data': {'draw': draw}}, 'test_accuracy': acc}
   got = reproduce_cora.paired([rec(0, 0.7), rec(1, 0.6), rec(2, 0.5)], [rec(0, 0.65), rec(2, 0.53)])
   assert got == '+1.00 (per draw +5.00, -3.00; 1/2 positive)'
@@ -334,7 +332,7 @@ def test_cora_paired_differences_use_common_draws():
 
 def test_compare_sklearn_draws_the_scaled_fixtures_and_names_a_bad_spec(tmp_path):
   import pytest  # pylint: disable=import-outside-toplevel
-  from scripts import compare_sklearn  # pylint: disable=import-outside-toplevel
+  from experiments import compare_sklearn  # pylint: disable=import-outside-toplevel
   fixtures = Path(__file__).resolve().parent / 'fixtures' / 'mlc'
   # the committed files are the generator's draws, so make_scaled:R:S extends the same series
   for rows, seed, name in ((150, 0, 'scaled.arff'), (1500, 1, 'scaled_1500.arff')):
@@ -371,16 +369,16 @@ def test_table_only_writes_docs_and_readme_blocks_only_and_the_readme_is_up_to_d
   import subprocess  # pylint: disable=import-outside-toplevel
   root = Path(__file__).resolve().parents[1]
   copy = tmp_path / 'repo'
-  for folder in ('configs', 'scripts', 'docs'):
+  for folder in ('configs', 'experiments', 'docs'):
     shutil.copytree(root / folder, copy / folder, ignore=shutil.ignore_patterns('__pycache__'))
   shutil.copy(root / 'README.md', copy / 'README.md')
   digest = lambda: {p.relative_to(copy): hashlib.sha256(p.read_bytes()).hexdigest()
-                    for folder in ('configs', 'scripts') for p in sorted((copy / folder).rglob('*.py'))}
+                    for folder in ('configs', 'experiments') for p in sorted((copy / folder).rglob('*.py'))}
   before = digest()
   env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=str(root))
   for script in ('reproduce_mlc', 'reproduce_tagging', 'reproduce_cora', 'reproduce_horses'):
-    proc = subprocess.run([sys.executable, str(copy / 'scripts' / f'{script}.py'), '--table_only',
-                           f'--data_dir={tmp_path / "no_data"}'], cwd=tmp_path, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, '-m', f'experiments.{script}', '--table_only',
+                           f'--data_dir={tmp_path / "no_data"}'], cwd=copy, capture_output=True, text=True,
                           timeout=600, env=env)
     assert proc.returncode == 0, f'{script}: {proc.stderr[-2000:]}'
   assert digest() == before
@@ -392,7 +390,7 @@ def test_table_only_writes_docs_and_readme_blocks_only_and_the_readme_is_up_to_d
 
 
 def test_summary_keeps_other_families_and_chooses_on_dev(tmp_path):
-  from implicit_jax.experiments import summary  # pylint: disable=import-outside-toplevel
+  from experiments import summary  # pylint: disable=import-outside-toplevel
   run = lambda dev, test: {'dev_f1': dev, 'test_f1': test}
   groups = {'a': [run(0.5, 0.9)] * 3, 'b': [run(0.6, 0.1)] * 3, 'c': [run(0.9, 0.9)] * 2}
   assert summary.best(groups, 'dev_f1') == 'b'  # the best dev among rows with 3 seeds, not the best test
@@ -410,7 +408,7 @@ def test_summary_keeps_other_families_and_chooses_on_dev(tmp_path):
 
 
 def test_summary_leads_ner_cells_with_conlleval_only_where_every_record_holds_it():
-  from implicit_jax.experiments import summary  # pylint: disable=import-outside-toplevel
+  from experiments import summary  # pylint: disable=import-outside-toplevel
   both = [{'test_f1': 0.86, 'test_f1_conlleval': 0.84}, {'test_f1': 0.88, 'test_f1_conlleval': 0.86}]
   strict_only = [{'test_f1': 0.86}, {'test_f1': 0.88}]
   key, extra = 'test_f1', 'test_f1_conlleval'
@@ -423,7 +421,7 @@ def test_summary_leads_ner_cells_with_conlleval_only_where_every_record_holds_it
 
 def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_table(monkeypatch):
   from implicit_jax.tasks import segmentation  # pylint: disable=import-outside-toplevel
-  from scripts import reproduce_horses as rh  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_horses as rh  # pylint: disable=import-outside-toplevel
   assert rh.CROPS_SYSTEMS and set(rh.CROPS_SYSTEMS) <= set(rh.SYSTEMS) and set(rh.ORDER) == set(rh.PUBLISHED)
   for system in rh.SYSTEMS:
     scale = 'full' if system in rh.FULL_ONLY else 'seal' if system in rh.SEAL_ONLY else 'half'
@@ -482,13 +480,13 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
 
 def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path, monkeypatch):
   import json  # pylint: disable=import-outside-toplevel
-  from scripts import compare_sklearn  # pylint: disable=import-outside-toplevel
+  from experiments import compare_sklearn  # pylint: disable=import-outside-toplevel
   monkeypatch.setattr(compare_sklearn, 'RUNS', tmp_path / 'runs')
   (tmp_path / 'runs').mkdir()
   info = lambda train: {'sizes': {'train': train, 'dev': 3, 'test': 3}, 'preprocessing': 'none', 'standardised': True}
   for label, train, seed, f1, br in (('scaled.arff', 90, 0, 0.90, 0.92), ('scaled.arff', 90, 1, 0.88, 0.92),
                                      ('cal500', 301, 0, 0.38, 0.36)):
-    record = {'dataset': label, 'seed': seed, 'info': info(train), 'command': 'python scripts/compare_sklearn.py',
+    record = {'dataset': label, 'seed': seed, 'info': info(train), 'command': 'python -m experiments.compare_sklearn',
               'date': '2026-11-26T00:00:00', 'device': 'cpu: cpu', 'machine': 'x',
               'mbce': {'test_f1': f1, 'test_f1_tuned': f1, 'dev_f1': f1, 'train_seconds': 1.0},
               'never': {'test_f1': 0.5} if label == 'cal500' else None,
@@ -508,9 +506,8 @@ def test_compare_methods_trains_an_implicit_row_through_reproduce_mlc(monkeypatc
   """An implicit row named to compare_methods (e.g. implicit-ssvm-h400) is reproduce_mlc's run, trained (not
   verified): compare_methods' arguments carry no --verify, which reproduce_mlc.run_one reads."""
   import argparse  # pylint: disable=import-outside-toplevel
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
-  import compare_methods  # pylint: disable=import-outside-toplevel
-  import reproduce_mlc  # pylint: disable=import-outside-toplevel
+  from experiments import compare_methods  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_mlc  # pylint: disable=import-outside-toplevel
   seen = []
   monkeypatch.setattr(reproduce_mlc, 'run_one', lambda dataset, system, seed, args: seen.append(
       (dataset, system, seed, args.verify, args.protocol)))
@@ -536,8 +533,7 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
   rerun moved; a record that keeps predictions is left alone."""
   import argparse  # pylint: disable=import-outside-toplevel
   import shutil  # pylint: disable=import-outside-toplevel
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'scripts'))
-  import reproduce_mlc  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_mlc  # pylint: disable=import-outside-toplevel
   from implicit_jax.engine import config as config_lib, train  # pylint: disable=import-outside-toplevel
   committed = reproduce_mlc.ROOT / 'docs' / 'mlc' / 'runs'
   runs = tmp_path / 'runs'
@@ -592,8 +588,7 @@ def test_cost_to_dev_reads_steps_to_the_score_both_reach_from_the_committed_reco
   """benchmarks/cost_to_dev.py: per seed, the target is the lower of the two best dev scores and each run's steps
   are those of the first evaluation at or above it; every pair it times names committed records that share seeds
   and hold the dev score it reads."""
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
-  import cost_to_dev  # pylint: disable=import-outside-toplevel
+  from benchmarks import cost_to_dev  # pylint: disable=import-outside-toplevel
   implicit = {0: (None, [(10, 0.30), (20, 0.50), (30, 0.45)]), 1: (None, [(10, 0.2), (20, 0.6)]),
               2: (None, [(10, 0.9)])}
   rival = {0: (None, [(5, 0.40), (10, 0.48), (15, 0.55)]), 1: (None, [(5, 0.1), (10, 0.3), (15, 0.35)])}
@@ -614,8 +609,7 @@ def test_cost_to_dev_sections_are_their_figures_files_and_a_gpu_row_names_its_de
   cost_to_dev.json and cost_to_dev_gpu.json (no figure typed by hand); a GPU row names the device its pair ran on
   (one section holds pairs of an H100 and an H200); the cost with one compile adds each run's compile to its side."""
   import re  # pylint: disable=import-outside-toplevel
-  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
-  import cost_to_dev  # pylint: disable=import-outside-toplevel
+  from benchmarks import cost_to_dev  # pylint: disable=import-outside-toplevel
   doc = (cost_to_dev.DOCS / 'benchmarks.md').read_text(encoding='utf-8')
   for tag in ('', '_gpu'):
     kept = json.loads(cost_to_dev.out_json(tag).read_text(encoding='utf-8'))
@@ -630,25 +624,25 @@ def test_cost_to_dev_sections_are_their_figures_files_and_a_gpu_row_names_its_de
 
 
 def test_implicit_cost_names_an_unknown_rival_in_one_line():
-  """benchmarks/implicit_cost.py --rivals: a label the task lacks ends with one line naming it and the task's rivals
-  (before any data is read or step compiled)."""
+  """python -m benchmarks.implicit_cost --rivals: a label the task lacks ends with one line naming it and the task's
+  rivals (before any data is read or step compiled)."""
   import subprocess  # pylint: disable=import-outside-toplevel
   root = Path(__file__).resolve().parents[1]
-  done = subprocess.run([sys.executable, str(root / 'benchmarks' / 'implicit_cost.py'), '--task', 'pos',
+  done = subprocess.run([sys.executable, '-m', 'benchmarks.implicit_cost', '--task', 'pos',
                          '--rivals=InfNet+ stacked,no-such-rival', '--out', '-'], capture_output=True, text=True,
-                        timeout=120, check=False)
+                        timeout=120, check=False, cwd=root)
   assert done.returncode == 2
   last = done.stderr.strip().splitlines()[-1]
   assert 'unknown no-such-rival' in last and 'InfNet+ stacked' in last, done.stderr
 
 
 def test_cost_to_dev_refuses_another_backends_figures_file_for_a_measuring_run():
-  """benchmarks/cost_to_dev.py --of names whose figures --table_only rebuilds; a measuring run given it would write
-  this machine's timings into the other backend's file, so it ends in one line before anything is timed."""
+  """python -m benchmarks.cost_to_dev --of names whose figures --table_only rebuilds; a measuring run given it would
+  write this machine's timings into the other backend's file, so it ends in one line before anything is timed."""
   import subprocess  # pylint: disable=import-outside-toplevel
   root = Path(__file__).resolve().parents[1]
-  done = subprocess.run([sys.executable, str(root / 'benchmarks' / 'cost_to_dev.py'), '--of=gpu', '--pairs=cora',
-                         '--out', '-'], capture_output=True, text=True, timeout=120, check=False)
+  done = subprocess.run([sys.executable, '-m', 'benchmarks.cost_to_dev', '--of=gpu', '--pairs=cora',
+                         '--out', '-'], capture_output=True, text=True, timeout=120, check=False, cwd=root)
   assert done.returncode == 2
   assert '--of' in done.stderr.strip().splitlines()[-1] and '--table_only' in done.stderr, done.stderr
 

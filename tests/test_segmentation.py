@@ -238,7 +238,7 @@ def test_seals_split_and_the_resize_are_checked_naming_the_field(tmp_path):
 @pytest.mark.skipif(not (SHARED / 'weizmann_horse').is_dir(), reason=f'shared data not present at {SHARED}')
 def test_bicubic_resize_reproduces_the_masks_dvn_and_seal_test_on():
   # SEAL's weizmann_horse_test.npy (Li et al.'s 32x32 masks of its 128 test images) holds 36244 horse pixels of
-  # 131072; scripts/seal_horse_split.py compares the masks pixel by pixel (99.98% equal with 'bicubic').
+  # 131072; experiments/seal_horse_split.py compares the masks pixel by pixel (99.98% equal with 'bicubic').
   seal_test_horse = 36244
   counts = {r: horses.load(str(SHARED), 32, 160, 40, 0, r, 'seal')[0]['test']['y'].sum() for r in horses.RESIZE}
   assert abs(counts['bicubic'] - seal_test_horse) <= 0.0005 * 128 * 32 * 32
@@ -440,7 +440,7 @@ def test_a_run_on_crops_stopped_mid_epoch_resumes_to_the_uninterrupted_one(tmp_p
 
 
 def test_the_split_script_answers_bad_input_in_one_line(tmp_path, monkeypatch):
-  from scripts import seal_horse_split  # pylint: disable=import-outside-toplevel
+  from experiments import seal_horse_split  # pylint: disable=import-outside-toplevel
   (tmp_path / 'weizmann_horse_train.npy').write_text('not numpy')
   for folder, message in ((tmp_path / 'absent', 'FileNotFoundError'), (tmp_path, 'UnpicklingError|ValueError')):
     monkeypatch.setattr('sys.argv', ['seal_horse_split.py', f'--seal_data={folder}', f'--data_dir={FIXTURE.parent}'])

@@ -1,17 +1,13 @@
-"""scripts/tagging_hessian.py: the autodiff cross-Hessian between neighbouring tags against an analytic one, the
+"""experiments/tagging_hessian.py: the autodiff cross-Hessian between neighbouring tags against an analytic one, the
 bigram table by hand, and the command on a trained tiny tagging run (where Eq. 7 makes it equal W)."""
-
-import sys
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from implicit_jax.engine import train
-from tests.conftest import ROOT, float64, load_config
-
-sys.path.insert(0, str(ROOT / 'scripts'))
-import tagging_hessian  # pylint: disable=wrong-import-position
+from tests.conftest import float64, load_config
+from experiments import tagging_hessian
 
 
 def test_cross_hessian_matches_the_analytic_mixed_derivative():

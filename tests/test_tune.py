@@ -9,7 +9,6 @@ import pytest
 
 from implicit_jax import tune as tune_lib
 from implicit_jax.engine import config as config_lib, train
-from implicit_jax.experiments import mlc
 
 # Every test here trains whole runs (the tuner's probe and trials): the e2e suite (setup.cfg), after the fast one.
 pytestmark = pytest.mark.e2e
@@ -31,7 +30,7 @@ TWO_TRIALS = [{'model.dropout': 0.0}, {'optimizer.learning_rate': 3e-3}]
 @pytest.fixture
 def two_trials(monkeypatch):
   """The tuner's grid cut to two trials beside the config, so that a test trains a handful of small runs."""
-  monkeypatch.setitem(mlc.TUNE, 'feedforward', TWO_TRIALS)
+  monkeypatch.setitem(tune_lib.TRIALS, 'feedforward', TWO_TRIALS)
 
 
 class Calls:
@@ -55,7 +54,7 @@ def straight(tmp_path_factory):
   workdir = tmp_path_factory.mktemp('straight')
   calls = Calls()
   with pytest.MonkeyPatch.context() as patch:
-    patch.setitem(mlc.TUNE, 'feedforward', TWO_TRIALS)
+    patch.setitem(tune_lib.TRIALS, 'feedforward', TWO_TRIALS)
     patch.setattr(train, 'train_and_evaluate', calls)
     plan = tune_lib.tune(_config(), str(workdir), budget_minutes=30)
   return plan, workdir, calls.count

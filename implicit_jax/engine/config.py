@@ -24,7 +24,7 @@ core fields         ``core_config`` (seed, task, method,            every run (`
 dvn, feedforward and crf have no section of their own (``methods.REGISTRY``). A plug-in method may bring a new
 section (``SECTION``) and name the shared ones it reads (``SHARED``; ``implicit_jax/plugins.py``). One ``gbi`` for
 every method that runs GBI: a published row whose method needs other GBI settings than its config file's sets them
-in its own overrides (``implicit_jax/experiments/``: bibtex's spen and dvn rows), so that a row's config says what
+in its own overrides (``experiments/``: bibtex's spen and dvn rows), so that a row's config says what
 it runs.
 
 ``base_config(task, method)`` assembles the defaults, every field documented where it is defined. Config files in

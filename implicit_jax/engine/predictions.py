@@ -7,7 +7,7 @@ predictions, the ones its final figures were computed from. Per split it holds
   (tagging, Cora), a threshold bin per (example, label) (multi-label: every threshold of the dev tuning grid on
   dev, 0.5 and the tuned threshold on test), a bit per pixel (segmentation). They are what the task's metrics read
   of a prediction, no more: ``Evaluator.relaxed`` turns them back into an array that
-  the evaluator scores exactly as it scored the original (scripts/rescore.py);
+  the evaluator scores exactly as it scored the original (experiments/rescore.py);
 * ``gold``: digests of the split's gold arrays (``y``, and ``mask`` where the task pads), so that a rescorer that
   reads the gold labels from the data directory can check that they are the run's, row for row.
 

@@ -89,7 +89,7 @@ class Evaluator:
   def example_scores(self, pred: np.ndarray, split: dict) -> tuple[np.ndarray, np.ndarray]:
     """``(num, den)``, one entry per example, with ``sum(num) / sum(den)`` the ``headline`` figure of ``pred`` on
     ``split`` (a mean of per-example scores has ``den`` all ones; a corpus-level ratio such as chunk F1 sums its
-    counts): what a bootstrap over examples resamples (scripts/claims.py)."""
+    counts): what a bootstrap over examples resamples (experiments/claims.py)."""
     raise NotImplementedError(f'{type(self).__name__} defines no per-example scores')
 
   def calibration_of(self, result: dict) -> dict:

@@ -2,7 +2,7 @@ r"""Analysis of a learned energy (supplement, section 3.1): its label-interactio
 
 The supplement plots the Hessian of the learned energy with respect to y, averaged over the instances, next to
 the label co-occurrence matrix, diagonals removed, and reports "a general correspondence". This module holds the
-pure functions behind that figure; ``scripts/energy_analysis.py`` applies them to a trained run.
+pure functions behind that figure; ``experiments/energy_analysis.py`` applies them to a trained run.
 
 Sign convention. ``models.py`` fixes LOWER energy = better y. For two labels that co-occur, raising y_i should
 make raising y_j more attractive, i.e. make dE/dy_j more negative: d^2E / dy_i dy_j < 0. The supplement phrases the

@@ -12,7 +12,7 @@ RGB mask, any channel non-zero: a red mask on black), read at full size; a mask 
 mask, an anti-aliased edge), without a horse pixel, or with two values neither of which is 0 is an error naming the
 file. Each pair is resized to ``size x size`` by ``resize`` (``RESIZE``): 'bilinear', the image bilinear and the
 mask nearest; 'bicubic', both bicubic and the mask then cut at ``MASK_CUT``, which is how Li, Tarlow & Zemel's 32x32
-set, the one DVN and SEAL train and test on, was made (``scripts/seal_horse_split.py``: 99.98% of its mask pixels,
+set, the one DVN and SEAL train and test on, was made (``experiments/seal_horse_split.py``: 99.98% of its mask pixels,
 against 97.3% for 'bilinear', whose masks hold 10% fewer horse pixels). Images are standardised per channel by the
 training split's mean and standard deviation.
 

@@ -1,7 +1,7 @@
 """SEAL's Weizmann horses split (iesl/seal-neurips-2022: 160 train / 40 val / 128 test of the 328 images of Li, Tarlow
 & Zemel's 32x32 set, the set DVN and SEAL train and test on), as ids of the project's 327 PNG pairs.
 
-Derived by ``scripts/seal_horse_split.py``, which matches each of SEAL's images to a PNG pair resized as
+Derived by ``experiments/seal_horse_split.py``, which matches each of SEAL's images to a PNG pair resized as
 ``data.resize='bicubic'`` does (image distance plus mask disagreement, one-to-one): every pair matches (largest image
 RMS distance 3.7 of 255, masks 99.98% equal). SEAL's set holds two near-duplicate pairs (ids 5 and 17; 179 and 202),
 kept as SEAL has them (17 in test, 5 in train). One of SEAL's val images has no PNG pair (the absent id 317): dev has

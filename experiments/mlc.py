@@ -1,0 +1,107 @@
+"""The multi-label tables' bookkeeping: rows ``configs/<dataset>.py:<system>`` for bibtex, delicious, genbase, cal500
+and spo_fun, their records, names and published numbers.
+
+``SYSTEMS`` are the rows of docs/mlc_results.md and docs/mlc_ablation.md (reproduce_mlc.py, ablation_mlc.py),
+``BASELINES`` the other methods of docs/baselines.md (compare_methods.py), both as configs/bibtex.py writes them: a
+row is today's design, the dataset config with the row's overrides, the settings chosen for it on that dataset's dev
+(``DEV_CHOSEN``) and its epoch budget (configs/bibtex.py's ``overrides``). Variant ``resplit``: the paper's protocol
+(all rows pooled, stratified 60/20/20 by the seed).
+
+A committed run is reproduced from its own record, not from its row: ``python -m implicit_jax.main
+--config=docs/mlc/runs/<run>.json`` (``engine/config.py``'s ``from_record``). A row that changed after its runs
+were made names today's design; each run's record keeps what it ran.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import experiments
+from experiments import records
+
+DATASETS = ('bibtex', 'delicious', 'genbase', 'cal500', 'spo_fun')
+# The rows, as configs/bibtex.py writes them (the other multi-label configs take them from there).
+_CONFIG = experiments.config_rows('bibtex')
+SYSTEMS, BASELINES, ROWS, DEV_CHOSEN = _CONFIG.SYSTEMS, _CONFIG.BASELINES, _CONFIG.ROWS, _CONFIG.DEV_CHOSEN
+NORMAL_CG, PROXIMAL, SEAL_SIZES, VARIANTS = _CONFIG.NORMAL_CG, _CONFIG.PROXIMAL, _CONFIG.SEAL_SIZES, _CONFIG.VARIANTS
+ABLATION_ROUTES, once_per_batch = _CONFIG.ABLATION_ROUTES, _CONFIG.once_per_batch
+# configs/bibtex.py as it is (the README's main job): the fastest design not worse on bibtex dev
+# (tests/test_configs.py checks that the file as it is equals this row).
+MAIN_ROW = 'implicit-cd-gcr-T1-r3h'
+# Rows shown in docs/mlc_ablation.md only.
+ABLATION_ONLY = ({s for s in SYSTEMS if any(s.startswith(f'implicit-cd-{r}') for r in ('none', 'identity', 'unrolled',
+                                                                                         'T20'))}
+                 | {'implicit-cd-minres-h400'} | {s for s in SYSTEMS if s.endswith(('-prox', '-prox-h400'))})
+
+def config_name(dataset: str, system: str, protocol: str = 'official') -> str:
+  """The row's config as the tables name it: ``configs/<dataset>.py:<system>[,<protocol>]``."""
+  return f'configs/{dataset}.py:{experiments.arg_name(system)}' + (f',{protocol}' if protocol != 'official' else '')
+
+
+# Shankar & Piratla, Table 1 (example F1 x 100; their split: stratified 60/20/20 re-split).
+PAPER = {
+    'bibtex': {'mbce': 42.47, 'implicit-ssvm': 44.55, 'implicit-dvn': 44.94, 'implicit-cd': 46.21},
+    'delicious': {'mbce': 30.12, 'implicit-ssvm': 30.34, 'implicit-dvn': 28.87, 'implicit-cd': 35.12},
+}
+
+
+def row_config(configs, dataset: str, seed: int, protocol: str, data_dir: str, system: str | None = None):
+  """configs/<dataset>.py (``configs``: the folder), or its row ``system`` (configs/<dataset>.py:<system>[,resplit]),
+  with the run's seed (which also seeds the dev split), split protocol and data directory."""
+  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
+  if system is None:
+    config = config_lib.from_file(Path(configs) / f'{dataset}.py')
+  else:
+    path, arg = config_name(dataset, system, protocol).split(':', 1)
+    config = config_lib.from_file(Path(configs) / Path(path).name, arg=arg)
+    config.config_file = f'{path}:{arg}'
+  config.seed = config.data.split_seed = seed
+  config.data.protocol = protocol
+  if dataset != 'bibtex' or protocol != 'official':  # bibtex's official split ships inside the package
+    config.data.data_dir = data_dir
+  return config
+
+
+def recipe(dataset: str, system: str, protocol: str, rs, folder: Path, root: Path) -> str:
+  """A table row's "config" cell (records.recipe): configs/<dataset>.py:<system> where each of its records ``rs``
+  is that row at its seed, else the records, files of ``folder``, each its own recipe: the runs of a row changed
+  since they were made (another solver, width, dropout, sample count or epoch budget). ``root``: the checkout
+  whose configs/ and docs/ the table is built from."""
+  differs = [key for r in rs for key in records.row_differences(
+      r, row_config(Path(root) / 'configs', dataset, r['seed'], protocol, '', system))]
+  pattern = f'{Path(folder).relative_to(root)}/{run_name(dataset, system, protocol)}-seed*.json'
+  return records.recipe(config_name(dataset, system, protocol), pattern, differs)
+
+
+def run_name(dataset, system, protocol) -> str:
+  """A run's file and workdir stem; official-split runs keep the names they had before other protocols."""
+  name = f'{dataset}-{system.replace(" ", "_")}'
+  return name if protocol == 'official' else f'{dataset}-{protocol}-{system.replace(" ", "_")}'
+
+
+device_of = records.device_of  # the scripts' name for it here
+
+
+def paired(runs_a, runs_b, field):
+  """``(seeds, [a - b])``: ``field`` of two systems' runs differenced seed by seed, on the seeds both have."""
+  a, b = ({r['seed']: r[field] for r in runs} for runs in (runs_a, runs_b))
+  seeds = sorted(set(a) & set(b))
+  return seeds, [a[k] - b[k] for k in seeds]
+
+
+def system_of(result):
+  """The row of ``SYSTEMS`` a run record is, from its config (records made before ``config_file`` existed do not
+  name it)."""
+  c = result['config']
+  size = '-h400' if list(c['model']['inference_hidden']) == [400, 400] else ''
+  if c['method'] == 'feedforward':
+    return 'mbce' + size
+  solver = c['implicit']['solver']['name']
+  shown = ('neumann', 'gcr') + ABLATION_ROUTES
+  steps = c['implicit'].get('inner_steps', 5)
+  prox = '-prox' if c['implicit'].get('proximal', 0.0) else ''
+  refresh = c['implicit']['solver'].get('refresh', 1)
+  # 'h': the reused term's two kinds of step as two programs (refresh_by, absent from the records before it)
+  two = 'h' if refresh != 1 and c['implicit']['solver'].get('refresh_by', 'program') == 'host' else ''
+  return (f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in shown else '') +
+          (f'-T{steps}' if steps != 5 else '') + (f'-r{refresh}{two}' if refresh != 1 else '') + prox + size)

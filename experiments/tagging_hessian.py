@@ -1,0 +1,179 @@
+r"""Supplement, POS analysis: the learned energy's cross-Hessian between neighbouring tags against the tag bigrams.
+
+Usage:
+  python -m experiments.tagging_hessian --workdir=/tmp/reproduce_tagging/pos-implicit-cd-0 [--split=dev]
+      [--at=pred|gold] [--max_sentences=0] [--out_dir=docs/tagging] [--data_dir=DIR]
+
+Loads the run's best-on-dev parameters and averages, over the adjacent real token pairs (t, t+1) of the split, the
+mixed second derivative d^2 E / dy_t dy_{t+1} (a tags x tags matrix) of the learned energy, taken at the relaxed
+prediction A_theta(x) (``--at=pred``; the CRF's Viterbi one-hot for a CRF run) or at the gold tags. It is computed by
+autodiff (jvp of the gradient, one tangent per position and tag), not read from the energy's parameters, so it
+measures any energy; for the paper's Eq. 7 it must equal the transition matrix W, and the script checks that.
+
+The empirical side is the training split's tag bigrams as add-one smoothed log P(tag_{t+1} = j | tag_t = i). Lower
+energy = more compatible, so the score -d^2E is compared with it: Pearson and Spearman correlation over all
+tags x tags entries. Writes <out_dir>/cross_hessian_<dataset>.png (the two heatmaps) and .md (command, date, run,
+correlations).
+"""
+
+import argparse
+import datetime
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from implicit_jax.engine import cli
+from experiments import records
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fail(message: str):
+  sys.exit(f'tagging_hessian: {message}')
+
+
+def cross_hessian(energy_fn, y, mask):
+  """``(sum over adjacent real pairs of d^2E / dy_t dy_{t+1} [C, C], number of pairs)`` for ``energy_fn(y [B, T,
+  C]) -> [B]`` at ``y``: C tangents per position t+1 (vmapped), positions in ``lax.map``."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  _, length, num_tags = y.shape
+  grad = jax.grad(lambda v: jnp.sum(energy_fn(v)))
+
+  def block(s):  # rows: y_{s-1, i}; columns: y_{s, j}  ->  [B, C, C]
+    def hvp(j):
+      tangent = jnp.zeros_like(y).at[:, s, j].set(1.0)
+      return jax.jvp(grad, (y,), (tangent,))[1][:, s - 1, :]
+    return jnp.moveaxis(jax.vmap(hvp)(jnp.arange(num_tags)), 0, -1)
+
+  blocks = jax.lax.map(block, jnp.arange(1, length))                    # [T - 1, B, C, C]
+  pairs = (mask[:, 1:] * mask[:, :-1]).astype(y.dtype)                  # [B, T - 1]
+  return jnp.einsum('sbij,bs->ij', blocks, pairs), jnp.sum(pairs)
+
+
+def bigram_log_probs(tags: np.ndarray, num_tags: int) -> np.ndarray:
+  """Add-one smoothed log P(next = j | current = i) from gold tag ids [N, T] (-1 on padding)."""
+  current, following = tags[:, :-1].ravel(), tags[:, 1:].ravel()
+  real = (current >= 0) & (following >= 0)
+  counts = np.zeros((num_tags, num_tags))
+  np.add.at(counts, (current[real], following[real]), 1.0)
+  return np.log((counts + 1.0) / (counts.sum(axis=1, keepdims=True) + num_tags))
+
+
+def analyse(run, split: str = 'dev', at: str = 'pred', max_sentences: int = 0, batch_size: int = 64) -> dict:
+  """The mean cross-Hessian [C, C], the bigram log-probabilities and their correlations (module doc)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import scipy.stats  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import data  # pylint: disable=import-outside-toplevel
+  task, energy, phi = run.task, run.modules['energy'], run.params['phi']
+  arrays = task.splits[split]
+  if max_sentences:
+    arrays = {k: v[:max_sentences] for k, v in arrays.items()}
+
+  @jax.jit
+  def batch_hessian(batch, y):
+    return cross_hessian(lambda v: energy.apply(phi, batch, v), y, batch['mask'])
+
+  total, count = 0.0, 0.0
+  for inputs, idx in data.prediction_batches(task, arrays, batch_size):
+    if at == 'gold':
+      y = task.space.gold(arrays['y'][idx][:, :inputs['mask'].shape[1]])
+    else:
+      y = np.asarray(run.method.predict(run.params, inputs))
+    inputs = dict(inputs, mask=np.asarray(inputs['mask']) * (np.arange(len(inputs['mask'])) < len(idx))[:, None])
+    if len(y) < len(inputs['mask']):  # the last batch is padded with repeats: they are masked out above
+      y = np.concatenate([y, np.repeat(y[-1:], len(inputs['mask']) - len(y), axis=0)])
+    h, n = batch_hessian(inputs, np.asarray(y, np.float32))
+    total, count = total + np.asarray(h, np.float64), count + float(n)
+  hessian = total / max(count, 1.0)
+  bigrams = bigram_log_probs(np.asarray(task.splits['train']['y']), task.space.units)
+  score = -hessian
+  pearson = scipy.stats.pearsonr(score.ravel(), bigrams.ravel())
+  spearman = scipy.stats.spearmanr(score.ravel(), bigrams.ravel())
+  out = {'hessian': hessian, 'bigrams': bigrams, 'pairs': int(count), 'pearson': float(pearson[0]),
+         'pearson_p': float(pearson[1]), 'spearman': float(spearman[0]), 'spearman_p': float(spearman[1])}
+  w = phi.get('params', {}).get('W')
+  if w is not None:  # Eq. 7's pairwise term is bilinear: its cross-Hessian is W at every point
+    out['max_abs_diff_to_W'] = float(np.max(np.abs(hessian - np.asarray(w))))
+  return out
+
+
+def figure(result: dict, names, title: str, path: Path) -> None:
+  from implicit_jax.engine import plots  # pylint: disable=import-outside-toplevel
+  fig_cls = plots.import_figure()
+  fig = fig_cls(figsize=(14, 6.4))
+  panels = ((-result['hessian'], 'learned score  -d²E / dy_t dy_{t+1}'),
+            (result['bigrams'], 'training bigrams  log P(tag_{t+1} | tag_t)'))
+  for k, (matrix, label) in enumerate(panels):
+    ax = fig.add_subplot(1, 2, k + 1)
+    image = ax.imshow(matrix, cmap='RdBu_r' if k == 0 else 'viridis',
+                      **({'vmin': -np.abs(matrix).max(), 'vmax': np.abs(matrix).max()} if k == 0 else {}))
+    ax.set_title(label, fontsize=10)
+    ax.set_xticks(range(len(names)), names, fontsize=7)
+    ax.set_yticks(range(len(names)), names, fontsize=7)
+    ax.set_xlabel('tag at t+1')
+    ax.set_ylabel('tag at t')
+    fig.colorbar(image, ax=ax, fraction=0.046)
+  fig.suptitle(title, fontsize=11)
+  fig.tight_layout()
+  path.parent.mkdir(parents=True, exist_ok=True)
+  fig.savefig(path, dpi=110)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--workdir', required=True, help='training workdir of a tagging run with an energy')
+  parser.add_argument('--split', default='dev')
+  parser.add_argument('--at', default='pred', choices=('pred', 'gold'))
+  parser.add_argument('--max_sentences', type=int, default=0, help='0 = every sentence of the split')
+  parser.add_argument('--out_dir', default=str(ROOT / 'docs' / 'tagging'))
+  parser.add_argument('--data_dir', default=None, help="override the run config's data.data_dir")
+  args = parser.parse_args(argv)
+  if not os.path.isdir(args.workdir):
+    fail(f'workdir {args.workdir} does not exist')
+  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
+  try:
+    run = checkpoints.load_trained(args.workdir, {'data.data_dir': args.data_dir} if args.data_dir else None)
+  except (FileNotFoundError, ValueError, KeyError) as e:
+    fail(f'cannot load a trained run from {args.workdir}: {type(e).__name__}: {e}')
+  if run.config.task != 'tagging' or 'energy' not in run.modules or 'phi' not in run.params:
+    fail(f'the run in {args.workdir} (task {run.config.task!r}, method {run.config.method!r}) is not a tagging run '
+         'with an energy: train one with --config.method=implicit (or crf, spen, ...)')
+  if args.split not in run.task.splits:
+    fail(f'--split={args.split!r}: the task has splits {sorted(run.task.splits)}')
+  result = analyse(run, args.split, args.at, args.max_sentences)
+  names = run.task.names.get('y') or [str(k) for k in range(run.task.space.units)]
+  method = run.config.method + (f'-{run.config.implicit.primary_loss}' if run.config.method == 'implicit' else '')
+  dataset = run.task.name
+  out_dir = Path(args.out_dir)
+  title = (f'{dataset}, {method}: Pearson r = {result["pearson"]:+.3f}, Spearman rho = {result["spearman"]:+.3f} '
+           f'({args.split}, at {args.at}, {result["pairs"]} token pairs)')
+  figure(result, names, title, out_dir / f'cross_hessian_{dataset}.png')
+  command = 'python ' + ' '.join(shlex.quote(a) for a in ([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])))
+  score = (run.metrics or {}).get(f'test_{run.task.evaluator.select}')
+  lines = [f'# Learned tag interactions vs tag bigrams: {dataset}, {method}', '',
+           f'Produced by `{records.portable(command, workdir="WORKDIR")}` on '
+           f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the run in WORKDIR, a trained '
+           f'run\'s workdir (seed {run.config.seed}'
+           + (f', test {run.task.evaluator.select} {score:.4f}' if score is not None else '') + ').', '',
+           f'Mean cross-Hessian d²E / dy_t dy_(t+1) over the {result["pairs"]} adjacent real token pairs of the '
+           f'{args.split} split, at {"A_theta(x)" if args.at == "pred" else "the gold tags"}, by autodiff; its '
+           'negation (a score: lower energy = more compatible) against the add-one smoothed training bigrams '
+           'log P(tag_(t+1) | tag_t), over all tags x tags entries:', '',
+           '| Pearson r | Spearman rho | entries |', '|---|---|---|',
+           f'| {result["pearson"]:+.3f} (p={result["pearson_p"]:.1e}) | {result["spearman"]:+.3f} '
+           f'(p={result["spearman_p"]:.1e}) | {result["hessian"].size} |', '',
+           f'![cross-Hessian](cross_hessian_{dataset}.png)', '']
+  if 'max_abs_diff_to_W' in result:
+    lines += [f'Check: the energy is Eq. 7, whose cross-Hessian is its transition matrix W everywhere; the autodiff '
+              f'average differs from W by at most {result["max_abs_diff_to_W"]:.1e}.', '']
+  records.write_page(out_dir / f'cross_hessian_{dataset}.md', '\n'.join(lines))
+  print('\n'.join(lines))
+  return result
+
+
+if __name__ == '__main__':
+  sys.exit(cli.guarded(main))
