@@ -16,7 +16,7 @@ import numpy as np
 
 from implicit_jax.spaces.binary import Binary
 from implicit_jax.tasks import Task
-from implicit_jax.tasks.mlc import datasets
+from implicit_jax.tasks.mlc import datasets, files
 from implicit_jax.tasks.mlc.evaluator import F1Evaluator
 from implicit_jax.tasks.mlc.models import MLCEnergy, MLPInferenceNet
 
@@ -123,7 +123,7 @@ def read_inputs(run, path: str):
   from implicit_jax.engine import workdir as workdir_lib  # pylint: disable=import-outside-toplevel
   names, preprocess = workdir_lib.recorded_inputs(run.workdir, run.task)
   data = datasets.read_for_prediction(
-      path, datasets.file_format(run.config.data.name, run.config.data.format), label_names=names['y'],
+      path, files.file_format(run.config.data.name, run.config.data.format), label_names=names['y'],
       feature_names=names['x'], nominal=preprocess.get('nominal'), statistics=preprocess.get('standardisation'))
   return {'x': data.x.astype(np.float32)}, list(names['y'])
 

@@ -50,7 +50,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
-from implicit_jax.tasks.mlc import datasets as mlc_datasets
+from implicit_jax.tasks.mlc import files as mlc_datasets
 from implicit_jax.tasks.mlc.arff import MultiLabelData
 
 __all__ = ['BUILDERS', 'URLS', 'MlcBuilder', 'builder_for', 'load_tfds_arrays', 'load_tfds_parts']
