@@ -381,6 +381,26 @@ def package_vectors(config) -> None:
     model.embeddings_path = ''
 
 
+def save(path: Path, result: dict) -> None:
+  """A fresh run's record: ``write(path, stamp(result))``, the writer the experiments give implicit_jax.runner."""
+  write(path, stamp(result))
+
+
+def recipe_here(data_dir: str, adapt=None):
+  """The ``recipe`` the experiments give implicit_jax.runner (``--verify``, ``--supersede``): a committed record's
+  config (its row may have changed since), reading its data from ``data_dir`` here (unless its data ship inside
+  the package: ``data.data_dir`` empty, bibtex's official split); ``adapt(config)``, if given, points the record's
+  other inputs at this machine (``package_vectors``)."""
+  def recipe(path):
+    config = config_lib.from_record(path)
+    if config.data.data_dir:
+      config.data.data_dir = data_dir
+    if adapt:
+      adapt(config)
+    return config
+  return recipe
+
+
 def supersede(out: Path, superseded: Path, workdir: str, data_dir: str, run: str, adapt=None) -> bool:
   """Reruns the committed run ``out`` (``run``, as the progress line names it) in ``workdir``, from its own record,
   when the record keeps no predictions; True when it ran. ``adapt(config)``, if given, points the record's other

@@ -502,18 +502,21 @@ def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path
                             '92.00 ± 0.00 | -3.00 (-2.00, -4.00) |')
 
 
-def test_compare_methods_trains_an_implicit_row_through_reproduce_mlc(monkeypatch):
-  """An implicit row named to compare_methods (e.g. implicit-ssvm-h400) is reproduce_mlc's run, trained (not
-  verified): compare_methods' arguments carry no --verify, which reproduce_mlc.run_one reads."""
+def test_compare_methods_trains_an_implicit_row_as_reproduce_mlc_does():
+  """An implicit row named to compare_methods (e.g. implicit-ssvm-h400) is reproduce_mlc's run (its record, workdir
+  and config), trained (not verified: compare_methods has no --verify); a baseline's record is under baselines/."""
   import argparse  # pylint: disable=import-outside-toplevel
   from experiments import compare_methods  # pylint: disable=import-outside-toplevel
   from experiments import reproduce_mlc  # pylint: disable=import-outside-toplevel
-  seen = []
-  monkeypatch.setattr(reproduce_mlc, 'run_one', lambda dataset, system, seed, args: seen.append(
-      (dataset, system, seed, args.verify, args.protocol)))
   args = argparse.Namespace(data_dir='data', protocol='official', epochs=0)
-  compare_methods.run_one('bibtex', 'implicit-ssvm-h400', 1, args)
-  assert seen == [('bibtex', 'implicit-ssvm-h400', 1, False, 'official')]
+  run, mlc_run = (m.run_of('bibtex', 'implicit-ssvm-h400', 1, args) for m in (compare_methods, reproduce_mlc))
+  assert (run.name, run.record, run.workdir) == (mlc_run.name, mlc_run.record, mlc_run.workdir)
+  assert run.record == reproduce_mlc.RUNS / 'bibtex-implicit-ssvm-h400-seed1.json'
+  assert run.workdir == '/tmp/reproduce_mlc/bibtex-implicit-ssvm-h400-1'
+  assert run.build().to_dict() == mlc_run.build().to_dict()
+  baseline = compare_methods.run_of('bibtex', 'spen', 0, args)
+  assert baseline.record == reproduce_mlc.ROOT / 'docs' / 'baselines' / 'runs' / 'bibtex-spen-seed0.json'
+  assert baseline.build().method != run.build().method
 
 
 def test_last_tenth_gain_is_the_one_flattening_test_of_every_table():
@@ -559,12 +562,13 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
     raise ValueError('DATA/mulan/delicious/delicious-train.arff: no such file')
 
   monkeypatch.setattr(train, 'train_and_evaluate', fails)  # a bad --data_dir: the old record stays where it was
+  one = lambda system: reproduce_mlc.run([reproduce_mlc.run_of('delicious', system, 0, args)], args)
   with pytest.raises(ValueError, match='no such file'):
-    reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
+    one('implicit-cd')
   assert (runs / 'delicious-implicit-cd-seed0.json').exists() and not (tmp_path / 'superseded').exists()
   monkeypatch.setattr(train, 'train_and_evaluate', rerun)
-  for system in ('implicit-cd', 'mbce'):
-    reproduce_mlc.run_one('delicious', system, 0, args)
+  for system in ('implicit-cd', 'mbce', 'implicit-ssvm'):  # no implicit-ssvm record: not trained by --supersede
+    one(system)
   assert len(trained) == 1  # the MBCE record keeps its predictions: not rerun
   expected = config_lib.from_record(committed / 'delicious-implicit-cd-seed0.json')
   expected.data.data_dir = 'DATA'
@@ -577,11 +581,11 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
   assert '1 record that kept no predictions was rerun' in line and 'test F1 @0.5 moved by 0.50' in line
   # A rerun cut short between moving the old record aside and writing the new one is taken up by the command.
   (runs / 'delicious-implicit-cd-seed0.json').unlink()
-  reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
+  one('implicit-cd')
   assert len(trained) == 2 and (runs / 'delicious-implicit-cd-seed0.json').exists()
   with pytest.raises(SystemExit, match='already holds a replaced record'):  # a second rerun would lose the first
     (runs / 'delicious-implicit-cd-seed0.json').write_text(json.dumps(unscored))
-    reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
+    one('implicit-cd')
 
 
 def test_cost_to_dev_reads_steps_to_the_score_both_reach_from_the_committed_records():
