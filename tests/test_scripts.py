@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from experiments import mlc, records  # pylint: disable=wrong-import-position
+from implicit_jax import runner  # pylint: disable=wrong-import-position
 from experiments import ablation_mlc  # pylint: disable=wrong-import-position
 
 
@@ -192,23 +193,24 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
   assert ('ner', 'implicit-cd-r1', 0) in left  # NER reuses the term (refresh 3): the every-step row is a row
   assert not {system for _, system, _ in left} & set(reproduce_tagging.EARLIER)  # set apart, beside no paper's row
   assert len(left) == len(reproduce_tagging.SYSTEMS) - 1  # but bilstm (rescorable)
-  # --supersede hands a committed record to records.supersede (from itself); an absent one trains from its row
+  # --supersede hands the runs to the runner with the superseded folder (a record that keeps no predictions is
+  # rerun from itself, an absent one trains from its row: tests/test_runner.py), its recipe reading the word vectors
+  # from the package where a record's file is not here
   monkeypatch.setattr(reproduce_tagging, 'RUNS', runs)
   monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', old)
-  monkeypatch.setattr(reproduce_tagging, 'base_config', lambda *a: ml_collections.ConfigDict())
-  superseded, trained = [], []
-  monkeypatch.setattr(records, 'supersede', lambda out, folder, *a, **k: superseded.append((out.name, folder)))
-  monkeypatch.setattr(reproduce_tagging, 'train_and_record', lambda config, workdir, out: trained.append(out.name))
+  monkeypatch.setattr(reproduce_tagging, 'base_config', lambda *a: ml_collections.ConfigDict({'seed': a[1]}))
+  calls = []
+  monkeypatch.setattr(runner, 'run_all', lambda runs, **k: calls.append((runs, k)))
   args = type('Args', (), {'supersede': True, 'data_dir': '', 'epochs': 0, 'workdir': str(tmp_path)})
-  for system in ('bilstm', 'crf', 'spen'):
-    reproduce_tagging.run_one('ner', system, 0, args)
-  assert superseded == [('ner-bilstm-seed0.json', old), ('ner-crf-seed0.json', old)]
-  assert trained == ['ner-spen-seed0.json']
+  reproduce_tagging.run([reproduce_tagging.run_of('ner', system, 0, args) for system in ('bilstm', 'crf')], args)
   args.supersede = False
-  superseded.clear()
-  trained.clear()
-  reproduce_tagging.run_one('ner', 'crf', 0, args)
-  assert not trained and not superseded  # without --supersede an existing record is never rerun
+  reproduce_tagging.run([reproduce_tagging.run_of('ner', 'crf', 0, args)], args)
+  (runs_a, kwargs_a), (_, kwargs_b) = calls
+  assert [(r.name, r.record, r.workdir) for r in runs_a] == [
+      ('ner bilstm seed 0', runs / 'ner-bilstm-seed0.json', f'{tmp_path}/ner-bilstm-0'),
+      ('ner crf seed 0', runs / 'ner-crf-seed0.json', f'{tmp_path}/ner-crf-0')]
+  assert kwargs_a['supersede'] == old and kwargs_b['supersede'] is None  # without --supersede: never rerun
+  assert kwargs_a['writer'] is records.save and runs_a[0].build().seed == 0
   # a rerun reads a device's word-vector file that is not here from the package; a file that is here stays
   here = tmp_path / 'vectors.txt'
   here.write_text('the 0.1 0.2\n')
