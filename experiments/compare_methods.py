@@ -9,7 +9,7 @@ Usage (the runs behind docs/baselines.md are recorded in that file):
 A system is the row ``configs/<dataset>.py:<system>`` (experiments/mlc.py), nothing else: every
 method shares the dataset's networks, energy, split, seeds, epochs and evaluation (best epoch on dev F1 @0.5, test
 once, F1 at 0.5 and at the dev-tuned threshold). The MBCE and implicit rows are the runs of
-``experiments/reproduce_mlc.py``, which this script calls (same ``run_one``, same rows, same files in docs/mlc/runs);
+``experiments/reproduce_mlc.py``, which this script calls (same ``run_of``, same rows, same files in docs/mlc/runs);
 the other systems write docs/baselines/runs/<dataset>-<system>-seed<k>.json. A run whose file exists is not
 repeated, so the script can be stopped and restarted. A committed run's recipe is its record, not its row (a row
 names today's design): ``python -m implicit_jax.main --config=docs/baselines/runs/<run>.json --workdir=DIR`` reruns

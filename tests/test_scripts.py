@@ -662,3 +662,27 @@ def test_rerun_moves_names_the_direction_of_each_rerun_on_another_device():
   assert 'On the same kind of device (1 of them)' in text
   assert text.endswith(' 2 were rerun on a GPU instead of the CPU: another trajectory from the start. 1 was rerun '
                        'on a CPU instead of the GPU: another trajectory from the start.')
+
+
+def test_every_scripts_runs_name_their_committed_records_and_build_their_rows(monkeypatch):
+  """Each script's run (run_of) of a committed record names that record, so the runner skips it and trains nothing,
+  and its config is the row's (built only on demand)."""
+  import argparse  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_cora, reproduce_horses, reproduce_mlc, reproduce_tagging, sweep  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+
+  def never(config, workdir):
+    raise AssertionError(f'{workdir}: a committed run was trained again')
+  monkeypatch.setattr(train, 'train_and_evaluate', never)
+  args = argparse.Namespace(data_dir='DATA', protocol='official', epochs=0, workdir='/tmp/w', scale='half',
+                            supersede=False)
+  runs = [reproduce_mlc.run_of('bibtex', 'mbce', 0, args), reproduce_tagging.run_of('ner', 'bilstm', 0, args),
+          reproduce_cora.run_of('bilstm', 10, 0, args), reproduce_horses.run_of('dvn', 0, args),
+          sweep.run_of('bibtex-mbce', 'base', 0, args)]
+  assert all(r.record.exists() for r in runs), [str(r.record) for r in runs if not r.record.exists()]
+  assert [o.status for o in runner.run_all(runs)] == ['done'] * len(runs)
+  assert [r.workdir for r in runs] == ['/tmp/reproduce_mlc/bibtex-mbce-0', '/tmp/w/ner-bilstm-0',
+                                       '/tmp/w/bilstm-l10-d0', '/tmp/w/half-dvn-0', '/tmp/sweep/bibtex-mbce-base-0']
+  configs = [r.build() for r in runs]
+  assert [c.seed for c in configs] == [0] * len(runs)
+  assert configs[3].data.data_dir == 'DATA' and configs[4].to_dict() != configs[0].to_dict()
