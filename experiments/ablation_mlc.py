@@ -30,7 +30,6 @@ the dev F1 of the selected epoch beside test.
 
 import argparse
 import datetime
-import time
 import sys
 from pathlib import Path
 
@@ -154,18 +153,15 @@ def main():
   if any(w not in (150, 400) for w in widths):
     parser.error('--widths: 150 and/or 400')
   if not args.table_only:
-    # Training goes through reproduce_mlc's run_one (same rows, records and files)
+    # Training goes through reproduce_mlc's runs (same rows, records and files)
     from experiments import reproduce_mlc  # pylint: disable=import-outside-toplevel
+    unknown = [row for row in args.rows.split(',') if row not in ROWS]
+    if unknown:
+      parser.error(f'--rows: unknown row {unknown[0]!r}; choose from {list(ROWS)}')
     run_args = argparse.Namespace(protocol='official', verify=False, epochs=0, data_dir=args.data_dir)
-    for dataset in datasets:
-      for width in widths:
-        for row in args.rows.split(','):
-          if row not in ROWS:
-            parser.error(f'--rows: unknown row {row!r}; choose from {list(ROWS)}')
-          for seed in [int(s) for s in args.seeds.split(',')]:
-            t = time.perf_counter()
-            reproduce_mlc.run_one(dataset, system(row, width), seed, run_args)
-            print(f'   {time.perf_counter() - t:.0f}s', flush=True)
+    reproduce_mlc.run([reproduce_mlc.run_of(dataset, system(row, width), seed, run_args) for dataset in datasets
+                       for width in widths for row in args.rows.split(',') for seed in
+                       [int(s) for s in args.seeds.split(',')]], run_args)
   lines, claims = table(['bibtex', 'delicious'], [150, 400])
   all_runs = [r for d in ('bibtex', 'delicious') for w in (150, 400) for row in ROWS for r in runs_of(d, system(row, w))]
   commands = records.write_commands(OUT, (r['command'] for r in all_runs))

@@ -9,7 +9,7 @@ Usage (the runs behind docs/baselines.md are recorded in that file):
 A system is the row ``configs/<dataset>.py:<system>`` (experiments/mlc.py), nothing else: every
 method shares the dataset's networks, energy, split, seeds, epochs and evaluation (best epoch on dev F1 @0.5, test
 once, F1 at 0.5 and at the dev-tuned threshold). The MBCE and implicit rows are the runs of
-``experiments/reproduce_mlc.py``, which this script calls (same ``run_one``, same rows, same files in docs/mlc/runs);
+``experiments/reproduce_mlc.py``, which this script calls (same ``run_of``, same rows, same files in docs/mlc/runs);
 the other systems write docs/baselines/runs/<dataset>-<system>-seed<k>.json. A run whose file exists is not
 repeated, so the script can be stopped and restarted. A committed run's recipe is its record, not its row (a row
 names today's design): ``python -m implicit_jax.main --config=docs/baselines/runs/<run>.json --workdir=DIR`` reruns
@@ -20,7 +20,6 @@ import argparse
 import datetime
 import os
 import platform
-import time
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from experiments import mlc  # pylint: disable=wrong-import-position
@@ -88,25 +88,23 @@ def run_file(dataset, system, seed, protocol='official') -> Path:
   return ROOT / 'docs' / folder / 'runs' / f'{mlc.run_name(dataset, system, protocol)}-seed{seed}.json'
 
 
-def run_one(dataset, system, seed, args):
+def run_of(dataset, system, seed, args) -> runner.Run:
+  """The run of a row on a seed: an implicit row (or MBCE) is reproduce_mlc's run, its record there; a baseline's
+  record goes to docs/baselines/runs."""
   if system in mlc.SYSTEMS:
     from experiments import reproduce_mlc  # pylint: disable=import-outside-toplevel
-    train_only = argparse.Namespace(**vars(args), verify=False, supersede=False)  # train: not verify, not rerun
-    reproduce_mlc.run_one(dataset, system, seed, train_only)
-    return
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-  out = run_file(dataset, system, seed, args.protocol)
-  if out.exists():
-    return
-  # Every baseline updates its networks once per batch, as MBCE does, where the implicit method takes T_inner
-  # steps: its row gets MBCE's budget, twice the implicit rows' epochs (the dataset config's once_per_batch_epochs;
-  # at 40 epochs most baselines still improved in their last epochs).
-  config = mlc.row_config(ROOT / 'configs', dataset, seed, args.protocol, args.data_dir, system)
-  if args.epochs:
-    config.num_epochs = args.epochs
-  print(f'== {dataset} {system} seed {seed}', flush=True)
-  workdir = f'/tmp/compare_methods/{mlc.run_name(dataset, system, args.protocol)}-{seed}'
-  records.write(out, records.stamp(train.train_and_evaluate(config, workdir)))
+    return reproduce_mlc.run_of(dataset, system, seed, args)
+
+  def config():
+    # Every baseline updates its networks once per batch, as MBCE does, where the implicit method takes T_inner
+    # steps: its row gets MBCE's budget, twice the implicit rows' epochs (the dataset config's
+    # once_per_batch_epochs; at 40 epochs most baselines still improved in their last epochs).
+    config = mlc.row_config(ROOT / 'configs', dataset, seed, args.protocol, args.data_dir, system)
+    if args.epochs:
+      config.num_epochs = args.epochs
+    return config
+  return runner.Run(f'{dataset} {system} seed {seed}', config, run_file(dataset, system, seed, args.protocol),
+                    f'/tmp/compare_methods/{mlc.run_name(dataset, system, args.protocol)}-{seed}')
 
 
 def published(system, dataset):
@@ -278,12 +276,10 @@ def main():
   if unknown:
     parser.error(f'--systems: unknown system(s) {unknown}; choose from {ORDER}')
   if not args.table_only:
-    for dataset in args.datasets.split(','):
-      for seed in [int(s) for s in args.seeds.split(',')]:  # seed-major: every system gets seed 0 first
-        for system in systems:
-          t = time.perf_counter()
-          run_one(dataset, system, seed, args)
-          print(f'   {time.perf_counter() - t:.0f}s', flush=True)
+    # seed-major: every system gets seed 0 first; trained, never verified nor rerun (compare_methods has no such flags)
+    runner.run_all([run_of(dataset, system, seed, args) for dataset in args.datasets.split(',')
+                    for seed in [int(s) for s in args.seeds.split(',')] for system in systems],
+                   writer=records.save, seconds=True)
   build_table()
 
 

@@ -381,32 +381,24 @@ def package_vectors(config) -> None:
     model.embeddings_path = ''
 
 
-def supersede(out: Path, superseded: Path, workdir: str, data_dir: str, run: str, adapt=None) -> bool:
-  """Reruns the committed run ``out`` (``run``, as the progress line names it) in ``workdir``, from its own record,
-  when the record keeps no predictions; True when it ran. ``adapt(config)``, if given, points the record's other
-  inputs at this machine. The old record moves to the folder ``superseded`` only once the rerun has ended (a bad
-  ``data_dir`` or a killed rerun leaves it where it was, and the same call takes the rerun up again from its
-  workdir); the new record names it there as its config file, its recipe."""
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-  replaced = superseded / out.name
-  if out.exists() and rescorable(load(out)) or not (out.exists() or replaced.exists()):
-    return False  # rescorable already, or no record to rerun
-  if out.exists() and replaced.exists():
-    raise SystemExit(f'{out.name}: {replaced} already holds a replaced record of this seed; move one of the two '
-                     'away before rerunning it')
-  print(f'== {run} (rerun from its record: it keeps no predictions)', flush=True)
-  config = config_lib.from_record(out if out.exists() else replaced)  # replaced alone: cut short after the move
-  if config.data.data_dir:  # '' where the data ship inside the package (bibtex's official split)
-    config.data.data_dir = data_dir
-  if adapt:
-    adapt(config)
-  config.config_file = str(replaced)
-  result = train.train_and_evaluate(config, workdir)
-  if out.exists():
-    superseded.mkdir(exist_ok=True)
-    out.replace(replaced)
-  write(out, stamp(result))
-  return True
+def save(path: Path, result: dict) -> None:
+  """A fresh run's record: ``write(path, stamp(result))``, the writer the experiments give implicit_jax.runner."""
+  write(path, stamp(result))
+
+
+def recipe_here(data_dir: str, adapt=None):
+  """The ``recipe`` the experiments give implicit_jax.runner (``--verify``, ``--supersede``): a committed record's
+  config (its row may have changed since), reading its data from ``data_dir`` here (unless its data ship inside
+  the package: ``data.data_dir`` empty, bibtex's official split); ``adapt(config)``, if given, points the record's
+  other inputs at this machine (``package_vectors``)."""
+  def recipe(path):
+    config = config_lib.from_record(path)
+    if config.data.data_dir:
+      config.data.data_dir = data_dir
+    if adapt:
+      adapt(config)
+    return config
+  return recipe
 
 
 SAME_COMPUTATION = 'the same computation, its last-bit rounding compounding over the steps into another trajectory'

@@ -20,6 +20,7 @@ until 2026-11-28 (``CHOICES``).
 
 import argparse
 import datetime
+import functools
 import os
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ import numpy as np
 
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_cora_xla_cache')
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
@@ -95,27 +97,22 @@ def base_config(size, draw, data_dir, row):
   return config
 
 
-def run_one(system, size, draw, args):
-  out = RUNS / f'cora-{system}-l{size}-d{draw}.json'
-  if out.exists() or SYSTEMS[system][1] is None:
-    return
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-  config = base_config(size, draw, args.data_dir, system)
-  print(f'== {system} labeled {size} draw {draw}', flush=True)
-  result = train.train_and_evaluate(config, f'{args.workdir}/{system}-l{size}-d{draw}')
-  records.write(out, records.stamp(result))
+def run_of(system, size, draw, args) -> runner.Run:
+  """The run of row ``system`` at ``size`` labeled citations, draw ``draw``: its record under RUNS."""
+  return runner.Run(f'{system} labeled {size} draw {draw}', lambda: base_config(size, draw, args.data_dir, system),
+                    RUNS / f'cora-{system}-l{size}-d{draw}.json', f'{args.workdir}/{system}-l{size}-d{draw}')
 
 
 def run_sweep(name, args) -> str:
   size, draw, variants = SWEEPS[name]
   rows, runs = [], []
+  if not args.table_only:
+    runner.run_all([runner.Run(f'sweep {name} {variant}', functools.partial(base_config, size, draw, args.data_dir,
+                                                                           overrides),
+                               SWEEP_DIR / name / f'{variant}.json', f'{args.workdir}/sweep-{name}-{variant}')
+                    for variant, overrides in variants.items()], writer=records.save)
   for variant, overrides in variants.items():
     out = SWEEP_DIR / name / f'{variant}.json'
-    if not out.exists() and not args.table_only:
-      from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-      config = base_config(size, draw, args.data_dir, overrides)
-      result = train.train_and_evaluate(config, f'{args.workdir}/sweep-{name}-{variant}')
-      records.write(out, records.stamp(result))
     if out.exists():
       r = records.load(out)
       runs.append(r)
@@ -347,10 +344,9 @@ def main():
     parser.error(f'--systems: unknown {unknown}; choose from {list(SYSTEMS)}')
   if not args.table_only:
     RUNS.mkdir(parents=True, exist_ok=True)
-    for size in [int(s) for s in args.sizes.split(',')]:
-      for draw in [int(d) for d in args.draws.split(',')]:
-        for system in systems:
-          run_one(system, size, draw, args)
+    runner.run_all([run_of(system, size, draw, args) for size in [int(s) for s in args.sizes.split(',')]
+                    for draw in [int(d) for d in args.draws.split(',')] for system in systems
+                    if SYSTEMS[system][1] is not None], writer=records.save)  # a row without a config is not run
   rules_acc = rules_accuracy(args.data_dir) if Path(args.data_dir, 'cora_citation').is_dir() else None
   table = build_table(rules_acc)
   records.write_page(ROOT / 'docs' / 'cora.md', table + '\n![test accuracy against labeled citations](cora/accuracy.png)\n')

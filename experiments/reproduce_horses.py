@@ -27,6 +27,7 @@ import numpy as np
 # Runs of one system differ only in the seed: their programs are the same, so compile each once.
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_horses_xla_cache')
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
@@ -133,21 +134,19 @@ def scaled_config(system: str, scale: str = 'half'):
   return config
 
 
-def run_one(system, seed, args):
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+def run_of(system, seed, args) -> runner.Run:
+  """The run of row ``system`` on ``seed`` at ``--scale``: its record in the scale's folder."""
   scale = getattr(args, 'scale', 'half')
-  out = SCALES[scale][1] / f'{system}-seed{seed}.json'
-  if out.exists():
-    return
-  config = scaled_config(system, scale)
-  config.seed = seed
-  config.data.data_dir = args.data_dir
-  if args.epochs:
-    config.num_epochs = args.epochs
-  print(f'== {system} seed {seed}', flush=True)
-  result = train.train_and_evaluate(config, f'{args.workdir}/{scale}-{system}-{seed}')
-  out.parent.mkdir(parents=True, exist_ok=True)
-  records.write(out, records.stamp(result))
+
+  def config():
+    config = scaled_config(system, scale)
+    config.seed = seed
+    config.data.data_dir = args.data_dir
+    if args.epochs:
+      config.num_epochs = args.epochs
+    return config
+  return runner.Run(f'{system} seed {seed}', config, SCALES[scale][1] / f'{system}-seed{seed}.json',
+                    f'{args.workdir}/{scale}-{system}-{seed}')
 
 
 def load_runs(scale: str = 'half') -> dict:
@@ -369,9 +368,8 @@ def main():
       if args.scale not in scales and set(systems) & set(only):
         parser.error(f'--systems: {sorted(set(systems) & set(only))} run at --scale={" or ".join(scales)} only')
     RUNS.mkdir(parents=True, exist_ok=True)
-    for seed in (int(s) for s in args.seeds.split(',')):
-      for system in systems:
-        run_one(system, seed, args)
+    runner.run_all([run_of(system, seed, args) for seed in (int(s) for s in args.seeds.split(','))
+                    for system in systems], writer=records.save)
     if args.no_table:
       return
   table, full_table = build_table(write=True), ''

@@ -20,13 +20,13 @@ configs/<dataset>.py:<system> (today's design); a committed run's recipe is its 
 
 import argparse
 import datetime
-import time
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from implicit_jax.engine import cli, config as config_lib
+from implicit_jax import runner
+from implicit_jax.engine import cli
 from experiments import mlc, records, summary
 # The rows: configs/<dataset>.py:<system> applies experiments/mlc.py's overrides (SYSTEMS); the
 # helpers the MLC scripts share live there too.
@@ -53,12 +53,6 @@ NOTES = {
                        'step of normal_cg (docs/benchmarks.md, implicit_cost_mlc); `implicit-cd` is the former '
                        'default, normal_cg',
 }
-def save_run(result, out: Path) -> None:
-  """Adds the command, date, device and machine to a run's result and writes its record atomically (a killed run
-  leaves no half file)."""
-  records.write(out, records.stamp(result))
-
-
 def base_config(dataset, seed, protocol, data_dir, system=None):
   """configs/<dataset>.py, or its row ``system`` (configs/<dataset>.py:<system>[,<protocol>]), with the run's seed
   (which also seeds the dev split) and split protocol."""
@@ -68,44 +62,29 @@ def base_config(dataset, seed, protocol, data_dir, system=None):
 VERIFIED = ('test_f1', 'test_f1_tuned', 'dev_f1', 'best_epoch', 'threshold')
 
 
-def from_record(out: Path, data_dir: str):
-  """A committed run's recipe: its record's config (its row may have changed since), reading the data here."""
-  config = config_lib.from_record(out)
-  if config.data.data_dir:  # '' for bibtex's official split, which ships inside the package
-    config.data.data_dir = data_dir
-  return config
-
-
-def run_one(dataset, system, seed, args):
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+def run_of(dataset, system, seed, args) -> runner.Run:
+  """The run of ``dataset``'s row ``system`` on ``seed``: its record under RUNS, its scratch workdir under /tmp
+  (another for --verify, which reruns from scratch)."""
   name = run_name(dataset, system, args.protocol)
-  out = RUNS / f'{name}-seed{seed}.json'
-  if args.supersede:
-    records.supersede(out, SUPERSEDED, f'/tmp/reproduce_mlc/{name}-{seed}', args.data_dir,
-                      f'{dataset} {system} seed {seed}')
-    return None
-  if args.verify:
-    if not out.exists():
-      print(f'== {dataset} {system} seed {seed}: no committed record to verify against', flush=True)
-      return None
-  elif out.exists():
-    return None
-  print(f'== {dataset} {system} seed {seed}', flush=True)
-  if not args.verify:
+
+  def config():
     config = base_config(dataset, seed, args.protocol, args.data_dir, system)
     if args.epochs:
       config.num_epochs = args.epochs
-    save_run(train.train_and_evaluate(config, f'/tmp/reproduce_mlc/{name}-{seed}'), out)
-    return None
-  import shutil  # pylint: disable=import-outside-toplevel
-  workdir = f'/tmp/reproduce_mlc_verify/{name}-{seed}'
-  shutil.rmtree(workdir, ignore_errors=True)
-  result, committed = train.train_and_evaluate(from_record(out, args.data_dir), workdir), records.load(out)
-  row = {k: (committed[k], result[k]) for k in VERIFIED}
-  print(f'   verify {name} seed {seed}: ' + ', '.join(
-      f'{k} {a:.6g} -> {b:.6g}' + ('' if a == b else f' ({b - a:+.2g})') for k, (a, b) in row.items()), flush=True)
-  return {'name': name, 'seed': seed, 'device_then': device_of(committed), 'values': row,
-          'identical': all(a == b for a, b in row.values())}
+    return config
+  scratch = '/tmp/reproduce_mlc_verify' if getattr(args, 'verify', False) else '/tmp/reproduce_mlc'
+  return runner.Run(f'{dataset} {system} seed {seed}', config, RUNS / f'{name}-seed{seed}.json',
+                    f'{scratch}/{name}-{seed}')
+
+
+def run(runs, args, seconds: bool = True) -> list[runner.Outcome]:
+  """``runs`` through implicit_jax.runner with this script's records (--supersede: only those that exist, moved to
+  SUPERSEDED; --verify: compared on VERIFIED); each run's seconds after it."""
+  if getattr(args, 'supersede', False):
+    runs = [r for r in runs if r.record.exists() or (SUPERSEDED / r.record.name).exists()]
+  return runner.run_all(runs, writer=records.save, recipe=records.recipe_here(args.data_dir), seconds=seconds,
+                        supersede=SUPERSEDED if getattr(args, 'supersede', False) else None,
+                        verify=VERIFIED if getattr(args, 'verify', False) else ())
 
 
 def superseded_lines() -> list[str]:
@@ -279,16 +258,16 @@ def main():
     parser.error('--verify writes nothing and --supersede replaces records: choose one')
   verified = []
   if not args.table_only:
-    for dataset in args.datasets.split(','):
-      for system in args.systems.split(','):  # system-major: the MBCE and CD comparison completes first
-        for seed in [int(s) for s in args.seeds.split(',')]:
-          if system not in SYSTEMS:
-            parser.error(f'--systems: unknown system {system!r}; choose from {list(SYSTEMS)}')
-          t = time.perf_counter()
-          verified.append(run_one(dataset, system, seed, args))
-          print(f'   {time.perf_counter() - t:.0f}s', flush=True)
+    unknown = [s for s in args.systems.split(',') if s not in SYSTEMS]
+    if unknown:
+      parser.error(f'--systems: unknown system {unknown[0]!r}; choose from {list(SYSTEMS)}')
+    # system-major: the MBCE and CD comparison completes first
+    verified = run([run_of(dataset, system, seed, args) for dataset in args.datasets.split(',')
+                    for system in args.systems.split(',') for seed in [int(s) for s in args.seeds.split(',')]], args)
   if args.verify:
-    verified = [v for v in verified if v]
+    verified = [{'name': o.run.record.stem.rsplit('-seed', 1)[0], 'seed': int(o.run.record.stem.rsplit('-seed', 1)[1]),
+                 'device_then': device_of(o.record), 'values': o.values, 'identical': o.identical}
+                for o in verified if o.status == 'verified']
     for name in sorted({v['name'] for v in verified}):
       rows = [v for v in verified if v['name'] == name]
       means = {k: (np.mean([r['values'][k][0] for r in rows]), np.mean([r['values'][k][1] for r in rows]))

@@ -13,7 +13,7 @@ is ner with the word vectors frozen, as InfNet+ ran NER, beside ner's trainable 
 record goes to docs/tagging/runs/<dataset>-<system>-seed<k>.json (per-step logs stay in the workdir under /tmp); a
 record that exists is not run again, so the script resumes where it was stopped; with --supersede a record that
 keeps no predictions (made before they were recorded, or on a device that did not keep them) is, from its own record,
-and the old one moves to docs/tagging/runs_superseded/ (experiments/records.supersede). Sweeps (``SWEEPS``) write to docs/tagging/sweeps/<sweep>/ and a table
+and the old one moves to docs/tagging/runs_superseded/ (implicit_jax/runner.py). Sweeps (``SWEEPS``) write to docs/tagging/sweeps/<sweep>/ and a table
 docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
 
 The table (docs/tagging.md; block results:tagging of docs/results.md; rows of README's summary) reports the test
@@ -34,6 +34,7 @@ import numpy as np
 
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_tagging_xla_cache')
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
@@ -220,12 +221,6 @@ def base_config(dataset, seed, data_dir, row):
   return config
 
 
-def train_and_record(config, workdir, out: Path):
-  """Train and write the record to ``out``."""
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
-  records.write(out, records.stamp(train.train_and_evaluate(config, workdir)))
-
-
 def unscored(dataset: str, record) -> bool:
   """A NER / NER+ record made before conlleval's F1 and the predictions were recorded: it cannot be rescored."""
   return dataset != 'pos' and f'test_{CONLLEVAL}' not in record
@@ -248,20 +243,23 @@ def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str,
   return left
 
 
-def run_one(dataset, system, seed, args):
-  out = RUNS / f'{dataset}-{system}-seed{seed}.json'
-  workdir = f'{args.workdir}/{dataset}-{system}-{seed}'
-  if args.supersede and (out.exists() or (SUPERSEDED / out.name).exists()):
-    records.supersede(out, SUPERSEDED, workdir, args.data_dir, f'{dataset} {system} seed {seed}',
-                      adapt=records.package_vectors)
-    return
-  if out.exists():
-    return
-  config = base_config(dataset, seed, args.data_dir, system)
-  if args.epochs:
-    config.num_epochs = args.epochs
-  print(f'== {dataset} {system} seed {seed}', flush=True)
-  train_and_record(config, workdir, out)
+def run_of(dataset, system, seed, args) -> runner.Run:
+  """The run of ``dataset``'s row ``system`` on ``seed``: its record under RUNS, its workdir under --workdir."""
+  def config():
+    config = base_config(dataset, seed, args.data_dir, system)
+    if args.epochs:
+      config.num_epochs = args.epochs
+    return config
+  return runner.Run(f'{dataset} {system} seed {seed}', config, RUNS / f'{dataset}-{system}-seed{seed}.json',
+                    f'{args.workdir}/{dataset}-{system}-{seed}')
+
+
+def run(runs, args) -> list[runner.Outcome]:
+  """``runs`` through implicit_jax.runner with this script's records; --supersede reruns those that keep no
+  predictions from their own records (the old ones to SUPERSEDED), the word vectors read from the package where
+  a record's file is not here."""
+  return runner.run_all(runs, writer=records.save, supersede=SUPERSEDED if args.supersede else None,
+                        recipe=records.recipe_here(args.data_dir, adapt=records.package_vectors))
 
 
 def load_runs(folder: Path) -> dict:
@@ -659,13 +657,11 @@ def main():
       parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
     if not args.table_only:
       (SWEEP_DIR / args.sweep).mkdir(parents=True, exist_ok=True)
-      for seed in seeds:
-        for variant in chosen:
-          out = SWEEP_DIR / args.sweep / f'{variant}-seed{seed}.json'
-          if not out.exists():
-            print(f'== {args.sweep} {variant} seed {seed}', flush=True)
-            train_and_record(base_config(dataset, seed, args.data_dir, variants[variant]),
-                             f'{args.workdir}/{args.sweep}-{variant}-{seed}', out)
+      runner.run_all([runner.Run(f'{args.sweep} {variant} seed {seed}',
+                                 functools.partial(base_config, dataset, seed, args.data_dir, variants[variant]),
+                                 SWEEP_DIR / args.sweep / f'{variant}-seed{seed}.json',
+                                 f'{args.workdir}/{args.sweep}-{variant}-{seed}')
+                      for seed in seeds for variant in chosen], writer=records.save)
     print(build_sweep_table(args.sweep))
     return
   if not args.table_only:
@@ -674,9 +670,7 @@ def main():
     if unknown:
       parser.error(f'--systems: unknown {unknown}; choose from {sorted(SYSTEMS)}')
     RUNS.mkdir(parents=True, exist_ok=True)
-    for seed in seeds:
-      for system in systems:
-        run_one(args.dataset, system, seed, args)
+    run([run_of(args.dataset, system, seed, args) for seed in seeds for system in systems], args)
     if args.no_table:
       return
   table = build_table()

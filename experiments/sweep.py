@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from experiments import mlc, records  # pylint: disable=wrong-import-position
 from experiments.mlc import device_of  # pylint: disable=wrong-import-position
@@ -284,17 +285,17 @@ def base_name(dataset: str) -> str:
   return f'configs/{dataset}.py' + (f':{BASE_ROW[dataset]}' if dataset in BASE_ROW else '')
 
 
-def run_one(sweep, variant, seed, args):
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+def run_of(sweep, variant, seed, args) -> runner.Run:
+  """The run of ``sweep``'s ``variant`` on ``seed``: its base row with the variant's overrides."""
   dataset, variants = SWEEPS[sweep]
-  out = ROOT / 'docs' / 'sweeps' / sweep / f'{variant}-seed{seed}.json'
-  if out.exists():
-    return
-  config = mlc.row_config(ROOT / 'configs', dataset, seed, variants[variant].get('data.protocol', 'official'),
-                         args.data_dir, BASE_ROW.get(dataset))
-  config.update_from_flattened_dict(variants[variant])
-  print(f'== {sweep} {variant} seed {seed}', flush=True)
-  records.write(out, records.stamp(train.train_and_evaluate(config, f'/tmp/sweep/{sweep}-{variant}-{seed}')))
+
+  def config():
+    config = mlc.row_config(ROOT / 'configs', dataset, seed, variants[variant].get('data.protocol', 'official'),
+                            args.data_dir, BASE_ROW.get(dataset))
+    config.update_from_flattened_dict(variants[variant])
+    return config
+  return runner.Run(f'{sweep} {variant} seed {seed}', config, ROOT / 'docs' / 'sweeps' / sweep /
+                    f'{variant}-seed{seed}.json', f'/tmp/sweep/{sweep}-{variant}-{seed}')
 
 
 def build_table(sweep):
@@ -347,9 +348,8 @@ def main():
   if unknown:
     parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
   if not args.table_only:
-    for seed in [int(s) for s in args.seeds.split(',')]:
-      for variant in chosen:
-        run_one(args.sweep, variant, seed, args)
+    runner.run_all([run_of(args.sweep, variant, seed, args) for seed in [int(s) for s in args.seeds.split(',')]
+                    for variant in chosen], writer=records.save)
   build_table(args.sweep)
 
 

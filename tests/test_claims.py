@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from experiments import records
+from implicit_jax import runner
 from implicit_jax.tasks.mlc.evaluator import F1Evaluator
 from implicit_jax.tasks.segmentation.evaluator import IoUEvaluator
 from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evaluator
-from experiments import claims, reproduce_tagging
+from experiments import claims
 from tests.conftest import load_config
 
 TAGS = ('O', 'B-PER', 'I-PER', 'E-PER', 'S-PER', 'B-LOC', 'I-LOC', 'E-LOC', 'S-LOC')
@@ -95,7 +96,7 @@ def test_claims_with_predictions_resample_the_test_examples(tmp_path):
     config = load_config('tiny')
     config.method, config.num_epochs = 'feedforward', epochs
     out = tmp_path / f'{name}.json'
-    reproduce_tagging.train_and_record(config, str(tmp_path / name), out)
+    runner.run_all([runner.Run('run', config, out, str(tmp_path / name))], writer=records.save)
     rows[name] = claims.Row(name, name, {0: out}, 'test_f1')
   rng = np.random.default_rng(0)
   result = claims.test_claim(claims.Claim('paper', 'tiny', rows['long'], rows['short'], 1.0), None, rng)

@@ -10,7 +10,8 @@ import pytest
 from implicit_jax import tasks
 from implicit_jax.engine import predictions
 from experiments import records
-from experiments import rescore, reproduce_tagging
+from implicit_jax import runner
+from experiments import rescore
 from tests.conftest import ROOT, load_config
 from tests.test_tagging_data import tagging_data
 from tests.test_tagging_task import make_data_dir, tiny_config as tagging_fixture_config
@@ -85,12 +86,12 @@ def _alter(kind, block, task):
 @pytest.mark.parametrize('kind', ['tiny', *(pytest.param(k, marks=pytest.mark.e2e)
                                             for k in ('tiny_tagging', 'tiny_horses', 'ner-fixture'))])
 def test_a_tiny_run_is_rescored_from_its_record(tmp_path, conll_dir, kind, capsys):
-  """Trained and recorded as the reproduce scripts do (reproduce_tagging.train_and_record: train_and_evaluate,
+  """Trained and recorded as the reproduce scripts do (implicit_jax.runner with records.save: train_and_evaluate,
   records.stamp, records.write); every figure rescored from the record matches to 1e-6, and one altered test
   decision is a mismatch (exit status 1)."""
   config = _config(kind, conll_dir)
   out = tmp_path / 'run.json'
-  reproduce_tagging.train_and_record(config, str(tmp_path / 'workdir'), out)
+  runner.run_all([runner.Run('run', config, out, str(tmp_path / 'workdir'))], writer=records.save)
   record = records.load(out)
   assert set(record['predictions']) == {'format', 'dev', 'test'}
   rows = rescore.figures(record)
@@ -118,7 +119,7 @@ def test_a_tiny_run_is_rescored_from_its_record(tmp_path, conll_dir, kind, capsy
 def test_other_gold_data_is_refused_and_old_records_are_listed(tmp_path, conll_dir, capsys):
   config = tagging_fixture_config('conll2003', conll_dir)
   out = tmp_path / 'run.json'
-  reproduce_tagging.train_and_record(config, str(tmp_path / 'workdir'), out)
+  runner.run_all([runner.Run('run', config, out, str(tmp_path / 'workdir'))], writer=records.save)
   # the same files with the test split's last sentence gone: the recorded gold digests catch it
   other = make_data_dir(tmp_path / 'other')
   testb = other / 'conll2003' / 'eng.testb'

@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from experiments import mlc, records  # pylint: disable=wrong-import-position
+from implicit_jax import runner  # pylint: disable=wrong-import-position
 from experiments import ablation_mlc  # pylint: disable=wrong-import-position
 
 
@@ -192,23 +193,24 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
   assert ('ner', 'implicit-cd-r1', 0) in left  # NER reuses the term (refresh 3): the every-step row is a row
   assert not {system for _, system, _ in left} & set(reproduce_tagging.EARLIER)  # set apart, beside no paper's row
   assert len(left) == len(reproduce_tagging.SYSTEMS) - 1  # but bilstm (rescorable)
-  # --supersede hands a committed record to records.supersede (from itself); an absent one trains from its row
+  # --supersede hands the runs to the runner with the superseded folder (a record that keeps no predictions is
+  # rerun from itself, an absent one trains from its row: tests/test_runner.py), its recipe reading the word vectors
+  # from the package where a record's file is not here
   monkeypatch.setattr(reproduce_tagging, 'RUNS', runs)
   monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', old)
-  monkeypatch.setattr(reproduce_tagging, 'base_config', lambda *a: ml_collections.ConfigDict())
-  superseded, trained = [], []
-  monkeypatch.setattr(records, 'supersede', lambda out, folder, *a, **k: superseded.append((out.name, folder)))
-  monkeypatch.setattr(reproduce_tagging, 'train_and_record', lambda config, workdir, out: trained.append(out.name))
+  monkeypatch.setattr(reproduce_tagging, 'base_config', lambda *a: ml_collections.ConfigDict({'seed': a[1]}))
+  calls = []
+  monkeypatch.setattr(runner, 'run_all', lambda runs, **k: calls.append((runs, k)))
   args = type('Args', (), {'supersede': True, 'data_dir': '', 'epochs': 0, 'workdir': str(tmp_path)})
-  for system in ('bilstm', 'crf', 'spen'):
-    reproduce_tagging.run_one('ner', system, 0, args)
-  assert superseded == [('ner-bilstm-seed0.json', old), ('ner-crf-seed0.json', old)]
-  assert trained == ['ner-spen-seed0.json']
+  reproduce_tagging.run([reproduce_tagging.run_of('ner', system, 0, args) for system in ('bilstm', 'crf')], args)
   args.supersede = False
-  superseded.clear()
-  trained.clear()
-  reproduce_tagging.run_one('ner', 'crf', 0, args)
-  assert not trained and not superseded  # without --supersede an existing record is never rerun
+  reproduce_tagging.run([reproduce_tagging.run_of('ner', 'crf', 0, args)], args)
+  (runs_a, kwargs_a), (_, kwargs_b) = calls
+  assert [(r.name, r.record, r.workdir) for r in runs_a] == [
+      ('ner bilstm seed 0', runs / 'ner-bilstm-seed0.json', f'{tmp_path}/ner-bilstm-0'),
+      ('ner crf seed 0', runs / 'ner-crf-seed0.json', f'{tmp_path}/ner-crf-0')]
+  assert kwargs_a['supersede'] == old and kwargs_b['supersede'] is None  # without --supersede: never rerun
+  assert kwargs_a['writer'] is records.save and runs_a[0].build().seed == 0
   # a rerun reads a device's word-vector file that is not here from the package; a file that is here stays
   here = tmp_path / 'vectors.txt'
   here.write_text('the 0.1 0.2\n')
@@ -502,18 +504,21 @@ def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path
                             '92.00 ± 0.00 | -3.00 (-2.00, -4.00) |')
 
 
-def test_compare_methods_trains_an_implicit_row_through_reproduce_mlc(monkeypatch):
-  """An implicit row named to compare_methods (e.g. implicit-ssvm-h400) is reproduce_mlc's run, trained (not
-  verified): compare_methods' arguments carry no --verify, which reproduce_mlc.run_one reads."""
+def test_compare_methods_trains_an_implicit_row_as_reproduce_mlc_does():
+  """An implicit row named to compare_methods (e.g. implicit-ssvm-h400) is reproduce_mlc's run (its record, workdir
+  and config), trained (not verified: compare_methods has no --verify); a baseline's record is under baselines/."""
   import argparse  # pylint: disable=import-outside-toplevel
   from experiments import compare_methods  # pylint: disable=import-outside-toplevel
   from experiments import reproduce_mlc  # pylint: disable=import-outside-toplevel
-  seen = []
-  monkeypatch.setattr(reproduce_mlc, 'run_one', lambda dataset, system, seed, args: seen.append(
-      (dataset, system, seed, args.verify, args.protocol)))
   args = argparse.Namespace(data_dir='data', protocol='official', epochs=0)
-  compare_methods.run_one('bibtex', 'implicit-ssvm-h400', 1, args)
-  assert seen == [('bibtex', 'implicit-ssvm-h400', 1, False, 'official')]
+  run, mlc_run = (m.run_of('bibtex', 'implicit-ssvm-h400', 1, args) for m in (compare_methods, reproduce_mlc))
+  assert (run.name, run.record, run.workdir) == (mlc_run.name, mlc_run.record, mlc_run.workdir)
+  assert run.record == reproduce_mlc.RUNS / 'bibtex-implicit-ssvm-h400-seed1.json'
+  assert run.workdir == '/tmp/reproduce_mlc/bibtex-implicit-ssvm-h400-1'
+  assert run.build().to_dict() == mlc_run.build().to_dict()
+  baseline = compare_methods.run_of('bibtex', 'spen', 0, args)
+  assert baseline.record == reproduce_mlc.ROOT / 'docs' / 'baselines' / 'runs' / 'bibtex-spen-seed0.json'
+  assert baseline.build().method != run.build().method
 
 
 def test_last_tenth_gain_is_the_one_flattening_test_of_every_table():
@@ -559,12 +564,13 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
     raise ValueError('DATA/mulan/delicious/delicious-train.arff: no such file')
 
   monkeypatch.setattr(train, 'train_and_evaluate', fails)  # a bad --data_dir: the old record stays where it was
+  one = lambda system: reproduce_mlc.run([reproduce_mlc.run_of('delicious', system, 0, args)], args)
   with pytest.raises(ValueError, match='no such file'):
-    reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
+    one('implicit-cd')
   assert (runs / 'delicious-implicit-cd-seed0.json').exists() and not (tmp_path / 'superseded').exists()
   monkeypatch.setattr(train, 'train_and_evaluate', rerun)
-  for system in ('implicit-cd', 'mbce'):
-    reproduce_mlc.run_one('delicious', system, 0, args)
+  for system in ('implicit-cd', 'mbce', 'implicit-ssvm'):  # no implicit-ssvm record: not trained by --supersede
+    one(system)
   assert len(trained) == 1  # the MBCE record keeps its predictions: not rerun
   expected = config_lib.from_record(committed / 'delicious-implicit-cd-seed0.json')
   expected.data.data_dir = 'DATA'
@@ -577,11 +583,11 @@ def test_supersede_reruns_a_record_without_predictions_from_itself_and_keeps_the
   assert '1 record that kept no predictions was rerun' in line and 'test F1 @0.5 moved by 0.50' in line
   # A rerun cut short between moving the old record aside and writing the new one is taken up by the command.
   (runs / 'delicious-implicit-cd-seed0.json').unlink()
-  reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
+  one('implicit-cd')
   assert len(trained) == 2 and (runs / 'delicious-implicit-cd-seed0.json').exists()
   with pytest.raises(SystemExit, match='already holds a replaced record'):  # a second rerun would lose the first
     (runs / 'delicious-implicit-cd-seed0.json').write_text(json.dumps(unscored))
-    reproduce_mlc.run_one('delicious', 'implicit-cd', 0, args)
+    one('implicit-cd')
 
 
 def test_cost_to_dev_reads_steps_to_the_score_both_reach_from_the_committed_records():
@@ -656,3 +662,27 @@ def test_rerun_moves_names_the_direction_of_each_rerun_on_another_device():
   assert 'On the same kind of device (1 of them)' in text
   assert text.endswith(' 2 were rerun on a GPU instead of the CPU: another trajectory from the start. 1 was rerun '
                        'on a CPU instead of the GPU: another trajectory from the start.')
+
+
+def test_every_scripts_runs_name_their_committed_records_and_build_their_rows(monkeypatch):
+  """Each script's run (run_of) of a committed record names that record, so the runner skips it and trains nothing,
+  and its config is the row's (built only on demand)."""
+  import argparse  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_cora, reproduce_horses, reproduce_mlc, reproduce_tagging, sweep  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+
+  def never(config, workdir):
+    raise AssertionError(f'{workdir}: a committed run was trained again')
+  monkeypatch.setattr(train, 'train_and_evaluate', never)
+  args = argparse.Namespace(data_dir='DATA', protocol='official', epochs=0, workdir='/tmp/w', scale='half',
+                            supersede=False)
+  runs = [reproduce_mlc.run_of('bibtex', 'mbce', 0, args), reproduce_tagging.run_of('ner', 'bilstm', 0, args),
+          reproduce_cora.run_of('bilstm', 10, 0, args), reproduce_horses.run_of('dvn', 0, args),
+          sweep.run_of('bibtex-mbce', 'base', 0, args)]
+  assert all(r.record.exists() for r in runs), [str(r.record) for r in runs if not r.record.exists()]
+  assert [o.status for o in runner.run_all(runs)] == ['done'] * len(runs)
+  assert [r.workdir for r in runs] == ['/tmp/reproduce_mlc/bibtex-mbce-0', '/tmp/w/ner-bilstm-0',
+                                       '/tmp/w/bilstm-l10-d0', '/tmp/w/half-dvn-0', '/tmp/sweep/bibtex-mbce-base-0']
+  configs = [r.build() for r in runs]
+  assert [c.seed for c in configs] == [0] * len(runs)
+  assert configs[3].data.data_dir == 'DATA' and configs[4].to_dict() != configs[0].to_dict()
