@@ -1,10 +1,14 @@
 """A newcomer's path (docs/design.md, "Where a new thing goes"), walked: a new row of a results table is one entry in
-its dataset's config file, which the file's argument then runs and the family's table lists."""
+its dataset's config file, which the file's argument then runs and the family's table lists; a new table is its runs
+through the runner and a page from their records. (A new method: tests/test_plugins.py trains one from a file of its
+own.)"""
 
 import shutil
 
+import pytest
+
 from implicit_jax.engine import config as config_lib, rows
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_config
 
 
 def test_a_new_row_is_one_entry_in_the_dataset_config_file(tmp_path):
@@ -31,3 +35,28 @@ def test_a_new_row_is_one_entry_in_the_dataset_config_file(tmp_path):
     assert "unknown row 'implicit-cd-slow'" in str(e)
   else:
     raise AssertionError('the checkout has no such row')
+
+
+@pytest.mark.e2e
+def test_a_new_table_is_its_runs_through_the_runner_and_a_page_from_their_records(tmp_path):
+  """A new table: its runs (here two seeds of the tiny config) go through implicit_jax.runner, which writes their
+  records with the experiments' writer; the page is made from the records alone. Run again, nothing retrains."""
+  from experiments import records  # pylint: disable=import-outside-toplevel
+  from implicit_jax import runner  # pylint: disable=import-outside-toplevel
+
+  def config(seed):
+    c = load_config('tiny')
+    c.seed = seed
+    return c
+  runs = [runner.Run(f'tiny seed {s}', config(s), tmp_path / 'runs' / f'tiny-seed{s}.json', tmp_path / 'work' / f'{s}')
+          for s in (0, 1)]
+  done = runner.run_all(runs, writer=records.save)
+  assert [o.status for o in done] == ['trained', 'trained']
+  rs = [records.load(r.record) for r in runs]
+  page = tmp_path / 'tiny.md'
+  records.write_page(page, '\n'.join([
+      '# The tiny table', '', f'Test example F1 x 100, {records.spread()}.', '', '| row | test F1 |', '|---|---|',
+      f'| tiny | {records.mean_std([r["test_f1"] for r in rs])} ({len(rs)}) |', '']))
+  row = page.read_text().splitlines()[-1]
+  assert row.startswith('| tiny | ') and ' ± ' in row and row.endswith('(2) |')
+  assert [o.status for o in runner.run_all(runs, writer=records.save)] == ['done', 'done']
