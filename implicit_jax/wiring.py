@@ -79,7 +79,7 @@ class _Package(registry.Plugins):
     return methods.shared_sections()
 
   def method_sections(self, method):
-    return methods.default_sections(method)
+    return methods.default_sections(methods.resolve(method))
 
   def section_of(self, method):
     return methods.section_of(method)
