@@ -2,30 +2,20 @@
 
 A config has these sections, each defined once, with its defaults and their documentation, where named:
 
-==================  ==============================================  ==============================================
-section             defined by                                      read by
-==================  ==============================================  ==============================================
-core fields         ``core_config`` (seed, task, method,            every run (``optimizer``: the outer, energy
-                    ``optimizer``, batches, epochs, logging,        optimiser of every method; the whole net for
-                    devices, ``divergence``)                        feedforward)
-``data``, ``model`` ``implicit_jax.tasks.<family>.default_config``  the task
-``gbi``             ``implicit_jax.inference.default_config``       spen, dvn, rspen, nce_gbi, seal_static
-                    (shared: gradient-based inference)              (``methods.SHARED``)
-``implicit``        ``methods/implicit.py``; its ``solver`` is      implicit
-                    ``bilevel.default_config``: the fields and
-                    defaults of ``bilevel.Solver``
-``spen``            ``methods/spen.py``                             spen
-``rspen``           ``methods/rspen.py``                            rspen
-``nce_gbi``         ``methods/seal.py``                             nce_gbi
-``seal``            ``methods/seal.py``                             seal_static, seal_dynamic
-``infnet``          ``methods/infnet.py``                           infnet, infnet_plus
-==================  ==============================================  ==============================================
+* the core fields, ``core_config`` (seed, task, method, ``optimizer``, batches, epochs, logging, devices,
+  ``divergence``), read by every run (``optimizer``: the outer, energy optimiser of every method; the whole net
+  for feedforward);
+* ``data`` and ``model``, the task's: ``implicit_jax.tasks.<family>.default_config``;
+* the methods' sections (``implicit``, ``spen``, ``seal``, ...) and the shared ones (``gbi``: gradient-based
+  inference, one section for every method that runs it), each declared once, with its defaults, by the module of
+  the methods that read it (``implicit_jax.methods``: ``MethodSpec``, ``Section``). Which method reads which is
+  derived from those declarations alone: ``python -c 'from implicit_jax import methods; print(methods.describe())'``
+  prints it. A plug-in method may bring a new section and name the shared ones it reads
+  (``implicit_jax/plugins.py``).
 
-dvn, feedforward and crf have no section of their own (``methods.REGISTRY``). A plug-in method may bring a new
-section (``SECTION``) and name the shared ones it reads (``SHARED``; ``implicit_jax/plugins.py``). One ``gbi`` for
-every method that runs GBI: a published row whose method needs other GBI settings than its config file's sets them
-in its own overrides (``implicit_jax/experiments/``: bibtex's spen and dvn rows), so that a row's config says what
-it runs.
+One ``gbi`` for every method that runs GBI: a published row whose method needs other GBI settings than its config
+file's sets them in its own overrides (``implicit_jax/experiments/``: bibtex's spen and dvn rows), so that a row's
+config says what it runs.
 
 ``base_config(task, method)`` assembles the defaults, every field documented where it is defined. Config files in
 ``configs/`` start from it and override what changes; ``from_file`` loads one by path, from any working
@@ -45,7 +35,7 @@ plug-ins: top-level ``solver``, ``negatives`` and ``gbi`` that every method shar
 inside each GBI method's section: ``spen.gbi``, ``dvn.gbi``, ``rspen.gbi``, ``nce_gbi.gbi``, ``seal.gbi``). That
 history is the methods', kept with them in ``implicit_jax/wiring.py``.
 
-The sections of the table above reach this module through one object, the registered plug-ins
+The task's and the methods' sections reach this module through one object, the registered plug-ins
 (``engine/registry.py``; the package's, ``implicit_jax/wiring.py``, registered by ``implicit_jax/__init__.py``):
 nothing here imports ``implicit_jax.tasks`` or ``implicit_jax.methods``. A run record is its own recipe:
 ``from_record`` (and ``from_file`` on a ``.json``) reads one back as the config that reruns it.
@@ -74,12 +64,9 @@ def core_config() -> ml_collections.ConfigDict:
   c.task = 'synthetic'        # the task family (implicit_jax/tasks: 'synthetic', 'mlc', 'tagging', 'segmentation',
                               # 'citations', or the import path of a task module: implicit_jax/plugins.py); its
                               # sections data and model come with it, so a config file names its task once
-  c.method = 'implicit'       # 'implicit' (the paper), 'feedforward' (cross-entropy baseline); energies trained
-                              # alone, prediction by gradient-based inference: 'spen', 'dvn', 'nce_gbi'; inference
-                              # networks trained against an energy: 'infnet', 'infnet_plus'; energy as a loss for a
-                              # task net: 'seal_static', 'seal_dynamic'; 'crf' (exact chain inference, tags);
-                              # 'rspen' (energy ranked by a task's reward, Cora). Each reads its section (methods/).
-                              # Or the import path of a method module (implicit_jax/plugins.py)
+  c.method = 'implicit'       # a method of implicit_jax/methods ('implicit', the paper's; each declared in its
+                              # module with the section it reads: methods.describe() lists them), or the import
+                              # path of a method module (implicit_jax/plugins.py)
   c.optimizer = ml_collections.ConfigDict()  # the outer optimiser: energy phi (the whole net for 'feedforward')
   c.optimizer.name = 'adam'   # 'adam', 'sgd' or 'adamw'
   c.optimizer.learning_rate = 1e-3
