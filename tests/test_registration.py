@@ -4,15 +4,16 @@ twice is refused. A plug-in's declaration is read and checked by the same rules.
 the kit they share import one another in no circle."""
 
 import ast
+import collections
 from pathlib import Path
 
 import ml_collections
 import pytest
 
-from implicit_jax import method_kit, methods
-from implicit_jax.engine import config as config_lib
+from implicit_jax import method_kit, methods, wiring
+from implicit_jax.engine import config as config_lib, train
 from implicit_jax.methods import feedforward, seal
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_config
 from tests.test_plugins import PACKAGE, plugin_package  # noqa: F401  (the module's autouse fixture)
 
 MethodSpec, Section = method_kit.MethodSpec, method_kit.Section
@@ -82,6 +83,21 @@ def test_a_plugin_declared_as_the_built_ins_are_is_resolved_recorded_and_checked
   with pytest.raises(ValueError, match=rf"^config\.method: '{PACKAGE}\.not_a_spec': METHOD must be an "
                                        r'implicit_jax\.plugins\.MethodSpec, got a str$'):
     methods.resolve(f'{PACKAGE}.not_a_spec')
+
+
+def test_a_run_resolves_its_task_and_method_once(tmp_path, monkeypatch):
+  """train_and_evaluate asks the plug-ins for its config's parts once (config.check) and passes them down: the
+  record, the workdir's comparison and the method's build use them instead of looking the names up again."""
+  config = load_config('tiny')
+  config.method, config.num_epochs = 'feedforward', 1
+  calls = collections.Counter()
+  for owner, name in ((wiring.PACKAGE, 'parts'), (methods, 'resolve')):
+    def counted(*args, _original=getattr(owner, name), _name=name, **kwargs):
+      calls[_name] += 1
+      return _original(*args, **kwargs)
+    monkeypatch.setattr(owner, name, counted)
+  train.train_and_evaluate(config, str(tmp_path))
+  assert calls == {'parts': 1, 'resolve': 1}
 
 
 def _imports(path: Path, root: Path) -> set[Path]:

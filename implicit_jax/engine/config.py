@@ -37,15 +37,20 @@ history is the methods', kept with them in ``implicit_jax/wiring.py``.
 
 The task's and the methods' sections reach this module through one object, the registered plug-ins
 (``engine/registry.py``; the package's, ``implicit_jax/wiring.py``, registered by ``implicit_jax/__init__.py``):
-nothing here imports ``implicit_jax.tasks`` or ``implicit_jax.methods``. A run record is its own recipe:
-``from_record`` (and ``from_file`` on a ``.json``) reads one back as the config that reruns it.
+nothing here imports ``implicit_jax.tasks`` or ``implicit_jax.methods``. They resolve a config's task and method
+once into ``Parts`` (``parts_of``; ``check`` returns the config's): its sections, what it records and how it
+compares, and how its task and method are made, which a run passes down instead of the names. A run record is its
+own recipe: ``from_record`` (and ``from_file`` on a ``.json``) reads one back as the config that reruns it.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any, Callable
 
 import ml_collections
 
@@ -96,19 +101,79 @@ def core_config() -> ml_collections.ConfigDict:
   return c
 
 
+@dataclasses.dataclass(frozen=True)
+class Parts:
+  """A config's task and method, resolved once by the registered plug-ins (``parts_of``: ``engine/registry.py``; the
+  package's are ``implicit_jax/wiring.py``), and what this module derives from them. ``check`` returns a config's;
+  a run passes it down instead of looking its task and method up again.
+
+  ``task``, ``method``: the names (``config.task``, ``config.method``); ``sections``: ``{name: ConfigDict}``, every
+  section a config of them holds besides the core fields, with its defaults, in a config's order: the task's
+  (``data``, ``model``), the shared ones, every method family's and the method's own; ``own``: the section the
+  method reads (None: the shared fields only); ``shared``: the shared sections it reads; ``make_task(config)``: the
+  task, its data read; ``build_method(task, config)``: the method, built for it."""
+  task: str
+  method: str
+  sections: dict
+  own: str | None
+  shared: tuple[str, ...]
+  make_task: Callable[[Any], Any]
+  build_method: Callable[[Any, Any], Any]
+
+  def defaults(self) -> ml_collections.ConfigDict:
+    """Every default (``base_config``): the core fields and a copy of the sections (a config made from them
+    changes no other)."""
+    c = core_config()
+    c.task, c.method = self.task, self.method
+    for name, section in self.sections.items():
+      c[name] = copy.deepcopy(section)
+    return c
+
+  def check_sections(self, config) -> None:
+    """Refuses a config that lacks the method's own section or whose task sections are not the task's fields."""
+    if self.own and self.own not in config:  # a plug-in's own section: the config was built for another method
+      raise ValueError(f'config.{self.own}: missing, the section method {config.method!r} reads; start the config '
+                       f'from base_config(task, {config.method!r})')
+    for name in TASK_SECTIONS:
+      want, have = set(flatten(config_json(self.sections[name]))), set(flatten(config_json(config.get(name) or {})))
+      if want != have:
+        extra, missing = sorted(have - want), sorted(want - have)
+        raise ValueError(f'config.{name} does not hold the fields of task {config.task!r} (unexpected: {extra}, '
+                         f'missing: {missing}); start the config from a config file of that task')
+
+  def recorded(self, config) -> dict:
+    """What a run of ``config`` records and is compared on (``recorded``): the core fields, the task's sections,
+    the method's own section and the shared sections it reads."""
+    keep = set(core_config().keys()) | set(TASK_SECTIONS) | set(self.shared) | {self.own}
+    return {k: v for k, v in config_json(config).items() if k in keep}
+
+  def compare(self, stored: dict, record: dict) -> list[str]:
+    """``compare``'s differences of the run whose record is ``record`` (``recorded``) from ``stored``."""
+    check_known(stored)
+    old, new = flatten(upgrade(stored)), flatten(record)
+    defaults = flatten(self.recorded(self.defaults()))
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+      if key in MUTABLE or key not in new:  # a section the method does not read is not recorded, nor compared
+        continue
+      if key not in old:
+        if new[key] != defaults.get(key, _ABSENT):
+          diffs.append(f'{key} (not recorded: the run used its default {defaults.get(key)!r}, now {new[key]!r})')
+      elif old[key] != new[key]:
+        diffs.append(f'{key} (stored {old[key]!r}, now {new[key]!r})')
+    return diffs
+
+
+def parts_of(task: str, method: str) -> Parts:
+  """The ``Parts`` of ``task`` and ``method`` (``config.task``, ``config.method``), by the registered plug-ins; an
+  unknown task or method is a ValueError naming the field (the task's first)."""
+  return registry.plugins().parts(task, method)
+
+
 def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collections.ConfigDict:
-  """Every default: the core fields, ``task``'s data and model sections, every method family's section and the
-  shared sections (of the registered plug-ins, ``engine/registry.py``)."""
-  plugins = registry.plugins()
-  c = core_config()
-  c.task, c.method = task, method
-  for name, section in plugins.task_sections(task).items():
-    c[name] = section
-  for name, section in plugins.shared_sections().items():
-    c[name] = section
-  for name, section in plugins.method_sections(method).items():
-    c[name] = section
-  return c
+  """Every default: the core fields, ``task``'s data and model sections, the shared sections, every method family's
+  section and a plug-in method's own (of the registered plug-ins, ``engine/registry.py``)."""
+  return parts_of(task, method).defaults()
 
 
 def add_method_section(config: ml_collections.ConfigDict, method: str) -> None:
@@ -173,8 +238,10 @@ def from_record(path) -> ml_collections.ConfigDict:
 # ----------------------------------------------------------------------------------------------- checks
 
 
-def check(config) -> None:
-  """Rejects out-of-range core fields, and task sections that are not the task's, before anything is built."""
+def check(config) -> Parts:
+  """Rejects out-of-range core fields, an unknown task or method, task sections that are not the task's and a
+  missing section of the method's, before anything is built. Returns the config's ``Parts`` (its task and method,
+  resolved here once by the registered plug-ins), for the run to pass down."""
   for field in ('batch_size', 'num_epochs', 'log_every', 'eval_batch_size'):
     value = config.get(field)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -195,18 +262,9 @@ def check(config) -> None:
   if not ends and not every:
     raise ValueError('config.checkpoint_epoch_ends=False needs config.checkpoint_every > 0: else the run saves '
                      'nothing before its last epoch, and a kill loses all of it')
-  plugins = registry.plugins()
-  defaults = plugins.task_sections(config.task)
-  section = plugins.section_of(config.method)  # an unknown method is named here
-  if section and section not in config:  # a plug-in's own section: the config was built for another method
-    raise ValueError(f'config.{section}: missing, the section method {config.method!r} reads; start the config from '
-                     f'base_config(task, {config.method!r})')
-  for name in TASK_SECTIONS:
-    want, have = set(flatten(config_json(defaults[name]))), set(flatten(config_json(config.get(name) or {})))
-    if want != have:
-      extra, missing = sorted(have - want), sorted(want - have)
-      raise ValueError(f'config.{name} does not hold the fields of task {config.task!r} (unexpected: {extra}, '
-                       f'missing: {missing}); start the config from a config file of that task')
+  parts = parts_of(config.task, config.method)  # an unknown task or method is named here
+  parts.check_sections(config)
+  return parts
 
 
 # -------------------------------------------------------------------------------------------- records
@@ -230,14 +288,8 @@ def config_json(config) -> dict:
 
 def recorded(config) -> dict:
   """What a run records and is compared on: core fields, the task's sections, the method's section and the
-  shared sections it reads."""
-  plugins = registry.plugins()
-  full = config_json(config)
-  keep = set(core_config().keys()) | set(TASK_SECTIONS) | set(plugins.shared_of(full['method']))
-  section = plugins.section_of(full['method'])
-  if section:
-    keep.add(section)
-  return {k: v for k, v in full.items() if k in keep}
+  shared sections it reads (``Parts.recorded``)."""
+  return parts_of(config['task'], config['method']).recorded(config)
 
 
 def upgrade(stored: dict) -> dict:
@@ -272,20 +324,9 @@ def _refuse_unknown(upgraded: dict, defaults: ml_collections.ConfigDict) -> None
 
 def compare(stored: dict, config) -> list[str]:
   """The differences that forbid ``config`` from continuing the run recorded as ``stored`` (empty: it may).
-  Raises NewerRecord for a record this code cannot honour (``check_known``)."""
-  check_known(stored)
-  old, new = flatten(upgrade(stored)), flatten(recorded(config))
-  defaults = flatten(recorded(base_config(config.task, config.method)))
-  diffs = []
-  for key in sorted(set(old) | set(new)):
-    if key in MUTABLE or key not in new:  # a section the method does not read is not recorded, nor compared
-      continue
-    if key not in old:
-      if new[key] != defaults.get(key, _ABSENT):
-        diffs.append(f'{key} (not recorded: the run used its default {defaults.get(key)!r}, now {new[key]!r})')
-    elif old[key] != new[key]:
-      diffs.append(f'{key} (stored {old[key]!r}, now {new[key]!r})')
-  return diffs
+  Raises NewerRecord for a record this code cannot honour (``check_known``). (``Parts.compare``.)"""
+  parts = parts_of(config.task, config.method)
+  return parts.compare(stored, parts.recorded(config))
 
 
 def load(stored: dict) -> ml_collections.ConfigDict:

@@ -104,13 +104,9 @@ def shared_sections() -> dict:
   return {name: section.defaults() for name, section in SHARED.items()}
 
 
-def default_sections(spec: MethodSpec | None = None) -> dict:
-  """Every method family's config section with its defaults, and the section of the plug-in ``spec`` when it is a
-  new one."""
-  sections = {name: section.defaults() for name, section in SECTIONS.items()}
-  if spec is not None and spec.section is not None and spec.section.name not in sections:
-    sections[spec.section.name] = spec.section.defaults()
-  return sections
+def default_sections() -> dict:
+  """Every method family's config section with its defaults."""
+  return {name: section.defaults() for name, section in SECTIONS.items()}
 
 
 def describe() -> str:
