@@ -180,8 +180,8 @@ def add_method_section(config: ml_collections.ConfigDict, method: str) -> None:
   """Adds to ``config`` the sections ``base_config(config.task, method)`` has and ``config`` lacks, with their
   defaults: a plug-in method's own section, absent from a config file built for another method. What
   ``--config.method=<import path>`` does before the command line's other overrides apply (``engine/cli.py``), so
-  that they may set its fields; the section is resolved as ``base_config`` resolves it
-  (``implicit_jax/plugins.py``'s ``method_section``)."""
+  that they may set its fields; the section is resolved as ``base_config`` resolves it (``parts_of``: a plug-in's
+  declaration, read by ``implicit_jax/plugins.py``'s ``method``)."""
   defaults = base_config(config.task, method)
   missing = [name for name in defaults if name not in config]
   with config.unlocked():
