@@ -5,11 +5,13 @@ The tree is the architecture: ``bilevel`` (the paper's implicit gradient), ``los
 ``engine/`` (the training loop, data, configs, checkpoints, workdir guards), ``spaces/`` (output spaces),
 ``tasks/`` (data, networks and evaluators of each problem), ``methods/`` (the implicit method and its rivals) and
 ``experiments/`` (the published rows of the results tables, and the run records the scripts keep in docs/);
-``batch`` (what a training batch holds, and every random key of a run), ``plugins`` (a task, method or solver from
-outside the package, named by its import path), ``wiring`` (the tasks and methods as the engine reaches them,
-registered below, and the history of the run records' formats) and ``testing`` (float64 reference problems the
-tests share). The command lines: ``main`` (train), ``evaluate`` and ``predict`` (a trained run), ``tune`` (a
-multi-label run tuned on its own dev split). Training starts at ``implicit_jax.engine.train.train_and_evaluate``.
+``batch`` (what a training batch holds, and every random key of a run), ``method_kit`` (what a method is, is
+written with and is declared by: the methods and the plug-ins both stand on it), ``plugins`` (a task, method or
+solver from outside the package, named by its import path), ``wiring`` (the tasks and methods as the engine
+reaches them, registered below, and the history of the run records' formats) and ``testing`` (float64 reference
+problems the tests share). The command lines: ``main`` (train), ``evaluate`` and ``predict`` (a trained run),
+``tune`` (a multi-label run tuned on its own dev split). Training starts at
+``implicit_jax.engine.train.train_and_evaluate``.
 """
 
 __version__ = '0.1.0'

@@ -61,17 +61,23 @@ methods. Every other key is an input for the task's own networks; what training 
 * ``build(task, config) -> implicit_jax.methods.Method``: ``init(rng)``, ``train_step(state, batch, rng)``,
   ``predict(params, batch)`` (``methods/__init__.py``); the batch its step receives is ``implicit_jax/batch.py``'s
   contract, and the randomness it draws comes from the step's ``rng`` (``batch.split`` it into streams);
-* optionally ``SECTION = 'name'``, the config section it reads. A built-in section (``methods.SECTION_MODULES``)
-  brings its own defaults; a new one needs ``default_config() -> ConfigDict``, its defaults, which
-  ``base_config(task, method)`` adds and the run records. ``--config.method=<import path>`` on the command line
-  adds the section to a config file built for another method, so ``--config.<name>.<field>=`` overrides follow it
-  (``method_section`` resolves it);
+* optionally ``SECTION = 'name'``, the config section it reads. A section of the package (``methods.SECTIONS``,
+  ``methods.SHARED``) brings its own defaults; a new one needs ``default_config() -> ConfigDict``, its defaults,
+  which ``base_config(task, method)`` adds and the run records. ``--config.method=<import path>`` on the command
+  line adds the section to a config file built for another method, so ``--config.<name>.<field>=`` overrides
+  follow it;
 * optionally ``SHARED = ('gbi',)``: the shared sections it reads (``methods.SHARED``), which its runs record;
 * optionally ``SEMI_SUPERVISED = True``: it learns from unlabeled training rows (``Task.reward``); the others are
   refused a split that has them.
 
+Or, as the built-in methods declare themselves, one ``METHOD = MethodSpec(name, build, Section(name,
+default_config), shared=..., semi_supervised=...)`` (``implicit_jax/method_kit.py``; the path may also name the
+``MethodSpec`` itself). Either way ``method`` reads it into a ``MethodSpec``, checked by the rules the built-in
+declarations are (``methods.register``): a section name means one declaration, and ``SHARED`` names declared
+shared sections. Its ``name`` is the import path ``config.method`` gives, which its runs record.
+
 The helpers the built-in methods are written with, importable from here (``from implicit_jax.plugins import
-State, init_params, make_optimizer``; they live in ``implicit_jax/methods/__init__.py``):
+State, init_params, make_optimizer``; they live in ``implicit_jax/method_kit.py``):
 
 * ``State(step, params, opt_state, memory=None)``: the training state ``init`` returns and ``train_step``
   carries (a Flax struct: ``params`` and ``opt_state`` are dicts of pytrees, by the names of the parameter sets;
@@ -145,17 +151,13 @@ from typing import Any, Iterable
 
 import ml_collections
 
-# The helpers of implicit_jax/methods/__init__.py a method is written with (docstring), importable from here. They
-# are looked up on first use (``__getattr__``): ``methods`` imports this module, so importing it here at the top
-# would be circular.
-METHOD_HELPERS = ('State', 'Method', 'init_params', 'make_optimizer', 'optimizer_config', 'positive_int',
-                  'batch_score')
+from implicit_jax.method_kit import (Method, MethodSpec, Section, State, batch_score, init_params,  # noqa: F401
+                                     make_optimizer, optimizer_config, positive_int)
 
-
-def __getattr__(name: str) -> Any:
-  if name in METHOD_HELPERS:
-    return getattr(importlib.import_module('implicit_jax.methods'), name)
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+# The kit a method is written with (docstring), importable from here: implicit_jax/method_kit.py, which the
+# built-in methods import too. It imports nothing of the package's methods, so neither imports the other.
+METHOD_HELPERS = ('State', 'Method', 'MethodSpec', 'Section', 'init_params', 'make_optimizer', 'optimizer_config',
+                  'positive_int', 'batch_score')
 
 
 def _not_found(error: ModuleNotFoundError, module: str) -> bool:
@@ -222,14 +224,50 @@ def task(name: str, aliases: dict) -> Any:
   return target
 
 
-def method(name: str, aliases: Iterable[str]) -> Any:
-  """The method module (or object) at the import path ``name`` (not an alias), checked."""
+def method(name: str, aliases: Iterable[str], sections: dict, shared: dict) -> MethodSpec:
+  """The declaration of the method at the import path ``name`` (not an alias): its ``METHOD`` (or the
+  ``MethodSpec`` the path names), else one read from its ``build``, ``SECTION``, ``default_config``, ``SHARED`` and
+  ``SEMI_SUPERVISED``; named ``name``. ``sections``: the package's sections by name (a section of one of those names
+  is that declaration), ``shared``: the shared ones ``SHARED`` may name. A path that does not import, a target
+  without ``build``, a new section without ``default_config()`` (or whose ``default_config()`` gives no ConfigDict)
+  and an unknown shared section are one-line ValueErrors naming config.method and the path."""
   target = load('config.method', name, 'method', aliases)
-  require('config.method', name, target, ('build',), METHOD_PROTOCOL)
+  declared = target if isinstance(target, MethodSpec) else getattr(target, 'METHOD', None)
+  if declared is not None and not isinstance(declared, MethodSpec):
+    raise ValueError(f'config.method: {name!r}: METHOD must be an implicit_jax.plugins.MethodSpec, got a '
+                     f'{type(declared).__name__}')
+  if declared is None:
+    require('config.method', name, target, ('build',), METHOD_PROTOCOL)
+    declared = _read(name, target)
+  section = declared.section
+  if section is not None:
+    section = sections.get(section.name) or _new_section(name, section)
+  unknown = sorted(set(declared.shared) - set(shared))
+  if unknown:
+    raise ValueError(f'config.method: {name!r}: SHARED names {unknown}, not shared sections; choose from '
+                     f'{sorted(shared)}')
+  return declared._replace(name=name, section=section)
+
+
+def _read(name: str, target: Any) -> MethodSpec:
+  """The ``MethodSpec`` of a plug-in that exports the names instead of declaring one."""
   section = getattr(target, 'SECTION', None)
   if section is not None and not (isinstance(section, str) and section.isidentifier()):
     raise ValueError(f'config.method: {name!r}: SECTION must be a config section name, got {section!r}')
-  return target
+  return MethodSpec(name, target.build, section and Section(section, getattr(target, 'default_config', None)),
+                    tuple(getattr(target, 'SHARED', ())), bool(getattr(target, 'SEMI_SUPERVISED', False)))
+
+
+def _new_section(name: str, section: Section) -> Section:
+  """``section``, a name the package does not know, checked to come with its defaults."""
+  if not callable(section.defaults):
+    raise ValueError(f'config.method: {name!r} reads the new section {section.name!r} but does not provide '
+                     f'default_config() (its defaults; see implicit_jax/plugins.py)')
+  defaults = section.defaults()
+  if not isinstance(defaults, ml_collections.ConfigDict):
+    raise ValueError(f'config.method: {name!r}: default_config() returned a {type(defaults).__name__}, not an '
+                     'ml_collections.ConfigDict')
+  return section
 
 
 def solver(name: str, aliases: Iterable[str]) -> Any:
@@ -239,32 +277,3 @@ def solver(name: str, aliases: Iterable[str]) -> Any:
     require('solver.name', name, target, ('solve',), SOLVER_PROTOCOL)
     target = target.solve
   return target
-
-
-def method_section(name: str) -> tuple[Any, str | None, ml_collections.ConfigDict | None]:
-  """``(target, section, defaults)`` for ``config.method = name``, a built-in name or an import path: the plug-in's
-  module or object, checked (None for a built-in), the config section the method reads (None: the shared fields
-  only) and that section's defaults (None without a section): a built-in section's from its module
-  (``methods.SECTION_MODULES``), a new one's from the plug-in's ``default_config()``. A path that does not import,
-  a target without ``build``, and a new section without ``default_config()`` (or whose ``default_config()`` gives
-  no ConfigDict) are one-line ValueErrors naming config.method and the path."""
-  methods = importlib.import_module('implicit_jax.methods')  # it imports this module: looked up on use
-  target = None
-  if name in methods.REGISTRY:
-    section = methods.REGISTRY[name][2]
-  else:
-    target = method(name, methods.REGISTRY)
-    section = getattr(target, 'SECTION', None)
-  if section is None:
-    return target, None, None
-  if section in methods.SECTION_MODULES:
-    module = importlib.import_module(f'implicit_jax.methods.{methods.SECTION_MODULES[section]}')
-    return target, section, module.default_config(section)
-  if not callable(getattr(target, 'default_config', None)):
-    raise ValueError(f'config.method: {name!r} reads the new section {section!r} but does not provide '
-                     f'default_config() (its defaults; see implicit_jax/plugins.py)')
-  defaults = target.default_config()
-  if not isinstance(defaults, ml_collections.ConfigDict):
-    raise ValueError(f'config.method: {name!r}: default_config() returned a {type(defaults).__name__}, not an '
-                     'ml_collections.ConfigDict')
-  return target, section, defaults

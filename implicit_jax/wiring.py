@@ -9,6 +9,7 @@ three).
 from __future__ import annotations
 
 import copy
+import functools
 
 from implicit_jax import methods, tasks
 from implicit_jax.engine import config as config_lib, registry
@@ -69,32 +70,20 @@ def _upgrade_first(stored: dict) -> dict:
 
 
 class _Package(registry.Plugins):
-  """The built-in task families and methods, and those named by import path (``implicit_jax/plugins.py``). Each
-  call looks the function up in its module then, so that a test replacing one is seen."""
+  """The built-in task families and methods, and those named by import path (``implicit_jax/plugins.py``). The
+  functions are looked up in their modules as ``parts`` resolves a config, so that a test replacing one is seen."""
 
-  def task_sections(self, task):
-    return tasks.family(task).default_config()
-
-  def shared_sections(self):
-    return methods.shared_sections()
-
-  def method_sections(self, method):
-    return methods.default_sections(method)
-
-  def section_of(self, method):
-    return methods.section_of(method)
-
-  def shared_of(self, method):
-    return methods.shared_of(method)
+  def parts(self, task, method):
+    family = tasks.family(task)  # the task first: an unknown one is named before the method
+    sections = {**family.default_config(), **methods.shared_sections(), **methods.default_sections()}
+    spec = methods.resolve(method)
+    if spec.section is not None and spec.section.name not in sections:  # a plug-in's new section
+      sections[spec.section.name] = spec.section.defaults()
+    return config_lib.Parts(task, method, sections, spec.section and spec.section.name, spec.shared,
+                            make_task=tasks.get_task, build_method=functools.partial(methods.build, spec=spec))
 
   def upgrade(self, stored):
     return upgrade(stored)
-
-  def get_task(self, config):
-    return tasks.get_task(config)
-
-  def build_method(self, task, config):
-    return methods.build(task, config)
 
 
 PACKAGE = _Package()

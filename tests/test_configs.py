@@ -189,7 +189,7 @@ def test_one_gbi_section_for_every_method_that_reads_it():
   run GBI record it."""
   config = config_lib.base_config('mlc')
   assert config.gbi.to_dict() == inference.default_config().to_dict()
-  for section in methods.SECTION_MODULES:
+  for section in methods.SECTIONS:
     assert 'gbi' not in config[section], section
   readers = {m for m in methods.REGISTRY if 'gbi' in methods.shared_of(m)}
   assert readers == {'spen', 'dvn', 'rspen', 'nce_gbi', 'seal_static'}

@@ -134,6 +134,22 @@ FILES = {
         def build(task, config):
           raise AssertionError('not reached')
     ''',
+    # A method declared as the built-in ones are (tests/test_registration.py): feed-forward training, a section of
+    # its own and the shared gbi section read; and declarations the rules refuse.
+    'declared.py': '''
+        import ml_collections
+        from implicit_jax.methods import feedforward
+        from implicit_jax.plugins import MethodSpec, Section
+        defaults = lambda: ml_collections.ConfigDict({'width': 3})
+        METHOD = MethodSpec('declared', feedforward.build, Section('fresh', defaults), shared=('gbi',))
+        RESHARED = MethodSpec('reshared', feedforward.build, shared=('nope',))
+        NOT_A_SPEC = {'build': feedforward.build}
+    ''',
+    'not_a_spec.py': '''
+        from implicit_jax.methods import feedforward
+        build = feedforward.build
+        METHOD = 'feedforward'
+    ''',
 }
 
 
@@ -304,7 +320,7 @@ def test_a_run_whose_plugin_no_longer_imports_is_named_when_read_back(tmp_path):
 
 def test_a_built_in_alias_wins_over_a_module_of_the_same_name():
   assert tasks.family('synthetic').__name__ == 'implicit_jax.tasks.mlc.synthetic'
-  assert methods.plugin('implicit') is None and methods.section_of('implicit') == 'implicit'
+  assert methods.resolve('implicit') is methods.REGISTRY['implicit'] and methods.section_of('implicit') == 'implicit'
 
 
 # --- What a plug-in hands the engine, checked once before the first step (implicit_jax/engine/checks.py) --------

@@ -18,14 +18,15 @@ from tests.conftest import ROOT
 from tests.test_plugins import PACKAGE, plugin_package, tiny  # noqa: F401  (the module's autouse fixture)
 
 
-def test_method_section_resolves_a_built_in_name_and_an_import_path():
-  target, section, defaults = plugins.method_section('implicit')
-  assert target is None and section == 'implicit' and defaults == methods.default_sections()['implicit']
-  assert plugins.method_section('feedforward') == (None, None, None)
-  target, section, defaults = plugins.method_section(f'{PACKAGE}.method')
-  assert target.__name__ == f'{PACKAGE}.method' and section == 'scaled' and defaults.to_dict() == {'weight': 1.0}
+def test_resolve_gives_the_declaration_of_a_built_in_name_and_of_an_import_path():
+  spec = methods.resolve('implicit')
+  assert spec.section.name == 'implicit' and spec.section.defaults() == methods.default_sections()['implicit']
+  assert methods.resolve('feedforward').section is None
+  spec = methods.resolve(f'{PACKAGE}.method')  # read from the module's SECTION, default_config and build
+  assert spec.name == f'{PACKAGE}.method' and spec.section.name == 'scaled'
+  assert spec.section.defaults().to_dict() == {'weight': 1.0} and spec.shared == () and not spec.semi_supervised
   with pytest.raises(ValueError, match=rf"^config\.method: '{PACKAGE}\.no_build' does not provide build"):
-    plugins.method_section(f'{PACKAGE}.no_build')
+    methods.resolve(f'{PACKAGE}.no_build')
 
 
 def test_a_config_made_for_another_method_gains_the_plugins_section():

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from implicit_jax import methods, tasks
-from implicit_jax.engine import checkpoints, train
+from implicit_jax.engine import checkpoints, config as config_lib, train
 from tests.conftest import ROOT, full_opt_env, load_config
 
 EPOCHS, EVERY = 4, 2  # 8 steps per epoch on the tiny config: 32 steps, a checkpoint every 2
@@ -219,8 +219,9 @@ def test_a_field_added_since_a_run_was_recorded_neither_blocks_resume_nor_loadin
   checkpoints.write_json(str(tmp_path / 'config.json'), stored)
   assert checkpoints.load_trained(str(tmp_path)).config.implicit.refine.steps == 0
   config.implicit.refine.steps = 3
+  parts = config_lib.check(config)
   with pytest.raises(ValueError, match=r'implicit\.refine\.steps \(not recorded: the run used its default 0, now 3\)'):
-    checkpoints.check_or_write_config(str(tmp_path), config)
+    checkpoints.check_or_write_config(str(tmp_path), parts.recorded(config), parts)
 
 
 @pytest.mark.e2e
@@ -238,8 +239,9 @@ def test_a_run_recorded_with_its_methods_own_gbi_section_resumes_and_loads(tmp_p
   assert train.train_and_evaluate(config, str(tmp_path))['steps'] == 16  # resumed and continued
   checkpoints.write_json(str(tmp_path / 'config.json'), stored)
   config.gbi.steps = 20
+  parts = config_lib.check(config)
   with pytest.raises(ValueError, match=r'gbi\.steps \(stored 7, now 20\)'):
-    checkpoints.check_or_write_config(str(tmp_path), config)
+    checkpoints.check_or_write_config(str(tmp_path), parts.recorded(config), parts)
 
 
 def test_only_result_changing_fields_of_the_method_in_use_are_compared(tmp_path):
@@ -251,7 +253,8 @@ def test_only_result_changing_fields_of_the_method_in_use_are_compared(tmp_path)
   assert not {'implicit', 'spen', 'nce_gbi', 'infnet', 'seal', 'rspen', 'gbi'} & set(stored)
   config.implicit.aux_lambda = 7.0   # another method's section: the feedforward run neither reads nor records it
   config.log_every, config.eval_batch_size = 1, 32  # what it prints and how it batches predictions
-  assert checkpoints.check_or_write_config(str(tmp_path), config)
+  parts = config_lib.check(config)
+  assert checkpoints.check_or_write_config(str(tmp_path), parts.recorded(config), parts)
 
 
 FIXTURE = ROOT / 'tests' / 'fixtures' / 'workdir_v1'

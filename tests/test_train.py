@@ -46,8 +46,8 @@ def counting_traces(monkeypatch):
       return fn(*args)
     return wrapper
 
-  def counting_build(task, config):
-    m = build(task, config)
+  def counting_build(task, config, **spec):
+    m = build(task, config, **spec)
     return m._replace(train_step=counted(m.train_step, 'train_step'), predict=counted(m.predict, 'predict'))
 
   monkeypatch.setattr(methods, 'build', counting_build)

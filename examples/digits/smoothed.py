@@ -14,9 +14,7 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
-from implicit_jax.plugins import Method, State, init_params, make_optimizer
-
-SECTION = 'smoothed'  # the config section it reads: default_config() below gives its fields and defaults
+from implicit_jax.plugins import Method, MethodSpec, Section, State, init_params, make_optimizer
 
 
 def default_config():
@@ -51,3 +49,7 @@ def build(task, config):
     return space.relax(net.apply(params['theta'], batch))
 
   return Method(init, train_step, predict, {'infnet': net})
+
+
+# Declared as the built-in methods are: its name, its builder, and the config section it reads with its defaults.
+METHOD = MethodSpec('smoothed', build, Section('smoothed', default_config))

@@ -2,7 +2,8 @@
 
 * ``train``: the loop (``train_and_evaluate``), the data-parallel step on a ``('data',)`` mesh, evaluation;
 * ``data``: training batches (shuffled, length-bucketed for variable-length tasks) and padded prediction batches;
-* ``config``: the package's defaults, what a run records, resuming and reading records back;
+* ``config``: the package's defaults, a config's task and method resolved once (``Parts``), what a run records,
+  resuming and reading records back;
 * ``checkpoints``: the workdir's layout, Orbax checkpoints and ``load_trained``; ``workdir``: its guards (one
   trainer at a time, the same data on resume, a folder that can be written);
 * ``checks``: what a task and a method hand the engine, checked once before training;

@@ -42,7 +42,7 @@ import orbax.checkpoint as ocp
 from absl import logging as absl_logging
 from etils import epath
 
-from implicit_jax.engine import (config as config_lib, data, multihost, registry, workdir as workdir_lib,
+from implicit_jax.engine import (config as config_lib, data, multihost, workdir as workdir_lib,
                                  xla_options)
 
 
@@ -243,18 +243,20 @@ def has_checkpoint(workdir: str) -> bool:
   return os.path.isdir(folder) and any(name.isdigit() for name in os.listdir(folder))
 
 
-def check_or_write_config(workdir: str, config, write: bool = True) -> bool:
-  """Checks that ``config`` may start or continue the run of ``workdir`` and (``write``) records it.
+def check_or_write_config(workdir: str, record: dict, parts: config_lib.Parts, write: bool = True) -> bool:
+  """Checks that the run whose config records ``record`` (``config.Parts.recorded``) may start or continue the run
+  of ``workdir`` and (``write``) records it.
 
   Returns True when the workdir already held this run. Raises ValueError naming the fields that differ. A
   record whose run never saved a checkpoint (a start that failed, or was killed, before its first save) holds
   no work: it is replaced. ``write=False`` (the other processes of a multi-host run) checks without writing.
+  ``parts``: the config's task and method, resolved (``config.check``'s return), to compare with.
   """
   path = os.path.join(workdir, 'config.json')
   existing = False
   if os.path.exists(path):
     try:
-      diff = config_lib.compare(read_json(path), config)
+      diff = parts.compare(read_json(path), record)
     except config_lib.NewerRecord as e:
       raise config_lib.NewerRecord(f'{path} {e}') from None
     if not diff:
@@ -265,14 +267,14 @@ def check_or_write_config(workdir: str, config, write: bool = True) -> bool:
     else:
       print(f'{path}: replacing the record of a run that saved no checkpoint', flush=True)
   if write:
-    write_config(workdir, config)
+    write_config(workdir, record)
   return existing
 
 
-def write_config(workdir: str, config) -> None:
-  """``config.json``: what the run reads (``config.recorded``), in the current format, with the latest
-  ``num_epochs`` and logging settings."""
-  write_json(os.path.join(workdir, 'config.json'), config_lib.recorded(config))
+def write_config(workdir: str, record: dict) -> None:
+  """``config.json``: what the run reads (``record``, ``config.Parts.recorded``), in the current format, with the
+  latest ``num_epochs`` and logging settings."""
+  write_json(os.path.join(workdir, 'config.json'), record)
 
 
 def _host(tree):
@@ -510,13 +512,13 @@ def load_trained(workdir: str, config_overrides: dict | None = None, same_data: 
   ``same_data``: first refuse data whose fingerprint differs from the run's record (``workdir.check_unchanged``),
   which names the splits and files before a model of another shape fails to read the parameters. Reads only: safe
   beside a run that is still training in ``workdir``."""
-  plugins = registry.plugins()
   config = load_config(workdir)
   config.update_from_flattened_dict(config_overrides or {})
-  task = plugins.get_task(config)
+  parts = config_lib.parts_of(config.task, config.method)
+  task = parts.make_task(config)
   if same_data:
     workdir_lib.check_unchanged(workdir, task)
-  method = plugins.build_method(task, config)
+  method = parts.build_method(task, config)
   abstract = jax.eval_shape(method.init, jax.random.key(0)).params
   ckpt = Checkpointer(workdir, read_only=True)
   try:

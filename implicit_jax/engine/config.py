@@ -2,30 +2,20 @@
 
 A config has these sections, each defined once, with its defaults and their documentation, where named:
 
-==================  ==============================================  ==============================================
-section             defined by                                      read by
-==================  ==============================================  ==============================================
-core fields         ``core_config`` (seed, task, method,            every run (``optimizer``: the outer, energy
-                    ``optimizer``, batches, epochs, logging,        optimiser of every method; the whole net for
-                    devices, ``divergence``)                        feedforward)
-``data``, ``model`` ``implicit_jax.tasks.<family>.default_config``  the task
-``gbi``             ``implicit_jax.inference.default_config``       spen, dvn, rspen, nce_gbi, seal_static
-                    (shared: gradient-based inference)              (``methods.SHARED``)
-``implicit``        ``methods/implicit.py``; its ``solver`` is      implicit
-                    ``bilevel.default_config``: the fields and
-                    defaults of ``bilevel.Solver``
-``spen``            ``methods/spen.py``                             spen
-``rspen``           ``methods/rspen.py``                            rspen
-``nce_gbi``         ``methods/seal.py``                             nce_gbi
-``seal``            ``methods/seal.py``                             seal_static, seal_dynamic
-``infnet``          ``methods/infnet.py``                           infnet, infnet_plus
-==================  ==============================================  ==============================================
+* the core fields, ``core_config`` (seed, task, method, ``optimizer``, batches, epochs, logging, devices,
+  ``divergence``), read by every run (``optimizer``: the outer, energy optimiser of every method; the whole net
+  for feedforward);
+* ``data`` and ``model``, the task's: ``implicit_jax.tasks.<family>.default_config``;
+* the methods' sections (``implicit``, ``spen``, ``seal``, ...) and the shared ones (``gbi``: gradient-based
+  inference, one section for every method that runs it), each declared once, with its defaults, by the module of
+  the methods that read it (``implicit_jax.methods``: ``MethodSpec``, ``Section``). Which method reads which is
+  derived from those declarations alone: ``python -c 'from implicit_jax import methods; print(methods.describe())'``
+  prints it. A plug-in method may bring a new section and name the shared ones it reads
+  (``implicit_jax/plugins.py``).
 
-dvn, feedforward and crf have no section of their own (``methods.REGISTRY``). A plug-in method may bring a new
-section (``SECTION``) and name the shared ones it reads (``SHARED``; ``implicit_jax/plugins.py``). One ``gbi`` for
-every method that runs GBI: a published row whose method needs other GBI settings than its config file's sets them
-in its own overrides (``experiments/``: bibtex's spen and dvn rows), so that a row's config says what
-it runs.
+One ``gbi`` for every method that runs GBI: a published row whose method needs other GBI settings than its config
+file's sets them in its own overrides (the rows written in the config files: bibtex's spen and dvn rows), so that
+a row's config says what it runs.
 
 ``base_config(task, method)`` assembles the defaults, every field documented where it is defined. Config files in
 ``configs/`` start from it and override what changes; ``from_file`` loads one by path, from any working
@@ -45,17 +35,22 @@ plug-ins: top-level ``solver``, ``negatives`` and ``gbi`` that every method shar
 inside each GBI method's section: ``spen.gbi``, ``dvn.gbi``, ``rspen.gbi``, ``nce_gbi.gbi``, ``seal.gbi``). That
 history is the methods', kept with them in ``implicit_jax/wiring.py``.
 
-The sections of the table above reach this module through one object, the registered plug-ins
+The task's and the methods' sections reach this module through one object, the registered plug-ins
 (``engine/registry.py``; the package's, ``implicit_jax/wiring.py``, registered by ``implicit_jax/__init__.py``):
-nothing here imports ``implicit_jax.tasks`` or ``implicit_jax.methods``. A run record is its own recipe:
-``from_record`` (and ``from_file`` on a ``.json``) reads one back as the config that reruns it.
+nothing here imports ``implicit_jax.tasks`` or ``implicit_jax.methods``. They resolve a config's task and method
+once into ``Parts`` (``parts_of``; ``check`` returns the config's): its sections, what it records and how it
+compares, and how its task and method are made, which a run passes down instead of the names. A run record is its
+own recipe: ``from_record`` (and ``from_file`` on a ``.json``) reads one back as the config that reruns it.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any, Callable
 
 import ml_collections
 
@@ -74,12 +69,9 @@ def core_config() -> ml_collections.ConfigDict:
   c.task = 'synthetic'        # the task family (implicit_jax/tasks: 'synthetic', 'mlc', 'tagging', 'segmentation',
                               # 'citations', or the import path of a task module: implicit_jax/plugins.py); its
                               # sections data and model come with it, so a config file names its task once
-  c.method = 'implicit'       # 'implicit' (the paper), 'feedforward' (cross-entropy baseline); energies trained
-                              # alone, prediction by gradient-based inference: 'spen', 'dvn', 'nce_gbi'; inference
-                              # networks trained against an energy: 'infnet', 'infnet_plus'; energy as a loss for a
-                              # task net: 'seal_static', 'seal_dynamic'; 'crf' (exact chain inference, tags);
-                              # 'rspen' (energy ranked by a task's reward, Cora). Each reads its section (methods/).
-                              # Or the import path of a method module (implicit_jax/plugins.py)
+  c.method = 'implicit'       # a method of implicit_jax/methods ('implicit', the paper's; each declared in its
+                              # module with the section it reads: methods.describe() lists them), or the import
+                              # path of a method module (implicit_jax/plugins.py)
   c.optimizer = ml_collections.ConfigDict()  # the outer optimiser: energy phi (the whole net for 'feedforward')
   c.optimizer.name = 'adam'   # 'adam', 'sgd' or 'adamw'
   c.optimizer.learning_rate = 1e-3
@@ -109,27 +101,87 @@ def core_config() -> ml_collections.ConfigDict:
   return c
 
 
+@dataclasses.dataclass(frozen=True)
+class Parts:
+  """A config's task and method, resolved once by the registered plug-ins (``parts_of``: ``engine/registry.py``; the
+  package's are ``implicit_jax/wiring.py``), and what this module derives from them. ``check`` returns a config's;
+  a run passes it down instead of looking its task and method up again.
+
+  ``task``, ``method``: the names (``config.task``, ``config.method``); ``sections``: ``{name: ConfigDict}``, every
+  section a config of them holds besides the core fields, with its defaults, in a config's order: the task's
+  (``data``, ``model``), the shared ones, every method family's and the method's own; ``own``: the section the
+  method reads (None: the shared fields only); ``shared``: the shared sections it reads; ``make_task(config)``: the
+  task, its data read; ``build_method(task, config)``: the method, built for it."""
+  task: str
+  method: str
+  sections: dict
+  own: str | None
+  shared: tuple[str, ...]
+  make_task: Callable[[Any], Any]
+  build_method: Callable[[Any, Any], Any]
+
+  def defaults(self) -> ml_collections.ConfigDict:
+    """Every default (``base_config``): the core fields and a copy of the sections (a config made from them
+    changes no other)."""
+    c = core_config()
+    c.task, c.method = self.task, self.method
+    for name, section in self.sections.items():
+      c[name] = copy.deepcopy(section)
+    return c
+
+  def check_sections(self, config) -> None:
+    """Refuses a config that lacks the method's own section or whose task sections are not the task's fields."""
+    if self.own and self.own not in config:  # a plug-in's own section: the config was built for another method
+      raise ValueError(f'config.{self.own}: missing, the section method {config.method!r} reads; start the config '
+                       f'from base_config(task, {config.method!r})')
+    for name in TASK_SECTIONS:
+      want, have = set(flatten(config_json(self.sections[name]))), set(flatten(config_json(config.get(name) or {})))
+      if want != have:
+        extra, missing = sorted(have - want), sorted(want - have)
+        raise ValueError(f'config.{name} does not hold the fields of task {config.task!r} (unexpected: {extra}, '
+                         f'missing: {missing}); start the config from a config file of that task')
+
+  def recorded(self, config) -> dict:
+    """What a run of ``config`` records and is compared on (``recorded``): the core fields, the task's sections,
+    the method's own section and the shared sections it reads."""
+    keep = set(core_config().keys()) | set(TASK_SECTIONS) | set(self.shared) | {self.own}
+    return {k: v for k, v in config_json(config).items() if k in keep}
+
+  def compare(self, stored: dict, record: dict) -> list[str]:
+    """``compare``'s differences of the run whose record is ``record`` (``recorded``) from ``stored``."""
+    check_known(stored)
+    old, new = flatten(upgrade(stored)), flatten(record)
+    defaults = flatten(self.recorded(self.defaults()))
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+      if key in MUTABLE or key not in new:  # a section the method does not read is not recorded, nor compared
+        continue
+      if key not in old:
+        if new[key] != defaults.get(key, _ABSENT):
+          diffs.append(f'{key} (not recorded: the run used its default {defaults.get(key)!r}, now {new[key]!r})')
+      elif old[key] != new[key]:
+        diffs.append(f'{key} (stored {old[key]!r}, now {new[key]!r})')
+    return diffs
+
+
+def parts_of(task: str, method: str) -> Parts:
+  """The ``Parts`` of ``task`` and ``method`` (``config.task``, ``config.method``), by the registered plug-ins; an
+  unknown task or method is a ValueError naming the field (the task's first)."""
+  return registry.plugins().parts(task, method)
+
+
 def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collections.ConfigDict:
-  """Every default: the core fields, ``task``'s data and model sections, every method family's section and the
-  shared sections (of the registered plug-ins, ``engine/registry.py``)."""
-  plugins = registry.plugins()
-  c = core_config()
-  c.task, c.method = task, method
-  for name, section in plugins.task_sections(task).items():
-    c[name] = section
-  for name, section in plugins.shared_sections().items():
-    c[name] = section
-  for name, section in plugins.method_sections(method).items():
-    c[name] = section
-  return c
+  """Every default: the core fields, ``task``'s data and model sections, the shared sections, every method family's
+  section and a plug-in method's own (of the registered plug-ins, ``engine/registry.py``)."""
+  return parts_of(task, method).defaults()
 
 
 def add_method_section(config: ml_collections.ConfigDict, method: str) -> None:
   """Adds to ``config`` the sections ``base_config(config.task, method)`` has and ``config`` lacks, with their
   defaults: a plug-in method's own section, absent from a config file built for another method. What
   ``--config.method=<import path>`` does before the command line's other overrides apply (``engine/cli.py``), so
-  that they may set its fields; the section is resolved as ``base_config`` resolves it
-  (``implicit_jax/plugins.py``'s ``method_section``)."""
+  that they may set its fields; the section is resolved as ``base_config`` resolves it (``parts_of``: a plug-in's
+  declaration, read by ``implicit_jax/plugins.py``'s ``method``)."""
   defaults = base_config(config.task, method)
   missing = [name for name in defaults if name not in config]
   with config.unlocked():
@@ -186,8 +238,10 @@ def from_record(path) -> ml_collections.ConfigDict:
 # ----------------------------------------------------------------------------------------------- checks
 
 
-def check(config) -> None:
-  """Rejects out-of-range core fields, and task sections that are not the task's, before anything is built."""
+def check(config) -> Parts:
+  """Rejects out-of-range core fields, an unknown task or method, task sections that are not the task's and a
+  missing section of the method's, before anything is built. Returns the config's ``Parts`` (its task and method,
+  resolved here once by the registered plug-ins), for the run to pass down."""
   for field in ('batch_size', 'num_epochs', 'log_every', 'eval_batch_size'):
     value = config.get(field)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -208,18 +262,9 @@ def check(config) -> None:
   if not ends and not every:
     raise ValueError('config.checkpoint_epoch_ends=False needs config.checkpoint_every > 0: else the run saves '
                      'nothing before its last epoch, and a kill loses all of it')
-  plugins = registry.plugins()
-  defaults = plugins.task_sections(config.task)
-  section = plugins.section_of(config.method)  # an unknown method is named here
-  if section and section not in config:  # a plug-in's own section: the config was built for another method
-    raise ValueError(f'config.{section}: missing, the section method {config.method!r} reads; start the config from '
-                     f'base_config(task, {config.method!r})')
-  for name in TASK_SECTIONS:
-    want, have = set(flatten(config_json(defaults[name]))), set(flatten(config_json(config.get(name) or {})))
-    if want != have:
-      extra, missing = sorted(have - want), sorted(want - have)
-      raise ValueError(f'config.{name} does not hold the fields of task {config.task!r} (unexpected: {extra}, '
-                       f'missing: {missing}); start the config from a config file of that task')
+  parts = parts_of(config.task, config.method)  # an unknown task or method is named here
+  parts.check_sections(config)
+  return parts
 
 
 # -------------------------------------------------------------------------------------------- records
@@ -243,14 +288,8 @@ def config_json(config) -> dict:
 
 def recorded(config) -> dict:
   """What a run records and is compared on: core fields, the task's sections, the method's section and the
-  shared sections it reads."""
-  plugins = registry.plugins()
-  full = config_json(config)
-  keep = set(core_config().keys()) | set(TASK_SECTIONS) | set(plugins.shared_of(full['method']))
-  section = plugins.section_of(full['method'])
-  if section:
-    keep.add(section)
-  return {k: v for k, v in full.items() if k in keep}
+  shared sections it reads (``Parts.recorded``)."""
+  return parts_of(config['task'], config['method']).recorded(config)
 
 
 def upgrade(stored: dict) -> dict:
@@ -285,20 +324,9 @@ def _refuse_unknown(upgraded: dict, defaults: ml_collections.ConfigDict) -> None
 
 def compare(stored: dict, config) -> list[str]:
   """The differences that forbid ``config`` from continuing the run recorded as ``stored`` (empty: it may).
-  Raises NewerRecord for a record this code cannot honour (``check_known``)."""
-  check_known(stored)
-  old, new = flatten(upgrade(stored)), flatten(recorded(config))
-  defaults = flatten(recorded(base_config(config.task, config.method)))
-  diffs = []
-  for key in sorted(set(old) | set(new)):
-    if key in MUTABLE or key not in new:  # a section the method does not read is not recorded, nor compared
-      continue
-    if key not in old:
-      if new[key] != defaults.get(key, _ABSENT):
-        diffs.append(f'{key} (not recorded: the run used its default {defaults.get(key)!r}, now {new[key]!r})')
-    elif old[key] != new[key]:
-      diffs.append(f'{key} (stored {old[key]!r}, now {new[key]!r})')
-  return diffs
+  Raises NewerRecord for a record this code cannot honour (``check_known``). (``Parts.compare``.)"""
+  parts = parts_of(config.task, config.method)
+  return parts.compare(stored, parts.recorded(config))
 
 
 def load(stored: dict) -> ml_collections.ConfigDict:

@@ -1,55 +1,31 @@
 """How the engine reaches the task and method plug-ins: one object, registered once at the top.
 
-The engine's configs need of the plug-ins their config sections (to assemble, check, record and compare a config)
-and the history of the record formats (to read an old run's record); loading a trained run needs a task and a
-method built. ``Plugins`` names exactly that. The package registers its own when it is imported
-(``implicit_jax/__init__.py`` calls ``use(implicit_jax.wiring.PACKAGE)``), so that nothing in ``engine/`` imports
-``implicit_jax.tasks`` or ``implicit_jax.methods``: the engine imports downward only, and the plug-ins come in
-through this one door.
+The engine needs of a config's task and method their config sections (to assemble, check, record and compare a
+config), a way to make the task and build the method, and the history of the record formats (to read an old run's
+record). ``Plugins`` names exactly that: ``parts(task, method)`` resolves the two names once into an
+``engine.config.Parts``, which the engine then passes down instead of looking the names up again. The package
+registers its own when it is imported (``implicit_jax/__init__.py`` calls ``use(implicit_jax.wiring.PACKAGE)``),
+so that nothing in ``engine/`` imports ``implicit_jax.tasks`` or ``implicit_jax.methods``: the engine imports
+downward only, and the plug-ins come in through this one door.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any
 
 
 class Plugins(abc.ABC):
   """What the engine asks of the tasks and methods (``implicit_jax/wiring.py`` answers for the package's)."""
 
   @abc.abstractmethod
-  def task_sections(self, task: str) -> dict:
-    """``{name: ConfigDict}``: the sections (``data``, ``model``) of the task family ``config.task`` names, with
-    their defaults."""
-
-  @abc.abstractmethod
-  def shared_sections(self) -> dict:
-    """``{name: ConfigDict}``: the sections several methods read (``gbi``), with their defaults."""
-
-  @abc.abstractmethod
-  def method_sections(self, method: str) -> dict:
-    """``{name: ConfigDict}``: every method family's section with its defaults, and the section a plug-in
-    ``method`` brings of its own."""
-
-  @abc.abstractmethod
-  def section_of(self, method: str) -> str | None:
-    """The section ``method`` reads (None: only the shared fields); an unknown method raises ValueError."""
-
-  @abc.abstractmethod
-  def shared_of(self, method: str) -> tuple[str, ...]:
-    """The shared sections ``method`` reads."""
+  def parts(self, task: str, method: str):
+    """The ``engine.config.Parts`` of the task family ``config.task`` names and of the method ``config.method``
+    names (their sections, and how the task and the method are made); an unknown task or method raises ValueError
+    naming the field (the task's first)."""
 
   def upgrade(self, stored: dict) -> dict:
     """A record of an earlier format in today's, with the values its run used (no earlier formats: as it is)."""
     return stored
-
-  @abc.abstractmethod
-  def get_task(self, config) -> Any:
-    """The task ``config`` names, its data read."""
-
-  @abc.abstractmethod
-  def build_method(self, task, config) -> Any:
-    """The method ``config`` names, built for ``task``."""
 
 
 _USED: Plugins | None = None

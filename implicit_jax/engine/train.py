@@ -18,7 +18,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from implicit_jax import batch as batch_lib
-from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, multihost, predictions, registry,
+from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, multihost, predictions,
                                  workdir as workdir_lib, writers, xla_options)
 
 
@@ -108,11 +108,11 @@ def train_and_evaluate(config, workdir: str) -> dict:
   # The processes of a multi-host run first check that they run the same thing (engine/multihost.py): one that
   # differs would train a silently wrong run, or leave the others waiting in a collective it never reaches.
   multihost.agree_on_command(config, workdir)
-  config_lib.check(config)
-  plugins = registry.plugins()  # the task and method plug-ins (engine/registry.py)
-  task = plugins.get_task(config)
+  parts = config_lib.check(config)  # its task and method, resolved once by the plug-ins (engine/registry.py)
+  record = parts.recorded(config)  # what the run records of its config: written, logged and returned
+  task = parts.make_task(config)
   digests = multihost.agree_on_data(task)  # None in a run of one process: check_data computes them
-  method = plugins.build_method(task, config)
+  method = parts.build_method(task, config)
   checks.before_training(task, method, config)
   n_train = data.num_examples(task.splits['train'])
   if n_train < config.batch_size:
@@ -127,17 +127,20 @@ def train_and_evaluate(config, workdir: str) -> dict:
     workdir_lib.prepare(workdir)
   sync('implicit_jax: workdir prepared')
   with workdir_lib.Lock(workdir) if primary else contextlib.nullcontext():
-    return _train(_Run(config, workdir, task, method, total_steps, steps_per_epoch, replicated, sharded, primary,
-                       digests))
+    return _train(_Run(config, workdir, parts, record, task, method, total_steps, steps_per_epoch, replicated,
+                       sharded, primary, digests))
 
 
 @dataclasses.dataclass(frozen=True)
 class _Run:
-  """What a run is, fixed before its workdir is touched: the config and workdir, the task and method built from
-  them, the step counts, the mesh's shardings, whether this process writes the workdir, and the data's fingerprint
-  where the processes compared it (else None)."""
+  """What a run is, fixed before its workdir is touched: the config and workdir, its task and method resolved
+  (``config.Parts``) and what it records of the config, the task and method built from them, the step counts, the
+  mesh's shardings, whether this process writes the workdir, and the data's fingerprint where the processes
+  compared it (else None)."""
   config: Any
   workdir: str
+  parts: Any
+  record: dict
   task: Any
   method: Any
   total_steps: int
@@ -149,7 +152,7 @@ class _Run:
 
 
 def _train(run: _Run) -> dict:
-  existing = checkpoints.check_or_write_config(run.workdir, run.config, write=False)  # written once checked
+  existing = checkpoints.check_or_write_config(run.workdir, run.record, run.parts, write=False)  # written once checked
   ckpt = checkpoints.Checkpointer(run.workdir)
   try:
     state, loop, resumed = _start(run, ckpt, existing)
@@ -161,7 +164,7 @@ def _train(run: _Run) -> dict:
     ckpt.close()
     raise
   if not resumed:
-    writer.write_hparams(config_lib.flatten(config_lib.recorded(run.config)))
+    writer.write_hparams(config_lib.flatten(run.record))
   predict_fn = make_predict(run.method, run.replicated, run.sharded)
   try:
     state = _epochs(run, ckpt, writer, predict_fn, state, loop)
@@ -192,7 +195,7 @@ def _start(run: _Run, ckpt, existing: bool):
                      'read it with implicit_jax.evaluate')
   sync('implicit_jax: run checked')  # every process has read the workdir's record before process 0 rewrites it
   if run.primary:
-    checkpoints.write_config(run.workdir, run.config)
+    checkpoints.write_config(run.workdir, run.record)
   workdir_lib.check_data(run.workdir, run.task, resuming=existing, write=run.primary, digests=run.digests)
   state = jax.device_put(run.method.init(batch_lib.init_key(run.config.seed)), run.replicated)
   loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
@@ -291,7 +294,7 @@ def _result(run: _Run, loop: dict, dev_pred, test_pred) -> dict:
       **evaluator.final(dev_pred, task.splits['dev'], test_pred, task.splits['test']),
       'train_seconds': loop['train_seconds'], 'steps': run.total_steps, 'history': loop['history'],
       'train_log': loop['train_log'],
-      'config': config_lib.recorded(run.config),
+      'config': run.record,
   }
   # The decisions the figures above were computed from, compact, so that a record can be rescored (predictions.py)
   kept = predictions.pack(evaluator, {'dev': (dev_pred, task.splits['dev'], None),

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from implicit_jax.methods import Method, State, init_params, make_optimizer
+from implicit_jax.method_kit import Method, MethodSpec, State, init_params, make_optimizer
 
 
 def _time_major(a):
@@ -96,3 +96,6 @@ def build(task, config) -> Method:
     return jax.nn.one_hot(tags, space.units, dtype=unary.dtype) * mask[..., None]
 
   return Method(init, train_step, predict, {'energy': energy})
+
+
+METHOD = MethodSpec('crf', build, doc='linear-chain CRF on the tagging energy: exact likelihood and decoding')

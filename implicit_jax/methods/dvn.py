@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import optax
 
 from implicit_jax import inference, losses
-from implicit_jax.methods import Method, batch_score
+from implicit_jax.method_kit import Method, MethodSpec, batch_score
 from implicit_jax.methods.spen import energy_method
 
 
@@ -57,3 +57,7 @@ def build(task, config) -> Method:
   gbi = config.gbi
   score_fn = batch_score(task)
   return energy_method(task, config, gbi, regression_loss(task.space, score_fn, gbi, 'gbi'), 'gbi')
+
+
+METHOD = MethodSpec('dvn', build, shared=('gbi',), semi_supervised=True,
+                    doc='the energy regresses the task score (the reward on unlabeled rows); prediction by GBI')

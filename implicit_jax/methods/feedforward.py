@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from implicit_jax.methods import Method, State, init_params, make_optimizer
+from implicit_jax.method_kit import Method, MethodSpec, State, init_params, make_optimizer
 
 
 def build(task, config) -> Method:
@@ -28,3 +28,7 @@ def build(task, config) -> Method:
     return space.relax(net.apply(params['theta'], batch))
 
   return Method(init, train_step, predict, {'infnet': net})
+
+
+METHOD = MethodSpec('feedforward', build,
+                    doc='the inference net by cross-entropy alone, no energy (config.optimizer trains it)')

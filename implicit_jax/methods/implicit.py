@@ -39,12 +39,12 @@ import ml_collections
 import optax
 
 from implicit_jax import batch as batch_lib, bilevel, inference, losses, spaces
-from implicit_jax.methods import Method, State, energies, init_params, make_optimizer, optimizer_config, positive_int
+from implicit_jax.method_kit import (Method, MethodSpec, Section, State, energies, init_params, make_optimizer,
+                                    optimizer_config, positive_int)
 
 
-def default_config(section: str = 'implicit') -> ml_collections.ConfigDict:
+def default_config() -> ml_collections.ConfigDict:
   """``config.implicit``."""
-  del section
   c = ml_collections.ConfigDict()
   c.inner_steps = 5              # T_inner: optimiser steps on L_aux per outer step (warm started)
   c.aux_lambda = 1.0             # lambda in L_aux = CE + lambda * E (Eq. 6)
@@ -314,3 +314,7 @@ OPTIONAL = ('residual', 'iterations')
 # What the implicit term makes (bilevel's diagnostics; the explicit term is read as the gradient less it): non-finite
 # while the losses are finite, it comes from the inverse-HVP solver's u (``cause``).
 FROM_SOLVER = frozenset({'implicit_norm', 'cosine', 'explicit_norm'})
+
+
+METHOD = MethodSpec('implicit', build, Section('implicit', default_config), semi_supervised=True,
+                    doc='the paper: the inference net on L_aux, the energy on the implicit gradient of L_prim')

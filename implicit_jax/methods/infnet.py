@@ -32,15 +32,14 @@ import ml_collections
 import optax
 
 from implicit_jax import batch as batch_lib, losses
-from implicit_jax.methods import (Method, State, energies, init_params, make_optimizer, optimizer_config, positive_int,
-                                  steps_per_epoch)
+from implicit_jax.method_kit import (Method, MethodSpec, Section, State, energies, init_params, make_optimizer,
+                                    optimizer_config, positive_int, steps_per_epoch)
 
 PARAMETERIZATIONS = ('separated', 'shared', 'stacked')
 
 
-def default_config(section: str = 'infnet') -> ml_collections.ConfigDict:
+def default_config() -> ml_collections.ConfigDict:
   """``config.infnet``, read by 'infnet' and 'infnet_plus'."""
-  del section
   c = ml_collections.ConfigDict()
   c.cost = 'l1'                     # Delta of the margin, a cost of the output space
   c.cost_scale = 1.0                # multiplies Delta
@@ -275,3 +274,10 @@ def build_infnet_plus(task, config) -> Method:
     return space.relax(nets.apply(params['nets'], batch, method=InferenceNetPair.test_time))
 
   return Method(init, train_step, predict, {'energy': energy, 'infnet': nets})
+
+
+SECTION = Section('infnet', default_config)
+INFNET = MethodSpec('infnet', build_infnet, SECTION,
+                    doc='InfNet: cost-augmented and test-time inference nets trained against the energy')
+INFNET_PLUS = MethodSpec('infnet_plus', build_infnet_plus, SECTION,
+                         doc='InfNet+: the compound objective, the two nets separated, shared or stacked')

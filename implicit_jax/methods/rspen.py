@@ -17,13 +17,12 @@ import jax.numpy as jnp
 import ml_collections
 
 from implicit_jax import batch as batch_lib, inference, losses
-from implicit_jax.methods import Method, batch_score, positive_int
+from implicit_jax.method_kit import Method, MethodSpec, Section, batch_score, positive_int
 from implicit_jax.methods.spen import energy_method
 
 
-def default_config(section: str = 'rspen') -> ml_collections.ConfigDict:
+def default_config() -> ml_collections.ConfigDict:
   """``config.rspen``; GBI (the samples' centre in training, prediction) reads the shared ``config.gbi``."""
-  del section
   c = ml_collections.ConfigDict()
   c.num_samples = 8              # discrete outputs drawn around the GBI output per example and step
   c.temperature = 1.0            # of the sampling: lower stays closer to the GBI output
@@ -60,3 +59,7 @@ def rank_loss(task, cfg, gbi, field: str):
 def build(task, config) -> Method:
   cfg = config.rspen
   return energy_method(task, config, config.gbi, rank_loss(task, cfg, config.gbi, 'rspen'), 'gbi')
+
+
+METHOD = MethodSpec('rspen', build, Section('rspen', default_config), shared=('gbi',), semi_supervised=True,
+                    doc="the energy alone, ranking outputs as the task's reward ranks them; prediction by GBI")

@@ -35,23 +35,28 @@ import ml_collections
 import optax
 
 from implicit_jax import batch as batch_lib, inference, losses
-from implicit_jax.methods import (Method, State, batch_score, dvn, energies, init_params, make_optimizer,
-                                  optimizer_config, positive_int, spen, steps_per_epoch)
+from implicit_jax.method_kit import (Method, MethodSpec, Section, State, batch_score, energies, init_params,
+                                    make_optimizer, optimizer_config, positive_int, steps_per_epoch)
+from implicit_jax.methods import dvn, spen
 
 ENERGY_LOSSES = ('margin', 'regression', 'regression_s', 'nce')
 NOISE_ON = ('output', 'logits')
 _SAMPLER = {'regression_s': 'gaussian', 'nce': 'straight_through'}  # losses that draw K samples, and how
 
 
-def default_config(section: str = 'seal') -> ml_collections.ConfigDict:
-  """``config.seal`` (seal_static, seal_dynamic) or ``config.nce_gbi``. GBI (seal_static's margin and regression
-  losses; nce_gbi's prediction, from the noise net's output with ``gbi.init='given'``) reads the shared
+def nce_gbi_config() -> ml_collections.ConfigDict:
+  """``config.nce_gbi``. Its prediction, GBI from the noise net's output with ``gbi.init='given'``, reads the shared
   ``config.gbi``."""
   c = ml_collections.ConfigDict()
-  if section == 'nce_gbi':
-    c.num_samples = 10            # K hard samples of the noise net per example in the NCE ranking loss
-    c.noise_optimizer = optimizer_config()  # optimiser of the noise net Psi (the energy uses config.optimizer)
-    return c
+  c.num_samples = 10              # K hard samples of the noise net per example in the NCE ranking loss
+  c.noise_optimizer = optimizer_config()  # optimiser of the noise net Psi (the energy uses config.optimizer)
+  return c
+
+
+def default_config() -> ml_collections.ConfigDict:
+  """``config.seal`` (seal_static, seal_dynamic). GBI (seal_static's margin and regression losses) reads the shared
+  ``config.gbi``."""
+  c = ml_collections.ConfigDict()
   c.energy_loss = 'nce'           # loss-net loss: 'margin', 'regression' (DVN), 'regression_s' (perturbations of
                                   # the task net's output) or 'nce' (hard samples of the task net, -log P_N term)
   c.energy_weight = 1.0           # lambda1 in the task-net loss lambda1 * E(x, F(x)) + lambda2 * CE
@@ -272,3 +277,12 @@ def build_nce_gbi(task, config) -> Method:
     return predict_y(params['phi'], batch, start)
 
   return Method(init, train_step, predict, {'noise': net, 'energy': energy})
+
+
+SECTION = Section('seal', default_config)
+NCE_GBI = MethodSpec('nce_gbi', build_nce_gbi, Section('nce_gbi', nce_gbi_config), shared=('gbi',),
+                     doc="the energy ranked against a noise net's hard samples (NCE); prediction by GBI")
+SEAL_STATIC = MethodSpec('seal_static', build_static, SECTION, shared=('gbi',),
+                         doc='SEAL: the energy a loss for a task net, trained first, then frozen (the net predicts)')
+SEAL_DYNAMIC = MethodSpec('seal_dynamic', build_dynamic, SECTION,
+                          doc='SEAL: the energy a loss for a task net, trained beside it (the net predicts)')

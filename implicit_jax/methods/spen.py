@@ -13,12 +13,11 @@ import ml_collections
 import optax
 
 from implicit_jax import batch as batch_lib, inference, losses
-from implicit_jax.methods import Method, State, energies, init_params, make_optimizer
+from implicit_jax.method_kit import Method, MethodSpec, Section, State, energies, init_params, make_optimizer
 
 
-def default_config(section: str = 'spen') -> ml_collections.ConfigDict:
+def default_config() -> ml_collections.ConfigDict:
   """``config.spen``; GBI (cost-augmented inference in training, prediction) reads the shared ``config.gbi``."""
-  del section
   c = ml_collections.ConfigDict()
   c.cost = 'l1'                  # Delta of the margin, a cost of the task's output space (spaces/)
   c.cost_scale = 1.0             # multiplies Delta
@@ -77,3 +76,7 @@ def build(task, config) -> Method:
   cost_fn = task.space.cost(cfg.cost, 'spen.cost')
   return energy_method(task, config, config.gbi, margin_loss(task.space, cost_fn, cfg.cost_scale, config.gbi, 'gbi'),
                        'gbi')
+
+
+METHOD = MethodSpec('spen', build, Section('spen', default_config), shared=('gbi',),
+                    doc='the energy alone, SSVM margin on cost-augmented GBI outputs; prediction by GBI')
