@@ -3,15 +3,15 @@
 The tree is the architecture: ``bilevel`` (the paper's implicit gradient), ``losses`` (the energy losses),
 ``inference`` (gradient-based inference), ``networks`` (the MLP and activations the tasks' networks share),
 ``engine/`` (the training loop, data, configs, checkpoints, workdir guards), ``spaces/`` (output spaces),
-``tasks/`` (data, networks and evaluators of each problem), ``methods/`` (the implicit method and its rivals) and
-``experiments/`` (the published rows of the results tables, and the run records the scripts keep in docs/);
+``tasks/`` (data, networks and evaluators of each problem) and ``methods/`` (the implicit method and its rivals);
 ``batch`` (what a training batch holds, and every random key of a run), ``method_kit`` (what a method is, is
 written with and is declared by: the methods and the plug-ins both stand on it), ``plugins`` (a task, method or
 solver from outside the package, named by its import path), ``wiring`` (the tasks and methods as the engine
 reaches them, registered below, and the history of the run records' formats) and ``testing`` (float64 reference
 problems the tests share). The command lines: ``main`` (train), ``evaluate`` and ``predict`` (a trained run),
-``tune`` (a multi-label run tuned on its own dev split). Training starts at
-``implicit_jax.engine.train.train_and_evaluate``.
+``tune`` (a multi-label run tuned on its own dev split); ``runner`` runs a list of them to record files. Training
+starts at ``implicit_jax.engine.train.train_and_evaluate``. The paper's tables are not here: the rows are written
+in ``configs/``, and the runs, records and tables are the checkout's ``experiments/``, beside the package.
 """
 
 __version__ = '0.1.0'
