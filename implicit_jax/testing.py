@@ -6,7 +6,7 @@ tests/test_proximal.py) and experiments/gradient_checks.py, which reports the sa
   + weight decay) solved to stationarity by Newton's method;
 * ``proximal_problem``: Eq. 6 as trained, made proximal around a random initialisation (``implicit.proximal``).
 
-And the inputs of the fault checks shared by tests/test_faults.py, tests/test_predict.py and experiments/faults.py:
+And the inputs of the fault checks shared by tests/test_faults.py and tests/test_predict.py:
 
 * ``rewrite_arff``: an ARFF's rows rewritten with its label columns reordered or renamed, or its values redeclared;
 * ``MAIN_WITH_SIGINT``: ``python -c`` code running ``implicit_jax.main`` with Python's SIGINT handler restored.

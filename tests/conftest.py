@@ -59,3 +59,25 @@ def tiny_run(tmp_path_factory):
   from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
   workdir = tmp_path_factory.mktemp('tiny_run')
   return workdir, train.train_and_evaluate(load_config('tiny'), str(workdir))
+
+
+# The faults page (docs/faults.md): each fault case of tests/fault_cases.py records what it showed through the
+# `fault` fixture, and `--faults-page=PATH` writes the table from those records at the end of the session.
+def pytest_addoption(parser):
+  parser.addoption('--faults-page', metavar='PATH', default=None,
+                   help='write the table of bad input and faults (docs/faults.md) from the fault cases run: '
+                        'pytest -m e2e tests/test_faults.py --faults-page=docs/faults.md')
+
+
+def pytest_configure(config):
+  if config.getoption('--faults-page') and not hasattr(config, 'workerinput'):  # xdist's workers report to it
+    from tests import fault_cases  # pylint: disable=import-outside-toplevel
+    config.pluginmanager.register(fault_cases.PageWriter(config, config.getoption('--faults-page')), 'faults_page')
+
+
+@pytest.fixture
+def fault(request, tmp_path_factory):
+  """``with fault(key, code, stderr): <assertions>``: what fault case ``key`` showed, for the faults page
+  (tests/fault_cases.py)."""
+  from tests import fault_cases  # pylint: disable=import-outside-toplevel
+  return fault_cases.Recorder(request.node, tmp_path_factory.getbasetemp(), ROOT)
