@@ -7,10 +7,10 @@ The trials are the given config ("default", first) and then the settings that th
 multi-label dataset showed to matter for its method (``TRIALS`` below, docs/custom_defaults.md), most
 promising first. Before the first trial a probe trains the config (1, 1 and 3 epochs) and says what a trial
 costs here and how many fit the budget; a trial starts only when the estimate says it ends inside it. Each trial
-is a run in ``WORKDIR/trials/NN-name/``; the choice is the trial of best dev F1 @0.5 (the metric every multi-label
-run selects its epoch on; test is never read for it), copied to ``WORKDIR/chosen/`` for ``evaluate`` and
-``predict``. ``WORKDIR/trials.md`` tables every trial. Killed at any moment, the same command resumes: finished
-trials are kept, the interrupted one resumes from its checkpoint.
+is a run of ``implicit_jax.runner`` in ``WORKDIR/trials/NN-name/``, its result in ``NN-name.json``; the choice is the
+trial of best dev F1 @0.5 (the metric every multi-label run selects its epoch on; test is never read for it), copied
+to ``WORKDIR/chosen/`` for ``evaluate`` and ``predict``. ``WORKDIR/trials.md`` tables every trial. Killed at any
+moment, the same command resumes: finished trials are kept, the interrupted one resumes from its checkpoint.
 """
 
 import contextlib
@@ -24,6 +24,7 @@ import time
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from implicit_jax import runner
 from implicit_jax.engine import checkpoints, cli, config as config_lib, train, workdir as workdir_lib
 
 FLAGS = flags.FLAGS
@@ -65,6 +66,16 @@ def _quietly(config, workdir, log_path):
   """``train_and_evaluate`` with its progress lines in ``log_path`` (appended: a resumed trial keeps both parts)."""
   with open(log_path, 'a') as log, contextlib.redirect_stdout(log):
     return train.train_and_evaluate(config, workdir)
+
+
+def _trial_run(config, workdir, log_path) -> dict:
+  """One trial through the runner (``implicit_jax.runner``): trained in ``workdir`` (a trial cut short resumes there),
+  its result written to ``workdir.json``, which a later call reads instead of training again (a tune killed between
+  the record and tune.json loses nothing). What the runner says goes to the trial's log (``log_path``)."""
+  run = runner.Run(os.path.basename(workdir), config, f'{workdir}.json', workdir)
+  with open(log_path, 'a') as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+    outcome, = runner.run_all([run])
+  return outcome.result if outcome.result is not None else runner.read_json(run.record)
 
 
 def _probe(config, workdir) -> dict:
@@ -192,7 +203,7 @@ def _run_trial(plan, i, config, workdir) -> None:
   os.makedirs(os.path.dirname(folder), exist_ok=True)
   start = time.perf_counter()
   try:
-    result = _quietly(trial, folder, f'{folder}.log')
+    result = _trial_run(trial, folder, f'{folder}.log')
   except FloatingPointError as e:  # this trial's settings diverged (a NaN, a loss past config.divergence): the next
     plan['failed'][name] = cli.one_line(e)  # may not, and the same settings would diverge again on a resume
     print(f'tune: trial {name} diverged: {plan["failed"][name][:300]}', flush=True)

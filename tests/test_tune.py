@@ -77,6 +77,28 @@ def test_a_tune_runs_its_trials_writes_the_table_and_keeps_the_best_on_dev(strai
   assert recorded['chosen'] == plan['chosen'] and recorded['elapsed_seconds'] > 0
 
 
+def test_each_trial_is_a_runner_record_which_a_tune_killed_before_noting_it_reads_back(straight, tmp_path,
+                                                                                      monkeypatch, two_trials):
+  """The trials run through implicit_jax.runner: each leaves its record beside its folder (NN-name.json). A tune
+  killed after a trial's record was written but before tune.json noted it reads the record back on the rerun instead
+  of training the trial again."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  plan, workdir, _ = straight
+  for i, (name, _) in enumerate(plan['trials']):
+    record = json.loads((workdir / 'trials' / f'{i:02d}-{name}.json').read_text())
+    assert record['dev_f1'] == plan['results'][name]['dev_f1']
+  copy = tmp_path / 'copy'
+  shutil.copytree(workdir, copy)
+  on_disk = json.loads((copy / 'tune.json').read_text())
+  del on_disk['results']['learning_rate0.003']  # as a kill between the trial's record and tune.json leaves it
+  (copy / 'tune.json').write_text(json.dumps(on_disk))
+  calls = Calls()
+  monkeypatch.setattr(train, 'train_and_evaluate', calls)
+  resumed = tune_lib.tune(_config(), str(copy), budget_minutes=30)
+  assert calls.count == 0
+  assert resumed['results']['learning_rate0.003']['dev_f1'] == plan['results']['learning_rate0.003']['dev_f1']
+
+
 def test_a_tune_killed_between_trials_resumes_without_repeating_work(tmp_path, two_trials, monkeypatch, straight):
   straight = straight[0]
   # killed as the second trial starts (calls: the probe's three, default, then the kill)
