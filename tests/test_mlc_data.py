@@ -399,6 +399,27 @@ def test_a_file_too_small_for_its_splits_is_refused_before_the_run_writes(tmp_pa
     with pytest.raises(ValueError, match=message):
       train.train_and_evaluate(config, str(workdir))
     assert not workdir.exists()
-  (tmp_path / 'four.arff').write_text(header + '0,1,1\n1,0,0\n1,1,1\n0,0,0\n')  # the fewest a 60/20/20 split takes
+  # the fewest a 60/20/20 split takes (each split with a positive label: tests/test_mlc_data.py's no-label test)
+  (tmp_path / 'four.arff').write_text(header + '0,1,1\n1,0,1\n1,1,1\n0,0,1\n')
   splits, _ = load_mlc('custom', '', 'official', train_file=str(tmp_path / 'four.arff'))
   assert [len(splits[s][0]) for s in ('train', 'dev', 'test')] == [2, 1, 1]
+
+
+@pytest.mark.parametrize('labels', ['0,0,0,0,0,0,0,0,0,0', '1,0,0,0,0,0,0,0,0,0'])
+def test_a_split_without_a_positive_label_is_refused_naming_the_file(tmp_path, labels):
+  """All-zero labels (or a dev or test split left without a positive one): example F1 scores an example with no true
+  and no predicted label as 1, so such a run reported dev and test F1 of 100 from epoch 1. Refused before training,
+  naming the file and the fields that say which columns are labels."""
+  header = '@relation r -C -1\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n'
+  rows = ''.join(f'{i},{i % 3},{y}\n' for i, y in enumerate(labels.split(',')))
+  path = tmp_path / 'zeros.arff'
+  path.write_text(header + rows)
+  with pytest.raises(ValueError, match=r'zeros\.arff: the .*split.* no positive label in any row .*data\.num_labels'):
+    load_mlc('custom', '', 'resplit', split_seed=0, train_file=str(path))
+
+
+def test_a_dataset_name_given_with_a_file_of_ones_own_is_refused():
+  """configs/custom.py with --config.data.name=bibtex and a train file trained on bibtex and recorded the file: the
+  file is read only for data.name='custom', so the two together are refused, naming both."""
+  with pytest.raises(ValueError, match=r"data\.train_file given with data\.name='bibtex', which reads its own files"):
+    load_mlc('bibtex', '', train_file=str(FIXTURES / 'scaled.arff'))

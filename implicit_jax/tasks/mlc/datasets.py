@@ -166,6 +166,12 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
     raise ValueError(f'data.protocol: unknown protocol {protocol!r}; choose one of {list(PROTOCOLS)}')
   if not 0.0 < dev_fraction < 1.0:
     raise ValueError(f'data.dev_fraction: must be in (0, 1), got {dev_fraction}')
+  given = [f for f, v in (('data.train_file', train_file), ('data.test_file', test_file), ('data.xml_file', xml_file))
+           if v]
+  if name != 'custom' and given:
+    raise ValueError(f'{", ".join(given)} given with data.name={name!r}, which reads its own files: give '
+                     "data.name='custom' (configs/custom.py) to train on a file of your own, or drop "
+                     f'{"them" if len(given) > 1 else "it"}')
   if source not in SOURCES:
     raise ValueError(f'data.source: unknown source {source!r}; choose one of {list(SOURCES)}')
   if standardise not in STANDARDISE:
@@ -180,6 +186,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
     note = 'train(+valid)+test rows pooled, stratified 60/20/20 by split_seed'
     rows, train_idx, note, fit_x = _stratified(parts, split_seed, note)
   _check_sizes(rows, parts, protocol)
+  _check_labels(rows, parts)
   rows, statistics, scaling = _scale(rows, dataset, fit_x, standardise, parts)
   splits = {s: (np.asarray(x, np.float32), np.asarray(y, np.float32)) for s, (x, y) in rows.items()}
   first = parts['train']
@@ -208,6 +215,18 @@ def _check_sizes(rows: dict, parts: dict, protocol: str) -> None:
   raise ValueError(f'the {" and ".join(empty)} split{"s are" if len(empty) > 1 else " is"} empty: the {how} needs '
                    f'more rows than the files hold (rows: {sizes}); each of train, dev and test needs at least one '
                    '(4 rows at least for a 60/20/20 split)')
+
+
+def _check_labels(rows: dict, parts: dict) -> None:
+  """Every split needs a positive label somewhere: with none (a label column read as features, the wrong label
+  count, a file of all-zero labels) training learns to predict nothing, and example F1, which scores an example with
+  no true and no predicted label as 1, reads 100 on dev and test."""
+  empty = [s for s in ('train', 'dev', 'test') if not np.asarray(rows[s][1]).any()]
+  if empty:
+    files = ', '.join(p.source for p in parts.values())
+    raise ValueError(f'{files}: the {" and ".join(empty)} split{"s hold" if len(empty) > 1 else " holds"} no positive '
+                     f'label in any row ({len(parts["train"].label_names)} labels read): nothing to learn or score. '
+                     'Check which columns are the labels (data.xml_file, data.num_labels, or "-C" in @relation)')
 
 
 def _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format):
