@@ -32,6 +32,8 @@ cli.define_config_flag('The config to tune (e.g. configs/custom.py), or a run re
                        'tunes, with its --config.* overrides: trial "default".')
 flags.DEFINE_string('workdir', None, 'Folder of the tune: tune.json, trials.md, trials/, chosen/.')
 flags.DEFINE_float('budget_minutes', 30.0, 'Wall-clock budget of the whole tune, probe included.', lower_bound=0.0)
+# inf and nan pass the bound (a NaN compares false): refused here, before the probe, not after it as a cast's error
+flags.register_validator('budget_minutes', math.isfinite, message='--budget_minutes must be a finite number of minutes')
 flags.mark_flags_as_required(['config', 'workdir'])
 
 PLAN = 'tune.json'

@@ -178,3 +178,19 @@ def test_a_tune_refuses_another_config_in_its_workdir_a_foreign_folder_and_a_tas
   with pytest.raises(ValueError, match=r"config.task='tagging'.*the tuner knows the settings of multi-label runs"):
     tune_lib.tune(tagging, str(tmp_path / 'tagging'), budget_minutes=30)
   assert not (tmp_path / 'tagging').exists()
+
+
+@pytest.mark.parametrize('budget', ['inf', 'nan'])
+def test_a_budget_that_is_not_a_finite_number_is_refused_naming_the_flag_before_the_probe(tmp_path, budget):
+  """--budget_minutes=inf or nan passed the flag's lower bound, and the tune failed after its probe with 'cannot
+  convert float NaN to integer', no flag named: now one line naming the flag, status 2, nothing written."""
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  workdir = tmp_path / 'tune'
+  done = subprocess.run([sys.executable, '-m', 'implicit_jax.tune', '--config=configs/custom.py',
+                         f'--config.data.train_file={FIXTURE}', f'--workdir={workdir}', f'--budget_minutes={budget}'],
+                        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+  assert done.returncode == 2, done.stderr
+  assert done.stderr.splitlines()[0] == (f'error: flag --budget_minutes={budget}: --budget_minutes must be a finite '
+                                         'number of minutes')
+  assert not workdir.exists()
