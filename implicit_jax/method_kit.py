@@ -12,6 +12,7 @@ It imports nothing of the package above ``batch``: the methods and the plug-ins 
 imports the other through it.
 """
 
+import math
 from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
 import flax
@@ -85,10 +86,11 @@ def make_optimizer(cfg, field: str, differentiable: bool = False) -> optax.Gradi
   ``eps_root``)."""
   if cfg.name not in OPTIMIZERS:
     raise ValueError(f'{field}.name: unknown optimizer {cfg.name!r}; choose one of {sorted(OPTIMIZERS)}')
-  if not cfg.learning_rate > 0:
-    raise ValueError(f'{field}.learning_rate must be > 0, got {cfg.learning_rate}')
-  if not cfg.get('weight_decay', 0.0) >= 0:
-    raise ValueError(f'{field}.weight_decay must be >= 0, got {cfg.weight_decay}')
+  # inf passes a comparison with 0 (and trained a few steps before the first non-finite update): finite, too
+  if not (cfg.learning_rate > 0 and math.isfinite(cfg.learning_rate)):
+    raise ValueError(f'{field}.learning_rate must be a finite number > 0, got {cfg.learning_rate}')
+  if not (cfg.get('weight_decay', 0.0) >= 0 and math.isfinite(cfg.get('weight_decay', 0.0))):
+    raise ValueError(f'{field}.weight_decay must be a finite number >= 0, got {cfg.weight_decay}')
   # A section without the field (the inner optimisers') leaves AdamW at optax's default decay.
   kwargs = {'weight_decay': cfg.weight_decay} if cfg.name == 'adamw' and 'weight_decay' in cfg else {}
   if cfg.name == 'adamw':

@@ -204,7 +204,10 @@ BAD_VALUES = [
     ('implicit.solver.iterations', -2, 'solver.iterations must be a non-negative integer, got -2'),
     ('implicit.solver.alpha', -0.5, 'solver.alpha must be > 0, got -0.5'),
     ('optimizer.name', 'adagradd', "optimizer.name: unknown optimizer 'adagradd'"),
-    ('optimizer.weight_decay', -1.0, 'optimizer.weight_decay must be >= 0, got -1.0'),
+    ('optimizer.weight_decay', -1.0, 'optimizer.weight_decay must be a finite number >= 0, got -1.0'),
+    # inf passed 'lr > 0' and trained 4 steps before a non-finite cosine stopped it, naming no field
+    ('optimizer.learning_rate', float('inf'), 'optimizer.learning_rate must be a finite number > 0, got inf'),
+    ('optimizer.learning_rate', float('nan'), 'optimizer.learning_rate must be a finite number > 0, got nan'),
     ('batch_size', 0, 'config.batch_size must be a positive integer, got 0'),
     ('eval_batch_size', 0, 'config.eval_batch_size must be a positive integer, got 0'),
     ('implicit.primary_loss', 'hinge', "implicit.primary_loss: unknown loss 'hinge'; choose one of ('ssvm', "),
