@@ -155,6 +155,9 @@ CASES = [
         'test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line')
       for key, what in (('config_syntax', 'a syntax error'), ('config_no_get', 'no get_config()'),
                         ('config_raises', 'get_config() raising'), ('config_dict', 'get_config() returning a dict'))],
+    C('config_raises_relative', 'config file given by a relative path, its get_config() raising',
+      '`main --config=cfg/FILE` from the folder above it', 'one line naming the file and line; exit 2',
+      'test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line'),
     C('users_own_records', '`--workdir` holding the user\'s own config.json, metrics.json, data.json', '`main`',
       'refused in one line naming them; nothing written', 'test_a_folder_of_the_users_own_files_is_refused_untouched'),
     C('output_is_input', '`predict --output` equal to `--input`', '`predict`',

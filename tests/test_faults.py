@@ -739,6 +739,17 @@ def test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line(tmp_pa
     with fault(key, code, err):
       assert _one_error(code, err, 2) == want[key]
       assert not workdir.exists()
+  # The same raising file given by a relative path: its line was named only for an absolute one (the loader's frames
+  # carry the relative name), leaving 'error: boom'.
+  (tmp_path / 'cfg').mkdir()
+  (tmp_path / 'cfg' / 'raises.py').write_text(files['config_raises'])
+  proc = subprocess.run([sys.executable, '-m', 'implicit_jax.main', '--config=cfg/raises.py', f'--workdir={workdir}'],
+                        cwd=tmp_path, env=dict(os.environ, JAX_PLATFORMS='cpu'), capture_output=True, text=True,
+                        timeout=300, check=False)
+  with fault('config_raises_relative', proc.returncode, proc.stderr):
+    assert _one_error(proc.returncode, proc.stderr, 2) == ('error: --config=cfg/raises.py: get_config() failed at line '
+                                                           '2: RuntimeError: boom')
+    assert not workdir.exists()
 
 
 @pytest.mark.e2e

@@ -57,7 +57,9 @@ def _config_error(error: BaseException, argv) -> str:
   if isinstance(error, AttributeError) and 'get_config' in str(error):
     return f'--config={config}: cannot load it: the file defines no get_config()'
   path = os.path.abspath(config.split(':', 1)[0])
-  lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
+  # A relative --config is loaded under its relative name: compare the frames' files as absolute paths too.
+  lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+           if os.path.abspath(frame.filename) == path]
   if lines:
     return f'--config={config}: get_config() failed at line {lines[-1]}: {type(error).__name__}: {one_line(error)}'
   return one_line(error)
