@@ -15,6 +15,7 @@ numbers, and how the tables and README blocks are written.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from implicit_jax.engine import rows
@@ -27,3 +28,24 @@ ROOT = Path(__file__).resolve().parents[1]
 def config_rows(name: str):
   """The module of ``configs/<name>.py``, whose rows (``SYSTEMS``, ...) a family's tables are made of."""
   return rows.load_module(ROOT / 'configs' / f'{name}.py')
+
+
+def names(choices):
+  """An argparse ``type``: a comma-separated list of names, each one of ``choices``; an unknown one (a typo that
+  would otherwise run nothing and exit 0) is refused with the flag named, before any work."""
+  def parse_names(text: str) -> list[str]:
+    values = [v.strip() for v in text.split(',') if v.strip()]
+    unknown = [v for v in values if v not in choices]
+    if unknown or not values:
+      what = f'unknown {unknown[0]!r}' if unknown else 'empty'
+      raise argparse.ArgumentTypeError(f'{what}; choose from {", ".join(choices)}')
+    return values
+  return parse_names
+
+
+def seeds(text: str) -> list[int]:
+  """An argparse ``type``: a comma-separated list of seeds (integers)."""
+  try:
+    return [int(s) for s in text.split(',')]
+  except ValueError:
+    raise argparse.ArgumentTypeError(f'a comma-separated list of integers, got {text!r}') from None

@@ -27,6 +27,7 @@ import numpy as np
 
 from implicit_jax import runner
 from implicit_jax.engine import cli
+import experiments
 from experiments import mlc, records, summary
 # The rows: configs/<dataset>.py:<system> applies experiments/mlc.py's overrides (SYSTEMS); the
 # helpers the MLC scripts share live there too.
@@ -242,9 +243,9 @@ def solver_of(runs):
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'))
-  parser.add_argument('--datasets', default='bibtex,delicious')
-  parser.add_argument('--systems', default=','.join(SYSTEMS))
-  parser.add_argument('--seeds', default='0,1,2')
+  parser.add_argument('--datasets', default='bibtex,delicious', type=experiments.names(mlc.DATASETS))
+  parser.add_argument('--systems', default=','.join(SYSTEMS), type=experiments.names(list(SYSTEMS)))
+  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
   parser.add_argument('--protocol', default='official', choices=PROTOCOLS)
   parser.add_argument('--epochs', type=int, default=0, help='every new run\'s num_epochs (0: its row\'s)')
   parser.add_argument('--table_only', action='store_true')
@@ -258,12 +259,9 @@ def main():
     parser.error('--verify writes nothing and --supersede replaces records: choose one')
   verified = []
   if not args.table_only:
-    unknown = [s for s in args.systems.split(',') if s not in SYSTEMS]
-    if unknown:
-      parser.error(f'--systems: unknown system {unknown[0]!r}; choose from {list(SYSTEMS)}')
     # system-major: the MBCE and CD comparison completes first
-    verified = run([run_of(dataset, system, seed, args) for dataset in args.datasets.split(',')
-                    for system in args.systems.split(',') for seed in [int(s) for s in args.seeds.split(',')]], args)
+    verified = run([run_of(dataset, system, seed, args) for dataset in args.datasets for system in args.systems
+                    for seed in args.seeds], args)
   if args.verify:
     verified = [{'name': o.run.record.stem.rsplit('-seed', 1)[0], 'seed': int(o.run.record.stem.rsplit('-seed', 1)[1]),
                  'device_then': device_of(o.record), 'values': o.values, 'identical': o.identical}

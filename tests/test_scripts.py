@@ -686,3 +686,18 @@ def test_every_scripts_runs_name_their_committed_records_and_build_their_rows(mo
   configs = [r.build() for r in runs]
   assert [c.seed for c in configs] == [0] * len(runs)
   assert configs[3].data.data_dir == 'DATA' and configs[4].to_dict() != configs[0].to_dict()
+
+
+@pytest.mark.parametrize('flags,message', [
+    (['--seeds=x'], "argument --seeds: a comma-separated list of integers, got 'x'"),
+    (['--datasets=genbas', '--supersede'], "argument --datasets: unknown 'genbas'; choose from bibtex, delicious,"),
+    (['--systems=mbcee', '--table_only'], "argument --systems: unknown 'mbcee'; choose from mbce,")])
+def test_reproduce_mlc_checks_every_list_flag_before_any_work(flags, message):
+  """A typo in --datasets ran nothing, rebuilt the table and exited 0; --seeds=x ended in 'invalid literal for int()',
+  no flag named. Each is one line naming the flag and the choices, status 2, before anything is read or written."""
+  import subprocess  # pylint: disable=import-outside-toplevel
+  root = Path(__file__).resolve().parents[1]
+  done = subprocess.run([sys.executable, '-m', 'experiments.reproduce_mlc', *flags, '--data_dir=no/such/dir'],
+                        cwd=root, capture_output=True, text=True, timeout=120, check=False)
+  assert done.returncode == 2, done.stderr
+  assert message in done.stderr.strip().splitlines()[-1], done.stderr
