@@ -562,3 +562,12 @@ def test_infinite_or_missing_features_name_file_line_and_attribute(tmp_path):
     data.check_finite(allow_missing=True)  # missing values are legal ARFF; imputing datasets accept them
     with pytest.raises(ValueError, match=rf"{path}:8: feature 'a' is missing"):
         data.check_finite(allow_missing=False)
+
+
+def test_a_clus_file_read_as_mulan_names_the_setting_that_reads_it():
+  """A Clus HMC file given to configs/custom.py without data.format=clus ended in 'no label columns were found' (or
+  'use read_clus_hmc'), naming neither the format nor the setting; now one message naming both."""
+  with pytest.raises(ValueError, match=r'spo_cut\.arff:\d+: a Clus hierarchical \(HMC\) file, its labels in the '
+                                       r"attribute 'class': read it with data\.format=clus"):
+    read_mulan(FIXTURES / 'spo_cut.arff')
+  assert read_clus_hmc(FIXTURES / 'spo_cut.arff').num_examples > 0  # the same file, read as what it is

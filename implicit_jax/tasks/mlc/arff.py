@@ -593,6 +593,10 @@ def _label_columns(arff: _Arff, xml_path: StrPath | None, num_labels: int | None
             raise ValueError(f'{arff.path}: no attribute for {len(missing)} of the run\'s labels: {shown} (labels are '
                              'matched by name)')
         return [index[n] for n in label_names]
+    hierarchical = next((a for a in arff.attributes if a.kind == 'hierarchical'), None)
+    if hierarchical is not None:  # else: 'no label columns', or 'use read_clus_hmc', neither naming the setting
+        raise ValueError(f'{arff.path}:{hierarchical.line}: a Clus hierarchical (HMC) file, its labels in the '
+                         f'attribute {hierarchical.name!r}: read it with data.format=clus (it was read as MULAN)')
     if xml_path is not None:
         names = _read_xml_labels(xml_path)
         index = {a.name: i for i, a in enumerate(arff.attributes)}
