@@ -273,3 +273,22 @@ def test_predict_names_what_a_npy_or_an_empty_file_holds(workdir, arff, tmp_path
     proc = _predict(f'--workdir={workdir}', f'--input={path}')
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith(message), proc.stderr[-2000:]
+
+
+def test_a_finished_run_whose_best_folder_was_deleted_says_so(tiny_run, tmp_path):
+  """evaluate and predict read best/; deleted from a finished run, the message said 'the run has not finished its
+  first epoch', which sent the user the wrong way. Now it says the run finished and best/ went since; a workdir that
+  never finished an epoch keeps the first message."""
+  from implicit_jax import evaluate  # pylint: disable=import-outside-toplevel
+  finished = tmp_path / 'finished'
+  shutil.copytree(tiny_run[0], finished)
+  shutil.rmtree(finished / 'best')
+  with pytest.raises(FileNotFoundError, match=r'best \(the run has finished, so best/ was emptied or deleted since'):
+    evaluate.evaluate_run(str(finished))
+  started = tmp_path / 'started'
+  shutil.copytree(tiny_run[0], started)
+  shutil.rmtree(started / 'best')
+  shutil.rmtree(started / 'checkpoints')
+  os.remove(started / 'metrics.json')
+  with pytest.raises(FileNotFoundError, match=r'the run has not finished its first epoch'):
+    evaluate.evaluate_run(str(started))

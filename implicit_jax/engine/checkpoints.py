@@ -386,8 +386,14 @@ class Checkpointer:
     for _ in range(5):
       steps = sorted(self._best.all_steps(), reverse=True)
       if not steps:
-        raise FileNotFoundError(f'no best-on-dev parameters under {self._best.directory} (the run has not '
-                                'finished its first epoch)')
+        best = str(self._best.directory)
+        # A run that ended (metrics.json) or saved a checkpoint has finished an epoch: its best/ was removed since.
+        workdir = os.path.dirname(best.rstrip('/'))
+        ended = os.path.exists(os.path.join(workdir, 'metrics.json')) or any(
+            name.isdigit() for name in _listdir(os.path.join(workdir, 'checkpoints')))
+        why = ('the run has finished, so best/ was emptied or deleted since: restore it, or train again in a new '
+               'workdir' if ended else 'the run has not finished its first epoch')
+        raise FileNotFoundError(f'no best-on-dev parameters under {best} ({why})')
       for s in steps:
         try:
           return read(s)
@@ -551,3 +557,11 @@ def best_step_of(metrics) -> int | None:
   if isinstance(metrics.get('best_epoch'), int) and isinstance(metrics.get('steps'), int) and epochs:
     return metrics['best_epoch'] * (metrics['steps'] // epochs)
   return None
+
+
+def _listdir(path) -> list[str]:
+  """The names in folder ``path``; none when it does not exist."""
+  try:
+    return os.listdir(path)
+  except OSError:
+    return []
