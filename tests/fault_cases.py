@@ -154,7 +154,9 @@ CASES = [
     *[C(key, f'config file with {what}', '`main --config=FILE`', 'one line naming the file; exit 2',
         'test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line')
       for key, what in (('config_syntax', 'a syntax error'), ('config_no_get', 'no get_config()'),
-                        ('config_raises', 'get_config() raising'), ('config_dict', 'get_config() returning a dict'))],
+                        ('config_raises', 'get_config() raising'), ('config_dict', 'get_config() returning a dict'),
+                        ('config_typo', 'a misspelt field (c.optimizer.learning_rat = 0.5)'),
+                        ('config_unknown_field', 'an unknown field (c.no_such_field = 3)'))],
     C('config_raises_relative', 'config file given by a relative path, its get_config() raising',
       '`main --config=cfg/FILE` from the folder above it', 'one line naming the file and line; exit 2',
       'test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line'),

@@ -715,7 +715,11 @@ def test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line(tmp_pa
   written."""
   files = {'config_syntax': 'def get_config(:\n  pass\n', 'config_no_get': 'X = 1\n',
            'config_raises': 'def get_config():\n  raise RuntimeError("boom")\n',
-           'config_dict': 'def get_config():\n  return {"seed": 0}\n'}
+           'config_dict': 'def get_config():\n  return {"seed": 0}\n',
+           **{key: ('from implicit_jax.engine import config as config_lib\ndef get_config():\n'
+                    f'  c = config_lib.base_config()\n  {line}\n  return c\n')
+              for key, line in (('config_typo', 'c.optimizer.learning_rat = 0.5'),
+                                ('config_unknown_field', 'c.no_such_field = 3'))}}
   for key, text in files.items():
     (tmp_path / f'{key}.py').write_text(text)
   workdir = tmp_path / 'w'
@@ -733,6 +737,12 @@ def test_a_misspelt_nested_override_and_a_broken_config_file_are_one_line(tmp_pa
                        'boom',
       'config_dict': f'error: --config={tmp_path}/config_dict.py: get_config() returned a dict, not an '
                      'ml_collections.ConfigDict (start from config_lib.from_file or base_config)',
+      # base_config is locked: a field the file misspells or invents is refused at its line (it trained at the
+      # default and recorded the typo)
+      'config_typo': f'error: --config={tmp_path}/config_typo.py: line 4 sets \'learning_rat\', a field the config '
+                     'does not have. Did you mean "learning_rate" instead of "learning_rat"?',
+      'config_unknown_field': f'error: --config={tmp_path}/config_unknown_field.py: line 4 sets \'no_such_field\', a '
+                              'field the config does not have',
   }
   for key, proc in procs.items():
     code, _, err = _finish(proc)

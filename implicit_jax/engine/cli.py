@@ -12,6 +12,7 @@ and keeps its traceback.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -41,6 +42,15 @@ def one_line(error: BaseException) -> str:
 def _config_error(error: BaseException, argv) -> str:
   overrides = [a.split('=', 1)[0] for a in argv if a.startswith('--config.')]
   config = next((a.split('=', 1)[1] for a in argv if a.startswith('--config=')), '?')
+  path = os.path.abspath(config.split(':', 1)[0])
+  # A relative --config is loaded under its relative name: compare the frames' files as absolute paths too.
+  lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+           if os.path.abspath(frame.filename) == path]
+  locked = re.search(r'Key "([^"]+)" does not exist and cannot be added', str(error))
+  if lines and locked:  # the config file itself sets a field the (locked) config lacks: a typo in the file
+    hint = re.search(r'Did you mean "[^"]+" instead of "[^"]+"\?', str(error))
+    return (f'--config={config}: line {lines[-1]} sets {locked.group(1)!r}, a field the config does not have'
+            + (f'. {hint.group(0)}' if hint else ''))
   if isinstance(error, AttributeError) and error.args and isinstance(error.args[0], KeyError):
     error = error.args[0]  # a misspelt nested field (--config.optimizer.learning_rat): ml_collections wraps it
   if isinstance(error, KeyError):
@@ -56,10 +66,6 @@ def _config_error(error: BaseException, argv) -> str:
     return f'--config={config}: cannot load it: {type(error).__name__} at line {error.lineno}: {error.msg}'
   if isinstance(error, AttributeError) and 'get_config' in str(error):
     return f'--config={config}: cannot load it: the file defines no get_config()'
-  path = os.path.abspath(config.split(':', 1)[0])
-  # A relative --config is loaded under its relative name: compare the frames' files as absolute paths too.
-  lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
-           if os.path.abspath(frame.filename) == path]
   if lines:
     return f'--config={config}: get_config() failed at line {lines[-1]}: {type(error).__name__}: {one_line(error)}'
   return one_line(error)

@@ -172,8 +172,12 @@ def parts_of(task: str, method: str) -> Parts:
 
 def base_config(task: str = 'synthetic', method: str = 'implicit') -> ml_collections.ConfigDict:
   """Every default: the core fields, ``task``'s data and model sections, the shared sections, every method family's
-  section and a plug-in method's own (of the registered plug-ins, ``engine/registry.py``)."""
-  return parts_of(task, method).defaults()
+  section and a plug-in method's own (of the registered plug-ins, ``engine/registry.py``). Locked: a config file
+  that sets a field the config lacks (a misspelt ``c.optimizer.learning_rat = 0.5``, an unknown ``c.no_such = 3``) is
+  refused at that line, naming the nearest field, instead of training at the default and recording the typo."""
+  config = parts_of(task, method).defaults()
+  config.lock()
+  return config
 
 
 def add_method_section(config: ml_collections.ConfigDict, method: str) -> None:
