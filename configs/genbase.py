@@ -10,24 +10,19 @@ Rows:   --config=configs/genbase.py:ROW trains a row of the results tables (docs
         ",resplit": the paper's stratified 60/20/20 re-split of all rows.
 """
 
-from implicit_jax.engine import config as config_lib
 from implicit_jax.engine import rows
 
 
 def get_config(arg=None):
-  c = config_lib.from_file('bibtex.py', relative_to=__file__)
+  mlc = rows.load_module('bibtex.py', relative_to=__file__)  # bibtex's config and the multi-label rows
+  c = mlc.get_config()
   # The multi-label rows' implicit design, not bibtex's (its one inner step, GCR pass and reused term were chosen on
-  # bibtex dev only): five inner Adam steps at 3e-4, the term by normal_cg with 5 iterations (11 HVPs) on every step.
-  c.implicit.inner_steps = 5
-  c.implicit.inner_optimizer.learning_rate = 3e-4
-  c.implicit.solver.name = 'normal_cg'
-  c.implicit.solver.iterations = 5
-  c.implicit.solver.refresh = 1
-  c.implicit.solver.refresh_by = 'program'
+  # bibtex dev only): bibtex.py's ROW_BASE (five inner Adam steps at 3e-4, the term solved on every step) with
+  # NORMAL_CG (normal_cg, 5 iterations: 11 HVPs), the values every row of the tables starts from.
+  c.update_from_flattened_dict({**mlc.ROW_BASE, **mlc.NORMAL_CG})
   c.data.name = 'genbase'
   c.num_epochs = 40
   if arg:  # a row of the multi-label tables (configs/bibtex.py's ROWS); MBCE and the baselines, which update
     # their network once per batch against the implicit method's T_inner, train twice the epochs
-    mlc = rows.load_module('bibtex.py', relative_to=__file__)
     mlc.row(c, 'genbase', arg, implicit_epochs=c.num_epochs, once_per_batch_epochs=80)
   return c

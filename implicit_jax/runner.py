@@ -21,7 +21,6 @@ their own writer and recipe.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import sys
@@ -29,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from implicit_jax.engine import config as config_lib
+from implicit_jax.engine import config as config_lib, workdir as workdir_lib
 
 # A record keeps predictions under this key when its evaluator keeps decisions (engine/predictions.py): a record
 # without it cannot be rescored, and ``supersede`` reruns it.
@@ -73,18 +72,14 @@ class Outcome:
 
 
 def write_json(path, result: dict) -> None:
-  """The default writer: ``result`` as indented JSON at ``path``, atomically (temporary file, then rename), its
-  folder made if need be."""
-  path = Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  text = json.dumps(result, indent=2)  # a value JSON cannot hold fails here, before any file is touched
-  tmp = path.with_name(path.name + '.tmp')
-  tmp.write_text(text + '\n')
-  tmp.replace(path)
+  """The default writer: ``result`` as indented JSON at ``path``, atomically (the workdir's own writer), its folder
+  made if need be."""
+  Path(path).parent.mkdir(parents=True, exist_ok=True)
+  workdir_lib.write_json(str(path), result)
 
 
 def read_json(path) -> dict:
-  record = json.loads(Path(path).read_text())
+  record = workdir_lib.read_json(str(path))
   if not isinstance(record, dict):
     raise ValueError(f'{path}: not a run record (a JSON {type(record).__name__}, not an object)')
   return record

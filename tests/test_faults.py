@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 import types
 import warnings
@@ -38,6 +39,7 @@ from implicit_jax.tasks.mlc.datasets import load_embedded_bibtex
 from implicit_jax.tasks.segmentation import horses
 from implicit_jax.testing import MAIN_WITH_SIGINT, rewrite_arff
 from tests import fault_cases
+from tests import test_plugins as plugin_fixtures  # its FILES: the plug-ins the fault cases reuse
 from tests.conftest import ROOT, load_config
 from tests.fault_cases import shown
 
@@ -1503,42 +1505,12 @@ def test_two_processes_given_process_id_0_are_named(tmp_path, fault):
 # ------------------------------------------------------------------------------------------ plug-ins (issue 44)
 
 PLUGINS = 'faults_plugins'
-PLUGIN_FILES = {  # a package of plug-ins that break the contract, on the subprocess's PYTHONPATH
+# A package of plug-ins that break the contract, on the subprocess's PYTHONPATH: tests/test_plugins.py's multi-class
+# task (config.data.variant breaks one part of the task contract at a time), its method whose predict keeps 7 of the
+# 10 classes, and its solvers that return NaN or a non-numeric iteration count; and a config of the task.
+PLUGIN_FILES = {
     '__init__.py': '',
-    # A small multi-class task; config.data.variant breaks one part of the task contract at a time.
-    'multiclass.py': '''
-import ml_collections
-import numpy as np
-from implicit_jax.spaces.categorical import Multiclass
-from implicit_jax.tasks import Evaluator, Task
-from implicit_jax.tasks.mlc.models import MLCEnergy, MLPInferenceNet
-
-def default_config():
-  return ml_collections.ConfigDict({'data': {'variant': 'good'}, 'model': {'outputs': 10}})
-
-class Accuracy(Evaluator):
-  select = 'accuracy'
-  def metrics(self, pred, split):
-    return {'accuracy': float(np.mean(np.argmax(pred, axis=-1) == split['y']))}
-
-class NaNAccuracy(Accuracy):
-  def metrics(self, pred, split):
-    return {'accuracy': float('nan')}
-
-def make_task(config):
-  variant, rng = config.data.variant, np.random.default_rng(0)
-  if variant == 'none':
-    return None
-  x = rng.normal(size=(160, 8)).astype(np.float32)
-  y = np.argmax(x @ rng.normal(size=(8, 10)), axis=1)
-  y = y + 5 if variant == 'shifted' else np.eye(10, dtype=np.float32)[y] if variant == 'one_hot' else y
-  cut = {'train': slice(0, 96), 'dev': slice(96, 128), 'test': slice(128, 160)}
-  outputs = config.model.outputs
-  return Task('multiclass', {s: {'x': x[c], 'y': y[c]} for s, c in cut.items()}, Multiclass(10),
-              lambda heads=1: MLPInferenceNet(outputs, (16,), heads=heads),
-              lambda: MLCEnergy(10, (16,), 16, 4),
-              NaNAccuracy() if variant == 'nan_metric' else Accuracy(), score='accuracy')
-''',
+    **{name: textwrap.dedent(plugin_fixtures.FILES[name]) for name in ('multiclass.py', 'seven.py', 'solver.py')},
     'config.py': f'''
 from implicit_jax.engine import config as config_lib
 def get_config():
@@ -1546,20 +1518,6 @@ def get_config():
   c.batch_size = c.eval_batch_size = 16
   c.num_epochs = 1
   return c
-''',
-    # A method whose predict keeps 7 of the 10 classes.
-    'seven.py': '''
-from implicit_jax.methods import feedforward
-def build(task, config):
-  method = feedforward.build(task, config)
-  return method._replace(predict=lambda params, batch: method.predict(params, batch)[..., :7])
-''',
-    'solver.py': '''
-import jax, jax.numpy as jnp
-def nan_u(matvec, v, solver):
-  return jax.tree.map(lambda a: a * jnp.nan, v), {'iterations': 1}
-def words(matvec, v, solver):
-  return v, {'iterations': 'many'}
 ''',
 }
 

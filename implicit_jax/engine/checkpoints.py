@@ -389,8 +389,7 @@ class Checkpointer:
         best = str(self._best.directory)
         # A run that ended (metrics.json) or saved a checkpoint has finished an epoch: its best/ was removed since.
         workdir = os.path.dirname(best.rstrip('/'))
-        ended = os.path.exists(os.path.join(workdir, 'metrics.json')) or any(
-            name.isdigit() for name in _listdir(os.path.join(workdir, 'checkpoints')))
+        ended = os.path.exists(os.path.join(workdir, 'metrics.json')) or has_checkpoint(workdir)
         why = ('the run has finished, so best/ was emptied or deleted since: restore it, or train again in a new '
                'workdir' if ended else 'the run has not finished its first epoch')
         raise FileNotFoundError(f'no best-on-dev parameters under {best} ({why})')
@@ -558,10 +557,3 @@ def best_step_of(metrics) -> int | None:
     return metrics['best_epoch'] * (metrics['steps'] // epochs)
   return None
 
-
-def _listdir(path) -> list[str]:
-  """The names in folder ``path``; none when it does not exist."""
-  try:
-    return os.listdir(path)
-  except OSError:
-    return []

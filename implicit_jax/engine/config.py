@@ -47,14 +47,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any, Callable
 
 import ml_collections
 
-from implicit_jax.engine import registry
+from implicit_jax.engine import registry, rows
 
 # Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
 # machine; the data-parallel step computes the same function, up to the order of float sums).
@@ -210,9 +209,7 @@ def from_file(path, relative_to: str | None = None, arg: str | None = None) -> m
     if arg is not None:
       raise ValueError(f'{path}: a run record is one config, it takes no argument (got {arg!r})')
     return from_record(path)
-  spec = importlib.util.spec_from_file_location(f'implicit_jax_config_{p.stem}', p)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
+  module = rows.load_module(p)
   return module.get_config() if arg is None else module.get_config(arg)
 
 
