@@ -246,7 +246,7 @@ def write_commands(page: Path, commands, section: str = '', write: bool = True) 
 # heading's #, a quote, a table row, a fence, HTML, a thematic break or setext underline) never starts a wrapped
 # line, nor does the ± of a mean ± spread.
 WIDTH = 120
-_OPENS_BLOCK = re.compile(r'(?:[-+*=_#]+|\d+[.)])$|>|\||<|`{3}|~{3}|\[[^\]]*\]:')
+OPENS_BLOCK = re.compile(r'(?:[-+*=_#]+|\d+[.)])$|>|\||<|`{3}|~{3}|\[[^\]]*\]:')
 _LIST_MARKER = re.compile(r'\s*(?:[-+*]|\d+[.)])\s+')
 
 
@@ -286,7 +286,7 @@ def _fill(text: str, lead: str, indent: str, width: int) -> list[str]:
     # a new line starts at ``word``, or before it at the nearest word that a line may start with
     candidate = current + [word]
     k = len(current)
-    while k > 0 and _OPENS_BLOCK.match(candidate[k]):
+    while k > 0 and OPENS_BLOCK.match(candidate[k]):
       k -= 1
     if k == 0:  # nowhere to break: the line runs on
       current.append(word)
@@ -295,6 +295,33 @@ def _fill(text: str, lead: str, indent: str, width: int) -> list[str]:
     current = candidate[k:]
   lines.append((indent if lines else lead) + ' '.join(current))
   return lines
+
+
+_FIELD = re.compile(r'\{\w+\}')
+
+
+def unwrap(text: str) -> str:
+  """``wrap``'s inverse, for page templates (experiments/tables.py): each paragraph and list item of ``text`` on one
+  line (a continuation line joined to the line before with one space, its indent dropped); headings, tables, HTML
+  comments, code, blank lines and a line that is one ``{field}`` alone stay as they are and end the paragraph
+  before them. A line whose first word opens a block (``OPENS_BLOCK``: a list marker, ...) starts a new one, as
+  ``wrap`` never starts a continuation line with such a word."""
+  out, fence = [], False
+  for line in text.split('\n'):
+    bare = line.strip()
+    if bare.startswith(('```', '~~~')):
+      fence = not fence
+    if out and not fence and bare and _prose(out[-1]) and _prose(line) and not OPENS_BLOCK.match(bare.split(' ')[0]):
+      out[-1] += ' ' + bare
+    else:
+      out.append(line)
+  return '\n'.join(out)
+
+
+def _prose(line: str) -> bool:
+  bare = line.strip()
+  return bool(bare) and not (bare.startswith(('|', '#', '<!--', '```', '~~~')) or line.startswith(('    ', '\t'))
+                             or _FIELD.fullmatch(bare))
 
 
 def write_page(path: Path, text: str) -> None:

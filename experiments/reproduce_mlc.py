@@ -19,7 +19,6 @@ configs/<dataset>.py:<system> (today's design); a committed run's recipe is its 
 """
 
 import argparse
-import datetime
 import sys
 from pathlib import Path
 
@@ -28,10 +27,10 @@ import numpy as np
 from implicit_jax import runner
 from implicit_jax.engine import cli
 import experiments
-from experiments import mlc, records, summary
+from experiments import mlc, records, summary, tables
 # The rows: configs/<dataset>.py:<system> applies experiments/mlc.py's overrides (SYSTEMS); the
 # helpers the MLC scripts share live there too.
-from experiments.mlc import ABLATION_ONLY, PAPER, SYSTEMS, device_of, paired, run_name, system_of
+from experiments.mlc import ABLATION_ONLY, PAPER, SYSTEMS, device_of, run_name, system_of
 from implicit_jax.tasks.mlc.datasets import PROTOCOLS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,50 +105,16 @@ def superseded_lines() -> list[str]:
               'the first step'))]
 
 
-def fmt(values):
-  return records.mean_std(values)
+def row_of(path, record):
+  """A record's row of the table (None for the rows docs/mlc_ablation.md shows: experiments/ablation_mlc.py)."""
+  system = system_of(record)
+  return None if system in ABLATION_ONLY else (record['task'], record['task_info']['protocol'], system)
 
 
-def build_table():
-  runs = [records.load(p) for p in sorted(RUNS.glob('*.json'))]
-  groups = {}
-  for r in runs:
-    key = (r['task'], r['task_info']['protocol'], system_of(r))
-    if key[2] in ABLATION_ONLY:
-      continue  # docs/mlc_ablation.md (experiments/ablation_mlc.py) shows these
-    groups.setdefault(key, []).append(r)
-  runs = [r for r in runs if system_of(r) not in ABLATION_ONLY]
-  page = ROOT / 'docs' / 'mlc_results.md'
-  commands = records.write_commands(page, (r['command'] for r in runs))
-  lines = [
-      '# Multi-label classification: implicit method and MBCE baseline',
-      '',
-      f'Table rebuilt by `python -m experiments.reproduce_mlc --table_only` on {datetime.date.today()} from the runs '
-      f'made by {commands}. One JSON per run in `docs/mlc/runs/` holds its config, split record, per-epoch dev '
-      'history, final metrics, command, date and device ("device" column: `cpu` is a 2-core x86_64 machine, runs '
-      'without a recorded device were made there; `gpu` is one H100, used for the `resplit` and `-h400` runs of '
-      '2026-11-23, which read a copy of `../shared/data` sent along to it; s/run is only comparable within one '
-      'device).',
-      '',
-      f'Example F1 x 100 on the test split, {records.spread()} (seed k also seeds the dev '
-      'split); an example with empty gold and empty prediction scores 1 (`data.empty_f1`, SPEN\'s and InfNet\'s '
-      'convention; scikit-learn, hence DVN\'s and SEAL\'s code, scores it 0: see docs/empty_f1.md). "@0.5": fixed threshold 0.5 (DVN/SEAL protocol); "tuned": threshold chosen on dev (SPEN/InfNet '
-      'protocol). Best epoch chosen on dev F1 at 0.5; test evaluated once. Split "official": the MULAN '
-      'train/test files with a seeded 10% dev hold-out from train (cal500: seeded stratified 60/20/20; spo_fun: '
-      'its own train/valid/test). Split "resplit": all rows pooled and re-split 60/20/20, stratified and seeded '
-      'by the run\'s seed: the paper\'s protocol, though not its exact rows (which were not published). '
-      '"paper": Shankar & Piratla Table 1, which reports F1 at threshold 0.5 (its MBCE, 42.47 / 30.12, sits '
-      'with SEAL\'s CE at 0.5, 42.40 / 29.89, while every tuned-threshold delicious F1 here is above 36), so '
-      'the gap column is F1 @0.5 minus the paper; `-h400` rows are compared with the paper\'s row of the same '
-      'method (its network sizes are not given). "config": the row, seed K of which '
-      '`python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.split_seed=K --workdir=DIR` '
-      'reproduces (with `--config.data.data_dir=DIR` for data outside the package; the config\'s docstring). '
-      + records.RECIPE_NOTE,
-      '',
-      '| dataset | split | system | solver | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper | gap (@0.5 - paper) | device | s/run | config |',
-      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-  ]
-  order = list(SYSTEMS)
+def fields(groups) -> dict:
+  """docs/mlc_results.md's fields: the table, the notes under it and the implicit-vs-MBCE paired differences."""
+  fmt = records.mean_std
+  rows, order = [], list(SYSTEMS)
   # Each dataset and split leads with its 400-unit rows (SEAL's task-net width, where the rivals of
   # docs/baselines.md are compared), then the configs' 150-unit rows.
   for (task, protocol, system), rs in sorted(groups.items(), key=lambda kv: (
@@ -157,52 +122,52 @@ def build_table():
     paper = PAPER.get(task, {}).get(system.removesuffix('-h400'))
     at05 = np.mean([r['test_f1'] for r in rs]) * 100
     device = ', '.join(sorted({device_of(r) for r in rs}))
-    lines.append(
+    rows.append(
         f'| {task} | {protocol} | {system} | {solver_of(rs)} | {len(rs)} | {fmt([r["test_f1"] for r in rs])} | '
         f'{fmt([r["test_f1_tuned"] for r in rs])} | {fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | '
         f'{fmt([r["test_at_0.5"]["macro_f1"] for r in rs])} | {paper if paper else "–"} | '
         f'{f"{at05 - paper:+.2f}" if paper else "–"} | {device} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
         f'{mlc.recipe(task, system, protocol, rs, RUNS, ROOT)} |')
   shown = {k[2] for k in groups}
-  lines += [''] + [f'- `{system}`: {note}.' for system, note in NOTES.items() if system in shown]
-  lines += superseded_lines()
-  lines += ['', '## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)', '']
+  notes = [f'- `{system}`: {note}.' for system, note in NOTES.items() if system in shown] + superseded_lines()
+  paired = []
   for task in sorted({k[0] for k in groups}):
     for protocol in sorted({k[1] for k in groups if k[0] == task}):
       for size in ('', '-h400'):
         cd, mbce = (groups.get((task, protocol, system + size), []) for system in ('implicit-cd', 'mbce'))
-        seeds, d05 = paired(cd, mbce, 'test_f1')
+        seeds, d05 = mlc.paired(cd, mbce, 'test_f1')
         if not seeds:
           continue
-        d05, dtu = 100 * np.array(d05), 100 * np.array(paired(cd, mbce, 'test_f1_tuned')[1])
-        lines.append(f'- {task} ({protocol}{", 400-unit nets" if size else ""}, seeds {seeds}): @0.5 '
-                     f'{np.mean(d05):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in d05)}); tuned '
-                     f'{np.mean(dtu):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in dtu)})')
-  records.write_page(page, '\n'.join(lines) + '\n')
-  update_readme(lines, groups)
-  print('\n'.join(lines))
+        d05, dtu = 100 * np.array(d05), 100 * np.array(mlc.paired(cd, mbce, 'test_f1_tuned')[1])
+        paired.append(f'- {task} ({protocol}{", 400-unit nets" if size else ""}, seeds {seeds}): @0.5 '
+                      f'{np.mean(d05):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in d05)}); tuned '
+                      f'{np.mean(dtu):+.2f} (per seed {", ".join(f"{d:+.2f}" for d in dtu)})')
+  return {'table': '\n'.join(TABLE_HEAD + rows), 'notes': ''.join(f'{line}\n' for line in notes),
+          'paired': '\n'.join(paired)}
 
 
-def update_readme(lines, groups):
-  """Copies the main table into docs/results.md between its results markers, and writes README.md's main-job line
-  and the multi-label rows of its summary table."""
-  table = [line for line in lines if line.startswith('|')]
-  notes = [line for line in lines if line.startswith('- `')]
-  header = lines[2][:lines[2].index(' from the runs')] + '; the commands that made the runs, the protocols and ' \
-      'the implicit-vs-MBCE paired differences are in [mlc_results.md](mlc_results.md).'
-  paired = lines[lines.index('## Implicit CD vs MBCE, same seeds (paired differences, F1 x 100)') + 2:]
-  records.write_block(ROOT / 'docs' / 'results.md', 'mlc', '\n'.join([
-      '', header, '', lines[4], '', *table, '', *notes, '',
-      'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', *paired]))
-  readme = ROOT / 'README.md'
+TABLE_HEAD = ['| dataset | split | system | solver | seeds | F1 @0.5 | F1 tuned | micro-F1 @0.5 | macro-F1 @0.5 | paper '
+              '| gap (@0.5 - paper) | device | s/run | config |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+
+
+def blocks(groups, fields) -> dict:
+  """The main table in docs/results.md between its results markers, README.md's main-job line."""
+  made_by, caption = fields['page'].split('\n\n')[1:3]
+  header = made_by[:made_by.index(' from the runs')] + '; the commands that made the runs, the protocols and the ' \
+      'implicit-vs-MBCE paired differences are in [mlc_results.md](mlc_results.md).'
+  notes = [line for line in fields['notes'].splitlines() if line.startswith('- `')]  # the rows', not the reruns'
+  out = {('docs/results.md', 'mlc'): '\n'.join([
+      '', header, '', caption, '', fields['table'], '', *notes, '',
+      'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', fields['paired']])}
   main_job = groups.get(('bibtex', 'official', mlc.MAIN_ROW), [])
   if main_job:
-    line = (f'Its committed runs ({len(main_job)} seeds; `configs/bibtex.py` is the row '
-            f'`{mlc.config_name("bibtex", mlc.MAIN_ROW)}`): test example F1 '
-            f'{fmt([r["test_f1"] for r in main_job])} at threshold 0.5, {fmt([r["test_f1_tuned"] for r in main_job])} '
-            'at the dev-tuned one ([docs/mlc_results.md](docs/mlc_results.md)).')
-    records.write_block(readme, 'main', line, required=False)
-  summary.update(readme, 'mlc', summary_rows(groups))
+    out[('README.md', 'main')] = (
+        f'Its committed runs ({len(main_job)} seeds; `configs/bibtex.py` is the row '
+        f'`{mlc.config_name("bibtex", mlc.MAIN_ROW)}`): test example F1 '
+        f'{records.mean_std([r["test_f1"] for r in main_job])} at threshold 0.5, '
+        f'{records.mean_std([r["test_f1_tuned"] for r in main_job])} at the dev-tuned one '
+        '([docs/mlc_results.md](docs/mlc_results.md)).')
+  return out
 
 
 def summary_cell(dataset, system, rs) -> str:
@@ -240,6 +205,10 @@ def solver_of(runs):
   return ', '.join(names) if names else '–'
 
 
+TABLES = [tables.Table('mlc', 'docs/mlc_results.md', ('docs/mlc/runs/*.json',), fields, key=row_of, blocks=blocks,
+                        command='python -m experiments.reproduce_mlc --table_only', summary=('mlc', summary_rows))]
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'))
@@ -274,7 +243,7 @@ def main():
             f'@0.5 {100 * means["test_f1"][0]:.2f} -> {100 * means["test_f1"][1]:.2f}, tuned '
             f'{100 * means["test_f1_tuned"][0]:.2f} -> {100 * means["test_f1_tuned"][1]:.2f}')
     return
-  build_table()
+  print(tables.build(TABLES[0]))
 
 
 if __name__ == '__main__':

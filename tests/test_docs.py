@@ -87,12 +87,14 @@ def test_wrap_leaves_markdown_rendering_as_it_was():
   assert '| ' + ' | '.join(words) + ' |' in lines and lines[-2] == ' '.join(words)
   for line in lines:
     first = line.split()[0] if line.strip() else ''
-    assert line.startswith(('# ', '- ', '| ', '```')) or not records._OPENS_BLOCK.match(first), line  # pylint: disable=protected-access
+    assert line.startswith(('# ', '- ', '| ', '```')) or not records.OPENS_BLOCK.match(first), line
     assert '±' not in line or '43.00 ± 3.61' in line or line.startswith('| ')
   paragraph = lines[lines.index('') + 1:lines.index('', lines.index('') + 1)]
   assert ' '.join(paragraph) == ' '.join(words) and all(len(line) <= 30 for line in paragraph[:-1])
   item = lines[lines.index('- word word word word word'):]
   assert all(line.startswith('  ') for line in item[1:item.index('')])  # continuation lines under the item's text
+  # a page template (experiments/tables.py) is wrapped as the page is: unwrap gives back the long lines
+  assert records.unwrap(wrapped) == text and records.wrap(records.unwrap(wrapped), width=30) == wrapped
   assert records.wrap(wrapped, width=30) == wrapped
 
 

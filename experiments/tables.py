@@ -1,0 +1,141 @@
+r"""The table builder: every results page of docs/, its command list and the blocks it copies into docs/results.md
+and README.md, from the committed run records and a family's short description, a ``Table``.
+
+A family (experiments/reproduce_mlc.py, reproduce_tagging.py, ...) describes each of its pages once: where its
+records are and which row a record is (``runs``, ``key``), the page's text (a template, ``pages/<name>.md``
+beside this file, whose ``{fields}`` its ``fields`` fills from the records) and what it copies elsewhere
+(``blocks``; ``summary``: its rows of README.md's summary table). ``build`` does the rest alike for every page:
+reads the records, writes the command list beside the page (``records.write_commands``), the page and the blocks.
+
+  python -m experiments.tables                 # every page, from the committed records
+  python -m experiments.tables mlc baselines   # some of them (the names: --list)
+
+A page template is markdown as the page shows it: its paragraphs may be wrapped anywhere (the page is re-wrapped
+at ``records.WIDTH`` columns when written), ``{name}`` is a field and ``{{`` a brace; a line that is one field
+alone stays a block of its own (a table, a list).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import importlib
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from experiments import records
+
+ROOT = records.ROOT
+PAGES = Path(__file__).resolve().parent / 'pages'
+# Each module's TABLES, in the order `python -m experiments.tables` builds them (a page that reads another's
+# records comes after it: README's summary takes the baselines' rows from docs/baselines/runs).
+MODULES = ('reproduce_mlc', 'ablation_mlc', 'compare_methods', 'compare_sklearn', 'custom_defaults', 'sweep',
+           'reproduce_tagging', 'reproduce_cora', 'reproduce_horses')
+
+Groups = dict  # {row key: [records, in file order]}
+
+
+def stem(path: Path, record: dict) -> str:  # pylint: disable=unused-argument
+  """The default row key: the record's file name without its seed (``bibtex-mbce-seed0.json``: ``bibtex-mbce``)."""
+  return path.stem.rsplit('-seed', 1)[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+  """One page: its records, its text, and what it copies into the shared pages."""
+  name: str  # what `python -m experiments.tables NAME` builds
+  page: str  # the page, relative to the repository
+  runs: tuple[str, ...]  # globs of its records, relative to the repository
+  # The template's fields from the records; given: ``date``, ``command``, ``commands`` (the command list's link),
+  # ``spread`` and ``recipe_note`` (what every caption says), and to ``blocks`` the filled page, ``page``.
+  fields: Callable[[Groups], dict]
+  command: str = ''  # what rebuilds it, for the page's "made by" line (``{command}``)
+  key: Callable[[Path, dict], Any] = stem  # a record's row; None leaves the record out of the page
+  template: str = ''  # the template's name under pages/ (default: the page's file name)
+  section: str = ''  # the command list's section (records.commands_path): a part of a page made by other runs
+  blocks: Callable[[Groups, dict], dict] | None = None  # {(file, block name): body} from the groups and fields
+  summary: tuple[str, Callable[[Groups], list[str]]] | None = None  # (family, its README summary rows)
+  after: Callable[[Groups], None] | None = None  # figures drawn from the same records
+  required: bool = True  # a page without records: refused (True) or left as it is
+
+  def load(self) -> Groups:
+    """The records of ``runs``, grouped by ``key`` (records whose key is None dropped)."""
+    groups = {}
+    for path in sorted({p for pattern in self.runs for p in ROOT.glob(pattern)}):
+      record = records.load(path)
+      key = self.key(path, record)
+      if key is not None:
+        groups.setdefault(key, []).append(record)
+    return groups
+
+  def text(self, groups: Groups, write: bool = True) -> tuple[str, dict]:
+    """The page's text and the fields it was filled with; ``write``: the command list beside it too."""
+    every = [r for rs in groups.values() for r in rs]
+    fields = {'date': datetime.date.today(), 'command': self.command, 'spread': records.spread(),
+              'recipe_note': records.RECIPE_NOTE,
+              'commands': records.write_commands(ROOT / self.page, (r.get('command') for r in every), self.section,
+                                                 write=write)}
+    fields.update(self.fields(groups))
+    template = (PAGES / (self.template or Path(self.page).name)).read_text(encoding='utf-8')
+    fields['page'] = render(template, fields)
+    return fields['page'], fields
+
+
+def build(table: Table, write: bool = True) -> str:
+  """Writes ``table``'s page, command list, blocks and README summary rows from its records; returns the page."""
+  groups = table.load()
+  if not groups:
+    if table.required:
+      raise SystemExit(f'{table.name}: no run records match {", ".join(table.runs)}: make its runs first')
+    return ''
+  text, fields = table.text(groups, write)
+  if write:
+    records.write_page(ROOT / table.page, text)
+    for (path, name), body in (table.blocks(groups, fields) if table.blocks else {}).items():
+      records.write_block(ROOT / path, name, body)
+    if table.summary:
+      from experiments import summary  # pylint: disable=import-outside-toplevel
+      family, rows = table.summary
+      summary.update(ROOT / 'README.md', family, rows(groups))
+    if table.after:
+      table.after(groups)
+  return text
+
+
+def render(template: str, fields: dict) -> str:
+  """``template`` with its paragraphs joined into one line each (``records.unwrap``) and its ``{fields}`` filled."""
+  return records.unwrap(template).format_map(fields)
+
+
+def tables() -> dict[str, Table]:
+  """Every page, by name, in build order."""
+  out = {}
+  for module in MODULES:
+    for table in importlib.import_module(f'experiments.{module}').TABLES:
+      out[table.name] = table
+  return out
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('names', nargs='*', help='the pages to build (default: every one)')
+  parser.add_argument('--list', action='store_true', help='print the pages\' names and files, and exit')
+  args = parser.parse_args()
+  every = tables()
+  if args.list:
+    for name, table in every.items():
+      print(f'{name}\t{table.page}')
+    return
+  unknown = [n for n in args.names if n not in every]
+  if unknown:
+    parser.error(f'unknown page {unknown[0]!r}; choose from {", ".join(every)} (--list)')
+  for name in args.names or every:
+    build(every[name])
+    print(f'{every[name].page}: written')
+
+
+if __name__ == '__main__':
+  from implicit_jax.engine import cli  # pylint: disable=import-outside-toplevel
+  sys.exit(cli.guarded(main))
