@@ -78,8 +78,12 @@ class Table:
               'commands': records.write_commands(ROOT / self.page, (r.get('command') for r in every), self.section,
                                                  write=write)}
     fields.update(self.fields(groups))
-    template = (PAGES / (self.template or Path(self.page).name)).read_text(encoding='utf-8')
-    fields['page'] = render(template, fields)
+    template = PAGES / (self.template or Path(self.page).name)
+    try:
+      fields['page'] = render(template.read_text(encoding='utf-8'), fields)
+    except KeyError as missing:  # a field the template names and the family does not fill (a typo, on either side)
+      raise ValueError(f'{template.name}: {{{missing.args[0]}}} is not one of the fields of page {self.name!r} '
+                       f'({", ".join(sorted(fields))})') from None
     return fields['page'], fields
 
 
