@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import glob
 import importlib
 import sys
 from pathlib import Path
@@ -47,7 +48,7 @@ class Table:
   """One page: its records, its text, and what it copies into the shared pages."""
   name: str  # what `python -m experiments.tables NAME` builds
   page: str  # the page, relative to the repository
-  runs: tuple[str, ...]  # globs of its records, relative to the repository
+  runs: tuple[str, ...]  # globs of its records, relative to the repository (or absolute)
   # The template's fields from the records; given: ``date``, ``command``, ``commands`` (the command list's link),
   # ``spread`` and ``recipe_note`` (what every caption says), and to ``blocks`` the filled page, ``page``.
   fields: Callable[[Groups], dict]
@@ -63,7 +64,7 @@ class Table:
   def load(self) -> Groups:
     """The records of ``runs``, grouped by ``key`` (records whose key is None dropped)."""
     groups = {}
-    for path in sorted({p for pattern in self.runs for p in ROOT.glob(pattern)}):
+    for path in sorted({Path(p) for pattern in self.runs for p in glob.glob(str(ROOT / pattern))}):
       record = records.load(path)
       key = self.key(path, record)
       if key is not None:

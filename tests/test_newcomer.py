@@ -5,6 +5,8 @@ own.)"""
 
 import shutil
 
+from unittest import mock
+
 import pytest
 
 from implicit_jax.engine import config as config_lib, rows
@@ -52,11 +54,19 @@ def test_a_new_table_is_its_runs_through_the_runner_and_a_page_from_their_record
           for s in (0, 1)]
   done = runner.run_all(runs, writer=records.save)
   assert [o.status for o in done] == ['trained', 'trained']
-  rs = [records.load(r.record) for r in runs]
-  page = tmp_path / 'tiny.md'
-  records.write_page(page, '\n'.join([
-      '# The tiny table', '', f'Test example F1 x 100, {records.spread()}.', '', '| row | test F1 |', '|---|---|',
-      f'| tiny | {records.mean_std([r["test_f1"] for r in rs])} ({len(rs)}) |', '']))
-  row = page.read_text().splitlines()[-1]
-  assert row.startswith('| tiny | ') and ' ± ' in row and row.endswith('(2) |')
+  # The page: a template (markdown, wrapped as it shows) and a Table saying where its records are and what fills it.
+  from experiments import tables  # pylint: disable=import-outside-toplevel
+  (tmp_path / 'tiny.md').write_text('# The tiny table\n\nTest example F1 x 100, {spread},\nfrom the runs made by '
+                                    '{commands}.\n\n{table}\n')
+  table = tables.Table('tiny', str(tmp_path / 'docs' / 'tiny.md'), (str(tmp_path / 'runs' / '*.json'),),
+                       lambda groups: {'table': '\n'.join(['| row | test F1 |', '|---|---|', *(
+                           f'| {row} | {records.mean_std([r["test_f1"] for r in rs])} ({len(rs)}) |'
+                           for row, rs in groups.items())])})
+  (tmp_path / 'docs').mkdir()
+  with mock.patch.object(tables, 'PAGES', tmp_path):
+    tables.build(table)
+  lines = (tmp_path / 'docs' / 'tiny.md').read_text().splitlines()
+  assert lines[2].startswith('Test example F1 x 100, mean ± sample standard deviation (ddof 1)')
+  assert lines[-1].startswith('| tiny | ') and ' ± ' in lines[-1] and lines[-1].endswith('(2) |')
+  assert (tmp_path / 'docs' / 'tiny.commands.txt').read_text().count('\n') == 1  # one command made both seeds
   assert [o.status for o in runner.run_all(runs, writer=records.save)] == ['done', 'done']
