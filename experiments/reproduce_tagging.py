@@ -219,26 +219,14 @@ def base_config(dataset, seed, data_dir, row):
   return config
 
 
-def unscored(dataset: str, record) -> bool:
-  """A NER / NER+ record made before conlleval's F1 and the predictions were recorded: it cannot be rescored."""
-  return dataset != 'pos' and f'test_{CONLLEVAL}' not in record
-
-
 def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str, int]]:
   """(dataset, system, seed) of every row beside the published numbers (a row whose config repeats an earlier one's
   is not) whose record on that seed is absent or keeps no predictions to rescore: what is left before the
   tables are like for like and every cell rescorable."""
-  folder = folder or RUNS
-  left = []
-  for dataset in datasets:
-    for system in SYSTEMS:
-      if duplicate_of(dataset, system):
-        continue
-      for seed in seeds:
-        path = folder / f'{dataset}-{system}-seed{seed}.json'
-        if not path.exists() or not records.rescorable(records.load(path)):
-          left.append((dataset, system, seed))
-  return left
+  def left(path):
+    return not path.exists() or not records.rescorable(records.load(path))
+  return [(dataset, system, seed) for dataset in datasets for system in SYSTEMS if not duplicate_of(dataset, system)
+          for seed in seeds if left((folder or RUNS) / f'{dataset}-{system}-seed{seed}.json')]
 
 
 def run_of(dataset, system, seed, args) -> runner.Run:
@@ -290,49 +278,48 @@ def stray_cell(rs) -> str:
 
 
 def dataset_section(dataset, runs) -> tuple[list, list]:
-  key = SELECT[dataset]
-  chunked = dataset != 'pos'
-  if chunked:
-    header = [f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks (test) | '
-              f'published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | config |',
-              '|---|---|---|---|---|---|---|---|---|---|']
-  else:
-    header = [f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
-              '|---|---|---|---|---|---|---|---|']
-  lines = [f'## {DATASETS[dataset]}', ''] + header
+  """``dataset``'s section of docs/tagging.md (its lines) and the labels of its flagged rows (``row_line``): the
+  table of its rows, then that of the earlier design's (where recorded) paired with today's, the differences with
+  the BiLSTM and the notes."""
+  key, header = SELECT[dataset], table_header(dataset)
+  duplicates = {system: duplicate_of(dataset, system) for system in SYSTEMS if duplicate_of(dataset, system)}
   flagged = []
-  duplicates = {}
-  earlier = []
-  for system in SYSTEMS:
-    twin = duplicate_of(dataset, system)
-    if twin:
-      duplicates[system] = twin
-      continue
-    lines.append(row_line(dataset, system, sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed']),
-                          flagged))
-  for system in EARLIER:
-    rs = sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed'])
-    if rs:
-      earlier.append(row_line(dataset, system, rs, flagged))
+
+  def row(system):
+    return row_line(dataset, system, sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed']), flagged)
+  lines = [f'## {DATASETS[dataset]}', '', *header, *(row(system) for system in SYSTEMS if system not in duplicates)]
+  earlier = [row(system) for system in EARLIER if runs.get(f'{dataset}-{system}')]
+  of = lambda name: by_seed(runs, dataset, name, key)  # pylint: disable=unnecessary-lambda-assignment
   if earlier:
-    lines += ['', EARLIER_NOTE, ''] + header + earlier + ['']
-    for before, (before_label, now) in EARLIER.items():
-      line = records.paired(f'{SYSTEMS[now][0]} minus {before_label}', by_seed(runs, dataset, now, key),
-                            by_seed(runs, dataset, before, key), f'test {key}')
-      if line:
-        lines.append(line)
+    lines += ['', EARLIER_NOTE, '', *header, *earlier, '']
+    lines += [line for before, (label, now) in EARLIER.items()
+              if (line := records.paired(f'{SYSTEMS[now][0]} minus {label}', of(now), of(before), f'test {key}'))]
   lines.append('')
-  of = lambda name, metric: by_seed(runs, dataset, name, metric)  # pylint: disable=unnecessary-lambda-assignment
-  if chunked:
+  if dataset != 'pos':
     lines += paired_table(dataset, runs, duplicates) + ['']
   else:
-    for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf', 'infnet-plus-stacked'):
-      line = records.paired(f'{label_of(system)} minus BiLSTM', of(system, key), of('bilstm', key), f'test {key}')
-      if line:
-        lines.append(line)
-  for system, twin in duplicates.items():
-    lines.append(f'- `{tagging.config_name(dataset, system)}` is `{tagging.config_name(dataset, twin)}` on this '
-                 f'dataset (the same config: {SYSTEMS[system][0]}), so it is not a row of its own.')
+    lines += [line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf',
+                                  'infnet-plus-stacked')
+              if (line := records.paired(f'{label_of(system)} minus BiLSTM', of(system), of('bilstm'), f'test {key}'))]
+  return lines + notes(dataset, runs, duplicates) + [''], flagged
+
+
+def table_header(dataset) -> list[str]:
+  """The head of ``dataset``'s tables: NER's show both chunk F1s and the stray chunks."""
+  if dataset != 'pos':
+    return [f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks (test) | '
+            f'published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | config |',
+            '|---|---|---|---|---|---|---|---|---|---|']
+  key = SELECT[dataset]
+  return [f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
+          '|---|---|---|---|---|---|---|---|']
+
+
+def notes(dataset, runs, duplicates) -> list[str]:
+  """The lines under ``dataset``'s tables: the rows that are another's config, the runs made on a GPU, how far the
+  reruns moved, and what the implicit term was during training."""
+  lines = [f'- `{tagging.config_name(dataset, system)}` is `{tagging.config_name(dataset, twin)}` on this dataset (the '
+           f'same config: {SYSTEMS[system][0]}), so it is not a row of its own.' for system, twin in duplicates.items()]
   gpu = [label_of(system) for system in (*SYSTEMS, *EARLIER) if gpu_mark(runs.get(f'{dataset}-{system}', []))]
   if gpu:
     both_gpu = gpu_mark(runs.get(f'{dataset}-bilstm', []))
@@ -343,11 +330,8 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
                  + ' GPU seconds were counted with other runs sharing the card (up to 42 at once), so they measure '
                  'no method\'s speed.')
   lines += superseded_lines(dataset, runs)
-  for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER):
-    line = diagnostics_line(label_of(system), runs.get(f'{dataset}-{system}', []))
-    if line:
-      lines.append(line)
-  return lines + [''], flagged
+  return lines + [line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER)
+                  if (line := diagnostics_line(label_of(system), runs.get(f'{dataset}-{system}', [])))]
 
 
 def row_line(dataset, system, rs, flagged) -> str:
@@ -365,24 +349,27 @@ def row_line(dataset, system, rs, flagged) -> str:
   if mixed:
     raise SystemExit(f'{dataset}-{system}: records selected on dev {mixed}, the table on dev {key}: rerun the '
                      'row\'s other records alike, or set SELECT with every record rerun')
-  # The papers report conlleval's F1: a row whose every record holds it is flagged on it; older rows (no
-  # predictions to rescore) on strict F1, and the mark says which.
-  conll = chunked and not any(unscored(dataset, r) for r in rs)
-  flag_key = CONLLEVAL if conll else key
-  mean = 100 * np.mean([r[f'test_{flag_key}'] for r in rs])
-  mark = '—'
-  if pub:
-    near = any(abs(mean - v) <= TOLERANCE for v in pub.values())
-    nearest = min(pub.values(), key=lambda v: abs(mean - v))
-    mark = 'yes' if near else f'**no** ({abs(mean - nearest):.1f} {"above" if mean > nearest else "below"})'
-    if chunked:
-      mark += ' (conlleval)' if conll else ' (strict)'
-    if not near:
-      flagged.append(label)
+  mark = within_cell(dataset, rs, pub)
+  if mark.startswith('**no**'):
+    flagged.append(label)
   return (f'| {label} | {len(rs)} | {conlleval_cell(rs) + " | " if chunked else ""}'
           f'{records.mean_std([r[f"test_{key}"] for r in rs])} | {records.mean_std([r[f"dev_{key}"] for r in rs])} | '
           f'{stray_cell(rs) + " | " if chunked else ""}{shown} | {mark} | '
           f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | {recipe_cell(dataset, system, rs)} |')
+
+
+def within_cell(dataset, rs, pub) -> str:
+  """'yes' when the row's mean test score is within TOLERANCE of one of its published numbers ``pub``, '**no** (d
+  above|below)' when of none, '—' without one. The papers report conlleval's F1: a NER row whose every record holds
+  it is compared on it; older rows (no predictions to rescore) on strict F1, and the cell says which."""
+  if not pub:
+    return '—'
+  conll = dataset != 'pos' and all(f'test_{CONLLEVAL}' in r for r in rs)
+  mean = 100 * np.mean([r[f'test_{CONLLEVAL if conll else SELECT[dataset]}'] for r in rs])
+  nearest = min(pub.values(), key=lambda v: abs(mean - v))
+  mark = 'yes' if abs(mean - nearest) <= TOLERANCE else (
+      f'**no** ({abs(mean - nearest):.1f} {"above" if mean > nearest else "below"})')
+  return mark + ('' if dataset == 'pos' else ' (conlleval)' if conll else ' (strict)')
 
 
 def recipe_cell(dataset, system, rs) -> str:
