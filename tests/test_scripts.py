@@ -129,6 +129,40 @@ def test_tagging_table_flags_and_pairs():
           'accuracy): seed 0 +4.00, seed 1 -1.00; mean +1.50') in earlier
 
 
+def test_tagging_page_blocks_and_sweep_pages_from_their_tables():
+  """docs/tagging.md through its Table: the runs' dates and devices, a section per dataset with records, the flags
+  and why; docs/results.md's tagging block copies its tables (headings in bold), the margins block sets the papers'
+  margin beside ours; a sweep's page lists its variants' records in the sweep's order, none of another variant."""
+  from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
+  run = lambda seed, acc, date: {'seed': seed, 'test_accuracy': acc, 'dev_accuracy': acc, 'train_seconds': 1.0,
+                                 'date': date, 'device': 'cpu: cpu', 'command': 'python x.py --seeds=0'}
+  groups = {'pos-bilstm': [run(0, 0.88, '2026-11-25T10:00:00'), run(1, 0.87, '2026-11-24T10:00:00')],
+            'pos-implicit-cd': [run(0, 0.89, '2026-11-26T10:00:00'), run(1, 0.86, '2026-11-26T11:00:00')]}
+  table = reproduce_tagging.TABLES[0]
+  text, fields = table.text(groups, write=False)
+  assert 'Made by the command in [tagging.commands.txt](tagging.commands.txt) (runs dated 2026-11-24 to ' \
+         '2026-11-26; devices: cpu: cpu).' in text
+  assert '## Twitter POS (token accuracy)' in text and '## CoNLL-2003 NER' not in text  # no NER records
+  assert ('Flagged on pos (more than 1.5 points from every published number): implicit CD (T_inner 1, gcr). The gap '
+          'is shared by every row') in text
+  assert text.endswith('under the BiLSTM.\n') and 'Global energies (InfNet+ Table 4)' in text
+  blocks = table.blocks(groups, fields)
+  tagging_block = blocks[('docs/results.md', 'tagging')]
+  assert '\n**Twitter POS (token accuracy)**\n' in tagging_block and '## ' not in tagging_block
+  assert '| BiLSTM (cross-entropy) | 2 | 87.50 ± 0.71 |' in tagging_block and 'Global energies' not in tagging_block
+  assert '| Twitter POS (accuracy) | +1.4 (impl T9) | +0.00 (1/2 seeds) |' in blocks[('docs/results.md', 'margins')]
+  sweep = reproduce_tagging.SWEEP_TABLES['pos-fast']
+  record = lambda seed: {'seed': seed, 'best_epoch': 3, 'dev_accuracy': 0.8, 'test_accuracy': 0.81,
+                         'train_seconds': 12.0}
+  assert sweep.key(Path('T2-gcr1-seed0.json'), {}) == 'T2-gcr1' and sweep.key(Path('gone-seed0.json'), {}) is None
+  text, _ = sweep.text({'T2-gcr1': [record(0)], 'T1-gcr1': [record(0), record(1)]}, write=False)
+  assert text.startswith('# Sweep `pos-fast` (configs/pos.py + overrides)\n\nRebuilt by `python -m '
+                         'experiments.reproduce_tagging --sweep=pos-fast --table_only` on ')
+  rows = [line.split(' | ')[0] for line in text.splitlines() if line.startswith('| T')]
+  assert rows == ['| T1-gcr1', '| T1-gcr1', '| T2-gcr1']  # the sweep's order, not the records'
+  assert '| T2-gcr1 | method=implicit, implicit.primary_loss=cd, implicit.inner_steps=2, ' in text
+
+
 def test_tagging_ner_table_shows_conlleval_beside_strict_and_one_selection_rule(tmp_path, monkeypatch):
   from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   monkeypatch.setattr(reproduce_tagging, 'SUPERSEDED', tmp_path)  # none: the committed ones pair with real records
