@@ -19,7 +19,6 @@ until 2026-11-28 (``CHOICES``).
 """
 
 import argparse
-import datetime
 import functools
 import os
 import sys
@@ -31,7 +30,7 @@ os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_cora_xla_cach
 ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-from experiments import records  # pylint: disable=wrong-import-position
+from experiments import records, tables  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 # The rows: configs/cora.py:<system> applies experiments/cora.py's overrides (SYSTEMS: system ->
 # (label, overrides or None: no training), in table order).
@@ -44,8 +43,9 @@ _LABELED_ONLY = {'data.unlabeled': False}
 # Paper Table 4 (token accuracy at 5 / 10 / 50 labeled; 1000 unlabeled citations).
 PUBLISHED = {'GE': (54.7, 57.9, 68.0), 'R-SPEN': (55.0, 65.0, 81.5), 'DVN': (57.4, 60.9, 79.4),
              'SG-SPEN': (53.0, 62.4, 82.6), 'implicit CD': (55.9, 67.8, 82.9)}
-MATCH = {'dvn': 'DVN', 'rspen': 'R-SPEN', 'implicit-cd': 'implicit CD'}
 RUNS = ROOT / 'docs' / 'cora' / 'runs'
+# Where the Cora data are by default (--data_dir): the rules row is computed from them.
+DATA_DIR = os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' / 'data'))
 # (row, other) for the paired differences on test: implicit CD against the others, and the reward's part at each
 # design (implicit CD against the same without the unlabeled citations).
 PAIRED = [('implicit-cd', other) for other in ('bilstm', 'implicit-cd-labeled', 'dvn', 'rspen')] + [
@@ -102,37 +102,40 @@ def run_of(system, size, draw, args) -> runner.Run:
   return runner.Run(f'{system} labeled {size} draw {draw}', lambda: base_config(size, draw, args.data_dir, system),
                     RUNS / f'cora-{system}-l{size}-d{draw}.json', f'{args.workdir}/{system}-l{size}-d{draw}')
 
-
 def run_sweep(name, args) -> str:
+  """Runs the sweep's variants that have no record (not with --table_only), then writes its page."""
   size, draw, variants = SWEEPS[name]
-  rows, runs = [], []
   if not args.table_only:
     runner.run_all([runner.Run(f'sweep {name} {variant}', functools.partial(base_config, size, draw, args.data_dir,
                                                                            overrides),
                                SWEEP_DIR / name / f'{variant}.json', f'{args.workdir}/sweep-{name}-{variant}')
                     for variant, overrides in variants.items()], writer=records.save)
-  for variant, overrides in variants.items():
-    out = SWEEP_DIR / name / f'{variant}.json'
-    if out.exists():
-      r = records.load(out)
-      runs.append(r)
-      rows.append(f'| {variant} | {overrides} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | '
-                  f'{100 * r["test_accuracy"]:.2f} |')
-  page = SWEEP_DIR / f'{name}.md'
-  commands = records.write_commands(page, (r.get('command') for r in runs))
-  lines = [f'# Sweep {name}: configs/cora.py at {size} labeled, draw {draw}, with overrides (choose on dev)', '',
-           f'Rebuilt by `python -m experiments.reproduce_cora --sweep={name} --table_only` on {datetime.date.today()} '
-           f'from the runs made by {commands}; one record per variant in `docs/cora/sweeps/{name}/`.', '',
-           '| variant | overrides | best dev accuracy | epoch | test accuracy |', '|---|---|---|---|---|', *rows]
-  table = '\n'.join(lines) + '\n'
-  records.write_page(page, table)
-  return table
+  return tables.build(sweep_table(name))
 
 
-def rules_accuracy(data_dir) -> float:
-  """Test token accuracy of ``rules.decode`` (labels and draws play no part)."""
+def sweep_fields(name, groups) -> dict:
+  """docs/cora/sweeps/<name>.md's fields: its setting, and one row per variant that has a record, in SWEEPS order."""
+  size, draw, variants = SWEEPS[name]
+  rows = [f'| {variant} | {overrides} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | '
+          f'{100 * r["test_accuracy"]:.2f} |' for variant, overrides in variants.items() for r in groups.get(variant, [])]
+  return {'name': name, 'size': size, 'draw': draw, 'rows': '\n'.join(rows)}
+
+
+def sweep_table(name) -> tables.Table:
+  """The page of sweep ``name``, from its records docs/cora/sweeps/<name>/<variant>.json (its variants' only)."""
+  return tables.Table(f'cora-sweep-{name}', f'docs/cora/sweeps/{name}.md', (f'docs/cora/sweeps/{name}/*.json',),
+                      functools.partial(sweep_fields, name), template='cora_sweep.md',
+                      key=lambda path, _: path.stem if path.stem in SWEEPS[name][2] else None,
+                      command=f'python -m experiments.reproduce_cora --sweep={name} --table_only')
+
+
+@functools.cache
+def rules_accuracy(data_dir) -> float | None:
+  """Test token accuracy of ``rules.decode`` (labels and draws play no part); None without the Cora data."""
   from implicit_jax.tasks import citations  # pylint: disable=import-outside-toplevel
   from implicit_jax.tasks.citations import rules  # pylint: disable=import-outside-toplevel
+  if not Path(data_dir, 'cora_citation').is_dir():
+    return None
   d = config_lib.from_file(ROOT / 'configs' / 'cora.py').data
   d.data_dir = data_dir
   splits, _, _ = citations.load(d)
@@ -150,16 +153,9 @@ def system_of(path: Path) -> str:
   return path.stem[len('cora-'):].rsplit('-l', 1)[0]
 
 
-def load_runs() -> dict:
-  runs = {}
-  for path in sorted(RUNS.glob('*.json')):
-    record = records.load(path)
-    runs.setdefault((system_of(path), record['config']['data']['labeled']), []).append(record)
-  return runs
-
-
-def fmt(values) -> str:
-  return records.mean_std(values)
+def row_of(path: Path, record: dict) -> tuple:
+  """A record's cell of the table: its row and labeled-set size."""
+  return system_of(path), record['config']['data']['labeled']
 
 
 def paired(a, b, field: str = 'test_accuracy') -> str:
@@ -172,89 +168,58 @@ def paired(a, b, field: str = 'test_accuracy') -> str:
           f'{sum(x > 0 for x in d)}/{len(d)} positive)')
 
 
-def build_table(rules_acc: float | None) -> str:
-  runs = load_runs()
-  commands = records.write_commands(ROOT / 'docs' / 'cora.md', (r['command'] for rs in runs.values() for r in rs))
-  lines = ['# Cora citation fields, indirectly supervised', '',
-           f'Table rebuilt by `python -m experiments.reproduce_cora --table_only` on {datetime.date.today()} from the '
-           f'runs in docs/cora/runs, made by {commands} (each record holds its command, date, device and config).',
-           '',
-           '**Data.** 500 tagged references, 13 fields, token accuracy (tasks/citations). Test: the last 150 '
-           '(Peng & McCallum\'s test); dev: 50 of the first 350 (seeded); the other 300 are the pool, from which '
-           '5, 10 or 50 are labeled (5 seeded draws each) and the rest, 295 / 290 / 250, are the unlabeled '
-           'citations. **The paper had 1000 unlabeled citations**, about 3-4 times ours, and its own split. The '
-           'reward is our documented rule list (tasks/citations/rules.py), not the paper\'s, which is not '
-           'published in full. Every network: one BiLSTM layer over GloVe 6B 50d word vectors and a token-shape '
-           'embedding (configs/cora.py); best epoch on dev accuracy; CPU. Schedules: the labeled-only BiLSTM and CRF '
-           'train 150 epochs of 15 steps (docs/cora/sweeps/bilstm-*-epochs.md); implicit CD, DVN and R-SPEN 30 '
-           'epochs of 34 steps (implicit CD: one inner step each, its implicit term solved every third step); the '
-           'rows marked 15 epochs, 15 (implicit CD\'s among them: 5 inner steps each, the term on every step, '
-           'configs/cora.py\'s design until 2026-11-28). implicit CD\'s lambda and negatives were chosen on dev at '
-           'draw 0 (docs/cora/sweeps/cd-*.md), whose test numbers are in the table like the others, and its design on '
-           'dev over every draw (the lines below the table). "config": the row, draw K at N labeled of which '
-           '`python -m implicit_jax.main --config=CONFIG --config.data.labeled=N --config.data.draw=K '
-           '--config.seed=K --config.data.data_dir=DIR --workdir=DIR2` reproduces. "train s/run" is the median of a '
-           'row\'s records\' training time, not a speed measurement: some records were made beside other processes '
-           'on the 2-core machine (docs/benchmarks.md measures speed).', '',
-           f'Token accuracy x 100, {records.spread("labeled draws")}; the count of draws in brackets.', '',
-           '| method | test acc. 5 | test acc. 10 | test acc. 50 | dev acc. 5 / 10 / 50 | train s/run | config |',
-           '|---|---|---|---|---|---|---|']
+def fields(groups, data_dir: str = DATA_DIR) -> dict:
+  """docs/cora.md's fields: the table (its rules row from ``data_dir``), the published one, the rule list, the paired
+  differences, the design choices and whether each dev curve flattened."""
+  from implicit_jax.tasks.citations import rules  # pylint: disable=import-outside-toplevel
+  return {'spread': records.spread('labeled draws'), 'rows': '\n'.join(table_rows(groups, rules_accuracy(data_dir))),
+          'published': '\n'.join(f'| {name} | {a} | {b} | {c} |' for name, (a, b, c) in PUBLISHED.items()),
+          'rules': '\n'.join(f'- `{r.name}` -> {r.field}: {r.doc}' for r in rules.TOKEN_RULES),
+          'boundary': f'{rules.BOUNDARY_WEIGHT:g}', 'contiguous': f'{rules.CONTIGUOUS_WEIGHT:g}',
+          'paired': '\n'.join(f'- {size} labeled: {SYSTEMS[row][0]} minus {SYSTEMS[other][0]}: '
+                              f'{paired(groups[(row, size)], groups[(other, size)])}'
+                              for size in SIZES for row, other in PAIRED
+                              if groups.get((row, size)) and groups.get((other, size))),
+          'choices': '\n'.join(choice_lines(groups)), 'flattened': '; '.join(
+              f'{SYSTEMS[s][0]} {np.mean([records.last_tenth_gain(r, "dev_accuracy") for r in rs]):+.2f} (best '
+              f'epoch {np.median([r["best_epoch"] for r in rs]):.0f} of {rs[0]["config"]["num_epochs"]})'
+              for s, rs in ((s, [r for size in SIZES for r in groups.get((s, size), [])]) for s in SYSTEMS) if rs)}
+
+
+def table_rows(groups, rules_acc: float | None) -> list[str]:
+  """The table's rows in SYSTEMS order: test accuracy at each size, dev at every size, seconds, the row's config."""
+  rows = []
   for system, (label, _) in SYSTEMS.items():
     if system == 'rules':
       if rules_acc is not None:
         cell = f'{100 * rules_acc:.2f}'
-        lines.append(f'| {label} | {cell} | {cell} | {cell} | – | 0 | – (no training: `rules.decode`) |')
+        rows.append(f'| {label} | {cell} | {cell} | {cell} | – | 0 | – (no training: `rules.decode`) |')
       continue
-    cells, devs, secs = [], [], []
-    for size in SIZES:
-      rs = runs.get((system, size), [])
-      cells.append(f'{fmt([r["test_accuracy"] for r in rs])} ({len(rs)})' if rs else 'not run')
-      devs.append(fmt([r['dev_accuracy'] for r in rs]) if rs else '–')
-      secs += [r['train_seconds'] for r in rs]
-    lines.append(f'| {label} | {" | ".join(cells)} | {" / ".join(devs)} | '
-                 f'{np.nanmedian(secs) if secs else float("nan"):.0f} | `{cora.config_name(system)}` |')
-  lines += ['', 'In parentheses: the number of labeled draws. Published (paper Table 4, token accuracy at 5 / 10 / '
-            '50 labeled, 1000 unlabeled):', '', '| published | 5 | 10 | 50 |', '|---|---|---|---|']
-  lines += [f'| {name} | {a} | {b} | {c} |' for name, (a, b, c) in PUBLISHED.items()]
-  from implicit_jax.tasks.citations import rules  # pylint: disable=import-outside-toplevel
-  lines += ['', '## The reward (tasks/citations/rules.py)', '',
-            'Share of rule points a tagging earns, in [0, 1]; the rules read the tokens only. Token rules (one point '
-            'each time one fires, earned by tagging the token with its field):', '']
-  lines += [f'- `{r.name}` -> {r.field}: {r.doc}' for r in rules.TOKEN_RULES]
-  lines += [f'- `boundary` (weight {rules.BOUNDARY_WEIGHT:g} per pair): a field ends only after a token ending '
-            'in , . ; : ) or ]', f'- `contiguous` (weight {rules.CONTIGUOUS_WEIGHT:g}): each field is one segment, '
-            '1 / (1 + extra segments)']
-  lines += ['', '## Paired differences (test accuracy x 100, same labeled draw)', '']
-  for size in SIZES:
-    for row, other in PAIRED:
-      if runs.get((row, size)) and runs.get((other, size)):
-        lines.append(f'- {size} labeled: {SYSTEMS[row][0]} minus {SYSTEMS[other][0]}: '
-                     f'{paired(runs[(row, size)], runs[(other, size)])}')
-  lines += ['', '## How the design and the schedules were chosen (dev, then test, accuracy x 100, same labeled draw)',
-            '', 'Each design tried against configs/cora.py\'s design until 2026-11-28 (`implicit-cd-t5`), and each '
-            'rival at 30 epochs against its 15; a choice reads the dev line.', '']
-  for size in SIZES:
-    for row, base in CHOICES:
-      if runs.get((row, size)) and runs.get((base, size)):
-        a, b = runs[(row, size)], runs[(base, size)]
-        lines.append(f'- {size} labeled: {SYSTEMS[row][0]} minus {SYSTEMS[base][0]}: dev {paired(a, b, "dev_accuracy")}; '
-                     f'test {paired(a, b)}')
+    cells = [groups.get((system, size), []) for size in SIZES]
+    tests = [f'{records.mean_std([r["test_accuracy"] for r in rs])} ({len(rs)})' if rs else 'not run' for rs in cells]
+    secs = [r['train_seconds'] for rs in cells for r in rs]
+    rows.append(f'| {label} | {" | ".join(tests)} | '
+                f'{" / ".join(records.mean_std([r["dev_accuracy"] for r in rs]) for rs in cells)} | '
+                f'{np.nanmedian(secs) if secs else float("nan"):.0f} | `{cora.config_name(system)}` |')
+  return rows
+
+
+def choice_lines(groups) -> list[str]:
+  """Each design against the one it was chosen against (CHOICES), on dev and test, and what DVN's and R-SPEN's 30
+  epochs add to their first 15."""
+  lines = [f'- {size} labeled: {SYSTEMS[row][0]} minus {SYSTEMS[base][0]}: dev '
+           f'{paired(groups[(row, size)], groups[(base, size)], "dev_accuracy")}; test '
+           f'{paired(groups[(row, size)], groups[(base, size)])}'
+           for size in SIZES for row, base in CHOICES if groups.get((row, size)) and groups.get((base, size))]
   # A 30-epoch run repeats today's 15-epoch run for its first 15 epochs, so what the longer schedule adds is read off
   # its own history; a 15-epoch record made by earlier code may differ from those epochs (round-off, then chaos).
   for row in ('dvn', 'rspen'):
-    gains = {size: [100 * (best_dev(r) - best_dev(r, 15)) for r in runs.get((row, size), [])] for size in SIZES}
+    gains = {size: [100 * (best_dev(r) - best_dev(r, 15)) for r in groups.get((row, size), [])] for size in SIZES}
     if all(gains.values()):
       lines.append(f'- {SYSTEMS[row][0]}: best dev over 30 epochs minus the best over the first 15 of the same run, at '
                    + ', '.join(f'{size} labeled {np.mean(g):+.2f} ({sum(x > 0 for x in g)}/{len(g)} higher)'
                                for size, g in gains.items()))
-  lines += ['', 'Has each dev curve flattened? The best dev accuracy x 100 over the last tenth of the epochs minus '
-            'the best before (above 0: a new best in the last tenth), mean over a row\'s records at every size, and '
-            'the median best epoch: ' + '; '.join(
-                f'{SYSTEMS[s][0]} {np.mean([records.last_tenth_gain(r, "dev_accuracy") for r in rs]):+.2f} (best '
-                f'epoch {np.median([r["best_epoch"] for r in rs]):.0f} of {rs[0]["config"]["num_epochs"]})'
-                for s, rs in ((s, [r for size in SIZES for r in runs.get((s, size), [])]) for s in SYSTEMS)
-                if rs) + '.']
-  return '\n'.join(lines) + '\n'
+  return lines
 
 
 def best_dev(record: dict, epochs: int | None = None) -> float:
@@ -263,29 +228,27 @@ def best_dev(record: dict, epochs: int | None = None) -> float:
              if 'dev_accuracy' in h and (epochs is None or h['epoch'] <= epochs))
 
 
-def plot(rules_acc: float | None, path: Path) -> None:
-  """Test accuracy against the number of labeled citations, mean and std over draws, one line per method, the
-  paper's implicit CD and the rules alone beside them."""
+def plot(groups, data_dir: str = DATA_DIR) -> None:
+  """docs/cora/accuracy.png: test accuracy against the number of labeled citations, mean and std over draws, one line
+  per method, the paper's implicit CD and the rules alone beside them."""
   try:
     from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
   except ImportError:
     print('matplotlib absent: no figure')
     return
-  runs = load_runs()
   fig = Figure(figsize=(6.4, 4.2))
   ax = fig.add_subplot()
   for k, (system, (label, overrides)) in enumerate(SYSTEMS.items()):
-    if overrides is None:
+    sizes = [s for s in SIZES if (system, s) in groups]
+    if overrides is None or not sizes:
       continue
-    sizes = [s for s in SIZES if (system, s) in runs]
-    if not sizes:
-      continue
-    acc = [100 * np.array([r['test_accuracy'] for r in runs[(system, s)]]) for s in sizes]
+    acc = [100 * np.array([r['test_accuracy'] for r in groups[(system, s)]]) for s in sizes]
     shift = 1.0 + 0.025 * (k - len(SYSTEMS) / 2)  # side by side, so the error bars stay readable
-    ax.errorbar([s * shift for s in sizes], [a.mean() for a in acc], yerr=[a.std(ddof=1) for a in acc], marker='o', capsize=3, label=label)
+    ax.errorbar([s * shift for s in sizes], [a.mean() for a in acc], yerr=[a.std(ddof=1) for a in acc], marker='o',
+                capsize=3, label=label)
   ax.plot(SIZES, PUBLISHED['implicit CD'], 'k--', marker='x', label='implicit CD, paper (1000 unlabeled)')
-  if rules_acc is not None:
-    ax.axhline(100 * rules_acc, color='gray', ls=':', label='rules alone')
+  if rules_accuracy(data_dir) is not None:
+    ax.axhline(100 * rules_accuracy(data_dir), color='gray', ls=':', label='rules alone')
   ax.set_xscale('log')
   ax.minorticks_off()
   ax.set_xticks(SIZES, [str(s) for s in SIZES])
@@ -294,34 +257,43 @@ def plot(rules_acc: float | None, path: Path) -> None:
   ax.set_title('Cora citation fields: mean and sample std (ddof 1) over 5 labeled draws')
   ax.legend(fontsize=7, loc='lower right')
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
+  fig.savefig(ROOT / 'docs' / 'cora' / 'accuracy.png', dpi=120)
 
 
-def update_readme(table: str) -> None:
-  """Copies the table and the paired differences into docs/results.md's results:cora block, and the rows of each
-  labeled-set size into README.md's summary table."""
-  summary.update(ROOT / 'README.md', 'cora', summary_rows(load_runs()))
-  kept = [line for line in table.splitlines() if line.startswith(('|', '- ')) and not line.startswith('- `')]
-  records.write_block(ROOT / 'docs' / 'results.md', 'cora', (
-      f'\nTest token accuracy x 100, {records.spread("labeled draws")}, from the committed runs '
+def blocks(groups, fields) -> dict:  # pylint: disable=redefined-outer-name,unused-argument
+  """docs/results.md's cora block: the page's tables and its paired lines (the rule list left out)."""
+  kept = [line for line in fields['page'].splitlines() if line.startswith(('|', '- ')) and not line.startswith('- `')]
+  return {('docs/results.md', 'cora'): (
+      f'\nTest token accuracy x 100, {fields["spread"]}, from the committed runs '
       '([cora.md](cora.md): split, rules, the 500-against-1000 data difference).\n\n'
-      + '\n'.join(kept).replace('\n| published', '\n\n| published', 1).replace('\n- ', '\n\n- ', 1)), required=False)
+      + '\n'.join(kept).replace('\n| published', '\n\n| published', 1).replace('\n- ', '\n\n- ', 1))}
 
 
-def summary_rows(runs) -> list[str]:
+def summary_rows(groups) -> list[str]:
   """README summary rows, one per labeled-set size: the best implicit row against the best other one, on dev
   accuracy, over the labeled draws."""
   rows = []
   for k, size in enumerate(SIZES):
-    groups = {system: runs.get((system, size), []) for system in cora.TRAINED}
-    implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit') and rs}
-    rivals = {s: rs for s, rs in groups.items() if not s.startswith('implicit') and rs}
+    cell = {system: groups.get((system, size), []) for system in cora.TRAINED}
+    implicit = {s: rs for s, rs in cell.items() if s.startswith('implicit') and rs}
+    rivals = {s: rs for s, rs in cell.items() if not s.startswith('implicit') and rs}
     a, b = summary.best(implicit, 'dev_accuracy'), summary.best(rivals, 'dev_accuracy')
     if a and b:
       rows.append(summary.row('cora', f'Cora, {size} labeled, token accuracy', (cora.config_name(a), implicit[a]),
                               (cora.config_name(b), rivals[b]), 'test_accuracy',
                               f'{PUBLISHED["implicit CD"][k]:.1f}'))
   return rows
+
+
+def table(data_dir: str = DATA_DIR) -> tables.Table:
+  """docs/cora.md, its figure, docs/results.md's cora block and README's cora rows; the rules row from the Cora data
+  in ``data_dir`` (left out where it has none)."""
+  return tables.Table('cora', 'docs/cora.md', ('docs/cora/runs/*.json',), functools.partial(fields, data_dir=data_dir),
+                      key=row_of, command='python -m experiments.reproduce_cora --table_only', blocks=blocks,
+                      summary=('cora', summary_rows), after=functools.partial(plot, data_dir=data_dir))
+
+
+TABLES = [table(), *(sweep_table(name) for name in SWEEPS)]
 
 
 def main():
@@ -347,12 +319,7 @@ def main():
     runner.run_all([run_of(system, size, draw, args) for size in [int(s) for s in args.sizes.split(',')]
                     for draw in [int(d) for d in args.draws.split(',')] for system in systems
                     if SYSTEMS[system][1] is not None], writer=records.save)  # a row without a config is not run
-  rules_acc = rules_accuracy(args.data_dir) if Path(args.data_dir, 'cora_citation').is_dir() else None
-  table = build_table(rules_acc)
-  records.write_page(ROOT / 'docs' / 'cora.md', table + '\n![test accuracy against labeled citations](cora/accuracy.png)\n')
-  plot(rules_acc, ROOT / 'docs' / 'cora' / 'accuracy.png')
-  update_readme(table)
-  print(table)
+  print(tables.build(table(args.data_dir)))
 
 
 if __name__ == '__main__':
