@@ -6,6 +6,7 @@ records are and which row a record is (``runs``, ``key``), the page's text (a te
 beside this file, whose ``{fields}`` its ``fields`` fills from the records) and what it copies elsewhere
 (``blocks``; ``summary``: its rows of README.md's summary table). ``build`` does the rest alike for every page:
 reads the records, writes the command list beside the page (``records.write_commands``), the page and the blocks.
+A page of several sections, each from records of its own (docs/horses.md), lists the later ones as ``parts``.
 
   python -m experiments.tables                 # every page, from the committed records
   python -m experiments.tables mlc baselines   # some of them (the names: --list)
@@ -60,6 +61,9 @@ class Table:
   summary: tuple[str, Callable[[Groups], list[str]]] | None = None  # (family, its README summary rows)
   after: Callable[[Groups], None] | None = None  # figures drawn from the same records
   required: bool = True  # a page without records: refused (True) or left as it is
+  # Later sections of the page, each a Table of its own records, fields, template and command list (its ``section``),
+  # appended in order (one without records is left out); their fields go to ``blocks`` as ``parts``, by name.
+  parts: tuple[Table, ...] = ()
 
   def load(self) -> Groups:
     """The records of ``runs``, grouped by ``key`` (records whose key is None dropped)."""
@@ -72,7 +76,8 @@ class Table:
     return groups
 
   def text(self, groups: Groups, write: bool = True) -> tuple[str, dict]:
-    """The page's text and the fields it was filled with; ``write``: the command list beside it too."""
+    """The page's text, its parts' after its own, and the fields it was filled with (``page``: its own text);
+    ``write``: the command lists beside it too."""
     every = [r for rs in groups.values() for r in rs]
     fields = {'date': datetime.date.today(), 'command': self.command, 'spread': records.spread(),
               'recipe_note': records.RECIPE_NOTE,
@@ -81,11 +86,17 @@ class Table:
     fields.update(self.fields(groups))
     template = PAGES / (self.template or Path(self.page).name)
     try:
-      fields['page'] = render(template.read_text(encoding='utf-8'), fields)
+      fields['page'] = text = render(template.read_text(encoding='utf-8'), fields)
     except KeyError as missing:  # a field the template names and the family does not fill (a typo, on either side)
       raise ValueError(f'{template.name}: {{{missing.args[0]}}} is not one of the fields of page {self.name!r} '
                        f'({", ".join(sorted(fields))})') from None
-    return fields['page'], fields
+    fields['parts'] = {}
+    for part in self.parts:
+      part_groups = part.load()
+      if part_groups:
+        part_text, fields['parts'][part.name] = part.text(part_groups, write)
+        text += '\n' + part_text
+    return text, fields
 
 
 def build(table: Table, write: bool = True) -> str:
