@@ -456,7 +456,7 @@ def test_summary_leads_ner_cells_with_conlleval_only_where_every_record_holds_it
 
 def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_table(monkeypatch):
   from implicit_jax.tasks import segmentation  # pylint: disable=import-outside-toplevel
-  from experiments import reproduce_horses as rh  # pylint: disable=import-outside-toplevel
+  from experiments import reproduce_horses as rh, tables  # pylint: disable=import-outside-toplevel
   assert rh.CROPS_SYSTEMS and set(rh.CROPS_SYSTEMS) <= set(rh.SYSTEMS) and set(rh.ORDER) == set(rh.PUBLISHED)
   for system in rh.SYSTEMS:
     scale = 'full' if system in rh.FULL_ONLY else 'seal' if system in rh.SEAL_ONLY else 'half'
@@ -477,9 +477,11 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
                            'train_seconds': 1.0, 'device': 'cpu', 'command': 'python s.py', 'date': '2026-11-26',
                            'config': {'num_epochs': 1, 'batch_size': 8, 'model': {'channels': [32, 64, 64]}},
                            'task_info': {'split': 'a split', 'size': 32}}
-  monkeypatch.setattr(rh, 'load_runs', lambda scale='half': {'fcn': [run(0, 0.6), run(1, 0.62)],
-                                                'fcn-crops': [run(0, 0.65), run(1, 0.61)]})
-  table = rh.build_table()
+  # a section's text from fixture records: each Table's own load gives what ``loaded`` holds under its name
+  loaded = {}
+  monkeypatch.setattr(tables.Table, 'load', lambda self: loaded.get(self.name, {}))
+  text = lambda scale, groups: (rh.TABLES[0] if scale == 'half' else rh.SECTIONS[scale]).text(groups, False)[1]['page']
+  table = text('half', {'fcn': [run(0, 0.6), run(1, 0.62)], 'fcn-crops': [run(0, 0.65), run(1, 0.61)]})
   assert '| FCN (cross-entropy), 24x24 crops | 2 | 63.00 ± 2.83 |' in table
   assert ('FCN (cross-entropy), 24x24 crops minus the same without crops, paired by seed (test mean IoU): '
           'seed 0 +5.00, seed 1 -1.00; mean +2.00, 1/2 seeds positive.') in table
@@ -489,10 +491,9 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
   seal_run = lambda seed, iou: {**run(seed, iou), 'steps': 3000, 'best_epoch': 2,
                                 'task_info': {'split': 'a split', 'size': 32, 'ids': {'dev': list(range(39))}},
                                 'history': [{'epoch': 1, 'dev_mean_iou': iou}, {'epoch': 2, 'dev_mean_iou': iou}]}
-  monkeypatch.setattr(rh, 'load_runs', lambda scale='half': {'fcn': [seal_run(0, 0.74), seal_run(1, 0.75)],
-                                                             'implicit-cd': [seal_run(0, 0.76), seal_run(1, 0.74)]})
-  table = rh.build_table('seal')
-  assert "## At SEAL's protocol (`--scale=seal`)" in table and rh.SEAL_COMMAND in table
+  table = text('seal', {'fcn': [seal_run(0, 0.74), seal_run(1, 0.75)],
+                        'implicit-cd': [seal_run(0, 0.76), seal_run(1, 0.74)]})
+  assert "## At SEAL's protocol (`--scale=seal`)" in table and 'Made by `bash experiments/horses_parallel.sh' in table
   assert ('implicit CD (1 - soft IoU; T_inner 2, gcr) minus FCN (cross-entropy), paired by seed (test mean IoU): '
           'seed 0 +2.00, seed 1 -1.00; mean +0.50, 1/2 seeds positive.') in table
   assert f'| DVN (GBI, soft-IoU regression) | 0 | no record: {rh.SEAL_UNFINISHED["dvn"]} |' in table
@@ -500,8 +501,8 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
   # row (and the claims ledger) moves to it only once it has 3 seeds of each of SEAL Table 4's rows and implicit CD
   seal = {'fcn': [seal_run(0, 0.74)], 'implicit-cd': [seal_run(0, 0.76)], 'seal-regression': [seal_run(0, 0.75)]}
   seal_data = {'fcn': [seal_run(0, 0.77)], 'implicit-cd': [seal_run(0, 0.78)]}
-  monkeypatch.setattr(rh, 'load_runs', lambda scale='half': {'seal': seal, 'seal-data': seal_data}[scale])
-  table = rh.build_table('seal-data')
+  loaded.update({'horses-seal': seal, 'horses-seal-data': seal_data})
+  table = text('seal-data', seal_data)
   assert "## At SEAL's protocol, on SEAL's data (`--scale=seal-data`)" in table and '160 training and 39 dev' in table
   assert '| SEAL-dynamic (regression) | 0 | not run yet' in table and '| DVN (GBI, soft-IoU regression) | 0 |' in table
   assert "Not run on SEAL's data yet" in table and '| SEAL-dynamic (NCE) |' not in table  # run at neither scale
