@@ -454,6 +454,22 @@ def test_summary_leads_ner_cells_with_conlleval_only_where_every_record_holds_it
   assert summary.score(strict_only, key) == '87.00 ± 1.41 (2)'  # POS, the other families: no second metric
 
 
+def test_a_page_of_parts_appends_each_part_that_has_records_and_gives_blocks_their_fields(tmp_path, monkeypatch):
+  """tables.Table.parts (docs/horses.md's sections): each part's text after the page's own, from its own records."""
+  from experiments import tables  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(tables, 'PAGES', tmp_path)
+  for name, text in (('a', '# A\n\n{n} rows of A\n'), ('b', '## B\n\n{n} rows of B\n'), ('c', '## C\n')):
+    (tmp_path / f'{name}.md').write_text(text)
+  count = lambda groups: {'n': len(groups)}
+  part = lambda name: tables.Table(name, 'docs/x.md', (), count, template=f'{name}.md', section=name)
+  page = tables.Table('a', 'docs/x.md', (), count, template='a.md', parts=(part('b'), part('c')))
+  monkeypatch.setattr(tables.Table, 'load', lambda self: {'b': {'r1': [{}], 'r2': [{}]}}.get(self.name, {}))
+  text, fields = page.text({'r': [{}]}, write=False)
+  assert text == '# A\n\n1 rows of A\n\n## B\n\n2 rows of B\n'  # c, without records, left out
+  assert fields['page'] == '# A\n\n1 rows of A\n' and list(fields['parts']) == ['b']
+  assert fields['parts']['b']['page'] == '## B\n\n2 rows of B\n'
+
+
 def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_table(monkeypatch):
   from implicit_jax.tasks import segmentation  # pylint: disable=import-outside-toplevel
   from experiments import reproduce_horses as rh, tables  # pylint: disable=import-outside-toplevel
