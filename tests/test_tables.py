@@ -40,8 +40,9 @@ def test_a_page_is_what_its_table_makes_of_the_committed_records(name, monkeypat
   groups = table.load()
   text, fields = table.text(groups, write=False)
   assert records.wrap(text) == committed
-  listed = records.commands_path(page, table.section).read_text(encoding='utf-8').splitlines()
-  assert records.command_list(r.get('command') for rs in groups.values() for r in rs) == listed
+  for part, part_groups in ((table, groups), *((part, part.load()) for part in table.parts)):  # parts: docs/horses.md
+    listed = records.commands_path(page, part.section).read_text(encoding='utf-8').splitlines()
+    assert records.command_list(r.get('command') for rs in part_groups.values() for r in rs) == listed, part.name
   for (path, block), body in (table.blocks(groups, fields) if table.blocks else {}).items():
     assert records.wrap(body) == _block(ROOT / path, block), f'{path}: block {block}'
 
