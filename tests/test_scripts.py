@@ -54,7 +54,8 @@ def test_run_name_keeps_official_names_and_separates_protocols():
 
 
 def test_ablation_rows_are_reproduce_systems_and_named_back():
-  """Every ablation row at both widths is a system reproduce_mlc can run, and a run of it is named back to it."""
+  """Every ablation row at both widths is a system reproduce_mlc can run, and a run of it is named back to it and to
+  its row of the table."""
   for width in (150, 400):
     for row in ablation_mlc.ROWS:
       name = ablation_mlc.system(row, width)
@@ -65,6 +66,9 @@ def test_ablation_rows_are_reproduce_systems_and_named_back():
                  inner_steps=overrides.get('implicit.inner_steps', 5),
                  proximal=overrides.get('implicit.proximal', 0.0))
       assert mlc.system_of(run) == name
+      # its record is the row's in the ablation table (a record of another system under that name is none)
+      assert ablation_mlc.row_of(Path(f'delicious-{name}-seed2.json'), run) == ('delicious', width, row)
+      assert ablation_mlc.row_of(Path(f'delicious-{name}-h400-seed2.json'), run) is None
   assert 'implicit-cd-none' in mlc.ABLATION_ONLY and 'implicit-cd' not in mlc.ABLATION_ONLY
 
 
