@@ -523,6 +523,12 @@ def test_compare_methods_trains_an_implicit_row_as_reproduce_mlc_does():
   baseline = compare_methods.run_of('bibtex', 'spen', 0, args)
   assert baseline.record == reproduce_mlc.ROOT / 'docs' / 'baselines' / 'runs' / 'bibtex-spen-seed0.json'
   assert baseline.build().method != run.build().method
+  # a record's row of docs/baselines.md: its folder and file name say the system, official split only
+  official, resplit = {'task_info': {'protocol': 'official'}}, {'task_info': {'protocol': 'resplit'}}
+  assert compare_methods.row_of(baseline.record, official) == ('bibtex', 'spen')
+  assert compare_methods.row_of(run.record, official) == ('bibtex', 'implicit-ssvm-h400')
+  assert compare_methods.row_of(run.record, resplit) is None
+  assert compare_methods.row_of(run.record.with_name('bibtex-spen-seed0.json'), official) is None  # not its folder
 
 
 def test_last_tenth_gain_is_the_one_flattening_test_of_every_table():
