@@ -486,9 +486,10 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
 
 def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path, monkeypatch):
   import json  # pylint: disable=import-outside-toplevel
-  from experiments import compare_sklearn  # pylint: disable=import-outside-toplevel
-  monkeypatch.setattr(compare_sklearn, 'RUNS', tmp_path / 'runs')
-  (tmp_path / 'runs').mkdir()
+  from experiments import compare_sklearn, tables  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(tables, 'ROOT', tmp_path)  # its Table reads tmp_path/docs/sklearn_baseline/runs
+  runs = tmp_path / 'docs' / 'sklearn_baseline' / 'runs'
+  runs.mkdir(parents=True)
   info = lambda train: {'sizes': {'train': train, 'dev': 3, 'test': 3}, 'preprocessing': 'none', 'standardised': True}
   for label, train, seed, f1, br in (('scaled.arff', 90, 0, 0.90, 0.92), ('scaled.arff', 90, 1, 0.88, 0.92),
                                      ('cal500', 301, 0, 0.38, 0.36)):
@@ -497,10 +498,12 @@ def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path
               'mbce': {'test_f1': f1, 'test_f1_tuned': f1, 'dev_f1': f1, 'train_seconds': 1.0},
               'never': {'test_f1': 0.5} if label == 'cal500' else None,
               'br': {'test_f1': br, 'test_f1_tuned': br, 'dev_f1': br, 'seconds': 0.1}}
-    (tmp_path / 'runs' / f'{label}-seed{seed}.json').write_text(json.dumps(record))
+    (runs / f'{label}-seed{seed}.json').write_text(json.dumps(record))
   monkeypatch.setattr(sys, 'argv', ['compare_sklearn.py', '--table_only', f'--out={tmp_path / "table.md"}'])
   compare_sklearn.main()
   text = (tmp_path / 'table.md').read_text()
+  assert 'by the command in [table.commands.txt](table.commands.txt) (runs dated 2026-11-26' in text
+  assert (tmp_path / 'table.commands.txt').read_text() == 'python -m experiments.compare_sklearn\n'
   assert 'mean ± sample standard deviation (ddof 1) over N seeds' in text
   rows = [line for line in text.splitlines() if line.startswith('| ') and 'dataset' not in line]
   assert rows[0].startswith('| cal500 | 301/3/3 | none | 38.00 | 38.00 | 50.00 | 36.00 |')  # datasets first
