@@ -188,10 +188,10 @@ def choose(table):
   return chosen
 
 
-def score_table(head: str, cells: dict, cell) -> list[str]:
-  """A table of the variants that have a score: ``head``'s columns, then a row of ``cell(cells[variant])``."""
-  return [f'| variant | {head} |', '|---|' + '---|' * head.count('|') + '---|',
-          *(f'| {v} | {cell(cells[v])} |' for v in VARIANTS if v in cells)]
+def score_table(head: str, rows: dict) -> list[str]:
+  """A markdown table: ``head``'s columns after "variant", a line for each of ``rows`` ({variant: its cells})."""
+  return [f'| variant | {head} |', '|---|' + '---|' * (head.count('|') + 1),
+          *(f'| {variant} | {cells} |' for variant, cells in rows.items())]
 
 
 def fields(groups) -> dict:
@@ -201,22 +201,20 @@ def fields(groups) -> dict:
   sections = []
   for dataset, (where, seeds) in DATASETS.items():
     cells = {v: [table.get((dataset, v, b)) for b in BUDGETS] for v in VARIANTS}
+    rows = {v: ' | '.join(f'{x[0]:.2f} | {x[1]:.2f}' if x else '- | -' for x in c) for v, c in cells.items() if any(c)}
     sections.append('\n'.join([
         f'## {dataset} ({", ".join(f"{k}={v}" for k, v in where.items())}; seeds {", ".join(map(str, seeds))})', '',
-        *score_table(' | '.join(f'dev @0.5, {b} ep | tuned, {b} ep' for b in BUDGETS),
-                     {v: c for v, c in cells.items() if any(c)},
-                     lambda c: ' | '.join(f'{x[0]:.2f} | {x[1]:.2f}' if x else '- | -' for x in c))]))
+        *score_table(' | '.join(f'dev @0.5, {b} ep | tuned, {b} ep' for b in BUDGETS), rows)]))
+  cells = {v: [reg.get((v, b)) for b in BUDGETS] for v in VARIANTS}
+  rows = {v: ' | '.join(f'{x[0]:.2f}' if x else '-' for x in c) + f' | {max(x[1] for x in c if x)}'
+          for v, c in cells.items() if any(c)}
   common = {m: common_datasets(table, m) for m in sorted({method_of(v) for v in VARIANTS})}
-  regret = {v: [reg.get((v, b)) for b in BUDGETS] for v in VARIANTS}
+  delicious_cd = any(d == 'delicious' and method_of(v) == 'cd' for d, v, _ in table)
   return {'datasets': '\n\n'.join(sections), 'epochs': EPOCHS, 'tolerance': TOLERANCE,
           'common': '; '.join(f'{m}: {", ".join(ds)}' for m, ds in common.items()),
-          'delicious': ('at 40 epochs for two variants, are a check shown above, not in the mean.'
-                        if any(d == 'delicious' and method_of(v) == 'cd' for d, v, _ in table)
+          'delicious': ('at 40 epochs for two variants, are a check shown above, not in the mean.' if delicious_cd
                         else 'the longest of the grid, were not made: implicit CD\'s choice rests on the others.'),
-          'regrets': '\n'.join(score_table(' | '.join(f'{b} ep' for b in BUDGETS) + ' | datasets',
-                                            {v: c for v, c in regret.items() if any(c)},
-                                            lambda c: ' | '.join(f'{x[0]:.2f}' if x else '-' for x in c)
-                                            + f' | {max(x[1] for x in c if x)}')),
+          'regrets': '\n'.join(score_table(' | '.join(f'{b} ep' for b in BUDGETS) + ' | datasets', rows)),
           'chosen': '; '.join(f'{m}: {v} for {b} epochs' for m, (v, b) in chosen.items())}
 
 
