@@ -24,34 +24,32 @@ from experiments import mlc, records, tables
 
 ROOT = records.ROOT
 
-DENSE_MBCE = {
-        'base': {'method': 'feedforward'},
-        'e80': {'method': 'feedforward', 'num_epochs': 80},
-        'drop0.2': {'method': 'feedforward', 'model.dropout': 0.2},
-        'drop0.2-e80': {'method': 'feedforward', 'model.dropout': 0.2, 'num_epochs': 80},
-        'drop0-e80': {'method': 'feedforward', 'model.dropout': 0.0, 'num_epochs': 80},
-        # 2026-11-25: a linear map of x beside the MLP (model.linear_skip), so that MBCE's model contains BR-logistic
-        'skip-drop0.2-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.2,
-                             'num_epochs': 80},
-        'skip-drop0-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.0, 'num_epochs': 80},
-        # 2026-11-25: decoupled weight decay (AdamW), the MLP's counterpart of BR-logistic's L2 penalty
-        'wd0.1-drop0.2-e80': {'method': 'feedforward', 'optimizer.name': 'adamw', 'optimizer.weight_decay': 0.1,
-                              'model.dropout': 0.2, 'num_epochs': 80},
-        'wd1-drop0.2-e80': {'method': 'feedforward', 'optimizer.name': 'adamw', 'optimizer.weight_decay': 1.0,
-                            'model.dropout': 0.2, 'num_epochs': 80},
-        # 2026-11-25: no hidden layer, BR-logistic's own model class trained by MBCE: is the gap the MLP's bias?
-        'linear-e80': {'method': 'feedforward', 'model.inference_hidden': (), 'model.dropout': 0.0, 'num_epochs': 80},
-        'h32-drop0-e80': {'method': 'feedforward', 'model.inference_hidden': (32,), 'model.dropout': 0.0,
+# MBCE on dense features (dense-mbce-*): each variant is MBCE's, with these overrides
+DENSE_MBCE = {name: {'method': 'feedforward', **overrides} for name, overrides in {
+    'base': {},
+    'e80': {'num_epochs': 80},
+    'drop0.2': {'model.dropout': 0.2},
+    'drop0.2-e80': {'model.dropout': 0.2, 'num_epochs': 80},
+    'drop0-e80': {'model.dropout': 0.0, 'num_epochs': 80},
+    # 2026-11-25: a linear map of x beside the MLP (model.linear_skip), so that MBCE's model contains BR-logistic
+    'skip-drop0.2-e80': {'model.linear_skip': True, 'model.dropout': 0.2, 'num_epochs': 80},
+    'skip-drop0-e80': {'model.linear_skip': True, 'model.dropout': 0.0, 'num_epochs': 80},
+    # 2026-11-25: decoupled weight decay (AdamW), the MLP's counterpart of BR-logistic's L2 penalty
+    'wd0.1-drop0.2-e80': {'optimizer.name': 'adamw', 'optimizer.weight_decay': 0.1, 'model.dropout': 0.2,
                           'num_epochs': 80},
-        # linear-e80 is still climbing at epoch 80 (dev 0.31 after one epoch, 0.92 at 71): Adam at 1e-3 moves a
-        # linear map too slowly, so the same model at a 10x step, and the MLP and skip variants at that step.
-        'linear-lr1e-2-e80': {'method': 'feedforward', 'model.inference_hidden': (), 'model.dropout': 0.0,
-                              'optimizer.learning_rate': 1e-2, 'num_epochs': 80},
-        'skip-drop0.2-lr1e-2-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.2,
-                                    'optimizer.learning_rate': 1e-2, 'num_epochs': 80},
-        'drop0.2-lr3e-3-e80': {'method': 'feedforward', 'model.dropout': 0.2, 'optimizer.learning_rate': 3e-3,
-                               'num_epochs': 80},
-    }
+    'wd1-drop0.2-e80': {'optimizer.name': 'adamw', 'optimizer.weight_decay': 1.0, 'model.dropout': 0.2,
+                        'num_epochs': 80},
+    # 2026-11-25: no hidden layer, BR-logistic's own model class trained by MBCE: is the gap the MLP's bias?
+    'linear-e80': {'model.inference_hidden': (), 'model.dropout': 0.0, 'num_epochs': 80},
+    'h32-drop0-e80': {'model.inference_hidden': (32,), 'model.dropout': 0.0, 'num_epochs': 80},
+    # linear-e80 is still climbing at epoch 80 (dev 0.31 after one epoch, 0.92 at 71): Adam at 1e-3 moves a
+    # linear map too slowly, so the same model at a 10x step, and the MLP and skip variants at that step.
+    'linear-lr1e-2-e80': {'model.inference_hidden': (), 'model.dropout': 0.0, 'optimizer.learning_rate': 1e-2,
+                          'num_epochs': 80},
+    'skip-drop0.2-lr1e-2-e80': {'model.linear_skip': True, 'model.dropout': 0.2, 'optimizer.learning_rate': 1e-2,
+                                'num_epochs': 80},
+    'drop0.2-lr3e-3-e80': {'model.dropout': 0.2, 'optimizer.learning_rate': 3e-3, 'num_epochs': 80},
+}.items()}
 
 
 def gbi_variants(method: str) -> dict:
