@@ -29,25 +29,23 @@ the dev F1 of the selected epoch beside test.
 """
 
 import argparse
-import datetime
 import sys
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-from experiments import records  # pylint: disable=wrong-import-position
-from experiments import mlc  # pylint: disable=wrong-import-position
+from implicit_jax.engine import cli
+from experiments import mlc, records, tables
 
+ROOT = records.ROOT
 ROWS = ('mbce', 'none', 'identity', 'normal_cg', 'minres', 'unrolled', 'best', 'best-none', 'proximal',
         'proximal-none')
 # (row, reference) pairs whose paired differences are listed under the table
 PAIRS = [(r, ref) for r in ('normal_cg', 'minres', 'unrolled', 'identity') for ref in ('none', 'mbce')] + \
     [('none', 'mbce'), ('best', 'best-none'), ('best', 'mbce'), ('best-none', 'mbce'),
      ('proximal', 'proximal-none'), ('proximal', 'mbce'), ('proximal-none', 'mbce')]
-OUT = ROOT / 'docs' / 'mlc_ablation.md'
 TWINS = {'best': 'best-none', 'proximal': 'proximal-none'}  # a row's no-term twin, where it is not `none`
+# The table's datasets and widths, whatever --datasets and --widths trained.
+DATASETS, WIDTHS = ('bibtex', 'delicious'), (150, 400)
 
 
 def system(row: str, width: int) -> str:
@@ -58,13 +56,15 @@ def system(row: str, width: int) -> str:
   return name + ('-h400' if width == 400 else '')
 
 
-def runs_of(dataset: str, name: str) -> list[dict]:
-  paths = sorted((ROOT / 'docs' / 'mlc' / 'runs').glob(f'{dataset}-{name}-seed*.json'))
-  return [r for r in map(records.load, paths) if mlc.system_of(r) == name]
+# a record's file name without its seed -> its row of the table, (dataset, width, row)
+STEMS = {f'{d}-{system(row, w)}': (d, w, row) for d in DATASETS for w in WIDTHS for row in ROWS}
 
 
-def fmt(values, scale=100.0, digits=2) -> str:
-  return records.mean_std(values, scale, digits)
+def row_of(path, record):
+  """A record of docs/mlc/runs' row of the table: its file names the row's system and its config is that system
+  (None for every other record)."""
+  key = STEMS.get(tables.stem(path, record))
+  return key if key and mlc.system_of(record) == system(key[2], key[1]) else None
 
 
 def summary_value(run, metric):
@@ -87,57 +87,61 @@ def verdict(diffs) -> str:
   return 'mixed signs across seeds'
 
 
-def table(datasets, widths) -> tuple[list[str], list[str]]:
-  """The markdown lines of the ablation table and of the paired differences."""
-  lines = ['| dataset | width | row | seeds | dev F1 @0.5 | test F1 @0.5 | test F1 tuned | minus its no-term twin @0.5 '
-           '(per seed) '
-           '| minus MBCE @0.5 (per seed) | stationarity | cosine | implicit / explicit norm | residual | s/run | '
-           'device | config |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
-  claims = []
-  for dataset in datasets:
-    for width in widths:
-      runs = {row: runs_of(dataset, system(row, width)) for row in ROWS}
-      for row in ROWS:
-        rs = runs[row]
-        if not rs:
-          lines.append(f'| {dataset} | {width} | {row} | 0 | not run | | | | | | | | | | | '
-                       f'`{mlc.config_name(dataset, system(row, width))}` |')
-          continue
+TABLE_HEAD = ['| dataset | width | row | seeds | dev F1 @0.5 | test F1 @0.5 | test F1 tuned | minus its no-term twin @0.5 '
+              '(per seed) | minus MBCE @0.5 (per seed) | stationarity | cosine | implicit / explicit norm | residual | '
+              's/run | device | config |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
 
-        def diff(ref):
-          seeds, d = paired(rs, runs[ref])
-          if row == ref or not seeds:
-            return '–'
-          return f'{d.mean():+.2f} ({", ".join(f"{x:+.2f}" for x in d)})'
 
-        med = lambda m: [v for v in (summary_value(r, m) for r in rs) if v is not None]
-        ratio = [summary_value(r, 'implicit_norm') / summary_value(r, 'explicit_norm') for r in rs
-                 if summary_value(r, 'implicit_norm') is not None and summary_value(r, 'explicit_norm')]
-        device = ', '.join(sorted({mlc.device_of(r) for r in rs}))
-        lines.append(
-            f'| {dataset} | {width} | {row} | {len(rs)} | {fmt([r["dev_f1"] for r in rs])} | '
-            f'{fmt([r["test_f1"] for r in rs])} | {fmt([r["test_f1_tuned"] for r in rs])} | '
-            f'{diff(TWINS.get(row, "none")) if row not in ("mbce", "best-none", "proximal-none") else "–"} | '
-            f'{diff("mbce")} | '
-            f'{fmt(med("stationarity"), 1, 3)} | {fmt(med("cosine"), 1, 3)} | {fmt(ratio, 1, 3)} | '
-            f'{fmt(med("residual"), 1, 3) if row not in ("mbce",) else "–"} | '
-            f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {device} | '
-            f'{mlc.recipe(dataset, system(row, width), "official", rs, ROOT / "docs" / "mlc" / "runs", ROOT)} |')
+def table_row(dataset, width, row, runs) -> str:
+  """``row``'s line of the table (``runs``: every row's records on ``dataset`` at ``width``)."""
+  rs, name = runs[row], system(row, width)
+  if not rs:
+    return f'| {dataset} | {width} | {row} | 0 | not run | | | | | | | | | | | `{mlc.config_name(dataset, name)}` |'
+
+  def diff(ref):
+    seeds, d = paired(rs, runs[ref])
+    return '–' if row == ref or not seeds else f'{d.mean():+.2f} ({", ".join(f"{x:+.2f}" for x in d)})'
+
+  def med(metric):
+    return records.mean_std([v for v in (summary_value(r, metric) for r in rs) if v is not None], 1, 3)
+  ratio = [summary_value(r, 'implicit_norm') / summary_value(r, 'explicit_norm') for r in rs
+           if summary_value(r, 'implicit_norm') is not None and summary_value(r, 'explicit_norm')]
+  fmt = records.mean_std
+  return (f'| {dataset} | {width} | {row} | {len(rs)} | {fmt([r["dev_f1"] for r in rs])} | '
+          f'{fmt([r["test_f1"] for r in rs])} | {fmt([r["test_f1_tuned"] for r in rs])} | '
+          f'{diff(TWINS.get(row, "none")) if row not in ("mbce", "best-none", "proximal-none") else "–"} | '
+          f'{diff("mbce")} | {med("stationarity")} | {med("cosine")} | {fmt(ratio, 1, 3)} | '
+          f'{med("residual") if row != "mbce" else "–"} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
+          f'{", ".join(sorted({mlc.device_of(r) for r in rs}))} | '
+          f'{mlc.recipe(dataset, name, "official", rs, ROOT / "docs" / "mlc" / "runs", ROOT)} |')
+
+
+def fields(groups) -> dict:
+  """docs/mlc_ablation.md's fields: the table (every row, run or not) and the paired differences of ``PAIRS``."""
+  lines, claims = list(TABLE_HEAD), []
+  for dataset in DATASETS:
+    for width in WIDTHS:
+      runs = {row: groups.get((dataset, width, row), []) for row in ROWS}
+      lines += [table_row(dataset, width, row, runs) for row in ROWS]
       for row, ref in PAIRS:
         seeds, d = paired(runs[row], runs[ref])
         if seeds:
-          _, dev = paired(runs[row], runs[ref], 'dev_f1')
+          dev = paired(runs[row], runs[ref], 'dev_f1')[1]
           claims.append(f'- {dataset}, width {width}: {row} minus {ref}, seeds {seeds}: test @0.5 {d.mean():+.2f} '
                         f'(per seed {", ".join(f"{x:+.2f}" for x in d)}; {verdict(d)}); dev @0.5 '
                         f'{dev.mean():+.2f} ({verdict(dev)})')
-  return lines, claims
+  return {'table': '\n'.join(lines), 'paired': '\n'.join(claims)}
 
 
-def update_readme(claims: list[str]) -> None:
-  """Copies the paired differences into docs/results.md's results:ablation block."""
-  records.write_block(ROOT / 'docs' / 'results.md', 'ablation', '\n'.join([
+def blocks(groups, fields) -> dict:  # pylint: disable=unused-argument
+  """The paired differences, copied into docs/results.md's results:ablation block."""
+  return {('docs/results.md', 'ablation'): '\n'.join([
       '', 'Paired test F1 differences x 100 (same seeds and splits; written by `experiments/ablation_mlc.py`, table in '
-      '[mlc_ablation.md](mlc_ablation.md)):', '', *claims]), required=False)
+      '[mlc_ablation.md](mlc_ablation.md)):', '', fields['paired']])}
+
+
+TABLES = [tables.Table('ablation', 'docs/mlc_ablation.md', ('docs/mlc/runs/*.json',), fields, key=row_of,
+                       blocks=blocks, command='python -m experiments.ablation_mlc --table_only')]
 
 
 def main():
@@ -162,40 +166,7 @@ def main():
     reproduce_mlc.run([reproduce_mlc.run_of(dataset, system(row, width), seed, run_args) for dataset in datasets
                        for width in widths for row in args.rows.split(',') for seed in
                        [int(s) for s in args.seeds.split(',')]], run_args)
-  lines, claims = table(['bibtex', 'delicious'], [150, 400])
-  all_runs = [r for d in ('bibtex', 'delicious') for w in (150, 400) for row in ROWS for r in runs_of(d, system(row, w))]
-  commands = records.write_commands(OUT, (r['command'] for r in all_runs))
-  text = '\n'.join([
-      '# Multi-label: what the implicit term adds (ablation)',
-      '',
-      f'Table rebuilt by `python -m experiments.ablation_mlc --table_only` on {datetime.date.today()} from the runs made '
-      f'by {commands}.',
-      '',
-      'Implicit CD on the official split, every setting of `configs/<dataset>.py` equal except the route of the '
-      'outer gradient (rows: see the script\'s docstring); "width" is the inference network\'s hidden units. '
-      f'Example F1 x 100, {records.spread()}, empty gold and empty prediction scoring 1 (`data.empty_f1`); '
-      'dev F1 is that of the epoch selected on dev @0.5, test is evaluated once at that epoch. "minus its no-term '
-      'twin" / "minus MBCE": paired over the seeds both rows have; the no-term twin of every row is `none`, except '
-      'for `best` and `proximal`, whose twins are `best-none` and `proximal-none`. Diagnostics (medians over the '
-      'logged steps of each run, mean over seeds): stationarity = ||grad L_aux(theta_T)|| / '
-      '||grad L_aux(theta_0)|| after the inner steps (5; 20 for the `best` rows; 10 for the `proximal` rows, of '
-      'the proximal objective) '
-      '(0 = the stationary point the implicit function theorem assumes); cosine between the implicit and '
-      'explicit terms of dL_prim/dphi; residual ||H u - v|| / ||v|| on the undamped H (1 for `none`, 0 for '
-      '`unrolled`, which solves nothing); "–" where the record predates these diagnostics. Devices: `cpu` is the '
-      '2-core x86_64 machine, `gpu` one H100; s/run compares within a device only. "config": the row, seed K of '
-      'which `python -m implicit_jax.main --config=CONFIG --config.seed=K --config.data.split_seed=K '
-      '--workdir=DIR` reproduces. ' + records.RECIPE_NOTE,
-      '',
-      *lines,
-      '',
-      '## Paired differences (test F1 @0.5 x 100)',
-      '',
-      *claims,
-      ''])
-  records.write_page(OUT, text)
-  update_readme(claims)
-  print(text)
+  print(tables.build(TABLES[0]))
 
 
 if __name__ == '__main__':

@@ -17,7 +17,6 @@ it.
 """
 
 import argparse
-import datetime
 import os
 import platform
 import sys
@@ -25,14 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax import runner
+from implicit_jax.engine import cli
+from experiments import mlc, records, tables
+from experiments.mlc import BASELINES
+from implicit_jax.tasks.mlc.datasets import PROTOCOLS
 
-from implicit_jax import runner  # pylint: disable=wrong-import-position
-from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-from experiments import records  # pylint: disable=wrong-import-position
-from experiments import mlc  # pylint: disable=wrong-import-position
-from implicit_jax.tasks.mlc.datasets import PROTOCOLS  # pylint: disable=wrong-import-position
-from experiments.mlc import BASELINES  # pylint: disable=wrong-import-position
+ROOT = records.ROOT
 
 # system -> its row configs/<dataset>.py:<system> (experiments/mlc.py: BASELINES, and the settings
 # chosen on dev by experiments/sweep.py in DEV_CHOSEN). Systems of reproduce_mlc keep its files. A new run takes its
@@ -133,16 +131,14 @@ def over_mbce(groups, dataset, system) -> str:
   return text
 
 
-def load_runs():
-  groups = {}
-  for dataset in DATASETS:
-    for system in SYSTEMS:
-      for path in sorted(run_file(dataset, system, 0).parent.glob(
-          f'{dataset}-{system.replace(" ", "_")}-seed*.json')):
-        r = records.load(path)
-        if r['task_info']['protocol'] == 'official':
-          groups.setdefault((dataset, system), []).append(r)
-  return groups
+# a record's folder and file name without its seed -> its row, (dataset, system)
+STEMS = {(run_file(d, s, 0).parent, mlc.run_name(d, s, 'official')): (d, s) for d in DATASETS for s in SYSTEMS}
+
+
+def row_of(path, record):
+  """A record's row: the system its folder and file name say, official split only (None for every other record)."""
+  key = STEMS.get((path.parent, tables.stem(path, record)))
+  return key if key and record['task_info']['protocol'] == 'official' else None
 
 
 def table_rows(groups, order, datasets):
@@ -173,92 +169,45 @@ def table_rows(groups, order, datasets):
   return lines, flagged
 
 
-def build_table():
-  groups = load_runs()
-  page = ROOT / 'docs' / 'baselines.md'
-  commands = records.write_commands(page, (r['command'] for rs in groups.values() for r in rs))
-  lines = [
-      '# Every method side by side: multi-label classification',
-      '',
-      f'Table rebuilt by `python -m experiments.compare_methods --table_only` on {datetime.date.today()} '
-      f'({platform.machine()} CPU, {os.cpu_count()} cores, JAX CPU backend) from the runs made by {commands}. '
-      'One JSON per run (config, split record, per-epoch dev history, final metrics, command, date) in '
-      '`docs/baselines/runs/` (MBCE and implicit rows: `docs/mlc/runs/`, made by `experiments/reproduce_mlc.py`, '
-      'which this script calls with the same overrides).',
-      '',
-      'Same data, split, seeds, networks and evaluation for every row, and the same epochs per network update '
-      'budget: the implicit rows train for the dataset config\'s epochs (T_inner = 5 inference-net steps per '
-      'batch), MBCE and every baseline for twice as many (one update per batch). The official MULAN train/test '
-      'files with a seeded 10% dev hold-out (cal500: seeded 60/20/20; spo_fun: its own train/valid/test), best '
-      'epoch on dev F1 @0.5, test evaluated once. Example F1 x 100, ' + records.spread() + '. '
-      '"@0.5": threshold 0.5; "tuned": threshold chosen on dev. Published numbers: SEAL Table 1 (Lee et al. '
-      '2022) and the implicit paper\'s Table 1 (Shankar & Piratla), both compared with our @0.5 (the implicit '
-      'paper does not state its threshold, but its MBCE matches SEAL\'s CE at 0.5 on both datasets, and every '
-      'tuned delicious F1 here is above 36). Both papers used a stratified 60/20/20 re-split of all rows, '
-      'which is not published: their numbers are references, not like-for-like (docs/mlc_results.md has MBCE '
-      'and implicit CD on a seeded re-split of our own). '
-      f'**Flag**: a bibtex baseline more than {TOLERANCE} F1 from every published number for it (the implicit '
-      'rows are compared with the paper in docs/mlc_results.md). **Over MBCE, ours / SEAL**: the system\'s '
-      '@0.5 F1 minus our MBCE\'s on the same seeds, beside SEAL\'s same difference to its CE row: what a method '
-      'adds over its feed-forward base, free of the offset that network size and split put on every row. '
-      '**Dev gain, last tenth**: the best dev F1 @0.5 over the last tenth of the epochs minus the best before, mean '
-      'over seeds (above 0: the dev curve was still rising at the end). '
-      '**config**: the row, seed K of which `python -m implicit_jax.main --config=CONFIG --config.seed=K '
-      '--config.data.split_seed=K --workdir=DIR` reproduces (`--config.data.data_dir=DIR` for data outside the '
-      'package). ' + records.RECIPE_NOTE,
-      '',
-  ]
+def fields(groups) -> dict:
+  """docs/baselines.md's fields: the machine, the two tables and the paragraphs on what was flagged or not run."""
   h400, flagged_h400 = table_rows(groups, ORDER_H400, ('bibtex', 'delicious'))
-  lines += ['## At SEAL\'s network sizes: two 400-unit layers for the task net, one for the energy\'s feature '
-            'net', '',
-            "Every baseline with `mlc.SEAL_SIZES` (SEAL's chosen bibtex configs, iesl/seal-neurips-2022 "
-            '`best_models_configs/bibtex_strat_*`) and the settings chosen on bibtex dev for its 150-unit row '
-            "(`DEV_CHOSEN` of `experiments/mlc.py`), SPEN's, DVN's and SEAL-dynamic NCE's chosen again on "
-            'dev at this width ([bibtex-spen-h400](sweeps/bibtex-spen-h400.md), '
-            '[bibtex-dvn-h400](sweeps/bibtex-dvn-h400.md), [bibtex-seal-nce-h400](sweeps/bibtex-seal-nce-h400.md): '
-            'NCE draws 20 samples; DVN '
-            'trains 160 epochs; its 160-epoch runs resumed the workdirs of its 80-epoch ones, an extension the '
-            "engine allows, and seed 0 is bit-identical to the sweep's fresh 160-epoch run); MBCE and implicit CD"
-            " at their own 400-unit design, chosen on dev (a 400-unit task net; implicit CD's energy keeps its "
-            '150-unit feature net, which beat 400 on dev: docs/sweeps/bibtex-cd.md). "Over MBCE" is against MBCE '
-            "at 400 units. The baselines' rows here were made 4-7 processes at a time on the 2-core machine: "
-            'their s/run is no speed measurement.', '',
-            *h400]
   missing = [s for s in ORDER_H400 if published(s, 'bibtex') and ('bibtex', s) not in groups]
   if missing:
-    lines += ['', 'Not run at these sizes yet (bibtex rows with a published number): ' + ', '.join(missing) + '.']
+    h400 += ['', 'Not run at these sizes yet (bibtex rows with a published number): ' + ', '.join(missing) + '.']
   if flagged_h400:
-    lines += ['', f'**Flagged at 400 units** ({len(flagged_h400)}: '
-              + ', '.join(f'{s} {min(g, key=abs):+.2f}' for s, g in flagged_h400) + '). '
-              + ' '.join(FLAG_NOTES[s] for s, _ in flagged_h400 if s in FLAG_NOTES) + ' What still differs from '
-              'SEAL\'s runs: the split (the MULAN train/test files here, SEAL\'s stratified folds of a re-split '
-              'there), the budget (twice the config\'s 40 epochs here, up to 300 with a plateau schedule there) and '
-              'SEAL\'s per-method random search (here each method\'s settings from its 150-unit sweep, SPEN\'s, '
-              'DVN\'s and SEAL-dynamic NCE\'s from their sweeps at this width).']
+    h400 += ['', f'**Flagged at 400 units** ({len(flagged_h400)}: '
+             + ', '.join(f'{s} {min(g, key=abs):+.2f}' for s, g in flagged_h400) + '). '
+             + ' '.join(FLAG_NOTES[s] for s, _ in flagged_h400 if s in FLAG_NOTES) + ' What still differs from '
+             'SEAL\'s runs: the split (the MULAN train/test files here, SEAL\'s stratified folds of a re-split '
+             'there), the budget (twice the config\'s 40 epochs here, up to 300 with a plateau schedule there) and '
+             'SEAL\'s per-method random search (here each method\'s settings from its 150-unit sweep, SPEN\'s, '
+             'DVN\'s and SEAL-dynamic NCE\'s from their sweeps at this width).']
   body, flagged = table_rows(groups, ORDER, DATASETS)
-  lines += ['', '## At 150 units, every dataset', '',
-            'The configs\' networks (two 150-unit layers, a 150-unit feature net), every method on every dataset.',
-            '', *body]
   if flagged:
-    lines += ['', '**Why the bibtex flags.** (1) Split: SEAL trained on stratified folds 1-6, selected on 7-8 and '
-              'tested on 9-10 of a re-split of all rows; these rows use the MULAN train/test files, another test '
-              'set. (2) Network and budget: SEAL\'s best bibtex configs (iesl/seal-neurips-2022, '
-              '`best_models_configs/bibtex_strat_*/config.json`) use two 400-unit softplus layers for the task net '
-              'and the energy\'s feature net, AdamW with a plateau schedule, up to 300 epochs, and per-method '
-              'hyperparameters from a random search (dynamic NCE: energy weight 5.5, 20 samples, 12 energy and '
-              '5 task-net steps per batch); every row of this table shares 150-unit layers and one budget. Our '
-              'MBCE row itself sits below SEAL\'s CE by about as much as most flagged rows, and the "over MBCE" '
-              'column, which removes that common offset, is within about one F1 of SEAL\'s for most of them. The table '
-              'above reruns every bibtex baseline with SEAL\'s layer sizes. (3) Tried for the flagged rows: '
-              'the same epoch budget as MBCE, GBI settings for SPEN and DVN '
-              '([bibtex-spen](sweeps/bibtex-spen.md), [bibtex-dvn](sweeps/bibtex-dvn.md)), the energy weight of '
-              'SEAL\'s task-net loss ([bibtex-seal](sweeps/bibtex-seal.md)); the chosen settings are in '
-              '`DEV_CHOSEN` of `experiments/mlc.py`. NCE with GBI is far above both published numbers.']
+    body += ['', '**Why the bibtex flags.** (1) Split: SEAL trained on stratified folds 1-6, selected on 7-8 and '
+             'tested on 9-10 of a re-split of all rows; these rows use the MULAN train/test files, another test '
+             'set. (2) Network and budget: SEAL\'s best bibtex configs (iesl/seal-neurips-2022, '
+             '`best_models_configs/bibtex_strat_*/config.json`) use two 400-unit softplus layers for the task net '
+             'and the energy\'s feature net, AdamW with a plateau schedule, up to 300 epochs, and per-method '
+             'hyperparameters from a random search (dynamic NCE: energy weight 5.5, 20 samples, 12 energy and '
+             '5 task-net steps per batch); every row of this table shares 150-unit layers and one budget. Our '
+             'MBCE row itself sits below SEAL\'s CE by about as much as most flagged rows, and the "over MBCE" '
+             'column, which removes that common offset, is within about one F1 of SEAL\'s for most of them. The '
+             'table above reruns every bibtex baseline with SEAL\'s layer sizes. (3) Tried for the flagged rows: '
+             'the same epoch budget as MBCE, GBI settings for SPEN and DVN ([bibtex-spen](sweeps/bibtex-spen.md), '
+             '[bibtex-dvn](sweeps/bibtex-dvn.md)), the energy weight of SEAL\'s task-net loss '
+             '([bibtex-seal](sweeps/bibtex-seal.md)); the chosen settings are in `DEV_CHOSEN` of '
+             '`experiments/mlc.py`. NCE with GBI is far above both published numbers.']
   missing = [(d, s) for d in ('bibtex', 'delicious') for s in ORDER if (d, s) not in groups]
   if missing:
-    lines += ['', 'Not run yet: ' + ', '.join(f'{d} {s}' for d, s in missing) + '.']
-  records.write_page(page, '\n'.join(lines) + '\n')
-  print('\n'.join(lines))
+    body += ['', 'Not run yet: ' + ', '.join(f'{d} {s}' for d, s in missing) + '.']
+  return {'arch': platform.machine(), 'cores': os.cpu_count(), 'tolerance': TOLERANCE, 'h400': '\n'.join(h400),
+          'body': '\n'.join(body)}
+
+
+TABLES = [tables.Table('baselines', 'docs/baselines.md', ('docs/mlc/runs/*.json', 'docs/baselines/runs/*.json'),
+                       fields, key=row_of, command='python -m experiments.compare_methods --table_only')]
 
 
 def main():
@@ -280,7 +229,7 @@ def main():
     runner.run_all([run_of(dataset, system, seed, args) for dataset in args.datasets.split(',')
                     for seed in [int(s) for s in args.seeds.split(',')] for system in systems],
                    writer=records.save, seconds=True)
-  build_table()
+  print(tables.build(TABLES[0]))
 
 
 if __name__ == '__main__':

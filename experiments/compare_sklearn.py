@@ -26,6 +26,7 @@ and machine); a record that exists is not run again, and the table is rebuilt fr
 """
 
 import argparse
+import dataclasses
 import datetime
 import json
 import sys
@@ -36,13 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from implicit_jax import tasks
+from implicit_jax.engine import cli, config as config_lib, train
+from experiments import records, tables
+
+ROOT = records.ROOT
 RUNS = ROOT / 'docs' / 'sklearn_baseline' / 'runs'
-from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-from experiments import records  # pylint: disable=wrong-import-position
-from implicit_jax import tasks  # pylint: disable=wrong-import-position
-from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-from implicit_jax.engine import train  # pylint: disable=wrong-import-position
 
 
 def custom_file(spec: str, tmpdir: str) -> str:
@@ -107,10 +107,6 @@ def mbce(config) -> dict:
     return train.train_and_evaluate(config, workdir)
 
 
-def stat(values) -> str:
-  return records.mean_std(values)
-
-
 def label_of(name: str) -> str:
   """A row's name: the dataset's, or a custom file's base name."""
   return Path(name).name if Path(name).suffix == '.arff' else name
@@ -141,16 +137,6 @@ def run_one(name: str, data_dir: str, seed: int) -> dict:
           'device': f'{jax.default_backend()}: {jax.devices()[0].device_kind}', 'machine': records.machine()}
 
 
-def load_runs() -> dict:
-  """``{dataset: [record, ...]}`` (seeds in order), datasets first, then custom files by training-set size."""
-  runs = {}
-  for path in sorted(RUNS.glob('*.json')):
-    record = json.loads(path.read_text())
-    runs.setdefault(record['dataset'], []).append(record)
-  order = lambda d: (d.endswith('.arff'), runs[d][0]['info']['sizes']['train'] if d.endswith('.arff') else 0, d)
-  return {d: sorted(runs[d], key=lambda r: r['seed']) for d in sorted(runs, key=order)}
-
-
 def row(label: str, rs: list) -> str:
   """One table row from a dataset's records."""
   info = rs[0]['info']
@@ -159,6 +145,7 @@ def row(label: str, rs: list) -> str:
       'br': ('br', 'test_f1'), 'br_tuned': ('br', 'test_f1_tuned'), 'br_dev': ('br', 'dev_f1')}.items()}
   never = [r['never']['test_f1'] for r in rs if r['never'] and 'test_f1' in r['never']]
   diff = 100 * (np.array(cells['mbce']) - np.array(cells['br']))
+  stat = records.mean_std
   return (f'| {label} | {info["sizes"]["train"]}/{info["sizes"]["dev"]}/{info["sizes"]["test"]} | '
           f'{info["preprocessing"]} | {stat(cells["mbce"])} | {stat(cells["mbce_tuned"])} | '
           f'{stat(never) if never else "–"} | {stat(cells["br"])} | {stat(cells["br_tuned"])} | '
@@ -166,37 +153,28 @@ def row(label: str, rs: list) -> str:
           f'{stat(cells["br_dev"])} |')
 
 
-def build_table(runs: dict, page: Path = ROOT / 'docs' / 'sklearn_baseline.md', write: bool = True) -> str:
-  """The page's text; its command list goes beside ``page`` (not when ``write`` is False)."""
-  every = [r for rs in runs.values() for r in rs]
-  seeds = sorted({r['seed'] for r in every})
-  commands = records.write_commands(page, (r['command'] for r in every), write=write)
+TABLE_HEAD = ['| dataset | train/dev/test | preprocessing (auto) | MBCE @0.5 | MBCE tuned | MBCE never @0.5 | '
+              'BR-logistic @0.5 | BR-logistic tuned | MBCE - BR @0.5 (per seed) | MBCE dev @0.5 | '
+              'BR-logistic dev @0.5 |',
+              '|---|---|---|---|---|---|---|---|---|---|---|']
+
+
+def fields(groups) -> dict:
+  """docs/sklearn_baseline.md's fields: the table (datasets first, then custom files by training-set size, each
+  row's seeds in order) and what the records say of when, where and on which seeds they were made."""
+  every = [r for rs in groups.values() for r in rs]
   dates = sorted(r['date'][:10] for r in every)
-  devices = ', '.join(sorted({r['device'] for r in every}))
-  return '\n'.join([
-      '# MBCE (default settings) against scikit-learn binary-relevance logistic regression',
-      '',
-      f'Made by {commands} (runs dated {dates[0]} to {dates[-1]}; devices: {devices}); table rebuilt by '
-      '`python -m experiments.compare_sklearn --table_only` from the records in docs/sklearn_baseline/runs.',
-      '',
-      f'Seeds {seeds}: seed k sets the model seed and the split seed (datasets without an official split are split '
-      '60/20/20 by it), so both systems see '
-      f'the same rows. Example F1 x 100 on test, {records.spread()}, empty gold and empty prediction scoring 1 '
-      '(`data.empty_f1`). "MBCE": `configs/<dataset>.py` (custom files: `configs/custom.py`) with '
-      '`method=feedforward`, every data setting at its default (`data.standardise=auto`). '
-      '"MBCE never": the same with `data.standardise=never`, the features as read, as before `auto` existed. '
-      '"BR-logistic": one scikit-learn `LogisticRegression` (C = 1) per label after `StandardScaler` on the same '
-      'train split (`experiments/compare_sklearn.py`). "MBCE - BR": at 0.5, per seed. Dev columns: example F1 @0.5 on '
-      'dev, MBCE\'s at the epoch it selected there (so biased upwards by that selection; BR-logistic selects '
-      'nothing on dev). scaled*.arff are draws of one generator (tests/fixtures/mlc/make_scaled.py: 5 features on '
-      'scales 1e-2 to 1e2, 3 labels, each the noise-free sign of a linear function of the standardised features) at '
-      '150, 1500 and, with `make_scaled:15000:2`, 15000 rows: BR-logistic is the well-specified model there, and '
-      'the three sizes show how MBCE\'s gap to it moves with the training set.',
-      '',
-      '| dataset | train/dev/test | preprocessing (auto) | MBCE @0.5 | MBCE tuned | MBCE never @0.5 | BR-logistic @0.5 '
-      '| BR-logistic tuned | MBCE - BR @0.5 (per seed) | MBCE dev @0.5 | BR-logistic dev @0.5 |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
-      *[row(label, rs) for label, rs in runs.items()], ''])
+  order = lambda d: (d.endswith('.arff'), groups[d][0]['info']['sizes']['train'] if d.endswith('.arff') else 0, d)
+  return {'first': dates[0], 'last': dates[-1], 'devices': ', '.join(sorted({r['device'] for r in every})),
+          'seeds': sorted({r['seed'] for r in every}),
+          'table': '\n'.join(TABLE_HEAD + [row(d, sorted(groups[d], key=lambda r: r['seed']))
+                                          for d in sorted(groups, key=order)])}
+
+
+# A record's row is its dataset (a custom file's base name).
+TABLES = [tables.Table('sklearn_baseline', 'docs/sklearn_baseline.md', ('docs/sklearn_baseline/runs/*.json',), fields,
+                       key=lambda path, record: record['dataset'], template='sklearn_baseline.md',
+                       command='python -m experiments.compare_sklearn --table_only')]
 
 
 def main():
@@ -226,14 +204,8 @@ def main():
         print(f'{name} seed {seed}: MBCE {r["mbce"]["test_f1"]:.4f} @0.5 ({r["mbce"]["test_f1_tuned"]:.4f} tuned); '
               f'never {(r["never"] or {}).get("test_f1", float("nan")):.4f}; BR-logistic {r["br"]["test_f1"]:.4f} '
               f'@0.5 ({r["br"]["test_f1_tuned"]:.4f} tuned, {r["br"]["seconds"]:.0f}s)', flush=True)
-  runs = load_runs()
-  if not runs:
-    raise SystemExit(f'no records under {RUNS}: run the script without --table_only first')
-  out = None if args.out == '-' else Path(args.out)
-  text = build_table(runs, out or ROOT / 'docs' / 'sklearn_baseline.md', write=out is not None)
-  print(text)
-  if out:
-    records.write_page(out, text)
+  out = None if args.out == '-' else Path(args.out)  # '-': the page printed, nothing written
+  print(tables.build(dataclasses.replace(TABLES[0], page=str(out or ROOT / TABLES[0].page)), write=out is not None))
 
 
 if __name__ == '__main__':

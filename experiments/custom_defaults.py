@@ -2,12 +2,14 @@ r"""The defaults of configs/custom.py (a user's own multi-label file), chosen on
 dataset the project ships and of the two scaled fixtures, by one grid run through that config.
 
 Usage:
-  python -m experiments.custom_defaults --data_dir=../shared/data [--datasets=cal500,genbase] [--workers=2]
+  python -m experiments.custom_defaults --data_dir=../shared/data [--datasets=cal500,genbase]
   python -m experiments.custom_defaults --table_only
 
 Each run is configs/custom.py pointed at a dataset, with one variant's overrides, for 80 epochs (delicious's
 implicit runs, two variants as a check, 40: the longest runs of the grid, last); its record goes to
-docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json and an existing record is not run again. The
+docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json and an existing record is not run again: the runs go
+through implicit_jax.runner, one at a time (--workers, which made several at once as processes, waits for the
+runner to), each recorded with its own command (implicit_jax.main's, which reruns it). The
 learning rate is constant, so a run of E < 80 epochs is the first E epochs of the 80-epoch run: the budgets 20 and
 40 are read from the dev history (the score of the epoch that dev F1 @0.5 selects among the first E), not trained
 again.
@@ -19,21 +21,17 @@ full budget, then the fewest epochs within TOLERANCE of it. Test figures are nev
 """
 
 import argparse
-import concurrent.futures
-import datetime
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-from experiments import mlc, records  # pylint: disable=wrong-import-position
+from implicit_jax import runner
+from implicit_jax.engine import cli, config as config_lib
+from experiments import mlc, records, tables
 
+ROOT = records.ROOT
 OUT = ROOT / 'docs' / 'sweeps' / 'custom-defaults'
-TABLE = ROOT / 'docs' / 'custom_defaults.md'
 # dataset -> (overrides that point configs/custom.py at it, seeds). The shipped datasets by name (their own split
 # files; the seed draws the dev split from train), the fixtures as a user's file (60/20/20 by data.split_seed).
 FIXTURES = 'tests/fixtures/mlc'
@@ -83,37 +81,43 @@ def runs_of(dataset: str):
       yield variant, seed, epochs
 
 
-def path_of(dataset, variant, seed) -> Path:
+def path_of(dataset, variant, seed):
   return OUT / f'{dataset}-{variant}-seed{seed}.json'
 
 
-def command_of(dataset, variant, seed, epochs, data_dir) -> list[str]:
-  """The run as the documented command line: configs/custom.py and --config flags only."""
-  flags = {**DATASETS[dataset][0], **VARIANTS[variant], 'num_epochs': epochs, 'seed': seed,
-           'data.split_seed': seed}
+def flags_of(dataset, variant, seed, epochs, data_dir) -> dict:
+  """The run's overrides of configs/custom.py, ``--config.<field>=<value>`` of its documented command line."""
+  flags = {**DATASETS[dataset][0], **VARIANTS[variant], 'num_epochs': epochs, 'seed': seed, 'data.split_seed': seed}
   if 'data.name' in flags and flags['data.name'] != 'bibtex':
     flags['data.data_dir'] = data_dir
-  return ['-m', 'implicit_jax.main', '--config=configs/custom.py',
-          *(f'--config.{k}={v}' for k, v in flags.items())]
+  return flags
 
 
-def run_one(dataset, variant, seed, epochs, data_dir) -> str:
+def run_of(dataset, variant, seed, epochs, data_dir) -> runner.Run:
+  """The run: configs/custom.py with ``flags_of``, as ``python -m implicit_jax.main --config=configs/custom.py``
+  builds it from them, its paths (relative to the checkout) read from the checkout wherever the script runs."""
+  flags = flags_of(dataset, variant, seed, epochs, data_dir)
+
+  def config():
+    config = config_lib.from_file(ROOT / 'configs' / 'custom.py')
+    config.update_from_flattened_dict({k: os.path.normpath(ROOT / v) if k in ('data.train_file', 'data.data_dir')
+                                       else v for k, v in flags.items()})
+    config.config_file, config.overrides = 'configs/custom.py', cli.overrides(flags)
+    return config
   out = path_of(dataset, variant, seed)
-  if out.exists():
-    return f'{out.name}: kept'
-  workdir = Path('/tmp/custom-defaults') / out.stem
-  argv = command_of(dataset, variant, seed, epochs, data_dir)
-  log = workdir.parent / f'{workdir.name}.log'  # not with_suffix: the name holds dots (d0.2)
-  log.parent.mkdir(parents=True, exist_ok=True)
-  with open(log, 'w') as f:
-    done = subprocess.run([sys.executable, *argv, f'--workdir={workdir}'], cwd=ROOT, stdout=f,
-                          stderr=subprocess.STDOUT, check=False)
-  if done.returncode:
-    return f'{out.name}: FAILED (exit {done.returncode}; {log})'
-  result = records.stamp(records.load(workdir / 'metrics.json'))
-  result['command'] = 'python ' + ' '.join(argv) + ' --workdir=WORKDIR'
-  records.write(out, result)
-  return f'{out.name}: dev @0.5 {100 * result["dev_f1"]:.2f} in {result["train_seconds"]:.0f} s'
+  return runner.Run(f'{dataset} {variant} seed {seed}', config, out, f'/tmp/custom-defaults/{out.stem}')
+
+
+def command_of(config: dict) -> str:
+  """A run's documented command line: implicit_jax.main with its config file and flags (its record's config)."""
+  return ' '.join(['python -m implicit_jax.main', f'--config={config["config_file"]}', *config['overrides'],
+                   '--workdir=WORKDIR'])
+
+
+def save(path, result) -> None:
+  """A run's record (records.save), its command the run's own command line (``command_of``), not this script's."""
+  records.stamp(result)['command'] = command_of(result['config'])
+  records.write(path, result)
 
 
 def at_budget(record, budget) -> tuple[float, float]:
@@ -126,14 +130,20 @@ def at_budget(record, budget) -> tuple[float, float]:
   return 100 * best['dev_f1'], 100 * best['dev_f1_tuned']
 
 
-def scores(out=OUT):
-  """{(dataset, variant, budget): (mean dev @0.5, mean dev tuned, seeds)} over the committed records."""
+def row_of(path, record):
+  """A record's (dataset, variant), as its file names them (None for a file of no dataset and variant of the grid)."""
+  dataset, _, variant = tables.stem(path, record).partition('-')
+  return (dataset, variant) if dataset in DATASETS and variant in VARIANTS else None
+
+
+def scores(groups):
+  """{(dataset, variant, budget): (mean dev @0.5, mean dev tuned, seeds)} over the records ``groups`` (by
+  ``row_of``)."""
   table = {}
   for dataset in DATASETS:
     for variant in VARIANTS:
-      found = [records.load(p) for p in sorted(out.glob(f'{dataset}-{variant}-seed*.json'))]
       for budget in BUDGETS:
-        pairs = [at_budget(r, budget) for r in found]
+        pairs = [at_budget(r, budget) for r in groups.get((dataset, variant), [])]
         pairs = [p for p in pairs if not np.isnan(p[0])]
         if pairs:
           table[dataset, variant, budget] = (np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs]),
@@ -178,55 +188,45 @@ def choose(table):
   return chosen
 
 
-def build_table(out=OUT) -> str:
-  table = scores(out)
-  reg = regrets(table)
-  chosen = choose(table)
-  made = records.write_commands(TABLE, [records.load(p)['command'] for p in sorted(out.glob('*.json'))])
-  lines = ['# Defaults for a user\'s multi-label file (configs/custom.py)', '',
-           f'Rebuilt by `python -m experiments.custom_defaults --table_only` on {datetime.date.today()} from the run '
-           'records in `docs/sweeps/custom-defaults/`, made by `python -m experiments.custom_defaults '
-           f'--data_dir=../shared/data` ({made}). Every run is configs/custom.py pointed at the dataset, with the '
-           'variant\'s overrides. Dev F1 @0.5 (x 100; the metric that selects the epoch) of the epoch a run of 20, '
-           '40 or 80 epochs selects, mean over the seeds shown; the tuned-threshold dev F1 is beside it. Test '
-           'figures are not read.', '']
+def score_table(head: str, rows: dict) -> list[str]:
+  """A markdown table: ``head``'s columns after "variant", a line for each of ``rows`` ({variant: its cells})."""
+  return [f'| variant | {head} |', '|---|' + '---|' * (head.count('|') + 1),
+          *(f'| {variant} | {cells} |' for variant, cells in rows.items())]
+
+
+def fields(groups) -> dict:
+  """docs/custom_defaults.md's fields: each dataset's dev scores by budget, the regrets and the choice."""
+  table = scores(groups)
+  reg, chosen = regrets(table), choose(table)
+  sections = []
   for dataset, (where, seeds) in DATASETS.items():
-    shown = ', '.join(f'{k}={v}' for k, v in where.items())
-    lines += [f'## {dataset} ({shown}; seeds {", ".join(map(str, seeds))})', '',
-              '| variant | ' + ' | '.join(f'dev @0.5, {b} ep | tuned, {b} ep' for b in BUDGETS) + ' |',
-              '|---|' + '---|---|' * len(BUDGETS)]
-    for variant in VARIANTS:
-      cells = [table.get((dataset, variant, b)) for b in BUDGETS]
-      if any(cells):
-        lines.append(f'| {variant} | ' + ' | '.join(f'{c[0]:.2f} | {c[1]:.2f}' if c else '- | -' for c in cells)
-                     + ' |')
-    lines.append('')
+    cells = {v: [table.get((dataset, v, b)) for b in BUDGETS] for v in VARIANTS}
+    rows = {v: ' | '.join(f'{x[0]:.2f} | {x[1]:.2f}' if x else '- | -' for x in c) for v, c in cells.items() if any(c)}
+    sections.append('\n'.join([
+        f'## {dataset} ({", ".join(f"{k}={v}" for k, v in where.items())}; seeds {", ".join(map(str, seeds))})', '',
+        *score_table(' | '.join(f'dev @0.5, {b} ep | tuned, {b} ep' for b in BUDGETS), rows)]))
+  cells = {v: [reg.get((v, b)) for b in BUDGETS] for v in VARIANTS}
+  rows = {v: ' | '.join(f'{x[0]:.2f}' if x else '-' for x in c) + f' | {max(x[1] for x in c if x)}'
+          for v, c in cells.items() if any(c)}
   common = {m: common_datasets(table, m) for m in sorted({method_of(v) for v in VARIANTS})}
-  lines += ['## Regret across datasets', '',
-            'Per dataset, the best dev F1 @0.5 of any variant and budget of the same method, minus the variant\'s; '
-            'mean over the datasets on which every variant of the method ran: '
-            + '; '.join(f'{m}: {", ".join(ds)}' for m, ds in common.items()) + '. Delicious\'s implicit runs, '
-            + ('at 40 epochs for two variants, are a check shown above, not in the mean.'
-               if any(d == 'delicious' and method_of(v) == 'cd' for d, v, _ in table)
-               else 'the longest of the grid, were not made: implicit CD\'s choice rests on the others.'), '',
-            '| variant | ' + ' | '.join(f'{b} ep' for b in BUDGETS) + ' | datasets |',
-            '|---|' + '---|' * len(BUDGETS) + '---|']
-  for variant in VARIANTS:
-    cells = [reg.get((variant, b)) for b in BUDGETS]
-    if any(cells):
-      lines.append(f'| {variant} | ' + ' | '.join(f'{c[0]:.2f}' if c else '-' for c in cells)
-                   + f' | {max(c[1] for c in cells if c)} |')
-  lines += ['', f'Chosen (least mean regret at {EPOCHS} epochs, then the fewest epochs within {TOLERANCE} of it): '
-            + '; '.join(f'{m}: {v} for {b} epochs' for m, (v, b) in chosen.items()) + '.', '']
-  records.write_page(TABLE, '\n'.join(lines))
-  return '\n'.join(lines)
+  delicious_cd = any(d == 'delicious' and method_of(v) == 'cd' for d, v, _ in table)
+  return {'datasets': '\n\n'.join(sections), 'epochs': EPOCHS, 'tolerance': TOLERANCE,
+          'common': '; '.join(f'{m}: {", ".join(ds)}' for m, ds in common.items()),
+          'delicious': ('at 40 epochs for two variants, are a check shown above, not in the mean.' if delicious_cd
+                        else 'the longest of the grid, were not made: implicit CD\'s choice rests on the others.'),
+          'regrets': '\n'.join(score_table(' | '.join(f'{b} ep' for b in BUDGETS) + ' | datasets', rows)),
+          'chosen': '; '.join(f'{m}: {v} for {b} epochs' for m, (v, b) in chosen.items())}
+
+
+TABLES = [tables.Table('custom_defaults', 'docs/custom_defaults.md', ('docs/sweeps/custom-defaults/*.json',), fields,
+                       key=row_of, command='python -m experiments.custom_defaults --table_only')]
 
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', '../shared/data'))
   parser.add_argument('--datasets', default=','.join(DATASETS))
-  parser.add_argument('--workers', type=int, default=1, help='runs at once (each a process)')
+  parser.add_argument('--workers', type=int, default=1, help='runs at once: 1 for now (implicit_jax.runner)')
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
   datasets = [d for d in args.datasets.split(',') if d]
@@ -234,15 +234,14 @@ def main():
   if unknown:
     parser.error(f'--datasets: unknown {unknown}; choose from {list(DATASETS)}')
   if not args.table_only:
-    todo = [(d, *run) for d in datasets for run in runs_of(d)]
-    print(f'{len(todo)} runs, {sum(not path_of(d, v, s).exists() for d, v, s, _ in todo)} to make', flush=True)
-    with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
-      # relative to the checkout, where the runs start: the records then name no path of this machine
-      data_dir = os.path.relpath(os.path.abspath(args.data_dir), ROOT)
-      for i, line in enumerate(pool.map(lambda r: run_one(*r, data_dir), todo)):
-        print(f'[{i + 1}/{len(todo)}] {line}', flush=True)
-  print(build_table())
-
+    # relative to the checkout, as the documented commands give it: the records then name no path of this machine
+    data_dir = os.path.relpath(os.path.abspath(args.data_dir), ROOT)
+    runs = [run_of(d, *run, data_dir) for d in datasets for run in runs_of(d)]
+    print(f'{len(runs)} runs, {sum(not r.record.exists() for r in runs)} to make', flush=True)
+    if args.workers > 1:  # implicit_jax.runner takes its runs in turn
+      print(f'--workers={args.workers}: the runs are made one at a time (implicit_jax.runner)', file=sys.stderr)
+    runner.run_all(runs, writer=save, seconds=True)
+  print(tables.build(TABLES[0]))
 
 if __name__ == '__main__':
   sys.exit(cli.guarded(main))

@@ -12,47 +12,54 @@ own record: python -m implicit_jax.main --config=docs/sweeps/<sweep>/<variant>-s
 """
 
 import argparse
-import datetime
+import functools
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-from implicit_jax import runner  # pylint: disable=wrong-import-position
-from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-from experiments import mlc, records  # pylint: disable=wrong-import-position
-from experiments.mlc import device_of  # pylint: disable=wrong-import-position
+from implicit_jax import runner
+from implicit_jax.engine import cli
+from experiments import mlc, records, tables
 
-DENSE_MBCE = {
-        'base': {'method': 'feedforward'},
-        'e80': {'method': 'feedforward', 'num_epochs': 80},
-        'drop0.2': {'method': 'feedforward', 'model.dropout': 0.2},
-        'drop0.2-e80': {'method': 'feedforward', 'model.dropout': 0.2, 'num_epochs': 80},
-        'drop0-e80': {'method': 'feedforward', 'model.dropout': 0.0, 'num_epochs': 80},
-        # 2026-11-25: a linear map of x beside the MLP (model.linear_skip), so that MBCE's model contains BR-logistic
-        'skip-drop0.2-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.2,
-                             'num_epochs': 80},
-        'skip-drop0-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.0, 'num_epochs': 80},
-        # 2026-11-25: decoupled weight decay (AdamW), the MLP's counterpart of BR-logistic's L2 penalty
-        'wd0.1-drop0.2-e80': {'method': 'feedforward', 'optimizer.name': 'adamw', 'optimizer.weight_decay': 0.1,
-                              'model.dropout': 0.2, 'num_epochs': 80},
-        'wd1-drop0.2-e80': {'method': 'feedforward', 'optimizer.name': 'adamw', 'optimizer.weight_decay': 1.0,
-                            'model.dropout': 0.2, 'num_epochs': 80},
-        # 2026-11-25: no hidden layer, BR-logistic's own model class trained by MBCE: is the gap the MLP's bias?
-        'linear-e80': {'method': 'feedforward', 'model.inference_hidden': (), 'model.dropout': 0.0, 'num_epochs': 80},
-        'h32-drop0-e80': {'method': 'feedforward', 'model.inference_hidden': (32,), 'model.dropout': 0.0,
+ROOT = records.ROOT
+
+# MBCE on dense features (dense-mbce-*): each variant is MBCE's, with these overrides
+DENSE_MBCE = {name: {'method': 'feedforward', **overrides} for name, overrides in {
+    'base': {},
+    'e80': {'num_epochs': 80},
+    'drop0.2': {'model.dropout': 0.2},
+    'drop0.2-e80': {'model.dropout': 0.2, 'num_epochs': 80},
+    'drop0-e80': {'model.dropout': 0.0, 'num_epochs': 80},
+    # 2026-11-25: a linear map of x beside the MLP (model.linear_skip), so that MBCE's model contains BR-logistic
+    'skip-drop0.2-e80': {'model.linear_skip': True, 'model.dropout': 0.2, 'num_epochs': 80},
+    'skip-drop0-e80': {'model.linear_skip': True, 'model.dropout': 0.0, 'num_epochs': 80},
+    # 2026-11-25: decoupled weight decay (AdamW), the MLP's counterpart of BR-logistic's L2 penalty
+    'wd0.1-drop0.2-e80': {'optimizer.name': 'adamw', 'optimizer.weight_decay': 0.1, 'model.dropout': 0.2,
                           'num_epochs': 80},
-        # linear-e80 is still climbing at epoch 80 (dev 0.31 after one epoch, 0.92 at 71): Adam at 1e-3 moves a
-        # linear map too slowly, so the same model at a 10x step, and the MLP and skip variants at that step.
-        'linear-lr1e-2-e80': {'method': 'feedforward', 'model.inference_hidden': (), 'model.dropout': 0.0,
-                              'optimizer.learning_rate': 1e-2, 'num_epochs': 80},
-        'skip-drop0.2-lr1e-2-e80': {'method': 'feedforward', 'model.linear_skip': True, 'model.dropout': 0.2,
-                                    'optimizer.learning_rate': 1e-2, 'num_epochs': 80},
-        'drop0.2-lr3e-3-e80': {'method': 'feedforward', 'model.dropout': 0.2, 'optimizer.learning_rate': 3e-3,
-                               'num_epochs': 80},
-    }
+    'wd1-drop0.2-e80': {'optimizer.name': 'adamw', 'optimizer.weight_decay': 1.0, 'model.dropout': 0.2,
+                        'num_epochs': 80},
+    # 2026-11-25: no hidden layer, BR-logistic's own model class trained by MBCE: is the gap the MLP's bias?
+    'linear-e80': {'model.inference_hidden': (), 'model.dropout': 0.0, 'num_epochs': 80},
+    'h32-drop0-e80': {'model.inference_hidden': (32,), 'model.dropout': 0.0, 'num_epochs': 80},
+    # linear-e80 is still climbing at epoch 80 (dev 0.31 after one epoch, 0.92 at 71): Adam at 1e-3 moves a
+    # linear map too slowly, so the same model at a 10x step, and the MLP and skip variants at that step.
+    'linear-lr1e-2-e80': {'model.inference_hidden': (), 'model.dropout': 0.0, 'optimizer.learning_rate': 1e-2,
+                          'num_epochs': 80},
+    'skip-drop0.2-lr1e-2-e80': {'model.linear_skip': True, 'model.dropout': 0.2, 'optimizer.learning_rate': 1e-2,
+                                'num_epochs': 80},
+    'drop0.2-lr3e-3-e80': {'model.dropout': 0.2, 'optimizer.learning_rate': 3e-3, 'num_epochs': 80},
+}.items()}
+
+
+def gbi_variants(method: str) -> dict:
+  """The sweep of a GBI baseline on bibtex (bibtex-spen, bibtex-dvn): its inference settings and learning rate."""
+  return {name: {'method': method, **overrides} for name, overrides in (
+      ('base', {}), ('eta1', {'gbi.step_size': 1.0}), ('mirror-eta1', {'gbi.rule': 'mirror', 'gbi.step_size': 1.0}),
+      ('steps50-eta0.3', {'gbi.steps': 50, 'gbi.step_size': 0.3}), ('lr3e-4', {'optimizer.learning_rate': 3e-4}),
+      ('eta1-lr3e-4', {'gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4}))}
+
+
 # sweep name -> (dataset config, {variant: overrides on top of it}); 'base' is the config as committed.
 # The fast implicit step: one inner step, the implicit term by one fused GCR pass (MINRES's first iterate).
 FAST = {'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
@@ -98,23 +105,12 @@ SWEEPS = {
         'h400-lr1e-3': {'model.inference_hidden': (400, 400), 'implicit.inner_optimizer.learning_rate': 1e-3},
     }),
     # The GBI baselines on bibtex (docs/baselines.md): inference settings and the energy's learning rate.
-    'bibtex-spen': ('bibtex', {
-        'base': {'method': 'spen'},
-        'eta1': {'method': 'spen', 'gbi.step_size': 1.0},
-        'mirror-eta1': {'method': 'spen', 'gbi.rule': 'mirror', 'gbi.step_size': 1.0},
-        'steps50-eta0.3': {'method': 'spen', 'gbi.steps': 50, 'gbi.step_size': 0.3},
-        'lr3e-4': {'method': 'spen', 'optimizer.learning_rate': 3e-4},
-        'eta1-lr3e-4': {'method': 'spen', 'gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
-    }),
+    'bibtex-spen': ('bibtex', gbi_variants('spen')),
     # The shared inference network on bibtex, by MBCE alone: our MBCE @0.5 trails SEAL's CE by ~4 F1.
-    'bibtex-mbce': ('bibtex', {
-        'base': {'method': 'feedforward', 'num_epochs': 80},
-        'h400': {'method': 'feedforward', 'num_epochs': 80, 'model.inference_hidden': (400, 400)},
-        'drop0.3': {'method': 'feedforward', 'num_epochs': 80, 'model.dropout': 0.3},
-        'h1x500': {'method': 'feedforward', 'num_epochs': 80, 'model.inference_hidden': (500,)},
-        'lr3e-4': {'method': 'feedforward', 'num_epochs': 80, 'optimizer.learning_rate': 3e-4},
-        'adamw': {'method': 'feedforward', 'num_epochs': 80, 'optimizer.name': 'adamw'},
-    }),
+    'bibtex-mbce': ('bibtex', {name: {'method': 'feedforward', 'num_epochs': 80, **extra} for name, extra in (
+        ('base', {}), ('h400', {'model.inference_hidden': (400, 400)}), ('drop0.3', {'model.dropout': 0.3}),
+        ('h1x500', {'model.inference_hidden': (500,)}), ('lr3e-4', {'optimizer.learning_rate': 3e-4}),
+        ('adamw', {'optimizer.name': 'adamw'}))}),
     # The implicit method with the inference network MBCE preferred on dev (bibtex-mbce: h400).
     'bibtex-cd': ('bibtex', {
         'h400': {'model.inference_hidden': (400, 400)},
@@ -191,16 +187,13 @@ SWEEPS = {
     # term differentiates; CG (5 iterations) on H + mu I, positive definite once mu exceeds the negative curvature.
     # Each with its no-term twin: what the now well-founded implicit term adds.
     'bibtex-proximal': ('bibtex', {
-        f'mu{mu}-T{t}{suffix}': {'implicit.proximal': float(mu), 'implicit.inner_steps': t,
-                                 'implicit.inner_curvature_step': 5, 'implicit.inner_optimizer.learning_rate': 100.0,
-                                 'implicit.solver.name': solver}
-        for mu in (1, 3) for t in (10,) for suffix, solver in (('', 'cg'), ('-none', 'none'))
-    } | {
+        f'mu{mu}-T10{suffix}{size}': {'implicit.proximal': float(mu), 'implicit.inner_steps': 10,
+                                      'implicit.inner_curvature_step': 5,
+                                      'implicit.inner_optimizer.learning_rate': 100.0, 'implicit.solver.name': solver,
+                                      **extra}
         # 2026-11-25: mu 3, chosen at 150 units, lost 1.7 to MBCE at 400 (seed 0, best dev epoch 18): the
         # proximal step's 1 / mu is the inference net's learning rate, and lambda_max doubles at 400 units.
-        f'mu1-T10{suffix}-h400': {'implicit.proximal': 1.0, 'implicit.inner_steps': 10,
-                                  'implicit.inner_curvature_step': 5, 'implicit.inner_optimizer.learning_rate': 100.0,
-                                  'implicit.solver.name': solver, 'model.inference_hidden': (400, 400)}
+        for mu, size, extra in ((1, '', {}), (3, '', {}), (1, '-h400', {'model.inference_hidden': (400, 400)}))
         for suffix, solver in (('', 'cg'), ('-none', 'none'))
     }),
     # Issue 16: MBCE's defaults on dense features against scikit-learn's BR-logistic (docs/sklearn_baseline.md):
@@ -215,14 +208,7 @@ SWEEPS = {
     'dense-mbce-scaled1500': ('custom', {k: dict(v, **{'data.train_file': str(ROOT / 'tests' / 'fixtures' / 'mlc' /
                                                                               'scaled_1500.arff')})
                                          for k, v in DENSE_MBCE.items()}),
-    'bibtex-dvn': ('bibtex', {
-        'base': {'method': 'dvn'},
-        'eta1': {'method': 'dvn', 'gbi.step_size': 1.0},
-        'mirror-eta1': {'method': 'dvn', 'gbi.rule': 'mirror', 'gbi.step_size': 1.0},
-        'steps50-eta0.3': {'method': 'dvn', 'gbi.steps': 50, 'gbi.step_size': 0.3},
-        'lr3e-4': {'method': 'dvn', 'optimizer.learning_rate': 3e-4},
-        'eta1-lr3e-4': {'method': 'dvn', 'gbi.step_size': 1.0, 'optimizer.learning_rate': 3e-4},
-    }),
+    'bibtex-dvn': ('bibtex', gbi_variants('dvn')),
     # SEAL's energy-as-loss on bibtex: the static margin/NCE and dynamic NCE rows trail our MBCE at @0.5 (while
     # SEAL's beat its CE), with tuned F1 in line: the energy term's weight in the task-net loss shifts the outputs.
     # 80 epochs, the budget compare_methods gives every baseline.
@@ -298,39 +284,44 @@ def run_of(sweep, variant, seed, args) -> runner.Run:
                     f'{variant}-seed{seed}.json', f'/tmp/sweep/{sweep}-{variant}-{seed}')
 
 
-def build_table(sweep):
+def variant_of(sweep, path, record):
+  """A record's row of ``sweep``'s page: its variant (None for a file of no variant of it)."""
+  variant = tables.stem(path, record)
+  return variant if variant in SWEEPS[sweep][1] else None
+
+
+TABLE_HEAD = ['| variant | overrides | seed | best epoch | dev @0.5 | dev tuned (sel.) | dev tuned (max) | test @0.5 | '
+              'test tuned | device | s/run |', '|---|---|---|---|---|---|---|---|---|---|---|']
+
+
+def fields(sweep, groups) -> dict:
+  """A sweep page's fields: its name, its base row and the table of its runs, variant by variant, then the means of
+  the variants run on several seeds."""
   dataset, variants = SWEEPS[sweep]
-  page = ROOT / 'docs' / 'sweeps' / f'{sweep}.md'
-  runs = {variant: [records.load(p) for p in sorted((ROOT / 'docs' / 'sweeps' / sweep).glob(f'{variant}-seed*.json'))]
-          for variant in variants}
-  commands = records.write_commands(page, (r.get('command') for rs in runs.values() for r in rs))
-  lines = [f'# Sweep `{sweep}` ({base_name(dataset)} + overrides)', '',
-           f'Rebuilt by `python -m experiments.sweep --sweep={sweep} --table_only` on {datetime.date.today()} from the '
-           f'runs made by {commands}; one JSON per run in `docs/sweeps/{sweep}/`. Choices use the dev columns '
-           'only. "dev tuned (sel.)": '
-           'dev F1 at the dev-tuned threshold for the epoch selected on dev @0.5; "dev tuned (max)": the best '
-           'epoch by dev-tuned F1.', '',
-           '| variant | overrides | seed | best epoch | dev @0.5 | dev tuned (sel.) | dev tuned (max) | '
-           'test @0.5 | test tuned | device | s/run |', '|---|---|---|---|---|---|---|---|---|---|---|']
-  means = []
+  lines, means = list(TABLE_HEAD), []
   for variant, overrides in variants.items():
+    rs = groups.get(variant, [])
     shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items())) or '(config as committed)'
-    for r in runs[variant]:
+    for r in rs:
       tuned_max = max((h.get('dev_f1_tuned', np.nan) for h in r['history']), default=np.nan)
       lines.append(f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r["dev_f1"]:.2f} | '
                    f'{100 * r["dev_f1_tuned"]:.2f} | {100 * tuned_max:.2f} | {100 * r["test_f1"]:.2f} | '
-                   f'{100 * r["test_f1_tuned"]:.2f} | {device_of(r)} | {r["train_seconds"]:.0f} |')
-    if len(runs[variant]) > 1:
-      mean = {k: 100 * np.mean([r[k] for r in runs[variant]])
-              for k in ('dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned')}
-      means.append(f'| {variant} | {len(runs[variant])} | {mean["dev_f1"]:.2f} | {mean["dev_f1_tuned"]:.2f} | '
+                   f'{100 * r["test_f1_tuned"]:.2f} | {mlc.device_of(r)} | {r["train_seconds"]:.0f} |')
+    if len(rs) > 1:
+      mean = {k: 100 * np.mean([r[k] for r in rs]) for k in ('dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned')}
+      means.append(f'| {variant} | {len(rs)} | {mean["dev_f1"]:.2f} | {mean["dev_f1_tuned"]:.2f} | '
                    f'{mean["test_f1"]:.2f} | {mean["test_f1_tuned"]:.2f} |')
   if means:
     lines += ['', 'Variants run with several seeds, mean over seeds:', '',
               '| variant | seeds | dev @0.5 | dev tuned (sel.) | test @0.5 | test tuned |', '|---|---|---|---|---|---|',
               *means]
-  records.write_page(page, '\n'.join(lines) + '\n')
-  print('\n'.join(lines))
+  return {'sweep': sweep, 'base': base_name(dataset), 'table': '\n'.join(lines)}
+
+
+# One page a sweep, docs/sweeps/<sweep>.md, from one template (pages/sweep.md); a sweep not run yet has none.
+TABLES = [tables.Table(name, f'docs/sweeps/{name}.md', (f'docs/sweeps/{name}/*.json',), functools.partial(fields, name),
+                       key=functools.partial(variant_of, name), template='sweep.md', required=False,
+                       command=f'python -m experiments.sweep --sweep={name} --table_only') for name in SWEEPS]
 
 
 def main():
@@ -350,7 +341,7 @@ def main():
   if not args.table_only:
     runner.run_all([run_of(args.sweep, variant, seed, args) for seed in [int(s) for s in args.seeds.split(',')]
                     for variant in chosen], writer=records.save)
-  build_table(args.sweep)
+  print(tables.build(next(t for t in TABLES if t.name == args.sweep)))
 
 
 if __name__ == '__main__':

@@ -47,7 +47,7 @@ def test_the_choice_is_the_least_mean_regret_then_the_shortest_budget_within_the
 
 
 def test_configs_custom_holds_the_choice_of_the_committed_records():
-  chosen = custom_defaults.choose(custom_defaults.scores())
+  chosen = custom_defaults.choose(custom_defaults.scores(custom_defaults.TABLES[0].load()))
   assert chosen == {'cd': custom_defaults.CUSTOM['implicit'], 'mbce': custom_defaults.CUSTOM['feedforward']}
   for arg, method in ((None, 'implicit'), ('mbce', 'feedforward')):
     config = config_lib.from_file(ROOT / 'configs' / 'custom.py', arg=arg)
@@ -60,7 +60,7 @@ def test_configs_custom_holds_the_choice_of_the_committed_records():
 
 
 def test_the_tuner_tries_the_settings_in_the_order_of_their_regret_on_the_committed_records():
-  reg = custom_defaults.regrets(custom_defaults.scores())
+  reg = custom_defaults.regrets(custom_defaults.scores(custom_defaults.TABLES[0].load()))
   full = custom_defaults.EPOCHS
   # MBCE: each trial is a variant of the grid (dropout and learning rate), least regret first
   order = sorted((v for v in custom_defaults.CUSTOM_GRID if v.startswith('mbce')), key=lambda v: reg[v, full][0])
@@ -73,3 +73,21 @@ def test_the_tuner_tries_the_settings_in_the_order_of_their_regret_on_the_commit
     dropout = custom_defaults.CUSTOM_GRID[v]['model.dropout']
     best[dropout] = min(best.get(dropout, np.inf), reg[v, full][0])
   assert [t['model.dropout'] for t in tune.TRIALS['implicit']] == sorted(best, key=best.get)
+
+
+def test_a_run_of_the_grid_is_its_committed_record_as_implicit_jax_main_made_it(monkeypatch):
+  """Each run goes through implicit_jax.runner: the run of a committed record names it (so it is not made again),
+  and its config is the record's (configs/custom.py with the run's flags, which the record's command repeats),
+  built wherever the script runs."""
+  import json  # pylint: disable=import-outside-toplevel
+  from experiments import records  # pylint: disable=import-outside-toplevel
+  monkeypatch.chdir('/')
+  for dataset, variant, seed in (('scaled', 'cd-d0.2-gcr1', 1), ('cal500', 'mbce-d0.5-lr0.003', 2)):
+    run = custom_defaults.run_of(dataset, variant, seed, 80, '../shared/data')
+    committed = json.loads(run.record.read_text())
+    built = json.loads(records.portable_record(json.dumps(config_lib.upgrade(config_lib.recorded(run.build())))))
+    assert custom_defaults.command_of(built) == committed['command']
+    assert dataset != 'scaled' or Path(run.build().data.train_file).is_file()  # read from the checkout, from /
+    old, new = config_lib.flatten(committed['config']), config_lib.flatten(built)
+    differ = {k for k in old | new if old.get(k) != new.get(k)}
+    assert differ <= set(new) - set(old), differ  # only fields added since (checkpoint_epoch_ends, ...)

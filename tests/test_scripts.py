@@ -54,7 +54,8 @@ def test_run_name_keeps_official_names_and_separates_protocols():
 
 
 def test_ablation_rows_are_reproduce_systems_and_named_back():
-  """Every ablation row at both widths is a system reproduce_mlc can run, and a run of it is named back to it."""
+  """Every ablation row at both widths is a system reproduce_mlc can run, and a run of it is named back to it and to
+  its row of the table."""
   for width in (150, 400):
     for row in ablation_mlc.ROWS:
       name = ablation_mlc.system(row, width)
@@ -65,6 +66,9 @@ def test_ablation_rows_are_reproduce_systems_and_named_back():
                  inner_steps=overrides.get('implicit.inner_steps', 5),
                  proximal=overrides.get('implicit.proximal', 0.0))
       assert mlc.system_of(run) == name
+      # its record is the row's in the ablation table (a record of another system under that name is none)
+      assert ablation_mlc.row_of(Path(f'delicious-{name}-seed2.json'), run) == ('delicious', width, row)
+      assert ablation_mlc.row_of(Path(f'delicious-{name}-h400-seed2.json'), run) is None
   assert 'implicit-cd-none' in mlc.ABLATION_ONLY and 'implicit-cd' not in mlc.ABLATION_ONLY
 
 
@@ -532,9 +536,10 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
 
 def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path, monkeypatch):
   import json  # pylint: disable=import-outside-toplevel
-  from experiments import compare_sklearn  # pylint: disable=import-outside-toplevel
-  monkeypatch.setattr(compare_sklearn, 'RUNS', tmp_path / 'runs')
-  (tmp_path / 'runs').mkdir()
+  from experiments import compare_sklearn, tables  # pylint: disable=import-outside-toplevel
+  monkeypatch.setattr(tables, 'ROOT', tmp_path)  # its Table reads tmp_path/docs/sklearn_baseline/runs
+  runs = tmp_path / 'docs' / 'sklearn_baseline' / 'runs'
+  runs.mkdir(parents=True)
   info = lambda train: {'sizes': {'train': train, 'dev': 3, 'test': 3}, 'preprocessing': 'none', 'standardised': True}
   for label, train, seed, f1, br in (('scaled.arff', 90, 0, 0.90, 0.92), ('scaled.arff', 90, 1, 0.88, 0.92),
                                      ('cal500', 301, 0, 0.38, 0.36)):
@@ -543,10 +548,12 @@ def test_compare_sklearn_table_only_rebuilds_the_table_from_its_records(tmp_path
               'mbce': {'test_f1': f1, 'test_f1_tuned': f1, 'dev_f1': f1, 'train_seconds': 1.0},
               'never': {'test_f1': 0.5} if label == 'cal500' else None,
               'br': {'test_f1': br, 'test_f1_tuned': br, 'dev_f1': br, 'seconds': 0.1}}
-    (tmp_path / 'runs' / f'{label}-seed{seed}.json').write_text(json.dumps(record))
+    (runs / f'{label}-seed{seed}.json').write_text(json.dumps(record))
   monkeypatch.setattr(sys, 'argv', ['compare_sklearn.py', '--table_only', f'--out={tmp_path / "table.md"}'])
   compare_sklearn.main()
   text = (tmp_path / 'table.md').read_text()
+  assert 'by the command in [table.commands.txt](table.commands.txt) (runs dated 2026-11-26' in text
+  assert (tmp_path / 'table.commands.txt').read_text() == 'python -m experiments.compare_sklearn\n'
   assert 'mean ± sample standard deviation (ddof 1) over N seeds' in text
   rows = [line for line in text.splitlines() if line.startswith('| ') and 'dataset' not in line]
   assert rows[0].startswith('| cal500 | 301/3/3 | none | 38.00 | 38.00 | 50.00 | 36.00 |')  # datasets first
@@ -569,6 +576,12 @@ def test_compare_methods_trains_an_implicit_row_as_reproduce_mlc_does():
   baseline = compare_methods.run_of('bibtex', 'spen', 0, args)
   assert baseline.record == reproduce_mlc.ROOT / 'docs' / 'baselines' / 'runs' / 'bibtex-spen-seed0.json'
   assert baseline.build().method != run.build().method
+  # a record's row of docs/baselines.md: its folder and file name say the system, official split only
+  official, resplit = {'task_info': {'protocol': 'official'}}, {'task_info': {'protocol': 'resplit'}}
+  assert compare_methods.row_of(baseline.record, official) == ('bibtex', 'spen')
+  assert compare_methods.row_of(run.record, official) == ('bibtex', 'implicit-ssvm-h400')
+  assert compare_methods.row_of(run.record, resplit) is None
+  assert compare_methods.row_of(run.record.with_name('bibtex-spen-seed0.json'), official) is None  # not its folder
 
 
 def test_last_tenth_gain_is_the_one_flattening_test_of_every_table():
