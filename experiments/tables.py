@@ -129,7 +129,7 @@ def tables() -> dict[str, Table]:
   """Every page, by name, in build order."""
   out = {}
   for module in MODULES:
-    for table in getattr(importlib.import_module(f'experiments.{module}'), 'TABLES', ()):  # TODO: every module
+    for table in importlib.import_module(f'experiments.{module}').TABLES:
       out[table.name] = table
   return out
 
