@@ -336,6 +336,11 @@ CASES = [
     C('plugin_make_task_none', 'plug-in `make_task` returning None', '`main --config.data.variant=none`',
       _PLUGIN_REFUSED, 'test_a_plugin_that_breaks_the_contract_is_refused_before_training',
       (f'{_PLUGINS}test_make_task_returning_none_is_named',)),
+    C('plugin_make_task_field', 'plug-in `make_task` reading a config field its `default_config()` lacks',
+      '`main --config.data.variant=misread` (it reads `config.model.output`, not `outputs`)',
+      'one line naming the plug-in\'s file and line and the field, before training; nothing written',
+      'test_a_plugin_that_breaks_the_contract_is_refused_before_training',
+      (f'{_PLUGINS}test_make_task_reading_a_field_its_config_lacks_is_named_at_its_line',)),
     C('plugin_net_width', 'plug-in inference net with 7 outputs for a 10-class space',
       '`main --config.model.outputs=7`', _PLUGIN_REFUSED,
       'test_a_plugin_that_breaks_the_contract_is_refused_before_training',
@@ -357,6 +362,11 @@ CASES = [
       'one line naming the solver and the value, as the first step is traced',
       'test_a_plugin_that_fails_while_training_is_one_line',
       (f'{_PLUGINS}test_a_solver_whose_info_is_not_a_number_is_named',)),
+    C('plugin_solver_branch', 'plug-in solver branching in Python on a traced value (`if jnp.linalg.norm(v) > 0:`)',
+      '`main --config.implicit.solver.name=...branches`',
+      'one line naming the solver\'s file and line and what to use instead (`jnp.where`, `lax.cond`), as the first '
+      'step is traced', 'test_a_plugin_that_fails_while_training_is_one_line',
+      (f'{_PLUGINS}test_a_solver_branching_on_a_traced_value_is_named_at_its_line',)),
 ]
 BY_KEY = {case.key: case for case in CASES}
 assert len(BY_KEY) == len(CASES), 'two cases share a key'

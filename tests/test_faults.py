@@ -1530,7 +1530,7 @@ def plugins(tmp_path_factory):
   for name, text in PLUGIN_FILES.items():
     (root / PLUGINS / name).write_text(text)
   path = os.pathsep.join(p for p in (str(root), os.environ.get('PYTHONPATH', '')) if p)
-  return dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=path), [f'--config={root / PLUGINS / "config.py"}']
+  return dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=path), [f'--config={root / PLUGINS / "config.py"}'], root
 
 
 BREAKING_PLUGINS = {
@@ -1550,6 +1550,12 @@ BREAKING_PLUGINS = {
     'plugin_predict_width': (f'--config.method={PLUGINS}.seven',
                              f"error: config.method: '{PLUGINS}.seven': predict(params, batch) returned shape (1, 7); "
                              'the multiclass output space wants (1, 10)'),
+    'plugin_make_task_field': ('--config.data.variant=misread',
+                               f"error: config.task: make_task of '{PLUGINS}.multiclass' reads config.model.output at "
+                               f'$ROOT/{PLUGINS}/multiclass.py:'
+                               f"{plugin_fixtures.line_of('multiclass.py', 'model.output ')}, a field the config does "
+                               "not have: declare it in the task's default_config() or "
+                               'correct the name (Did you mean "outputs" instead of "output"?)'),
 }
 
 
@@ -1557,23 +1563,25 @@ BREAKING_PLUGINS = {
 @pytest.mark.parametrize('key', BREAKING_PLUGINS)
 def test_a_plugin_that_breaks_the_contract_is_refused_before_training(plugins, tmp_path, fault, key):
   """A plug-in task whose labels fall outside its space, or are one-hot where it wants class ids, whose make_task
-  returns None or whose inference net has the wrong width; a plug-in method whose predict misses classes: one line
-  naming the plug-in, the cause and the fix, before the workdir is made."""
-  env, config = plugins
+  returns None, reads a config field its defaults lack, or whose inference net has the wrong width; a plug-in method
+  whose predict misses classes: one line naming the plug-in, the cause and the fix, before the workdir is made."""
+  env, config, root = plugins
   flag, message = BREAKING_PLUGINS[key]
   workdir = tmp_path / 'run'
   code, _, err = _run('main', *config, f'--workdir={workdir}', flag, env=env)
   with fault(key, code, err):
-    assert _one_error(code, err).startswith(message)
+    assert _one_error(code, err).startswith(message.replace('$ROOT', str(root)))
     assert not workdir.exists()
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize('key', ['plugin_nan_metric', 'plugin_solver_nan', 'plugin_solver_info'])
+@pytest.mark.parametrize('key', ['plugin_nan_metric', 'plugin_solver_nan', 'plugin_solver_info',
+                                 'plugin_solver_branch'])
 def test_a_plugin_that_fails_while_training_is_one_line(plugins, tmp_path, fault, key):
-  """A plug-in evaluator whose select metric is NaN, a plug-in solver returning a NaN u or a word for a count: one
-  line naming the plug-in and the value, where it shows (the first evaluation, the first log, the first trace)."""
-  env, config = plugins
+  """A plug-in evaluator whose select metric is NaN, a plug-in solver returning a NaN u or a word for a count, or
+  branching in Python on a traced value: one line naming the plug-in and the value or its line, where it shows (the
+  first evaluation, the first log, the first trace)."""
+  env, config, root = plugins
   workdir = tmp_path / 'run'
   args, wanted = {
       'plugin_nan_metric': ([*config, '--config.data.variant=nan_metric'],
@@ -1585,6 +1593,11 @@ def test_a_plugin_that_fails_while_training_is_one_line(plugins, tmp_path, fault
       'plugin_solver_info': ([*TINY, f'--config.implicit.solver.name={PLUGINS}.solver.words'],
                              f"error: implicit.solver.name: '{PLUGINS}.solver.words' returned info['iterations'] = "
                              "'many', a str, not a number"),
+      'plugin_solver_branch': ([*TINY, f'--config.implicit.solver.name={PLUGINS}.solver.branches'],
+                               f"error: implicit.solver.name: '{PLUGINS}.solver.branches' branches in Python on a "
+                               f"traced value at {root / PLUGINS / 'solver.py'}:"
+                               f"{plugin_fixtures.line_of('solver.py', 'if jnp.linalg.norm')} (if jnp.linalg.norm("
+                               'ravel_pytree(v)[0]) > 0:); it runs inside jax.jit: use jnp.where or jax.lax.cond'),
   }[key]
   code, _, err = _run('main', *args, f'--workdir={workdir}', env=env)
   with fault(key, code, err):
