@@ -289,6 +289,12 @@ CASES = [
       'both refused in one line naming the file and field; config.json untouched (it was rewritten without it)',
       'test_a_record_of_a_newer_version_is_refused_untouched',
       ('tests/test_configs.py::test_a_record_with_fields_this_version_does_not_know_is_refused_not_rewritten',)),
+    C('first_format_unknown_field',
+      'config.json of the first record format (top-level `solver`) with a top-level field no version knows',
+      '`main --config.num_epochs=2` (resume), then `evaluate`, on tests/fixtures/workdir_v1 given it',
+      'both refused in one line naming the file and field; config.json untouched (evaluated, and rewritten without '
+      'it on resume)', 'test_a_first_format_record_with_a_field_no_version_knew_is_refused_untouched',
+      ('tests/test_resume.py::test_a_first_format_record_with_a_field_no_version_knew_is_refused_untouched',)),
     C('config_of_another_network', '`evaluate` after config.json was given a layer more', '`evaluate`',
       'one line naming the array and the config (the intact checkpoint was called unreadable)',
       'test_evaluate_on_a_config_that_builds_another_network_does_not_call_the_checkpoint_unreadable'),

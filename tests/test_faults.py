@@ -1334,6 +1334,25 @@ def test_a_record_of_a_newer_version_is_refused_untouched(reference, tmp_path, f
 
 
 @pytest.mark.e2e
+def test_a_first_format_record_with_a_field_no_version_knew_is_refused_untouched(tmp_path, fault):
+  """A run of the first record format (tests/fixtures/workdir_v1) given a top-level field no version had: it was
+  evaluated, and resumed rewritten without it. Both are refused in one line naming the file and field."""
+  workdir = _copy(FIXTURES / 'workdir_v1', tmp_path / 'v1')
+  record = json.loads((workdir / 'config.json').read_text())
+  record['momentum_schedule'] = 'cosine'
+  text = json.dumps(record)
+  (workdir / 'config.json').write_text(text)
+  code, _, err = _run('main', *TINY, f'--workdir={workdir}', '--config.num_epochs=2', '--config.checkpoint_every=4')
+  code2, _, err2 = _run('evaluate', f'--workdir={workdir}')
+  with fault('first_format_unknown_field', code, lines=shown(err) + shown(err2)):
+    want = (f'error: {workdir}/config.json holds fields this version of implicit_jax does not know '
+            '(momentum_schedule): a newer version wrote it, or it was edited; read or resume it with the version '
+            'that wrote it')
+    assert _one_error(code, err) == want and _one_error(code2, err2) == want
+    assert (workdir / 'config.json').read_text() == text and _steps(workdir / 'checkpoints') == [8]
+
+
+@pytest.mark.e2e
 def test_evaluate_on_a_config_that_builds_another_network_does_not_call_the_checkpoint_unreadable(tiny_run, tmp_path,
                                                                                                    fault):
   """config.json given a layer more after the run (or another method): evaluate called the intact best-on-dev
