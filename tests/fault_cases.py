@@ -307,6 +307,10 @@ CASES = [
       '`rescore.py RECORD --data_dir=README.md`', 'one line before any record',
       'test_rescore_given_a_file_as_data_dir_is_one_line',
       ('tests/test_rescore.py::test_the_command_answers_a_bad_data_dir_and_ctrl_c_in_one_line',)),
+    C('rescore_run_config', '`experiments/rescore.py` given a run\'s config.json', '`rescore.py WORKDIR/config.json`',
+      'one line saying it is a run\'s config, not a record, and naming the record to give (was: "no predictions")',
+      'test_rescore_given_a_runs_config_names_it_and_the_record_to_give',
+      ('tests/test_rescore.py::test_a_runs_config_is_named_as_such_with_the_record_to_give',)),
     # --- the processes of a multi-host run (--distributed, two processes on this machine) ---------------------
     C('processes_learning_rate', 'two processes of a run, one given another learning rate',
       'process 1 `--config.optimizer.learning_rate=0.5`, process 0 none', _DISAGREE,

@@ -1399,6 +1399,19 @@ def test_rescore_given_a_file_as_data_dir_is_one_line(fault):
                                      "datasets' folders)")
 
 
+@pytest.mark.e2e
+def test_rescore_given_a_runs_config_names_it_and_the_record_to_give(reference, fault):
+  """A workdir's config.json given to experiments/rescore.py was 'no predictions (made before records kept
+  them)'."""
+  workdir = reference[2]
+  code, out, err = _run('experiments.rescore', workdir / 'config.json')
+  with fault('rescore_run_config', code, lines=shown(out) + shown(err)):
+    assert code == 1 and not shown(err), err[-2000:]
+    assert shown(out) == [f"{workdir}/config.json: failed: a run's config (what the run was given), not a run "
+                          f"record: give {workdir}/metrics.json, the run's record",
+                          '0 record(s) rescored, 0 matching; 0 without predictions; 1 failing']
+
+
 def test_a_save_whose_collective_loses_the_other_process_is_not_called_a_disk_failure(tmp_path, monkeypatch):
   """Another process of a multi-host run killed while this one saved: Orbax's collective fails with a ValueError
   naming Gloo's socket. It was reported as a failed write ('fix that and rerun'); it goes on as the lost process it
