@@ -311,6 +311,11 @@ CASES = [
       'one line saying it is a run\'s config, not a record, and naming the record to give (was: "no predictions")',
       'test_rescore_given_a_runs_config_names_it_and_the_record_to_give',
       ('tests/test_rescore.py::test_a_runs_config_is_named_as_such_with_the_record_to_give',)),
+    C('claims_truncated_record', '`experiments/claims.py` with one record cut short (invalid JSON)',
+      '`python -m experiments.claims` on a copy of the checkout, a record of its first claim cut to 100 characters',
+      'one line naming the record file (it named the claim); the ledger not rewritten',
+      'test_claims_with_a_truncated_record_names_the_file',
+      ('tests/test_claims.py::test_a_truncated_record_is_named',)),
     # --- the processes of a multi-host run (--distributed, two processes on this machine) ---------------------
     C('processes_learning_rate', 'two processes of a run, one given another learning rate',
       'process 1 `--config.optimizer.learning_rate=0.5`, process 0 none', _DISAGREE,

@@ -1412,6 +1412,27 @@ def test_rescore_given_a_runs_config_names_it_and_the_record_to_give(reference, 
                           '0 record(s) rescored, 0 matching; 0 without predictions; 1 failing']
 
 
+@pytest.mark.e2e
+def test_claims_with_a_truncated_record_names_the_file(tmp_path, fault):
+  """experiments/claims.py, on a copy of the checkout where one record of its first claim is cut short: it named the
+  claim and json's line and column, not the file."""
+  copy = tmp_path / 'repo'
+  for folder in ('configs', 'experiments', 'docs'):
+    shutil.copytree(ROOT / folder, copy / folder, ignore=shutil.ignore_patterns('__pycache__'))
+  cut = copy / 'docs' / 'mlc' / 'runs' / 'bibtex-mbce-h400-seed0.json'
+  cut.write_text(cut.read_text()[:100])
+  ledger = (copy / 'docs' / 'results.md').read_text()
+  env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=str(ROOT))
+  proc = subprocess.run([sys.executable, '-m', 'experiments.claims', f'--data_dir={tmp_path}'], cwd=copy,
+                        capture_output=True, text=True, timeout=300, env=env, check=False)
+  with fault('claims_truncated_record', proc.returncode, proc.stderr):
+    assert proc.returncode == 1 and len(shown(proc.stderr)) == 1, proc.stderr[-2000:]
+    assert shown(proc.stderr)[0].startswith(f'implicit T1 bibtex implicit-cd-h400 over mbce-h400: {cut}: not valid '
+                                            'JSON (truncated?): ')
+    assert shown(proc.stderr)[0].endswith('; the ledger is not rewritten')
+    assert (copy / 'docs' / 'results.md').read_text() == ledger
+
+
 def test_a_save_whose_collective_loses_the_other_process_is_not_called_a_disk_failure(tmp_path, monkeypatch):
   """Another process of a multi-host run killed while this one saved: Orbax's collective fails with a ValueError
   naming Gloo's socket. It was reported as a failed write ('fix that and rerun'); it goes on as the lost process it
