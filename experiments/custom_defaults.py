@@ -30,6 +30,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
 from experiments import mlc, records  # pylint: disable=wrong-import-position
 
 OUT = ROOT / 'docs' / 'sweeps' / 'custom-defaults'
@@ -225,14 +226,11 @@ def build_table(out=OUT) -> str:
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', '../shared/data'))
-  parser.add_argument('--datasets', default=','.join(DATASETS))
+  parser.add_argument('--datasets', default=','.join(DATASETS), type=experiments.names(list(DATASETS)))
   parser.add_argument('--workers', type=int, default=1, help='runs at once (each a process)')
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
-  datasets = [d for d in args.datasets.split(',') if d]
-  unknown = [d for d in datasets if d not in DATASETS]
-  if unknown:
-    parser.error(f'--datasets: unknown {unknown}; choose from {list(DATASETS)}')
+  datasets = args.datasets
   if not args.table_only:
     todo = [(d, *run) for d in datasets for run in runs_of(d)]
     print(f'{len(todo)} runs, {sum(not path_of(d, v, s).exists() for d, v, s, _ in todo)} to make', flush=True)

@@ -22,6 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
 from experiments import mlc, records  # pylint: disable=wrong-import-position
 from experiments.mlc import device_of  # pylint: disable=wrong-import-position
 
@@ -339,7 +340,7 @@ def main():
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
                                                                                          'data')))
   parser.add_argument('--only', default='', help='comma-separated variants (default: all)')
-  parser.add_argument('--seeds', default='0')
+  parser.add_argument('--seeds', default='0', type=experiments.seeds)
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
   variants = SWEEPS[args.sweep][1]
@@ -348,7 +349,7 @@ def main():
   if unknown:
     parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
   if not args.table_only:
-    runner.run_all([run_of(args.sweep, variant, seed, args) for seed in [int(s) for s in args.seeds.split(',')]
+    runner.run_all([run_of(args.sweep, variant, seed, args) for seed in args.seeds
                     for variant in chosen], writer=records.save)
   build_table(args.sweep)
 

@@ -316,6 +316,14 @@ CASES = [
       'one line naming the record file (it named the claim); the ledger not rewritten',
       'test_claims_with_a_truncated_record_names_the_file',
       ('tests/test_claims.py::test_a_truncated_record_is_named',)),
+    C('script_flag_typo', 'a typo in a list flag of a script, or in `predict --threshold`',
+      '`compare_methods --datasets=genbas`, `ablation_mlc --rows=nonesuch`, `reproduce_tagging --seeds=0,x`, '
+      '`predict --threshold=O.5`',
+      'each refused by the flag parser naming the flag and the choices, before any work; exit 2 (was exit 1: '
+      'configs/genbas.py not found, \'invalid literal for int()\', or the run read first)',
+      'test_a_typo_in_a_scripts_list_flag_is_refused_before_any_work',
+      ('tests/test_command_flags.py::test_a_typo_in_a_list_or_name_flag_is_refused_before_any_work',
+       'tests/test_command_flags.py::test_a_typo_in_a_flag_of_evaluate_or_predict_is_refused_before_the_run_is_read')),
     # --- the processes of a multi-host run (--distributed, two processes on this machine) ---------------------
     C('processes_learning_rate', 'two processes of a run, one given another learning rate',
       'process 1 `--config.optimizer.learning_rate=0.5`, process 0 none', _DISAGREE,

@@ -1433,6 +1433,26 @@ def test_claims_with_a_truncated_record_names_the_file(tmp_path, fault):
     assert (copy / 'docs' / 'results.md').read_text() == ledger
 
 
+@pytest.mark.e2e
+def test_a_typo_in_a_scripts_list_flag_is_refused_before_any_work(fault):
+  """A typo in a list flag of the experiments' scripts ran nothing and rebuilt the table (exit 0), or ended in
+  'invalid literal for int()'; --threshold of predict was read after the run. Each is refused by the flag parser,
+  naming the flag (tests/test_command_flags.py tries every such flag of every command)."""
+  tried = [('experiments.compare_methods', '--datasets=genbas', "argument --datasets: unknown 'genbas'; choose from "
+            'bibtex, delicious, genbase, cal500, spo_fun'),
+           ('experiments.ablation_mlc', '--rows=nonesuch', "argument --rows: unknown 'nonesuch'; choose from mbce,"),
+           ('experiments.reproduce_tagging', '--seeds=0,x', "argument --seeds: a comma-separated list of integers, "
+            "got '0,x'")]
+  runs = [_run(module, flag, '--data_dir=no/such/folder') for module, flag, _ in tried]
+  runs.append(_run('predict', '--workdir=no/such/run', '--input=x.npy', '--threshold=O.5'))
+  lines = [shown(err)[-1] if shown(err) else '' for _, _, err in runs]
+  with fault('script_flag_typo', ', '.join(str(code) for code, _, _ in runs), lines=lines):
+    assert [code for code, _, _ in runs] == [2] * 4, lines
+    for line, (module, _, message) in zip(lines, tried):
+      assert line.startswith(f'{module.split(".")[1]}.py: error: {message}'), line
+    assert lines[3] == 'error: flag --threshold=O.5: --threshold: "tuned" or a number in (0, 1)'
+
+
 def test_a_save_whose_collective_loses_the_other_process_is_not_called_a_disk_failure(tmp_path, monkeypatch):
   """Another process of a multi-host run killed while this one saved: Orbax's collective fails with a ValueError
   naming Gloo's socket. It was reported as a failed write ('fix that and rerun'); it goes on as the lost process it
