@@ -54,6 +54,8 @@ SCRIPTS = [
     ('benchmarks.implicit_cost', ['--task=mlc', '--rivals=nonesuch'], '--rivals'),
     ('benchmarks.tagging_throughput', ['--methods=nonesuch'], '--methods'),
     ('benchmarks.unrolled', ['--steps=x'], '--steps'),
+    ('benchmarks.main_job', ['--baseline=nonesuch'], '--baseline'),
+    ('benchmarks.main_job', ['--config=configs/bibtx.py'], '--config'),
 ]
 PATIENCE = 20
 
