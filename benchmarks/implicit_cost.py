@@ -142,9 +142,6 @@ def main():
     return
   if not args.task:
     p.error('--task is required (or --summary)')
-  m = common.machine()
-  print(common.machine_line(m), flush=True)
-  base = base_config(args.task, args.data_dir)
   _, reference, goal, rivals = TASKS[args.task]
   if args.rivals is not None:
     chosen = {label for label in args.rivals.split(',') if label}
@@ -152,6 +149,9 @@ def main():
     if unknown:
       p.error(f'--rivals: unknown {", ".join(sorted(unknown))}; the {args.task} rivals are {", ".join(rivals)}')
     rivals = {label: o for label, o in rivals.items() if label in chosen | {reference}}
+  m = common.machine()
+  print(common.machine_line(m), flush=True)
+  base = base_config(args.task, args.data_dir)
   rows = {**rivals, **implicit_rows(args.task)}
   configs = {}
   for label, overrides in rows.items():

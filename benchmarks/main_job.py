@@ -48,7 +48,9 @@ def main():
   rev = subprocess.run(['git', 'rev-parse', '--short', args.baseline], cwd=common.ROOT, capture_output=True,
                        text=True, check=False)
   if rev.returncode:
-    raise SystemExit(f'--baseline {args.baseline}: not a commit of this repository')
+    p.error(f'--baseline: {args.baseline!r} is not a commit of this repository')
+  if not (common.ROOT / args.config.split(':')[0]).is_file():  # else each timed run fails, after the worktree is made
+    p.error(f'--config: no file {args.config.split(":")[0]} in the repository (a config file, e.g. configs/bibtex.py)')
   here = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=common.ROOT, capture_output=True, text=True,
                         check=True).stdout.strip()
   dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=common.ROOT,

@@ -22,6 +22,7 @@ import jax  # pylint: disable=wrong-import-position
 import numpy as np  # pylint: disable=wrong-import-position
 import optax  # pylint: disable=wrong-import-position
 
+import experiments  # pylint: disable=wrong-import-position
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
 from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 
@@ -105,9 +106,10 @@ def run(reps, steps):
 
 def main():
   p = common.parser(__doc__.split('\n')[0])
-  p.add_argument('--steps', default='1,5,20,50', help='comma-separated T_inner values (default 1,5,20,50)')
+  p.add_argument('--steps', default='1,5,20,50', type=experiments.integers,
+                 help='comma-separated T_inner values (default 1,5,20,50)')
   args = p.parse_args()
-  steps = [int(s) for s in args.steps.split(',')]
+  steps = args.steps
   m, result, fields, peak_note = run(args.reps, steps)
   body = f"""## Implicit vs unrolled differentiation (`benchmarks/unrolled.py`)
 

@@ -30,22 +30,27 @@ def config_rows(name: str):
   return rows.load_module(ROOT / 'configs' / f'{name}.py')
 
 
-def names(choices):
+def names(choices, empty: bool = False):
   """An argparse ``type``: a comma-separated list of names, each one of ``choices``; an unknown one (a typo that
-  would otherwise run nothing and exit 0) is refused with the flag named, before any work."""
+  would otherwise run nothing and exit 0) is refused with the flag named, before any work. ``empty``: an empty
+  list is allowed (a flag whose other flags may give the work, e.g. compare_sklearn's ``--datasets=`` with
+  ``--custom``)."""
   def parse_names(text: str) -> list[str]:
     values = [v.strip() for v in text.split(',') if v.strip()]
     unknown = [v for v in values if v not in choices]
-    if unknown or not values:
+    if unknown or not (values or empty):
       what = f'unknown {unknown[0]!r}' if unknown else 'empty'
       raise argparse.ArgumentTypeError(f'{what}; choose from {", ".join(choices)}')
     return values
   return parse_names
 
 
-def seeds(text: str) -> list[int]:
-  """An argparse ``type``: a comma-separated list of seeds (integers)."""
+def integers(text: str) -> list[int]:
+  """An argparse ``type``: a comma-separated list of integers (seeds, sizes, step counts)."""
   try:
     return [int(s) for s in text.split(',')]
   except ValueError:
     raise argparse.ArgumentTypeError(f'a comma-separated list of integers, got {text!r}') from None
+
+
+seeds = integers  # --seeds' type

@@ -34,6 +34,7 @@ import sys
 import numpy as np
 
 from implicit_jax.engine import cli
+import experiments
 from experiments import mlc, records, tables
 
 ROOT = records.ROOT
@@ -147,25 +148,19 @@ TABLES = [tables.Table('ablation', 'docs/mlc_ablation.md', ('docs/mlc/runs/*.jso
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'))
-  parser.add_argument('--datasets', default='bibtex,delicious')
-  parser.add_argument('--widths', default='150,400')
-  parser.add_argument('--rows', default=','.join(ROWS))
-  parser.add_argument('--seeds', default='0,1,2')
+  parser.add_argument('--datasets', default='bibtex,delicious', type=experiments.names(mlc.DATASETS))
+  parser.add_argument('--widths', default='150,400', type=experiments.names(('150', '400')))
+  parser.add_argument('--rows', default=','.join(ROWS), type=experiments.names(ROWS))
+  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
-  datasets, widths = args.datasets.split(','), [int(w) for w in args.widths.split(',')]
-  if any(w not in (150, 400) for w in widths):
-    parser.error('--widths: 150 and/or 400')
+  datasets, widths = args.datasets, [int(w) for w in args.widths]
   if not args.table_only:
     # Training goes through reproduce_mlc's runs (same rows, records and files)
     from experiments import reproduce_mlc  # pylint: disable=import-outside-toplevel
-    unknown = [row for row in args.rows.split(',') if row not in ROWS]
-    if unknown:
-      parser.error(f'--rows: unknown row {unknown[0]!r}; choose from {list(ROWS)}')
     run_args = argparse.Namespace(protocol='official', verify=False, epochs=0, data_dir=args.data_dir)
     reproduce_mlc.run([reproduce_mlc.run_of(dataset, system(row, width), seed, run_args) for dataset in datasets
-                       for width in widths for row in args.rows.split(',') for seed in
-                       [int(s) for s in args.seeds.split(',')]], run_args)
+                       for width in widths for row in args.rows for seed in args.seeds], run_args)
   print(tables.build(TABLES[0]))
 
 

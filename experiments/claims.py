@@ -177,6 +177,15 @@ def _scores(record, path, key, data_dir):
   return num, den
 
 
+def _load(path: Path) -> dict:
+  """The record at ``path``; one that cannot be read (a truncated file) is a BadRecord naming it: json's own error
+  names a line and column, not the file."""
+  try:
+    return records.load(path)
+  except ValueError as e:
+    raise rescore.BadRecord(str(e) if str(e).startswith(str(path)) else f'{path}: {rescore.cause(e)}') from e
+
+
 def claim_rng(claim: Claim, seed: int) -> np.random.Generator:
   """The bootstrap's random numbers for ``claim``: from ``seed`` and the claim's paper, task and rows alone."""
   name = f'{claim.paper}|{claim.task}|{claim.a.label}|{claim.b.label}'
@@ -189,7 +198,7 @@ def test_claim(claim: Claim, data_dir, rng) -> dict:
   if not seeds:
     missing = [r.label for r in (claim.a, claim.b) if not r.runs]
     return {'verdict': 'not run', 'why': claim.note or f'no records of {", ".join(missing) or "common seeds"}'}
-  loaded = {side: {s: records.load(row.runs[s]) for s in seeds} for side, row in (('a', claim.a), ('b', claim.b))}
+  loaded = {side: {s: _load(row.runs[s]) for s in seeds} for side, row in (('a', claim.a), ('b', claim.b))}
   if claim.a.key != claim.b.key:
     raise ValueError(f'{claim.a.label} and {claim.b.label}: rows of one claim read one figure')
   key = claim.a.key  # both rows in the paper's metric, or both in the fallback where one record lacks it

@@ -26,6 +26,7 @@ import numpy as np
 
 from implicit_jax import runner
 from implicit_jax.engine import cli
+import experiments
 from experiments import mlc, records, tables
 from experiments.mlc import BASELINES
 from implicit_jax.tasks.mlc.datasets import PROTOCOLS
@@ -213,21 +214,17 @@ TABLES = [tables.Table('baselines', 'docs/baselines.md', ('docs/mlc/runs/*.json'
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'))
-  parser.add_argument('--datasets', default='bibtex,delicious')
-  parser.add_argument('--systems', default=','.join(ORDER))
-  parser.add_argument('--seeds', default='0,1,2')
+  parser.add_argument('--datasets', default='bibtex,delicious', type=experiments.names(DATASETS))
+  parser.add_argument('--systems', default=','.join(ORDER), type=experiments.names(list(SYSTEMS)))
+  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
   parser.add_argument('--protocol', default='official', choices=PROTOCOLS)
   parser.add_argument('--epochs', type=int, default=0, help='every new run\'s num_epochs (0: its row\'s)')
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
-  systems = args.systems.split(',')
-  unknown = [s for s in systems if s not in SYSTEMS]
-  if unknown:
-    parser.error(f'--systems: unknown system(s) {unknown}; choose from {ORDER}')
   if not args.table_only:
     # seed-major: every system gets seed 0 first; trained, never verified nor rerun (compare_methods has no such flags)
-    runner.run_all([run_of(dataset, system, seed, args) for dataset in args.datasets.split(',')
-                    for seed in [int(s) for s in args.seeds.split(',')] for system in systems],
+    runner.run_all([run_of(dataset, system, seed, args) for dataset in args.datasets for seed in args.seeds
+                    for system in args.systems],
                    writer=records.save, seconds=True)
   print(tables.build(TABLES[0]))
 

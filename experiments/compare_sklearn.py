@@ -39,7 +39,8 @@ import numpy as np
 
 from implicit_jax import tasks
 from implicit_jax.engine import cli, config as config_lib, train
-from experiments import records, tables
+import experiments
+from experiments import mlc, records, tables
 
 ROOT = records.ROOT
 RUNS = ROOT / 'docs' / 'sklearn_baseline' / 'runs'
@@ -180,16 +181,16 @@ TABLES = [tables.Table('sklearn_baseline', 'docs/sklearn_baseline.md', ('docs/sk
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default='../shared/data')
-  parser.add_argument('--datasets', default='cal500,spo_fun')
+  parser.add_argument('--datasets', default='cal500,spo_fun', type=experiments.names(mlc.DATASETS, empty=True))
   parser.add_argument('--custom', default='', help='comma-separated MULAN files (MEKA -C header or XML beside)')
-  parser.add_argument('--seeds', default='0,1,2')
+  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
   parser.add_argument('--out', default=str(ROOT / 'docs' / 'sklearn_baseline.md'), help="'-' prints only")
   parser.add_argument('--table_only', action='store_true', help='rebuild the table from the records, no training')
   args = parser.parse_args()
   if not args.table_only:
-    seeds = [int(s) for s in args.seeds.split(',')]
+    seeds = args.seeds
     drawn = tempfile.TemporaryDirectory()  # pylint: disable=consider-using-with
-    names = ([n for n in args.datasets.split(',') if n]
+    names = (args.datasets
              + [custom_file(c, drawn.name) for c in args.custom.split(',') if c])
     RUNS.mkdir(parents=True, exist_ok=True)
     for name in names:

@@ -28,6 +28,7 @@ import numpy as np
 
 from implicit_jax import runner
 from implicit_jax.engine import cli, config as config_lib
+import experiments
 from experiments import mlc, records, tables
 
 ROOT = records.ROOT
@@ -225,14 +226,11 @@ TABLES = [tables.Table('custom_defaults', 'docs/custom_defaults.md', ('docs/swee
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', '../shared/data'))
-  parser.add_argument('--datasets', default=','.join(DATASETS))
+  parser.add_argument('--datasets', default=','.join(DATASETS), type=experiments.names(list(DATASETS)))
   parser.add_argument('--workers', type=int, default=1, help='runs at once: 1 for now (implicit_jax.runner)')
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
-  datasets = [d for d in args.datasets.split(',') if d]
-  unknown = [d for d in datasets if d not in DATASETS]
-  if unknown:
-    parser.error(f'--datasets: unknown {unknown}; choose from {list(DATASETS)}')
+  datasets = args.datasets
   if not args.table_only:
     # relative to the checkout, as the documented commands give it: the records then name no path of this machine
     data_dir = os.path.relpath(os.path.abspath(args.data_dir), ROOT)

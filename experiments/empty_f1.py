@@ -20,6 +20,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax import tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
@@ -29,12 +30,12 @@ from implicit_jax.engine import train  # pylint: disable=wrong-import-position
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'))
-  parser.add_argument('--seeds', default='0')
+  parser.add_argument('--seeds', default='0', type=experiments.seeds)
   parser.add_argument('--out', default=str(ROOT / 'docs' / 'empty_f1.md'))
   args = parser.parse_args()
   rows = []
   gold_empty = None
-  for seed in [int(s) for s in args.seeds.split(',')]:
+  for seed in args.seeds:
     for empty in (1.0, 0.0):
       config = config_lib.from_file(str(ROOT / 'configs' / 'delicious.py'))
       config.method = 'feedforward'

@@ -58,12 +58,15 @@ def correlations_table(results: dict) -> list[str]:
   return lines
 
 
+SPLITS = ('train', 'dev', 'test')  # every task's (implicit_jax.engine.data.SPLITS)
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--workdir', required=True, help='training workdir of a run with an energy (method implicit)')
   parser.add_argument('--out', default=None, help='figure path (png); default '
                       'docs/energy_analysis/<task>_hessian_vs_cooccurrence.png')
-  parser.add_argument('--split', default='train', help='split whose examples and labels are used')
+  parser.add_argument('--split', default='train', choices=SPLITS, help='split whose examples and labels are used')
   parser.add_argument('--at', default='gold', choices=('gold', 'predicted'),
                       help='Hessian drawn in the figure: at the gold labels or at the relaxed predictions')
   parser.add_argument('--data_dir', default=None, help='override the run config\'s data.data_dir')

@@ -30,6 +30,7 @@ os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_cora_xla_cach
 ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
 from experiments import records, tables  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 # The rows: configs/cora.py:<system> applies experiments/cora.py's overrides (SYSTEMS: system ->
@@ -300,9 +301,9 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
                                                                                          'data')))
-  parser.add_argument('--systems', default=','.join(SYSTEMS))
-  parser.add_argument('--sizes', default=','.join(map(str, SIZES)))
-  parser.add_argument('--draws', default=','.join(map(str, DRAWS)))
+  parser.add_argument('--systems', default=','.join(SYSTEMS), type=experiments.names(list(SYSTEMS)))
+  parser.add_argument('--sizes', default=','.join(map(str, SIZES)), type=experiments.integers)
+  parser.add_argument('--draws', default=','.join(map(str, DRAWS)), type=experiments.integers)
   parser.add_argument('--workdir', default='/tmp/reproduce_cora')
   parser.add_argument('--table_only', action='store_true')
   parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS))
@@ -310,14 +311,10 @@ def main():
   if args.sweep:
     print(run_sweep(args.sweep, args))
     return
-  systems = args.systems.split(',')
-  unknown = sorted(set(systems) - set(SYSTEMS))
-  if unknown:
-    parser.error(f'--systems: unknown {unknown}; choose from {list(SYSTEMS)}')
   if not args.table_only:
     RUNS.mkdir(parents=True, exist_ok=True)
-    runner.run_all([run_of(system, size, draw, args) for size in [int(s) for s in args.sizes.split(',')]
-                    for draw in [int(d) for d in args.draws.split(',')] for system in systems
+    runner.run_all([run_of(system, size, draw, args) for size in args.sizes for draw in args.draws
+                    for system in args.systems
                     if SYSTEMS[system][1] is not None], writer=records.save)  # a row without a config is not run
   print(tables.build(table(args.data_dir)))
 

@@ -31,6 +31,7 @@ os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_horses_xla_ca
 ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
 from experiments import records, tables  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 # The rows: configs/horses.py:<system>[,full] applies experiments/horses.py's overrides (SYSTEMS:
@@ -345,8 +346,8 @@ TABLES = [dataclasses.replace(section('half'), name='horses', parts=tuple(SECTIO
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', ''))
-  parser.add_argument('--seeds', default='0,1,2')
-  parser.add_argument('--systems', default='',
+  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
+  parser.add_argument('--systems', type=experiments.names(list(SYSTEMS)),
                       help=f'default: every system but the crop rows ({",".join(CROPS_SYSTEMS)}), which run when '
                       f'named, and at --scale=half but {",".join(FULL_ONLY)} (rows of --scale=full only)')
   parser.add_argument('--epochs', type=int, default=0, help='override configs/horses.py num_epochs')
@@ -360,17 +361,14 @@ def main():
                       help='train and write the records only (parallel runs: one table at the end, --table_only)')
   args = parser.parse_args()
   if not args.table_only:
-    systems = args.systems.split(',') if args.systems else [
+    systems = args.systems or [
         s for s in SYSTEMS if s not in CROPS_SYSTEMS and (args.scale == 'full' or s not in FULL_ONLY)
         and (args.scale in horses.SEAL_VARIANTS or s not in SEAL_ONLY)]
-    unknown = sorted(set(systems) - set(SYSTEMS))
-    if unknown:
-      parser.error(f'--systems: unknown {unknown}; choose from {sorted(SYSTEMS)}')
     for only, scales in ((FULL_ONLY, ('full',)), (SEAL_ONLY, horses.SEAL_VARIANTS)):
       if args.scale not in scales and set(systems) & set(only):
         parser.error(f'--systems: {sorted(set(systems) & set(only))} run at --scale={" or ".join(scales)} only')
     RUNS.mkdir(parents=True, exist_ok=True)
-    runner.run_all([run_of(system, seed, args) for seed in (int(s) for s in args.seeds.split(','))
+    runner.run_all([run_of(system, seed, args) for seed in args.seeds
                     for system in systems], writer=records.save)
     if args.no_table:
       return

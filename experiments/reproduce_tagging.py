@@ -36,6 +36,7 @@ os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_tagging_xla_c
 ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 from experiments.mlc import PROXIMAL  # pylint: disable=wrong-import-position
@@ -574,8 +575,8 @@ def main():
   parser.add_argument('--dataset', default='pos', choices=sorted(DATASETS))
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
                                                                                          'data')))
-  parser.add_argument('--seeds', default='0,1,2')
-  parser.add_argument('--systems', default=','.join(SYSTEMS))
+  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
+  parser.add_argument('--systems', default=','.join(SYSTEMS), type=experiments.names(list(SYSTEMS)))
   parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS))
   parser.add_argument('--only', default='', help='--sweep: comma-separated variants (default: all)')
   parser.add_argument('--epochs', type=int, default=0, help='override the config\'s num_epochs')
@@ -591,14 +592,14 @@ def main():
                       help='print, one per line, the command for each NER / NER+ row and seed of --seeds whose '
                            'record is absent or keeps no predictions (run them in parallel with xargs -P), and exit')
   args = parser.parse_args()
-  seeds = [int(s) for s in args.seeds.split(',')]
+  seeds = args.seeds
   if args.pending:
     left = pending(('ner', 'ner_plus'), seeds)
     for dataset, system, seed in left:
       print(f'python -m experiments.reproduce_tagging --dataset={dataset} --systems={system} --seeds={seed} --supersede '
             f'--no_table --data_dir={args.data_dir} --workdir={args.workdir}')
     # On stderr, so that stdout stays one command a line for xargs, and an empty list reads as done, not as a failure.
-    print(f'{len(left)} NER / NER+ run(s) left on seeds {args.seeds}', file=sys.stderr)
+    print(f'{len(left)} NER / NER+ run(s) left on seeds {",".join(map(str, seeds))}', file=sys.stderr)
     return
   if args.sweep:
     dataset, variants = SWEEPS[args.sweep]
@@ -615,11 +616,7 @@ def main():
     print(tables.build(SWEEP_TABLES[args.sweep]))
     return
   if not args.table_only:
-    systems = args.systems.split(',')
-    unknown = sorted(set(systems) - set(SYSTEMS))
-    if unknown:
-      parser.error(f'--systems: unknown {unknown}; choose from {sorted(SYSTEMS)}')
-    run([run_of(args.dataset, system, seed, args) for seed in seeds for system in systems], args)
+    run([run_of(args.dataset, system, seed, args) for seed in seeds for system in args.systems], args)
     if args.no_table:
       return
   print(tables.build(TABLES[0]))

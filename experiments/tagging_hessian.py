@@ -126,7 +126,7 @@ def figure(result: dict, names, title: str, path: Path) -> None:
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--workdir', required=True, help='training workdir of a tagging run with an energy')
-  parser.add_argument('--split', default='dev')
+  parser.add_argument('--split', default='dev', choices=('train', 'dev', 'test'))
   parser.add_argument('--at', default='pred', choices=('pred', 'gold'))
   parser.add_argument('--max_sentences', type=int, default=0, help='0 = every sentence of the split')
   parser.add_argument('--out_dir', default=str(ROOT / 'docs' / 'tagging'))

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from implicit_jax.engine import cli
+import experiments
 from experiments import records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,13 +118,11 @@ def draw(family: str, runs: dict, out: Path) -> str:
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--families', default=','.join(FAMILIES))
+  parser.add_argument('--families', default=','.join(FAMILIES), type=experiments.names(list(FAMILIES)))
   args = parser.parse_args()
   folder = DOCS / 'tradeoff'
   folder.mkdir(parents=True, exist_ok=True)
-  for family in [f for f in args.families.split(',') if f]:
-    if family not in FAMILIES:
-      parser.error(f'--families: unknown {family!r}; choose from {sorted(FAMILIES)}')
+  for family in args.families:
     runs = points(family)
     if not runs:
       print(f'{family}: no records')

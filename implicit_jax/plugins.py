@@ -126,7 +126,9 @@ branches on array values. ``warm_start`` belongs to ``gcr``; ``refresh`` (and ``
 **What the engine checks** of what a plug-in hands it, each failure a one-line ``ValueError`` naming the task, the
 config field or the evaluator, the cause and the fix (``implicit_jax/engine/checks.py``):
 
-* ``make_task`` returns a ``Task`` (whenever a task is built: training, ``evaluate``, ``predict``);
+* ``make_task`` returns a ``Task`` (whenever a task is built: training, ``evaluate``, ``predict``); a config field
+  it reads that its ``default_config()`` does not declare is named with the plug-in's file and line
+  (``implicit_jax/plugin_faults.py``);
 * once before training, before the workdir is touched: each split's stored labels ``y`` against the output space
   (``OutputSpace.label_error``): ``Binary`` wants ``[N, *event_shape]`` in [0, 1] (unlabeled rows aside),
   ``Categorical`` class ids shaped as ``mask`` and ``Multiclass`` ``[N]`` class ids, each below the number of
@@ -136,9 +138,11 @@ config field or the evaluator, the cause and the fix (``implicit_jax/engine/chec
 * each dev evaluation: the evaluator's ``select`` metric is in ``metrics()`` and a finite number, before it is
   recorded or picks an epoch;
 * a solver, as the first step is traced: ``info``'s values are numbers or arrays of numbers and ``iterations``
-  one number (the form of ``u`` is checked too: a pytree shaped as v). Its ``u``'s values are checked where
-  training checks its metrics: when the implicit term turns non-finite while the losses are finite, training
-  stops naming ``implicit.solver.name``. An ``iterations`` NaN (not given) is logged, not a fault;
+  one number (the form of ``u`` is checked too: a pytree shaped as v); a traced value used as a Python one (an
+  ``if`` on an array, ``int()``, ``np.asarray``) is named with the solver's file and line and what to use
+  instead. Its ``u``'s values are checked where training checks its metrics: when the implicit term turns
+  non-finite while the losses are finite, training stops naming ``implicit.solver.name``. An ``iterations`` NaN
+  (not given) is logged, not a fault;
 * ``predict``, before the model is read: a hook the input needs and the task lacks (``npy_inputs`` for a task
   that reads more than ``x``, ``read_inputs`` for a file not named ``.npy``), and a ``--format`` its ``FORMATS``
   do not name (``implicit_jax/predict.py``).

@@ -37,6 +37,15 @@ from implicit_jax.engine import checkpoints, cli
 FLAGS = flags.FLAGS
 
 
+def _threshold_given(spec: str) -> bool:
+  """Whether ``--threshold`` is 'tuned' or a number in (0, 1): checked as the flags are parsed, before the run is
+  read."""
+  try:
+    return spec == 'tuned' or 0 < float(spec) < 1
+  except ValueError:
+    return False
+
+
 def _threshold(spec: str, run) -> float:
   if spec == 'tuned':
     if run.metrics is None:
@@ -161,6 +170,7 @@ def define_flags() -> None:
                       'FORMATS; tagging: conll for CoNLL columns, text for a sentence per line); auto tells them '
                       'apart.')
   flags.mark_flags_as_required(['workdir', 'input'])
+  flags.register_validator('threshold', _threshold_given, message='--threshold: "tuned" or a number in (0, 1)')
 
 
 if __name__ == '__main__':

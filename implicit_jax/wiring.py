@@ -65,8 +65,11 @@ def _upgrade_first(stored: dict) -> dict:
     seal.update(cost, gbi=gbi, num_samples=negatives.get('num_samples', 0), noise_scale=negatives.get('scale', 0.1))
     if 'bce_weight' in seal:
       seal['ce_weight'] = seal.pop('bce_weight')
+  # The first format recorded every method's section: those its method did not read go. A field of no section
+  # stays, for check_known to name: dropped, the run was read, and rewritten on resume, without what it recorded.
+  sections = set(methods.SECTIONS) | set(methods.SHARED) | set(_GBI_SECTIONS)
   keep = set(config_lib.core_config().keys()) | set(config_lib.TASK_SECTIONS) | {_second_format_section(s['method'])}
-  return {k: v for k, v in s.items() if k in keep}
+  return {k: v for k, v in s.items() if k in keep or k not in sections}
 
 
 class _Package(registry.Plugins):

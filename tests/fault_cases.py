@@ -289,6 +289,12 @@ CASES = [
       'both refused in one line naming the file and field; config.json untouched (it was rewritten without it)',
       'test_a_record_of_a_newer_version_is_refused_untouched',
       ('tests/test_configs.py::test_a_record_with_fields_this_version_does_not_know_is_refused_not_rewritten',)),
+    C('first_format_unknown_field',
+      'config.json of the first record format (top-level `solver`) with a top-level field no version knows',
+      '`main --config.num_epochs=2` (resume), then `evaluate`, on tests/fixtures/workdir_v1 given it',
+      'both refused in one line naming the file and field; config.json untouched (evaluated, and rewritten without '
+      'it on resume)', 'test_a_first_format_record_with_a_field_no_version_knew_is_refused_untouched',
+      ('tests/test_resume.py::test_a_first_format_record_with_a_field_no_version_knew_is_refused_untouched',)),
     C('config_of_another_network', '`evaluate` after config.json was given a layer more', '`evaluate`',
       'one line naming the array and the config (the intact checkpoint was called unreadable)',
       'test_evaluate_on_a_config_that_builds_another_network_does_not_call_the_checkpoint_unreadable'),
@@ -301,6 +307,23 @@ CASES = [
       '`rescore.py RECORD --data_dir=README.md`', 'one line before any record',
       'test_rescore_given_a_file_as_data_dir_is_one_line',
       ('tests/test_rescore.py::test_the_command_answers_a_bad_data_dir_and_ctrl_c_in_one_line',)),
+    C('rescore_run_config', '`experiments/rescore.py` given a run\'s config.json', '`rescore.py WORKDIR/config.json`',
+      'one line saying it is a run\'s config, not a record, and naming the record to give (was: "no predictions")',
+      'test_rescore_given_a_runs_config_names_it_and_the_record_to_give',
+      ('tests/test_rescore.py::test_a_runs_config_is_named_as_such_with_the_record_to_give',)),
+    C('claims_truncated_record', '`experiments/claims.py` with one record cut short (invalid JSON)',
+      '`python -m experiments.claims` on a copy of the checkout, a record of its first claim cut to 100 characters',
+      'one line naming the record file (it named the claim); the ledger not rewritten',
+      'test_claims_with_a_truncated_record_names_the_file',
+      ('tests/test_claims.py::test_a_truncated_record_is_named',)),
+    C('script_flag_typo', 'a typo in a list flag of a script, or in `predict --threshold`',
+      '`compare_methods --datasets=genbas`, `ablation_mlc --rows=nonesuch`, `reproduce_tagging --seeds=0,x`, '
+      '`predict --threshold=O.5`',
+      'each refused by the flag parser naming the flag and the choices, before any work; exit 2 (was exit 1: '
+      'configs/genbas.py not found, \'invalid literal for int()\', or the run read first)',
+      'test_a_typo_in_a_scripts_list_flag_is_refused_before_any_work',
+      ('tests/test_command_flags.py::test_a_typo_in_a_list_or_name_flag_is_refused_before_any_work',
+       'tests/test_command_flags.py::test_a_typo_in_a_flag_of_evaluate_or_predict_is_refused_before_the_run_is_read')),
     # --- the processes of a multi-host run (--distributed, two processes on this machine) ---------------------
     C('processes_learning_rate', 'two processes of a run, one given another learning rate',
       'process 1 `--config.optimizer.learning_rate=0.5`, process 0 none', _DISAGREE,
@@ -336,6 +359,11 @@ CASES = [
     C('plugin_make_task_none', 'plug-in `make_task` returning None', '`main --config.data.variant=none`',
       _PLUGIN_REFUSED, 'test_a_plugin_that_breaks_the_contract_is_refused_before_training',
       (f'{_PLUGINS}test_make_task_returning_none_is_named',)),
+    C('plugin_make_task_field', 'plug-in `make_task` reading a config field its `default_config()` lacks',
+      '`main --config.data.variant=misread` (it reads `config.model.output`, not `outputs`)',
+      'one line naming the plug-in\'s file and line and the field, before training; nothing written',
+      'test_a_plugin_that_breaks_the_contract_is_refused_before_training',
+      (f'{_PLUGINS}test_make_task_reading_a_field_its_config_lacks_is_named_at_its_line',)),
     C('plugin_net_width', 'plug-in inference net with 7 outputs for a 10-class space',
       '`main --config.model.outputs=7`', _PLUGIN_REFUSED,
       'test_a_plugin_that_breaks_the_contract_is_refused_before_training',
@@ -357,6 +385,11 @@ CASES = [
       'one line naming the solver and the value, as the first step is traced',
       'test_a_plugin_that_fails_while_training_is_one_line',
       (f'{_PLUGINS}test_a_solver_whose_info_is_not_a_number_is_named',)),
+    C('plugin_solver_branch', 'plug-in solver branching in Python on a traced value (`if jnp.linalg.norm(v) > 0:`)',
+      '`main --config.implicit.solver.name=...branches`',
+      'one line naming the solver\'s file and line and what to use instead (`jnp.where`, `lax.cond`), as the first '
+      'step is traced', 'test_a_plugin_that_fails_while_training_is_one_line',
+      (f'{_PLUGINS}test_a_solver_branching_on_a_traced_value_is_named_at_its_line',)),
 ]
 BY_KEY = {case.key: case for case in CASES}
 assert len(BY_KEY) == len(CASES), 'two cases share a key'

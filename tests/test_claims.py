@@ -85,6 +85,16 @@ def test_seed_only_claims_are_oriented_and_judged(tmp_path):
   assert claims.test_claim(claims.Claim('paper', 'task', high, missing, 1.0), None, rng)['verdict'] == 'not run'
 
 
+def test_a_truncated_record_is_named(tmp_path):
+  """It was json's 'Expecting ...: line 1 column 12', under the claim's name alone."""
+  high, low = _row(tmp_path, 'high', [0.50, 0.52, 0.51]), _row(tmp_path, 'low', [0.40, 0.41, 0.42])
+  cut = low.runs[1]
+  cut.write_text(cut.read_text()[:12])
+  with pytest.raises(ValueError) as error:
+    claims.test_claim(claims.Claim('paper', 'task', high, low, 1.0), None, np.random.default_rng(0))
+  assert str(error.value).startswith(f'{cut}: not valid JSON (truncated?): '), error.value
+
+
 @pytest.mark.e2e
 def test_claims_with_predictions_resample_the_test_examples(tmp_path):
   """Two tiny multi-label runs recorded as the scripts record them: the claim of one over the other is judged on

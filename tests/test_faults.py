@@ -1334,6 +1334,25 @@ def test_a_record_of_a_newer_version_is_refused_untouched(reference, tmp_path, f
 
 
 @pytest.mark.e2e
+def test_a_first_format_record_with_a_field_no_version_knew_is_refused_untouched(tmp_path, fault):
+  """A run of the first record format (tests/fixtures/workdir_v1) given a top-level field no version had: it was
+  evaluated, and resumed rewritten without it. Both are refused in one line naming the file and field."""
+  workdir = _copy(FIXTURES / 'workdir_v1', tmp_path / 'v1')
+  record = json.loads((workdir / 'config.json').read_text())
+  record['momentum_schedule'] = 'cosine'
+  text = json.dumps(record)
+  (workdir / 'config.json').write_text(text)
+  code, _, err = _run('main', *TINY, f'--workdir={workdir}', '--config.num_epochs=2', '--config.checkpoint_every=4')
+  code2, _, err2 = _run('evaluate', f'--workdir={workdir}')
+  with fault('first_format_unknown_field', code, lines=shown(err) + shown(err2)):
+    want = (f'error: {workdir}/config.json holds fields this version of implicit_jax does not know '
+            '(momentum_schedule): a newer version wrote it, or it was edited; read or resume it with the version '
+            'that wrote it')
+    assert _one_error(code, err) == want and _one_error(code2, err2) == want
+    assert (workdir / 'config.json').read_text() == text and _steps(workdir / 'checkpoints') == [8]
+
+
+@pytest.mark.e2e
 def test_evaluate_on_a_config_that_builds_another_network_does_not_call_the_checkpoint_unreadable(tiny_run, tmp_path,
                                                                                                    fault):
   """config.json given a layer more after the run (or another method): evaluate called the intact best-on-dev
@@ -1378,6 +1397,60 @@ def test_rescore_given_a_file_as_data_dir_is_one_line(fault):
   with fault('rescore_bad_data_dir', code, err):
     assert _one_error(code, err) == (f'error: --data_dir {ROOT / "README.md"}: not a folder (the folder holding the '
                                      "datasets' folders)")
+
+
+@pytest.mark.e2e
+def test_rescore_given_a_runs_config_names_it_and_the_record_to_give(reference, fault):
+  """A workdir's config.json given to experiments/rescore.py was 'no predictions (made before records kept
+  them)'."""
+  workdir = reference[2]
+  code, out, err = _run('experiments.rescore', workdir / 'config.json')
+  with fault('rescore_run_config', code, lines=shown(out) + shown(err)):
+    assert code == 1 and not shown(err), err[-2000:]
+    assert shown(out) == [f"{workdir}/config.json: failed: a run's config (what the run was given), not a run "
+                          f"record: give {workdir}/metrics.json, the run's record",
+                          '0 record(s) rescored, 0 matching; 0 without predictions; 1 failing']
+
+
+@pytest.mark.e2e
+def test_claims_with_a_truncated_record_names_the_file(tmp_path, fault):
+  """experiments/claims.py, on a copy of the checkout where one record of its first claim is cut short: it named the
+  claim and json's line and column, not the file."""
+  copy = tmp_path / 'repo'
+  for folder in ('configs', 'experiments', 'docs'):
+    shutil.copytree(ROOT / folder, copy / folder, ignore=shutil.ignore_patterns('__pycache__'))
+  cut = copy / 'docs' / 'mlc' / 'runs' / 'bibtex-mbce-h400-seed0.json'
+  cut.write_text(cut.read_text()[:100])
+  ledger = (copy / 'docs' / 'results.md').read_text()
+  env = dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=str(ROOT))
+  proc = subprocess.run([sys.executable, '-m', 'experiments.claims', f'--data_dir={tmp_path}'], cwd=copy,
+                        capture_output=True, text=True, timeout=300, env=env, check=False)
+  with fault('claims_truncated_record', proc.returncode, proc.stderr):
+    assert proc.returncode == 1 and len(shown(proc.stderr)) == 1, proc.stderr[-2000:]
+    assert shown(proc.stderr)[0].startswith(f'implicit T1 bibtex implicit-cd-h400 over mbce-h400: {cut}: not valid '
+                                            'JSON (truncated?): ')
+    assert shown(proc.stderr)[0].endswith('; the ledger is not rewritten')
+    assert (copy / 'docs' / 'results.md').read_text() == ledger
+
+
+@pytest.mark.e2e
+def test_a_typo_in_a_scripts_list_flag_is_refused_before_any_work(fault):
+  """A typo in a list flag of the experiments' scripts ran nothing and rebuilt the table (exit 0), or ended in
+  'invalid literal for int()'; --threshold of predict was read after the run. Each is refused by the flag parser,
+  naming the flag (tests/test_command_flags.py tries every such flag of every command)."""
+  tried = [('experiments.compare_methods', '--datasets=genbas', "argument --datasets: unknown 'genbas'; choose from "
+            'bibtex, delicious, genbase, cal500, spo_fun'),
+           ('experiments.ablation_mlc', '--rows=nonesuch', "argument --rows: unknown 'nonesuch'; choose from mbce,"),
+           ('experiments.reproduce_tagging', '--seeds=0,x', "argument --seeds: a comma-separated list of integers, "
+            "got '0,x'")]
+  runs = [_run(module, flag, '--data_dir=no/such/folder') for module, flag, _ in tried]
+  runs.append(_run('predict', '--workdir=no/such/run', '--input=x.npy', '--threshold=O.5'))
+  lines = [shown(err)[-1] if shown(err) else '' for _, _, err in runs]
+  with fault('script_flag_typo', ', '.join(str(code) for code, _, _ in runs), lines=lines):
+    assert [code for code, _, _ in runs] == [2] * 4, lines
+    for line, (module, _, message) in zip(lines, tried):
+      assert line.startswith(f'{module.split(".")[1]}.py: error: {message}'), line
+    assert lines[3] == 'error: flag --threshold=O.5: --threshold: "tuned" or a number in (0, 1)'
 
 
 def test_a_save_whose_collective_loses_the_other_process_is_not_called_a_disk_failure(tmp_path, monkeypatch):
@@ -1530,7 +1603,7 @@ def plugins(tmp_path_factory):
   for name, text in PLUGIN_FILES.items():
     (root / PLUGINS / name).write_text(text)
   path = os.pathsep.join(p for p in (str(root), os.environ.get('PYTHONPATH', '')) if p)
-  return dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=path), [f'--config={root / PLUGINS / "config.py"}']
+  return dict(os.environ, JAX_PLATFORMS='cpu', PYTHONPATH=path), [f'--config={root / PLUGINS / "config.py"}'], root
 
 
 BREAKING_PLUGINS = {
@@ -1550,6 +1623,12 @@ BREAKING_PLUGINS = {
     'plugin_predict_width': (f'--config.method={PLUGINS}.seven',
                              f"error: config.method: '{PLUGINS}.seven': predict(params, batch) returned shape (1, 7); "
                              'the multiclass output space wants (1, 10)'),
+    'plugin_make_task_field': ('--config.data.variant=misread',
+                               f"error: config.task: make_task of '{PLUGINS}.multiclass' reads config.model.output at "
+                               f'$ROOT/{PLUGINS}/multiclass.py:'
+                               f"{plugin_fixtures.line_of('multiclass.py', 'model.output ')}, a field the config does "
+                               "not have: declare it in the task's default_config() or "
+                               'correct the name (Did you mean "outputs" instead of "output"?)'),
 }
 
 
@@ -1557,23 +1636,25 @@ BREAKING_PLUGINS = {
 @pytest.mark.parametrize('key', BREAKING_PLUGINS)
 def test_a_plugin_that_breaks_the_contract_is_refused_before_training(plugins, tmp_path, fault, key):
   """A plug-in task whose labels fall outside its space, or are one-hot where it wants class ids, whose make_task
-  returns None or whose inference net has the wrong width; a plug-in method whose predict misses classes: one line
-  naming the plug-in, the cause and the fix, before the workdir is made."""
-  env, config = plugins
+  returns None, reads a config field its defaults lack, or whose inference net has the wrong width; a plug-in method
+  whose predict misses classes: one line naming the plug-in, the cause and the fix, before the workdir is made."""
+  env, config, root = plugins
   flag, message = BREAKING_PLUGINS[key]
   workdir = tmp_path / 'run'
   code, _, err = _run('main', *config, f'--workdir={workdir}', flag, env=env)
   with fault(key, code, err):
-    assert _one_error(code, err).startswith(message)
+    assert _one_error(code, err).startswith(message.replace('$ROOT', str(root)))
     assert not workdir.exists()
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize('key', ['plugin_nan_metric', 'plugin_solver_nan', 'plugin_solver_info'])
+@pytest.mark.parametrize('key', ['plugin_nan_metric', 'plugin_solver_nan', 'plugin_solver_info',
+                                 'plugin_solver_branch'])
 def test_a_plugin_that_fails_while_training_is_one_line(plugins, tmp_path, fault, key):
-  """A plug-in evaluator whose select metric is NaN, a plug-in solver returning a NaN u or a word for a count: one
-  line naming the plug-in and the value, where it shows (the first evaluation, the first log, the first trace)."""
-  env, config = plugins
+  """A plug-in evaluator whose select metric is NaN, a plug-in solver returning a NaN u or a word for a count, or
+  branching in Python on a traced value: one line naming the plug-in and the value or its line, where it shows (the
+  first evaluation, the first log, the first trace)."""
+  env, config, root = plugins
   workdir = tmp_path / 'run'
   args, wanted = {
       'plugin_nan_metric': ([*config, '--config.data.variant=nan_metric'],
@@ -1585,6 +1666,11 @@ def test_a_plugin_that_fails_while_training_is_one_line(plugins, tmp_path, fault
       'plugin_solver_info': ([*TINY, f'--config.implicit.solver.name={PLUGINS}.solver.words'],
                              f"error: implicit.solver.name: '{PLUGINS}.solver.words' returned info['iterations'] = "
                              "'many', a str, not a number"),
+      'plugin_solver_branch': ([*TINY, f'--config.implicit.solver.name={PLUGINS}.solver.branches'],
+                               f"error: implicit.solver.name: '{PLUGINS}.solver.branches' branches in Python on a "
+                               f"traced value at {root / PLUGINS / 'solver.py'}:"
+                               f"{plugin_fixtures.line_of('solver.py', 'if jnp.linalg.norm')} (if jnp.linalg.norm("
+                               'ravel_pytree(v)[0]) > 0:); it runs inside jax.jit: use jnp.where or jax.lax.cond'),
   }[key]
   code, _, err = _run('main', *args, f'--workdir={workdir}', env=env)
   with fault(key, code, err):

@@ -56,6 +56,10 @@ FILES = {
           return v, {'iterations': 'many'}
         def no_count(matvec, v, solver):
           return v, {}
+        def branches(matvec, v, solver):
+          if jnp.linalg.norm(ravel_pytree(v)[0]) > 0:
+            return v, {}
+          return jax.tree.map(jnp.zeros_like, v), {}
     ''',
     # A small multi-class task; config.data.variant breaks one part of the task contract at a time.
     'multiclass.py': '''
@@ -78,6 +82,8 @@ FILES = {
           variant, rng = config.data.variant, np.random.default_rng(0)
           if variant == 'none':
             return None
+          if variant == 'misread':
+            return config.model.output  # a field its default_config() does not declare (outputs misspelt)
           x = rng.normal(size=(160, 8)).astype(np.float32)
           y = np.argmax(x @ rng.normal(size=(8, CLASSES)), axis=1)
           if variant == 'shifted':
@@ -363,6 +369,23 @@ def test_make_task_returning_none_is_named():
     tasks.get_task(config)
 
 
+def line_of(file: str, text: str) -> int:
+  """The line number of the fixture file ``file`` that holds ``text``."""
+  return next(i for i, line in enumerate(textwrap.dedent(FILES[file]).splitlines(), 1) if text in line)
+
+
+def test_make_task_reading_a_field_its_config_lacks_is_named_at_its_line(plugin_package):
+  """It was a 55-line chained traceback ending in ml_collections' AttributeError: "'output'"."""
+  config = config_lib.base_config(f'{PACKAGE}.multiclass', 'feedforward')
+  config.data.variant = 'misread'
+  with pytest.raises(ValueError) as error:
+    tasks.get_task(config)
+  where = f"{plugin_package / PACKAGE / 'multiclass.py'}:{line_of('multiclass.py', 'config.model.output ')}"
+  assert str(error.value) == (f"config.task: make_task of '{PACKAGE}.multiclass' reads config.model.output at {where}, "
+                              "a field the config does not have: declare it in the task's default_config() or "
+                              'correct the name (Did you mean "outputs" instead of "output"?)')
+
+
 def test_an_inference_net_of_the_wrong_width_is_named_before_training(tmp_path):
   with pytest.raises(ValueError) as error:
     multiclass(tmp_path, **{'model.outputs': 7})
@@ -405,6 +428,17 @@ def test_a_solver_whose_info_is_not_a_number_is_named():
   assert str(error.value) == (f"implicit.solver.name: '{PACKAGE}.solver.words' returned info['iterations'] = "
                               "'many', a str, not a number (info's values are numbers or arrays of numbers; see "
                               'implicit_jax/plugins.py)')
+
+
+def test_a_solver_branching_on_a_traced_value_is_named_at_its_line(plugin_package):
+  """It was an 86-line traceback ending in JAX's TracerBoolConversionError."""
+  with pytest.raises(ValueError) as error:
+    implicit_step(f'{PACKAGE}.solver.branches')
+  where = f"{plugin_package / PACKAGE / 'solver.py'}:{line_of('solver.py', 'if jnp.linalg.norm')}"
+  assert str(error.value) == (f"implicit.solver.name: '{PACKAGE}.solver.branches' branches in Python on a traced "
+                              f'value at {where} (if jnp.linalg.norm(ravel_pytree(v)[0]) > 0:); it runs inside '
+                              'jax.jit: use jnp.where or jax.lax.cond (jax.lax.while_loop for a loop) instead of '
+                              'if/while/and/or on it (see implicit_jax/plugins.py)')
 
 
 def test_a_solver_returning_nan_is_named_where_training_stops(tmp_path):

@@ -229,6 +229,24 @@ def test_json_that_is_not_a_record_is_one_line(tmp_path, capsys):
   assert len(lines) == 3
 
 
+def test_a_runs_config_is_named_as_such_with_the_record_to_give(tmp_path, capsys):
+  """A workdir's config.json given as a record was 'no predictions (made before records kept them)': it is a
+  run's config, whose record is the metrics.json beside it once the run has finished."""
+  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
+  running, finished = tmp_path / 'running', tmp_path / 'finished'
+  for folder in (running, finished):
+    folder.mkdir()
+    (folder / 'config.json').write_text(json.dumps(config_lib.recorded(load_config('tiny'))))
+  (finished / 'metrics.json').write_text('{}')
+  assert rescore.main([str(running / 'config.json'), str(finished / 'config.json')]) == 1
+  assert capsys.readouterr().out.splitlines() == [
+      f"{running / 'config.json'}: failed: a run's config (what the run was given), not a run record: give the run's "
+      'metrics.json, its record once it has finished, or a committed one (docs/*/runs/*.json)',
+      f"{finished / 'config.json'}: failed: a run's config (what the run was given), not a run record: give "
+      f"{finished / 'metrics.json'}, the run's record",
+      '0 record(s) rescored, 0 matching; 0 without predictions; 2 failing']
+
+
 @pytest.mark.e2e
 def test_the_command_answers_a_bad_data_dir_and_ctrl_c_in_one_line(tmp_path):
   """experiments/rescore.py speaks through the command lines' one-line wrapper (cli.guarded): a --data_dir that is a

@@ -319,6 +319,29 @@ def test_a_workdir_written_before_the_engine_resumes_and_loads(tmp_path):
   assert 'solver' in json.loads((workdir / 'config.json').read_text())['implicit']  # rewritten in the new format
 
 
+def test_a_first_format_record_with_a_field_no_version_knew_is_refused_untouched(tmp_path):
+  """workdir_v1 given a top-level field no version had: its upgrade dropped it with the other methods' sections, so
+  the run was evaluated and, resumed, rewritten without it. Now refused as such a field inside a section is."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  from implicit_jax import evaluate  # pylint: disable=import-outside-toplevel
+  workdir = tmp_path / 'run'
+  shutil.copytree(FIXTURE, workdir)
+  path = workdir / 'config.json'
+  record = json.loads(path.read_text())
+  record['momentum_schedule'] = 'cosine'
+  text = json.dumps(record)
+  path.write_text(text)
+  want = (rf'^{path} holds fields this version of implicit_jax does not know \(momentum_schedule\): a newer version '
+          'wrote it, or it was edited; read or resume it with the version that wrote it$')
+  config = load_config('tiny')
+  config.num_epochs, config.checkpoint_every = 2, 4  # a resume for one more epoch
+  with pytest.raises(config_lib.NewerRecord, match=want):
+    train.train_and_evaluate(config, str(workdir))
+  with pytest.raises(config_lib.NewerRecord, match=want):
+    evaluate.evaluate_run(str(workdir))
+  assert path.read_text() == text and not (workdir / 'checkpoints' / '16').exists()
+
+
 @flax.struct.dataclass
 class _StateBeforeMemory:
   """methods.State as it was before solver memory was a field of its own (kept in opt_state['solver'])."""

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
-from implicit_jax import plugins
+from implicit_jax import plugin_faults, plugins
 from implicit_jax.hessian import Loss, Operator, PyTree, axpy, check_tangent, norm, relative_residual
 from implicit_jax.solvers import dense, gcr, krylov, neumann
 
@@ -207,7 +207,14 @@ def call(f: Loss, theta: PyTree, phi: PyTree, batch: PyTree, v: PyTree, solver: 
   check_tangent(theta, v)
   solve = solve_function(solver)
   operator = Operator(f, theta, phi, batch, solver, getattr(solve, 'linearize', True), memory)
-  out = solve(operator, v, solver)
+  try:
+    out = solve(operator, v, solver)
+  except TypeError as e:  # JAX's errors of a traced value used as a Python one are TypeErrors
+    error = None if solver.name in BUILT_IN else plugin_faults.traced_value(
+        'solver.name', solver.name, plugin_faults.files(solve), e)
+    if error is None:
+      raise
+    raise error from None
   if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Mapping)):
     raise ValueError(f'solver.name: {solver.name!r} returned a {type(out).__name__}, not (u, info: dict)')
   u, given = out

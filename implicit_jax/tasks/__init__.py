@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from implicit_jax import batch as batch_lib, plugins
+from implicit_jax import batch as batch_lib, plugin_faults, plugins
 from implicit_jax.engine.data import SPLITS, first_non_finite
 
 FAMILIES = {
@@ -210,7 +210,16 @@ def family(name: str):
 
 
 def get_task(config) -> Task:
-  task = family(config.task).make_task(config)
+  target = family(config.task)
+  try:
+    task = target.make_task(config)
+  except (AttributeError, KeyError) as e:
+    if config.task in FAMILIES:
+      raise  # the package's own task: a bug, which keeps its traceback
+    error = plugin_faults.unknown_field('config.task', config.task, plugin_faults.files(target, target.make_task), e)
+    if error is None:
+      raise
+    raise error from None
   if not isinstance(task, Task):  # else the first use of it fails, naming no plug-in (a forgotten return: None)
     got = 'None' if task is None else f'a {type(task).__name__}'
     raise ValueError(f'config.task: make_task of {config.task!r} returned {got}, not an implicit_jax.tasks.Task '
