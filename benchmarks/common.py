@@ -284,12 +284,12 @@ class Problem:
 
   def jitted_step(self):
     """``(step, batch, replicated)``: ``method.train_step`` jitted exactly as ``train.make_train_step`` does
-    (mesh, shardings, donated state), the fixed batch placed as ``train.shard_batch`` does. Built once."""
+    (mesh, shardings, donated state), the fixed batch placed as ``data.shard_batch`` does. Built once."""
     if not hasattr(self, '_jitted_step'):
-      from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+      from implicit_jax.engine import data, train  # pylint: disable=import-outside-toplevel
       _, replicated, sharded = train.data_parallel(self.config)
       step = train.make_train_step(self.method, self.step_rng, replicated, sharded)
-      self._jitted_step = step, train.shard_batch(self.raw_batch, sharded), replicated
+      self._jitted_step = step, data.shard_batch(self.raw_batch, sharded), replicated
     return self._jitted_step
 
   def check_against_step(self) -> float:

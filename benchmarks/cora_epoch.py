@@ -46,7 +46,7 @@ class Epoch:
   def run(self):
     # The step donates its state: each epoch continues from the last one's, as training does.
     for batch in data.train_batches(self.task, self.config.batch_size, np.random.default_rng([0, 1])):
-      self.state, metrics = self.step(self.state, train.shard_batch(batch, self.sharded))
+      self.state, metrics = self.step(self.state, data.shard_batch(batch, self.sharded))
     return metrics
 
 

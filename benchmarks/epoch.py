@@ -13,7 +13,7 @@ time is a cost reference only) and the MBCE (feed-forward) baseline; their epoch
 D, E, then E, D, C, B, A, ...) and the median epoch reported. The share of CPU time the
 hypervisor stole during the timed epochs (/proc/stat) is printed with them: it inflates wall time and nothing
 in this process can reduce it. Inference: ``predict`` over the test split in batches
-of 1024 as ``train.predict_split`` does (the last one padded), median of ``--reps``.
+of 1024 as ``data.predict`` does on the mesh (the last one padded), median of ``--reps``.
 """
 
 import time
@@ -47,7 +47,7 @@ class Runner:
   def warm_up(self):
     # pylint: disable-next=protected-access
     batch = next(data.train_batches(self.task, self.config.batch_size, np.random.default_rng(0)))
-    self.state, _ = self.step(self.state, train.shard_batch(batch, self.sharded))
+    self.state, _ = self.step(self.state, data.shard_batch(batch, self.sharded))
     jax.block_until_ready(self.state)
     jax.block_until_ready(self.run_predict())
 
@@ -55,14 +55,14 @@ class Runner:
     rng = np.random.default_rng([self.config.seed, self.epoch])
     c0, t0 = time.process_time(), time.perf_counter()
     for batch in data.train_batches(self.task, self.config.batch_size, rng):
-      self.state, _ = self.step(self.state, train.shard_batch(batch, self.sharded))
+      self.state, _ = self.step(self.state, data.shard_batch(batch, self.sharded))
     jax.block_until_ready(self.state)
     self.epoch += 1
     return time.perf_counter() - t0, time.process_time() - c0
 
   def run_predict(self):
-    return train.predict_split(self.task, self.predict, self.state.params, self.task.splits['test'], self.config,
-                               self.sharded)
+    return data.predict(self.task, lambda b: self.predict(self.state.params, b), self.task.splits['test'],
+                        self.config.eval_batch_size, self.sharded)
 
 
 def run(epochs, reps):

@@ -79,14 +79,14 @@ def training_steppers(configs: dict, first_batch) -> dict:
   same data section share one task and its batch ``first_batch(task, config)``; the others get their own."""
   import json  # pylint: disable=import-outside-toplevel
   from implicit_jax import methods, tasks  # pylint: disable=import-outside-toplevel
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import data as data_lib, train  # pylint: disable=import-outside-toplevel
   _, replicated, sharded = train.data_parallel(next(iter(configs.values())))
   data, steppers = {}, {}
   for label, config in configs.items():
     key = json.dumps(config.data.to_dict(), sort_keys=True, default=str)
     if key not in data:
       task = tasks.get_task(config)
-      data[key] = task, train.shard_batch(first_batch(task, config), sharded)
+      data[key] = task, data_lib.shard_batch(first_batch(task, config), sharded)
     task, batch = data[key]
     method = methods.build(task, config)
     rng = jax.random.key(config.seed)

@@ -165,7 +165,7 @@ def main():
   inputs = task.inputs(batch)
   n_examples, tokens = len(batch['x']), int(batch['mask'].sum())
   _, replicated, sharded = train.data_parallel(base)
-  train_batch, predict_batch = train.shard_batch(batch, sharded), train.shard_batch(inputs, sharded)
+  train_batch, predict_batch = data.shard_batch(batch, sharded), data.shard_batch(inputs, sharded)
 
   steps, predicts, configs, problem = {}, {}, {}, None
   for name in systems:

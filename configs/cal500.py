@@ -21,6 +21,7 @@ def get_config(arg=None):
   # NORMAL_CG (normal_cg, 5 iterations: 11 HVPs), the values every row of the tables starts from.
   c.update_from_flattened_dict({**mlc.ROW_BASE, **mlc.NORMAL_CG})
   c.data.name = 'cal500'
+  c.chosen_on = 'cal500'
   c.batch_size = 16
   # Chosen on dev (docs/sweeps/dense-mbce-cal500.md, MBCE, mean dev F1 @0.5 over 3 seeds: 37.06 at 80 epochs
   # against 35.95 at 40): the MBCE-vs-BR-logistic check of docs/sklearn_baseline.md.

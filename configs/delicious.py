@@ -33,6 +33,7 @@ def get_config(arg=None):
   # NORMAL_CG (normal_cg, 5 iterations: 11 HVPs), the values every row of the tables starts from.
   c.update_from_flattened_dict({**mlc.ROW_BASE, **mlc.NORMAL_CG})
   c.data.name = 'delicious'
+  c.chosen_on = 'delicious'
   c.model.dropout = 0.2
   c.implicit.aux_lambda = 0.3
   c.model.global_hidden = 64

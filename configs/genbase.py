@@ -21,6 +21,7 @@ def get_config(arg=None):
   # NORMAL_CG (normal_cg, 5 iterations: 11 HVPs), the values every row of the tables starts from.
   c.update_from_flattened_dict({**mlc.ROW_BASE, **mlc.NORMAL_CG})
   c.data.name = 'genbase'
+  c.chosen_on = 'genbase'
   c.num_epochs = 40
   if arg:  # a row of the multi-label tables (configs/bibtex.py's ROWS); MBCE and the baselines, which update
     # their network once per batch against the implicit method's T_inner, train twice the epochs

@@ -462,10 +462,11 @@ def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str
 
 
 # What a record holds of where and how it was launched, not of what it ran: a row's config today names its own (the
-# data folder, and a local copy of the word vectors some NER runs read instead of the package's), and how often the
-# run printed and saved, which leaves every step as it was (tests/test_resume.py).
-_LAUNCH = {'config_file', 'overrides', 'data.data_dir', 'model.embeddings_path', 'log_every', 'checkpoint_every',
-           'checkpoint_epoch_ends'}
+# data folder, a local copy of the word vectors some NER runs read instead of the package's, and the dataset its
+# settings were chosen on, which records older than the field do not name), and how often the run printed and saved,
+# which leaves every step as it was (tests/test_resume.py).
+_LAUNCH = {'config_file', 'overrides', 'chosen_on', 'data.data_dir', 'model.embeddings_path', 'log_every',
+           'checkpoint_every', 'checkpoint_epoch_ends'}
 
 
 def row_differences(record: dict, config) -> list[str]:

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax import methods  # pylint: disable=wrong-import-position
 from implicit_jax.engine import checkpoints, config as config_lib  # pylint: disable=wrong-import-position
-from implicit_jax.engine import train  # pylint: disable=wrong-import-position
+from implicit_jax.engine import data, train  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.tasks import Evaluator  # pylint: disable=wrong-import-position
 
@@ -36,8 +36,8 @@ def predictions(run, config):
   method = methods.build(run.task, config)
   _, replicated, sharded = train.data_parallel(config)
   predict = train.make_predict(method, replicated, sharded)
-  return tuple(train.predict_split(run.task, predict, run.params, run.task.splits[s], config, sharded)
-               for s in ('dev', 'test'))
+  return tuple(data.predict(run.task, lambda b: predict(run.params, b), run.task.splits[s], config.eval_batch_size,
+                            sharded) for s in ('dev', 'test'))
 
 
 def scores(run, config):

@@ -200,8 +200,9 @@ def test_one_gbi_section_for_every_method_that_reads_it():
 # ------------------------------------------------------------------------------------ records as their own recipes
 
 # What a rerun records of itself rather than of the run it reproduces: the --config that made it (the record) and
-# the overrides given with it.
-PROVENANCE = {'config_file', 'overrides'}
+# the overrides given with it; and where a config's settings came from (config.chosen_on), which records made before
+# the field do not name.
+PROVENANCE = {'config_file', 'overrides', 'chosen_on'}
 
 
 def committed_records():

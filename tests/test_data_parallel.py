@@ -32,12 +32,12 @@ def run(num_devices):
   step = train.make_train_step(method, jax.random.key(1), replicated, sharded)
   batches = data.train_batches(task, 16, np.random.default_rng(0))
   for i in range(5):
-    batch = train.shard_batch(next(batches), sharded)
+    batch = data.shard_batch(next(batches), sharded)
     assert len(batch['x'].sharding.device_set) == num_devices
     state, metrics = step(state, batch)
   # Evaluation on the same mesh: the padded prediction batches are sharded too, with the same outputs.
   predict = train.make_predict(method, replicated, sharded)
-  preds = train.predict_split(task, predict, state.params, task.splits['dev'], config, sharded)
+  preds = data.predict(task, lambda b: predict(state.params, b), task.splits['dev'], config.eval_batch_size, sharded)
   return start, jax.device_get(state.params), jax.device_get(metrics), preds
 
 (start, one, m1, p1), (_, four, m4, p4) = run(1), run(4)

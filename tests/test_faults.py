@@ -361,7 +361,7 @@ def test_evaluate_warns_of_labels_never_positive_in_a_split(tmp_path, fault):
   rng = np.random.default_rng(0)
   x, y = rng.integers(0, 2, (60, 8)), rng.integers(0, 2, (60, 3))
   y[:, 2] = 0
-  config = load_config('bibtex')
+  config = load_config('custom')
   config.data.update(name='custom', train_file=str(_custom_data(tmp_path / 'data.arff', x, y)), protocol='resplit')
   config.update(method='feedforward', num_epochs=1, batch_size=12, eval_batch_size=12)
   train.train_and_evaluate(config, str(tmp_path / 'run'))

@@ -18,6 +18,7 @@ from implicit_jax.tasks.mlc.arff import read_mulan
 from implicit_jax.tasks.mlc.datasets import DATA_DIR_ENV, load_embedded_bibtex, load_mlc
 from implicit_jax.tasks import mlc
 from implicit_jax.tasks.mlc.splits import dev_split, fold_sizes, stratified_split
+from tests.conftest import ROOT
 from tests.test_arff import FIXTURES, shared_data
 
 FRACTIONS = (0.6, 0.2, 0.2)
@@ -189,14 +190,20 @@ def test_custom_clus_is_imputed_and_standardised_with_train_statistics():
 
 
 def test_a_shipped_datasets_config_on_a_file_of_ones_own_is_refused_naming_the_route():
-  # one route for a user's file: a dataset's config carries the settings chosen on that dataset
-  config = config_lib.from_file(FIXTURES.parents[2] / 'configs' / 'bibtex.py')
-  config.update_from_flattened_dict({'data.name': 'custom', 'data.data_dir': str(FIXTURES),
-                                     'data.train_file': 'scaled.arff', 'config_file': 'configs/bibtex.py'})
-  with pytest.raises(ValueError, match=r'config.data.name=custom with --config=configs/bibtex.py: that file holds '
-                                       r'the settings chosen on bibtex; .* --config=configs/custom.py'):
+  # one route for a user's file: a dataset's config carries the settings chosen on that dataset (config.chosen_on),
+  # whatever path or name it was loaded by
+  own_file = {'data.name': 'custom', 'data.data_dir': str(FIXTURES), 'data.train_file': 'scaled.arff'}
+  for name in ('bibtex', 'genbase'):
+    config = config_lib.from_file(ROOT / 'configs' / f'{name}.py')
+    config.update_from_flattened_dict({**own_file, 'config_file': f'configs/{name}.py'})
+    with pytest.raises(ValueError, match=rf'config.data.name=custom with --config=configs/{name}.py: that file holds '
+                                         rf'the settings chosen on {name}; .* --config=configs/custom.py'):
+      tasks.get_task(config)
+  config.config_file = ''  # built in code: the field is named instead of a file
+  with pytest.raises(ValueError, match=r'with the settings chosen on genbase \(config.chosen_on\); '):
     tasks.get_task(config)
-  config.config_file = 'configs/custom.py'
+  config = config_lib.from_file(ROOT / 'configs' / 'custom.py')
+  config.update_from_flattened_dict({**own_file, 'config_file': 'elsewhere/bibtex.py'})
   assert tasks.get_task(config).space.units == 3
 
 

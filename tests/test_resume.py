@@ -221,7 +221,7 @@ def test_a_field_added_since_a_run_was_recorded_neither_blocks_resume_nor_loadin
   config.implicit.refine.steps = 3
   parts = config_lib.check(config)
   with pytest.raises(ValueError, match=r'implicit\.refine\.steps \(not recorded: the run used its default 0, now 3\)'):
-    checkpoints.check_or_write_config(str(tmp_path), parts.recorded(config), parts)
+    checkpoints.check_config(str(tmp_path), parts.recorded(config), parts)
 
 
 @pytest.mark.e2e
@@ -241,7 +241,7 @@ def test_a_run_recorded_with_its_methods_own_gbi_section_resumes_and_loads(tmp_p
   config.gbi.steps = 20
   parts = config_lib.check(config)
   with pytest.raises(ValueError, match=r'gbi\.steps \(stored 7, now 20\)'):
-    checkpoints.check_or_write_config(str(tmp_path), parts.recorded(config), parts)
+    checkpoints.check_config(str(tmp_path), parts.recorded(config), parts)
 
 
 def test_only_result_changing_fields_of_the_method_in_use_are_compared(tmp_path):
@@ -254,7 +254,7 @@ def test_only_result_changing_fields_of_the_method_in_use_are_compared(tmp_path)
   config.implicit.aux_lambda = 7.0   # another method's section: the feedforward run neither reads nor records it
   config.log_every, config.eval_batch_size = 1, 32  # what it prints and how it batches predictions
   parts = config_lib.check(config)
-  assert checkpoints.check_or_write_config(str(tmp_path), parts.recorded(config), parts)
+  assert checkpoints.check_config(str(tmp_path), parts.recorded(config), parts)
 
 
 FIXTURE = ROOT / 'tests' / 'fixtures' / 'workdir_v1'

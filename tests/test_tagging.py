@@ -82,7 +82,7 @@ def test_one_compilation_per_padded_shape(task):
   shapes = set()
   for batch in data.train_batches(task, config.batch_size, np.random.default_rng([0, 0])):
     shapes.add(batch['x'].shape)
-    state, metrics = step(state, train.shard_batch(batch, sharded))
+    state, metrics = step(state, data.shard_batch(batch, sharded))
   chex.assert_tree_all_finite(metrics)
   assert traces['step'] == len(shapes) == 2
   for eval_batch_size in (64, 48):  # 48: the dev split's 64 sentences end in a tail of 16, padded to 48
@@ -94,7 +94,7 @@ def test_one_compilation_per_padded_shape(task):
       for batch, _ in data.prediction_batches(task, task.splits[split], eval_batch_size):
         assert len(batch['x']) == eval_batch_size
         shapes.add(batch['x'].shape)
-      pred = train.predict_split(task, predict, state.params, task.splits[split], config, sharded)
+      pred = data.predict(task, lambda b: predict(state.params, b), task.splits[split], eval_batch_size, sharded)
       assert pred.shape == (len(task.splits[split]['y']), 12, 4)
     assert traces['predict'] == len(shapes) <= 2
 

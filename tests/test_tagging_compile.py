@@ -126,9 +126,9 @@ def test_the_loop_compiles_step_and_predictor_once_per_bucket(tmp_path, counter,
   batches = list(data.train_batches(task, config.batch_size, np.random.default_rng([config.seed, 0])))
   predict_batches = [b for b, _ in data.prediction_batches(task, task.splits['train'], 32)]
   for width in (6, 7, 7):
-    state, _ = counter.wrapped['step'](state, train.shard_batch(_first(batches, width), counter.sharded))
+    state, _ = counter.wrapped['step'](state, data.shard_batch(_first(batches, width), counter.sharded))
     jax.block_until_ready(counter.wrapped['predict'](
-        params, train.shard_batch(_first(predict_batches, width), counter.sharded)))
+        params, data.shard_batch(_first(predict_batches, width), counter.sharded)))
   assert (counter.compiles('step'), counter.compiles('predict')) == (compiles['step'] + 1, compiles['predict'] + 1)
   counter.check_once_per_shape('step')
   counter.check_once_per_shape('predict')

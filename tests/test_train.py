@@ -158,7 +158,7 @@ def test_a_reused_term_runs_as_two_programs_that_train_as_the_choice_made_inside
     state = jax.device_put(m.init(jax.random.key(0)), replicated)
     residuals = []
     for b in batches:
-      state, metrics = step(state, train.shard_batch(b, sharded))
+      state, metrics = step(state, data.shard_batch(b, sharded))
       residuals.append(float(metrics['residual']))
     return state, residuals
 

@@ -243,38 +243,74 @@ def has_checkpoint(workdir: str) -> bool:
   return os.path.isdir(folder) and any(name.isdigit() for name in os.listdir(folder))
 
 
-def check_or_write_config(workdir: str, record: dict, parts: config_lib.Parts, write: bool = True) -> bool:
+def check_config(workdir: str, record: dict, parts: config_lib.Parts) -> bool:
   """Checks that the run whose config records ``record`` (``config.Parts.recorded``) may start or continue the run
-  of ``workdir`` and (``write``) records it.
+  of ``workdir``; True when the workdir already holds this run.
 
-  Returns True when the workdir already held this run. Raises ValueError naming the fields that differ. A
-  record whose run never saved a checkpoint (a start that failed, or was killed, before its first save) holds
-  no work: it is replaced. ``write=False`` (the other processes of a multi-host run) checks without writing.
+  Raises ValueError naming the fields that differ. A record whose run never saved a checkpoint (a start that
+  failed, or was killed, before its first save) holds no work: it is replaced (``open_run`` writes the new one).
   ``parts``: the config's task and method, resolved (``config.check``'s return), to compare with.
   """
   path = os.path.join(workdir, 'config.json')
-  existing = False
-  if os.path.exists(path):
-    try:
-      diff = parts.compare(read_json(path), record)
-    except config_lib.NewerRecord as e:
-      raise config_lib.NewerRecord(f'{path} {e}') from None
-    if not diff:
-      existing = True
-    elif has_checkpoint(workdir):
-      raise ValueError(f'workdir {workdir} holds a run with a different config: {", ".join(diff[:5])}'
-                       f'{" ..." if len(diff) > 5 else ""}; resume with the same config or use a new workdir')
-    else:
-      print(f'{path}: replacing the record of a run that saved no checkpoint', flush=True)
-  if write:
-    write_config(workdir, record)
-  return existing
+  if not os.path.exists(path):
+    return False
+  try:
+    diff = parts.compare(read_json(path), record)
+  except config_lib.NewerRecord as e:
+    raise config_lib.NewerRecord(f'{path} {e}') from None
+  if not diff:
+    return True
+  if has_checkpoint(workdir):
+    raise ValueError(f'workdir {workdir} holds a run with a different config: {", ".join(diff[:5])}'
+                     f'{" ..." if len(diff) > 5 else ""}; resume with the same config or use a new workdir')
+  print(f'{path}: replacing the record of a run that saved no checkpoint', flush=True)
+  return False
 
 
-def write_config(workdir: str, record: dict) -> None:
-  """``config.json``: what the run reads (``record``, ``config.Parts.recorded``), in the current format, with the
-  latest ``num_epochs`` and logging settings."""
-  write_json(os.path.join(workdir, 'config.json'), record)
+def open_run(workdir: str, record: dict, parts: config_lib.Parts, task, total_steps: int, steps_per_epoch: int,
+             primary: bool = True, digests: dict | None = None) -> tuple[Checkpointer, bool]:
+  """The workdir taken over by a training run: the run checked against the workdir's (its config,
+  ``check_config``; its length, against the latest checkpoint's step; its data, ``workdir.check_data``) and its
+  records written: ``config.json`` (``record``, in the current format, with the latest ``num_epochs`` and logging
+  settings) and ``data.json``. Returns the run's ``Checkpointer`` and whether the workdir held this run already.
+
+  In a multi-host run every process checks, and only process 0 (``primary``) writes, once all have read the records
+  it rewrites. ``digests``: the data's fingerprint where the processes compared it (``multihost.agree_on_data``).
+  """
+  existing = check_config(workdir, record, parts)
+  ckpt = Checkpointer(workdir)
+  try:
+    latest = ckpt.latest_step() if existing else None
+    if latest is not None and latest > total_steps:  # a shorter run would rewrite the record of a longer one
+      raise ValueError(f'workdir {workdir} holds a run trained to step {latest} (epoch {latest // steps_per_epoch}); '
+                       f'config.num_epochs={total_steps // steps_per_epoch} ends at step {total_steps}. Give '
+                       f'num_epochs >= {-(-latest // steps_per_epoch)} to continue it, or read it with '
+                       'implicit_jax.evaluate')
+    multihost.sync('implicit_jax: run checked')
+    if primary:
+      write_json(os.path.join(workdir, 'config.json'), record)
+    workdir_lib.check_data(workdir, task, resuming=existing, write=primary, digests=digests)
+  except BaseException:
+    ckpt.close()
+    raise
+  return ckpt, existing
+
+
+def set_aside_earlier_result(workdir: str, total_steps: int) -> None:
+  """A ``metrics.json`` of a run that ended at another step (a finished run now extended with more epochs) holds a
+  best epoch and a calibration chosen for parameters this run may replace: kept as ``metrics.previous.json`` until
+  this run writes its own, so that no reader pairs it with the parameters being trained."""
+  path = os.path.join(workdir, 'metrics.json')
+  if not os.path.exists(path):
+    return
+  old = read_json(path)
+  if isinstance(old, dict) and old.get('steps') == total_steps:
+    return  # this run's own result (a finished run started again): rewritten, the same, at its end
+  aside = os.path.join(workdir, 'metrics.previous.json')
+  os.replace(path, aside)
+  ended = f'at step {old["steps"]}' if isinstance(old, dict) and 'steps' in old else 'earlier'
+  print(f'{path}: the result of the run as it ended {ended} moved to {aside}; this run writes its own at step '
+        f'{total_steps}', flush=True)
 
 
 def _host(tree):

@@ -5,10 +5,10 @@ inside a jitted step.
 Before the workdir is touched (``before_training``): every split's stored labels against the output space
 (``OutputSpace.label_error``: shape and values), then the shapes the networks and the method give on the example
 batch the networks are initialised on, against ``space.shape``: the inference net's logits and ``predict``'s
-relaxed output. Shapes come from ``jax.eval_shape``: traced, never run, so the check costs no compute (an
-initialisation that needs concrete values is run). Each dev evaluation: the evaluator's ``select`` metric, which
-picks the best epoch, must be a finite number (``select_metric``). The errors are ValueErrors: the command lines
-print them as one line.
+relaxed output; then the training split against ``config.batch_size`` (an epoch holds at least one batch). Shapes
+come from ``jax.eval_shape``: traced, never run, so the check costs no compute (an initialisation that needs
+concrete values is run). Each dev evaluation: the evaluator's ``select`` metric, which picks the best epoch, must
+be a finite number (``select_metric``). The errors are ValueErrors: the command lines print them as one line.
 """
 
 from __future__ import annotations
@@ -67,12 +67,15 @@ def predict(method, config, batch: dict, want: tuple, space_name: str) -> None:
 
 def before_training(task, method, config) -> None:
   """The labels, then the inference net's and ``predict``'s shapes, on the batch the networks are initialised
-  on (inputs only, as prediction sees them)."""
+  on (inputs only, as prediction sees them); then that the training split holds a batch."""
   labels(task)
   batch = task.inputs(task.example_batch())
   want = tuple(task.space.shape(batch))
   inference_net(task, batch, want)
   predict(method, config, batch, want, task.space.name)
+  n_train = data.num_examples(task.splits['train'])
+  if n_train < config.batch_size:
+    raise ValueError(f'config.batch_size={config.batch_size} exceeds the {n_train} training examples')
 
 
 def select_metric(task, metrics: dict, epoch: int):

@@ -58,7 +58,7 @@ from implicit_jax.engine import registry, rows
 # Fields a resumed run may change: how long it runs, what it prints, and where (a run may move to another
 # machine; the data-parallel step computes the same function, up to the order of float sums).
 MUTABLE = ('num_epochs', 'log_every', 'checkpoint_every', 'checkpoint_epoch_ends', 'num_devices', 'eval_batch_size',
-           'divergence.max_loss', 'divergence.max_residual', 'config_file', 'overrides')
+           'divergence.max_loss', 'divergence.max_residual', 'config_file', 'overrides', 'chosen_on')
 TASK_SECTIONS = ('data', 'model')
 
 
@@ -97,6 +97,10 @@ def core_config() -> ml_collections.ConfigDict:
                               # command line (or the script that loaded it); '' for a config built in code
   c.overrides = ()            # the --config.<field>=<value> flags given with it, as the command line parsed them:
                               # with config_file, the command that makes the run again (set by the command line)
+  c.chosen_on = ''            # the dataset on whose dev split this config's settings were chosen, as a shipped
+                              # dataset's config file says ('bibtex' in configs/bibtex.py); '' = none named (settings
+                              # chosen across datasets, as configs/custom.py's, or a config built in code). A task
+                              # may refuse other data with them (mlc: data.name=custom); it changes no result
   return c
 
 

@@ -11,12 +11,16 @@ which exact resumption needs.
 Prediction: examples in order (by length for padded tasks), ``batch_size`` at a time; the last batch is padded
 with copies of its last example and the copies' outputs dropped, so a split compiles one shape per bucket. A task
 that trains on views of its inputs (``Task.predict_views``: segmentation's crops) predicts each batch through them.
+
+A training run places each batch on its data mesh (``shard_batch``): training batches, and prediction batches when
+``predict`` is given the mesh's sharding.
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
+import jax
 import numpy as np
 
 WINDOW = 20  # batches per length-sorted window (padded tasks)
@@ -88,15 +92,26 @@ def prediction_batches(task, arrays: dict, batch_size: int) -> Iterator[tuple[di
     yield _cut(task, inputs, padded, lens), idx
 
 
-def predict(task, predict_fn, arrays: dict, batch_size: int, place=lambda b: b) -> np.ndarray:
+def shard_batch(batch: dict, sharding) -> dict:
+  """Places a global batch on the mesh. Every host builds the same global batch (the data order depends on
+  the seed alone) and contributes its own rows, so a multi-host run sees the batches of a single-host one."""
+  if jax.process_count() == 1:
+    return jax.device_put(batch, sharding)
+  rows = num_examples(batch) // jax.process_count()
+  lo = jax.process_index() * rows
+  return {k: jax.make_array_from_process_local_data(sharding, v[lo:lo + rows], v.shape) for k, v in batch.items()}
+
+
+def predict(task, predict_fn, arrays: dict, batch_size: int, sharding=None) -> np.ndarray:
   """Relaxed predictions for every example of ``arrays``, aligned with it (padded positions as the arrays pad
-  them, zero there). ``predict_fn(batch) -> y``; ``place`` puts a batch on the devices."""
+  them, zero there). ``predict_fn(batch) -> y``; ``sharding``: each batch placed on a data mesh (``shard_batch``)
+  first, where given."""
   n = num_examples(arrays)
   out = None
   views = getattr(task, 'predict_views', None)  # duck-typed tasks (tests) may lack the field
 
   def run(batch):
-    return np.asarray(predict_fn(place(batch)))
+    return np.asarray(predict_fn(batch if sharding is None else shard_batch(batch, sharding)))
 
   for batch, idx in prediction_batches(task, arrays, batch_size):
     pred = (views(run, batch) if views else run(batch))[:len(idx)]

@@ -152,6 +152,12 @@ def lost_peer(error: BaseException) -> bool:
 _PROVENANCE = ('config_file', 'overrides')
 
 
+def sync(name: str) -> None:
+  """Waits until every process of a multi-host run reaches the point called ``name`` (nothing for one process)."""
+  if jax.process_count() > 1:
+    multihost_utils.sync_global_devices(name)
+
+
 def agree_on_command(config, workdir: str) -> None:
   """The resolved config and the workdir, compared before either is used: a process whose config differs could
   fail alone while loading its data, and leave the others waiting for it."""
@@ -171,6 +177,6 @@ def agree_on_data(task) -> dict | None:
     return None  # the digests cost a pass over the data
   fingerprint = workdir_lib.fingerprint(task)
   files = ', '.join(workdir_lib.data_files(task.info)) or "the task's data"
-  agree({f'data {name}': value for name, value in config_lib.flatten(fingerprint).items()},
+  agree({f'data {name}': value for name, value in workdir_lib.by_array(fingerprint).items()},
         f'every host must read the same data ({files}): copy it from one host to the others')
   return fingerprint

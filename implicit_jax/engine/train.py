@@ -8,6 +8,7 @@ compiles once per bucket. Step metrics stay on device and are read only at log t
 
 import contextlib
 import dataclasses
+import functools
 import os
 import time
 from typing import Any
@@ -15,7 +16,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import multihost_utils
 
 from implicit_jax import batch as batch_lib
 from implicit_jax.engine import (checkpoints, checks, config as config_lib, data, multihost, predictions,
@@ -35,22 +35,6 @@ def data_parallel(config):
   mesh = jax.sharding.Mesh(np.array(devices[:n]), ('data',))
   return (mesh, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()),
           jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec('data')))
-
-
-def shard_batch(batch: dict, sharding) -> dict:
-  """Places a global batch on the mesh. Every host builds the same global batch (the data order depends on
-  the seed alone) and contributes its own rows, so a multi-host run sees the batches of a single-host one."""
-  if jax.process_count() == 1:
-    return jax.device_put(batch, sharding)
-  rows = len(batch['y'] if 'y' in batch else next(iter(batch.values()))) // jax.process_count()
-  lo = jax.process_index() * rows
-  return {k: jax.make_array_from_process_local_data(sharding, v[lo:lo + rows], v.shape) for k, v in batch.items()}
-
-
-def sync(name: str) -> None:
-  """Waits until every process of a multi-host run reaches the point called ``name`` (nothing for one process)."""
-  if jax.process_count() > 1:
-    multihost_utils.sync_global_devices(name)
 
 
 def make_train_step(method, step_rng, replicated, sharded, start: int = 0):
@@ -90,12 +74,6 @@ def make_predict(method, replicated, sharded):
                          out_shardings=replicated if jax.process_count() > 1 else sharded)
 
 
-def predict_split(task, predict_fn, params, arrays, config, sharded) -> np.ndarray:
-  """Relaxed predictions for a split, ``config.eval_batch_size`` at a time on the mesh (``data.predict``)."""
-  return data.predict(task, lambda b: predict_fn(params, b), arrays, config.eval_batch_size,
-                      lambda b: shard_batch(b, sharded))
-
-
 def train_and_evaluate(config, workdir: str) -> dict:
   """Trains ``config.method`` on ``config.task``, selects the best epoch on dev, evaluates test once.
 
@@ -114,10 +92,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   digests = multihost.agree_on_data(task)  # None in a run of one process: check_data computes them
   method = parts.build_method(task, config)
   checks.before_training(task, method, config)
-  n_train = data.num_examples(task.splits['train'])
-  if n_train < config.batch_size:
-    raise ValueError(f'config.batch_size={config.batch_size} exceeds the {n_train} training examples')
-  steps_per_epoch = n_train // config.batch_size
+  steps_per_epoch = data.num_examples(task.splits['train']) // config.batch_size
   total_steps = steps_per_epoch * config.num_epochs
   _, replicated, sharded = data_parallel(config)
   primary = jax.process_index() == 0
@@ -125,7 +100,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   # (the others read it once it exists and was checked).
   if primary:
     workdir_lib.prepare(workdir)
-  sync('implicit_jax: workdir prepared')
+  multihost.sync('implicit_jax: workdir prepared')
   with workdir_lib.Lock(workdir) if primary else contextlib.nullcontext():
     return _train(_Run(config, workdir, parts, record, task, method, total_steps, steps_per_epoch, replicated,
                        sharded, primary, digests))
@@ -152,14 +127,14 @@ class _Run:
 
 
 def _train(run: _Run) -> dict:
-  existing = checkpoints.check_or_write_config(run.workdir, run.record, run.parts, write=False)  # written once checked
-  ckpt = checkpoints.Checkpointer(run.workdir)
+  ckpt, existing = checkpoints.open_run(run.workdir, run.record, run.parts, run.task, run.total_steps,
+                                        run.steps_per_epoch, run.primary, run.digests)
   try:
     state, loop, resumed = _start(run, ckpt, existing)
     writer = writers.MetricWriter(run.workdir, resume_step=int(state.step) if resumed else None,
                                   enabled=run.primary)
     if run.primary:
-      _set_aside_earlier_result(run.workdir, run.total_steps)
+      checkpoints.set_aside_earlier_result(run.workdir, run.total_steps)
   except BaseException:
     ckpt.close()
     raise
@@ -171,8 +146,8 @@ def _train(run: _Run) -> dict:
     # The best epoch's parameters from disk; its dev predictions again (the same compiled function, so the same
     # numbers), the calibration chosen on them; test predicted once and scored under it.
     best_params = ckpt.restore_best(jax.eval_shape(lambda: state.params), loop['best']['step'])
-    dev_pred, test_pred = (predict_split(run.task, predict_fn, best_params, run.task.splits[split], run.config,
-                                         run.sharded) for split in ('dev', 'test'))
+    dev_pred, test_pred = (data.predict(run.task, functools.partial(predict_fn, best_params), run.task.splits[split],
+                                        run.config.eval_batch_size, run.sharded) for split in ('dev', 'test'))
   except BaseException:
     # The error on its way names what failed; closing may fail the same way (a full disk) and must not replace it.
     for close in (writer.close, ckpt.close):
@@ -185,18 +160,8 @@ def _train(run: _Run) -> dict:
 
 
 def _start(run: _Run, ckpt, existing: bool):
-  """``(state, loop, resumed)``: the workdir's run checked against this one and its config written; the state
-  and the loop's record restored from the latest checkpoint, or new."""
-  latest = ckpt.latest_step() if existing else None
-  if latest is not None and latest > run.total_steps:  # a shorter run would rewrite the record of a longer one
-    raise ValueError(f'workdir {run.workdir} holds a run trained to step {latest} (epoch '
-                     f'{latest // run.steps_per_epoch}); config.num_epochs={run.config.num_epochs} ends at step '
-                     f'{run.total_steps}. Give num_epochs >= {-(-latest // run.steps_per_epoch)} to continue it, or '
-                     'read it with implicit_jax.evaluate')
-  sync('implicit_jax: run checked')  # every process has read the workdir's record before process 0 rewrites it
-  if run.primary:
-    checkpoints.write_config(run.workdir, run.record)
-  workdir_lib.check_data(run.workdir, run.task, resuming=existing, write=run.primary, digests=run.digests)
+  """``(state, loop, resumed)``: the state and the loop's record restored from the latest checkpoint of a run the
+  workdir already held (``existing``), or new."""
   state = jax.device_put(run.method.init(batch_lib.init_key(run.config.seed)), run.replicated)
   loop = {'history': [], 'train_log': {}, 'best': None, 'train_seconds': 0.0}
   restored = ckpt.restore(jax.eval_shape(lambda: state)) if existing else None
@@ -259,7 +224,7 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
       step = epoch * steps_per_epoch + i + 1
       if step <= start_step:
         continue  # done before the checkpoint this run resumed from
-      state, step_metrics = step_fn(state, shard_batch(batch, run.sharded))
+      state, step_metrics = step_fn(state, data.shard_batch(batch, run.sharded))
       pending.append(step_metrics)
       if step % config.log_every == 0 or due(step):
         flush(step, epoch)
@@ -268,8 +233,9 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
     step = (epoch + 1) * steps_per_epoch
     flush(step, epoch)
     t_eval = time.perf_counter()
-    dev_metrics = evaluator.metrics(predict_split(task, predict_fn, state.params, task.splits['dev'], config,
-                                                  run.sharded), task.splits['dev'])
+    dev_pred = data.predict(task, functools.partial(predict_fn, state.params), task.splits['dev'],
+                            config.eval_batch_size, run.sharded)
+    dev_metrics = evaluator.metrics(dev_pred, task.splits['dev'])
     value = checks.select_metric(task, dev_metrics, epoch + 1)  # before it is recorded anywhere
     loop['history'].append({'step': step, 'epoch': epoch + 1, **{f'dev_{k}': v for k, v in dev_metrics.items()}})
     writer.write_scalars(step, {f'dev/{k}': v for k, v in dev_metrics.items()})
@@ -305,23 +271,6 @@ def _result(run: _Run, loop: dict, dev_pred, test_pred) -> dict:
     checkpoints.write_json(os.path.join(run.workdir, 'metrics.json'), result)
   print(evaluator.summary(result), flush=True)
   return result
-
-
-def _set_aside_earlier_result(workdir: str, total_steps: int) -> None:
-  """A ``metrics.json`` of a run that ended at another step (a finished run now extended with more epochs) holds a
-  best epoch and a calibration chosen for parameters this run may replace: kept as ``metrics.previous.json`` until
-  this run writes its own, so that no reader pairs it with the parameters being trained."""
-  path = os.path.join(workdir, 'metrics.json')
-  if not os.path.exists(path):
-    return
-  old = checkpoints.read_json(path)
-  if isinstance(old, dict) and old.get('steps') == total_steps:
-    return  # this run's own result (a finished run started again): rewritten, the same, at its end
-  aside = os.path.join(workdir, 'metrics.previous.json')
-  os.replace(path, aside)
-  ended = f'at step {old["steps"]}' if isinstance(old, dict) and 'steps' in old else 'earlier'
-  print(f'{path}: the result of the run as it ended {ended} moved to {aside}; this run writes its own at step '
-        f'{total_steps}', flush=True)
 
 
 def _cause(pending, step, method) -> str:

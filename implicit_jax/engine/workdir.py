@@ -29,8 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from implicit_jax.engine import config as config_lib
-
 try:
   import fcntl
 except ImportError:  # not POSIX: no lock (the project targets Linux and macOS)
@@ -251,9 +249,14 @@ def fingerprint(task) -> dict:
           for split, arrays in task.splits.items()}
 
 
+def by_array(fingerprint: dict) -> dict:
+  """``{'train.x': digest, ...}``: a fingerprint's digests under the names the refusals give."""
+  return {f'{split}.{key}': value for split, arrays in fingerprint.items() for key, value in arrays.items()}
+
+
 def _changed(stored: dict, current: dict) -> list[str]:
   """The split arrays (``'train.x'``, ...) whose fingerprint ``current`` differs from the record ``stored``."""
-  old, new = config_lib.flatten(stored['fingerprint']), config_lib.flatten(current)
+  old, new = by_array(stored['fingerprint']), by_array(current)
   order = {'train': 0, 'dev': 1, 'test': 2}  # splits in the order a user thinks of them
   names = sorted(set(old) | set(new), key=lambda n: (order.get(n.split('.')[0], 3), n))
   return [name for name in names if old.get(name) != new.get(name)]
@@ -272,7 +275,8 @@ def _read_record(workdir: str) -> tuple[str, dict | None]:
   if not os.path.exists(path):
     return path, None
   stored = read_json(path)
-  if not isinstance(stored, dict) or not isinstance(stored.get('fingerprint'), dict):
+  digests = stored.get('fingerprint') if isinstance(stored, dict) else None
+  if not isinstance(digests, dict) or not all(isinstance(arrays, dict) for arrays in digests.values()):
     raise ValueError(f'{path}: unreadable data record (no fingerprint); move it away to go on without the '
                      'check')
   return path, stored

@@ -8,8 +8,6 @@ the best epoch; the threshold tuned on dev is the calibration). The data work is
 (``metrics``) and the energy analysis (``analysis``) live beside it.
 """
 
-from pathlib import Path
-
 import ml_collections
 
 import numpy as np
@@ -73,11 +71,13 @@ def check_config(config) -> None:
                      f'need a dev split, got {data.dev_fraction}')
   # A shipped dataset's config holds the settings chosen on that dataset, which can move another file's score more
   # than the method does; configs/custom.py's were chosen across datasets (docs/custom_defaults.md). One route.
-  source = Path(config.get('config_file', '').split(':')[0])
-  if data.name == 'custom' and source.parent.name == 'configs' and source.stem in datasets.DATASETS:
-    raise ValueError(f'config.data.name=custom with --config={config.config_file}: that file holds the settings '
-                     f'chosen on {source.stem}; a file of your own is read by --config=configs/custom.py, whose '
-                     'defaults were chosen across the shipped datasets (docs/custom_defaults.md)')
+  chosen_on = config.get('chosen_on', '')
+  if data.name == 'custom' and chosen_on:
+    holding = (f'--config={config.config_file}: that file holds the settings chosen on {chosen_on}'
+               if config.get('config_file') else f'the settings chosen on {chosen_on} (config.chosen_on)')
+    raise ValueError(f'config.data.name=custom with {holding}; a file of your own is read by '
+                     '--config=configs/custom.py, whose defaults were chosen across the shipped datasets '
+                     '(docs/custom_defaults.md)')
 
 
 def mlc_task(name: str, splits: dict, num_labels: int, config, info: dict, names: dict | None = None,
