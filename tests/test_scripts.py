@@ -355,6 +355,27 @@ def test_machine_names_the_cores_a_pinned_run_had(monkeypatch):
   assert records.machine().endswith(', 1 of 2 cores')
 
 
+def test_cpu_names_the_vector_sets_and_the_xla_cap_a_record_ran_with(monkeypatch):
+  """Two processors that /proc/cpuinfo names alike ('AMD EPYC') round differently when one has AVX-512: a record
+  names the vector sets (not the other flags), and the cap XLA_FLAGS put on them, which changes what XLA emits."""
+  flags = ['fpu', 'sse', 'sse2', 'ssse3', 'sse4_1', 'sse4_2', 'misalignsse', 'avx', 'avx2', 'fma', 'avx512f',
+           'avx512_bf16', 'aes']
+  monkeypatch.setattr(records, '_cpuinfo', lambda: ('AMD EPYC', flags))
+  monkeypatch.delenv('XLA_FLAGS', raising=False)
+  info = records.cpu()
+  assert info == {'model': 'AMD EPYC', 'vector': ['avx', 'avx2', 'avx512_bf16', 'avx512f', 'fma', 'sse', 'sse2',
+                                                  'sse4_1', 'sse4_2', 'ssse3']}
+  assert records.cpu_kind({'cpu': info}) == 'AVX-512'
+  monkeypatch.setenv('XLA_FLAGS', '--xla_dump_to=x --xla_cpu_max_isa=AVX2')
+  assert records.cpu_kind({'cpu': records.cpu()}) == 'AVX-512, XLA capped at AVX2'
+  monkeypatch.setattr(records, '_cpuinfo', lambda: ('AMD EPYC', [f for f in flags if not f.startswith('avx512')]))
+  monkeypatch.delenv('XLA_FLAGS')
+  assert records.cpu_kind({'cpu': records.cpu()}) == 'AVX2'
+  assert records.cpu_kind({'machine': 'AMD EPYC, 2 cores'}) is None  # made before records named it
+  stamped = records.stamp({'task': 'mlc', 'test_f1': 0.5, 'predictions': {'test': [1]}})
+  assert stamped['cpu']['vector'][:2] == ['avx', 'avx2'] and stamped['machine'].startswith('AMD EPYC, ')
+
+
 def _block(text: str, key: str) -> str:
   start, end = f'<!-- results:{key} -->', f'<!-- /results:{key} -->'
   return text[text.index(start):text.index(end) + len(end)]
