@@ -28,7 +28,7 @@ import numpy as np
 from implicit_jax import runner
 from implicit_jax.engine import cli
 import experiments
-from experiments import mlc, records, summary
+from experiments import main_job, mlc, records, summary
 # The rows: configs/<dataset>.py:<system> applies experiments/mlc.py's overrides (SYSTEMS); the
 # helpers the MLC scripts share live there too.
 from experiments.mlc import ABLATION_ONLY, PAPER, SYSTEMS, device_of, paired, run_name, system_of
@@ -195,13 +195,9 @@ def update_readme(lines, groups):
       '', header, '', lines[4], '', *table, '', *notes, '',
       'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', *paired]))
   readme = ROOT / 'README.md'
-  main_job = groups.get(('bibtex', 'official', mlc.MAIN_ROW), [])
-  if main_job:
-    line = (f'Its committed runs ({len(main_job)} seeds; `configs/bibtex.py` is the row '
-            f'`{mlc.config_name("bibtex", mlc.MAIN_ROW)}`): test example F1 '
-            f'{fmt([r["test_f1"] for r in main_job])} at threshold 0.5, {fmt([r["test_f1_tuned"] for r in main_job])} '
-            'at the dev-tuned one ([docs/mlc_results.md](docs/mlc_results.md)).')
-    records.write_block(readme, 'main', line, required=False)
+  committed = groups.get(('bibtex', 'official', mlc.MAIN_ROW), [])
+  if committed:  # with each kind of CPU's figures (docs/main_job/runs): another kind rounds them differently
+    records.write_block(readme, 'main', main_job.main_job_line(committed), required=False)
   summary.update(readme, 'mlc', summary_rows(groups))
 
 
