@@ -29,11 +29,12 @@ from benchmarks import common
 BASELINE = '29b2bf4'  # the main job before issue 45: T_inner 5, the term on every step, 40 epochs
 
 
-def run_job(tree: Path, config: str, workdir: Path) -> tuple[float, dict]:
-  """Seconds of one whole run of the main job in ``tree`` and its metrics.json."""
+def run_job(tree: Path, config: str, workdir: Path, env: dict | None = None) -> tuple[float, dict]:
+  """Seconds of one whole run of the main job in ``tree`` (under ``env``, default this process's) and its
+  metrics.json."""
   start = time.perf_counter()
   done = subprocess.run([sys.executable, '-m', 'implicit_jax.main', f'--config={config}', f'--workdir={workdir}'],
-                        cwd=tree, capture_output=True, text=True, check=False)
+                        cwd=tree, capture_output=True, text=True, check=False, env=env)
   seconds = time.perf_counter() - start
   if done.returncode:
     raise SystemExit(f'{tree}: the main job failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}')

@@ -61,29 +61,77 @@ def spread(unit: str = 'seeds') -> str:
   return f'mean ± sample standard deviation (ddof 1) over N {unit} (N per row; the value alone where N = 1)'
 
 
+def _cpuinfo() -> tuple[str | None, list[str]]:
+  """The first processor's model name and flags in /proc/cpuinfo (Linux); (None, []) where there is none."""
+  model, flags = None, []
+  try:
+    for line in Path('/proc/cpuinfo').read_text().splitlines():
+      key, _, value = line.partition(':')
+      if key.strip() == 'model name' and model is None:
+        model = value.strip()
+      elif key.strip() == 'flags' and not flags:
+        flags = value.split()
+      if model is not None and flags:
+        break
+  except OSError:
+    pass
+  return model, flags
+
+
 def machine() -> str:
   """The processor model and core count of this machine, e.g. 'Intel(R) Xeon(R) ..., 2 cores' ('1 of 2 cores' for a
   pinned process). Records carry it because XLA:CPU's float rounding differs between processors: the same seed's
   run on another machine can move by a point (bibtex seed 0: 39.54 on an AMD EPYC, 40.52 on an Intel Xeon), so only
-  same-machine pairs are compared."""
+  same-machine pairs are compared. The model name alone does not tell them apart: ``cpu`` adds what it does not say."""
   import os  # pylint: disable=import-outside-toplevel
   import platform  # pylint: disable=import-outside-toplevel
-  model = platform.processor() or platform.machine()
-  try:
-    for line in Path('/proc/cpuinfo').read_text().splitlines():
-      if line.startswith('model name'):
-        model = line.split(':', 1)[1].strip()
-        break
-  except OSError:
-    pass
+  model = _cpuinfo()[0] or platform.processor() or platform.machine()
   total = os.cpu_count()
   # a run pinned to fewer cores (taskset) is that much slower: its s/run is not comparable with an unpinned one's
   usable = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else total
   return f'{model}, {total} cores' if usable == total else f'{model}, {usable} of {total} cores'
 
 
+# The /proc/cpuinfo flags that name a vector instruction set (SSE, AVX, AVX2, AVX-512 and its parts, FMA, AMX).
+_VECTOR_FLAG = re.compile(r'sse\w*|ssse3|avx\w*|fma\w*|f16c|amx\w*')
+_MAX_ISA = re.compile(r'--xla_cpu_max_isa=(\S+)')
+
+
+def cpu() -> dict:
+  """``{'model', 'vector'[, 'xla_max_isa']}``: the processor's model and the vector extensions it offers, and the
+  instruction set XLA was capped at (``XLA_FLAGS=--xla_cpu_max_isa=...``) when it was. A virtual machine may give
+  processors of different generations one name ('AMD EPYC' both for the machine that made the bibtex main job's
+  records and for an AVX-512 one, on which the same seed's test F1 moves by most of a point: README, main job), so
+  the name alone cannot tell a record's reader which of them a rerun should repeat."""
+  import os  # pylint: disable=import-outside-toplevel
+  import platform  # pylint: disable=import-outside-toplevel
+  model, flags = _cpuinfo()
+  out = {'model': model or platform.processor() or platform.machine(),
+         'vector': sorted(f for f in flags if _VECTOR_FLAG.fullmatch(f))}
+  pinned = _MAX_ISA.search(os.environ.get('XLA_FLAGS', ''))
+  if pinned:
+    out['xla_max_isa'] = pinned.group(1)
+  return out
+
+
+# The widest vector set a processor offers, by the flag that marks it, widest first, as cpu_kind names it.
+_KINDS = (('avx512f', 'AVX-512'), ('avx2', 'AVX2'), ('avx', 'AVX'), ('sse4_2', 'SSE4.2'))
+
+
+def cpu_kind(record: dict) -> str | None:
+  """The kind of CPU a record's run was compiled for: its widest vector set ('AVX-512', 'AVX2', ...), the
+  ``xla_max_isa`` cap beside it where there was one ('AVX-512, XLA capped at AVX2'); None for a record made before
+  records named it (``cpu``)."""
+  info = record.get('cpu')
+  if not info:
+    return None
+  vector = set(info.get('vector') or ())
+  kind = next((name for flag, name in _KINDS if flag in vector), 'no AVX' if vector else 'unknown vector set')
+  return f'{kind}, XLA capped at {info["xla_max_isa"]}' if info.get('xla_max_isa') else kind
+
+
 def stamp(result: dict) -> dict:
-  """``result`` with what a fresh run's record says of how it was made: command, date, device and machine. A fresh
+  """``result`` with what a fresh run's record says of how it was made: command, date, device, machine and CPU. A fresh
   run's result must hold its predictions, which make the record rescorable (experiments/rescore.py)."""
   import datetime  # pylint: disable=import-outside-toplevel
   if not rescorable(result):
@@ -94,6 +142,7 @@ def stamp(result: dict) -> dict:
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
   result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
   result['machine'] = machine()
+  result['cpu'] = cpu()
   result['packages'] = packages()
   return result
 

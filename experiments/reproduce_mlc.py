@@ -27,7 +27,7 @@ import numpy as np
 from implicit_jax import runner
 from implicit_jax.engine import cli
 import experiments
-from experiments import mlc, records, summary, tables
+from experiments import main_job, mlc, records, summary, tables
 # The rows: configs/<dataset>.py:<system> applies experiments/mlc.py's overrides (SYSTEMS); the
 # helpers the MLC scripts share live there too.
 from experiments.mlc import ABLATION_ONLY, PAPER, SYSTEMS, device_of, run_name, system_of
@@ -159,14 +159,9 @@ def blocks(groups, fields) -> dict:
   out = {('docs/results.md', 'mlc'): '\n'.join([
       '', header, '', caption, '', fields['table'], '', *notes, '',
       'Implicit CD minus MBCE, same split and seeds (paired, F1 x 100):', '', fields['paired']])}
-  main_job = groups.get(('bibtex', 'official', mlc.MAIN_ROW), [])
-  if main_job:
-    out[('README.md', 'main')] = (
-        f'Its committed runs ({len(main_job)} seeds; `configs/bibtex.py` is the row '
-        f'`{mlc.config_name("bibtex", mlc.MAIN_ROW)}`): test example F1 '
-        f'{records.mean_std([r["test_f1"] for r in main_job])} at threshold 0.5, '
-        f'{records.mean_std([r["test_f1_tuned"] for r in main_job])} at the dev-tuned one '
-        '([docs/mlc_results.md](docs/mlc_results.md)).')
+  committed = groups.get(('bibtex', 'official', mlc.MAIN_ROW), [])
+  if committed:  # with each kind of CPU's figures (docs/main_job/runs): another kind rounds them differently
+    out[('README.md', 'main')] = main_job.main_job_line(committed)
   return out
 
 

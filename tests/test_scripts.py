@@ -392,6 +392,54 @@ def test_machine_names_the_cores_a_pinned_run_had(monkeypatch):
   assert records.machine().endswith(', 1 of 2 cores')
 
 
+def test_cpu_names_the_vector_sets_and_the_xla_cap_a_record_ran_with(monkeypatch):
+  """Two processors that /proc/cpuinfo names alike ('AMD EPYC') round differently when one has AVX-512: a record
+  names the vector sets (not the other flags), and the cap XLA_FLAGS put on them, which changes what XLA emits."""
+  flags = ['fpu', 'sse', 'sse2', 'ssse3', 'sse4_1', 'sse4_2', 'misalignsse', 'avx', 'avx2', 'fma', 'avx512f',
+           'avx512_bf16', 'aes']
+  monkeypatch.setattr(records, '_cpuinfo', lambda: ('AMD EPYC', flags))
+  monkeypatch.delenv('XLA_FLAGS', raising=False)
+  info = records.cpu()
+  assert info == {'model': 'AMD EPYC', 'vector': ['avx', 'avx2', 'avx512_bf16', 'avx512f', 'fma', 'sse', 'sse2',
+                                                  'sse4_1', 'sse4_2', 'ssse3']}
+  assert records.cpu_kind({'cpu': info}) == 'AVX-512'
+  monkeypatch.setenv('XLA_FLAGS', '--xla_dump_to=x --xla_cpu_max_isa=AVX2')
+  assert records.cpu_kind({'cpu': records.cpu()}) == 'AVX-512, XLA capped at AVX2'
+  monkeypatch.setattr(records, '_cpuinfo', lambda: ('AMD EPYC', [f for f in flags if not f.startswith('avx512')]))
+  monkeypatch.delenv('XLA_FLAGS')
+  assert records.cpu_kind({'cpu': records.cpu()}) == 'AVX2'
+  assert records.cpu_kind({'machine': 'AMD EPYC, 2 cores'}) is None  # made before records named it
+  stamped = records.stamp({'task': 'mlc', 'test_f1': 0.5, 'predictions': {'test': [1]}})
+  assert stamped['cpu']['vector'][:2] == ['avx', 'avx2'] and stamped['machine'].startswith('AMD EPYC, ')
+
+
+def test_main_job_line_gives_each_kind_of_cpu_its_own_figures_and_refuses_a_record_in_another_kinds_folder(
+    tmp_path):
+  """The README's main-job line: the committed runs' spread and the kind they name (none, before records named it),
+  then each kind's runs of docs/main_job/runs apart, never pooled with them; a record moved into another kind's
+  folder would show its figure as that kind's, so it is refused."""
+  from experiments import main_job  # pylint: disable=import-outside-toplevel
+  avx512 = {'model': 'AMD EPYC', 'vector': ['avx', 'avx2', 'avx512f']}
+  run = lambda seed, f1, **kw: {'seed': seed, 'test_f1': f1, 'test_f1_tuned': f1 + 0.04, 'machine': 'AMD EPYC, 2 cores',
+                                **kw}
+  committed = [run(0, 0.40), run(1, 0.39), run(2, 0.41)]
+  stem = mlc.run_name('bibtex', mlc.MAIN_ROW, 'official')
+  assert main_job.main_job_line(committed, tmp_path) == (
+      f'Its committed runs (3 seeds; `configs/bibtex.py` is the row `configs/bibtex.py:{mlc.MAIN_ROW}`): test '
+      'example F1 40.00 ± 1.00 at threshold 0.5, 44.00 ± 1.00 at the dev-tuned one '
+      '([docs/mlc_results.md](docs/mlc_results.md)), made on an AMD EPYC whose records name no vector set.')
+  (tmp_path / 'avx-512').mkdir()
+  for seed, f1 in enumerate((0.39, 0.38, 0.37)):
+    records.write(tmp_path / 'avx-512' / f'{stem}-seed{seed}.json', {**run(seed, f1, cpu=avx512), 'config': {}})
+  line = main_job.main_job_line(committed, tmp_path)
+  assert line.endswith('on an AMD EPYC with AVX-512, 38.00 ± 1.00 over 3 seeds, seed 0 39.00 (committed: 40.00) '
+                       '([docs/main_job/runs/avx-512](docs/main_job/runs/avx-512)).')
+  (tmp_path / 'avx2').mkdir()
+  (tmp_path / 'avx-512' / f'{stem}-seed2.json').rename(tmp_path / 'avx2' / f'{stem}-seed2.json')
+  with pytest.raises(ValueError, match='made on AVX-512, not in that kind'):
+    main_job.main_job_line(committed, tmp_path)
+
+
 def _block(text: str, key: str) -> str:
   start, end = f'<!-- results:{key} -->', f'<!-- /results:{key} -->'
   return text[text.index(start):text.index(end) + len(end)]

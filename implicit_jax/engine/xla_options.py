@@ -4,6 +4,11 @@ On CPU, XLA (jax 0.10) hands dot-and-elementwise fusions to YNNPACK by default. 
 models (batch 32, widths 150) its fusions cost more than XLA's own dots: the bibtex implicit step used about
 10% less CPU time without them (6 interleaved epochs, benchmarks/epoch.py measures it). Options that the
 installed XLA does not know are dropped, so a newer jax costs speed, not a crash. Other backends get no options.
+
+No cap on the instruction set (``xla_cpu_max_isa``) is among them, though the same seed rounds differently on
+another kind of CPU: XLA reads that cap from XLA_FLAGS alone (as a compiler option it changes nothing), and no cap
+made the main job repeat its committed record on another kind (benchmarks/cpu_pin.py, docs/usage.md "Rerunning a
+record").
 """
 
 import functools

@@ -1,0 +1,93 @@
+r"""The main job on this machine's kind of CPU: seeds of the row the README reports (``mlc.MAIN_ROW``,
+``configs/bibtex.py``), each record in docs/main_job/runs/<kind>/ (kind: the widest vector set the processor offers,
+``records.cpu_kind``, e.g. ``avx-512``), apart from docs/mlc/runs so that no table row mixes machines.
+
+  python -m experiments.main_job --seeds=0,1,2,3,4
+
+XLA:CPU's float rounding differs between kinds of processor, so the same seed's run moves by most of a point from
+one to another (docs/usage.md, "Rerunning a record"); a processor name ('AMD EPYC') does not tell the kinds apart,
+the vector sets in a record's ``cpu`` do. A record that exists is not run again. The README's main-job line
+(``main_job_line``, written by ``python -m experiments.reproduce_mlc --table_only``) gives each kind's figures beside
+the committed runs'.
+"""
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from implicit_jax import runner
+from implicit_jax.engine import cli
+import experiments
+from experiments import mlc, records
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / 'docs' / 'main_job' / 'runs'
+DATASET = 'bibtex'
+
+
+def folder(kind: str) -> str:
+  """A kind's folder name: 'AVX-512' -> 'avx-512', 'AVX-512, XLA capped at AVX2' -> 'avx-512-xla-capped-at-avx2'."""
+  return re.sub(r'[^a-z0-9]+', '-', kind.lower()).strip('-')
+
+
+def run_of(seed: int, kind: str) -> runner.Run:
+  name = mlc.run_name(DATASET, mlc.MAIN_ROW, 'official')
+  return runner.Run(f'{DATASET} {mlc.MAIN_ROW} seed {seed} ({kind})',
+                    lambda: mlc.row_config(ROOT / 'configs', DATASET, seed, 'official', '', mlc.MAIN_ROW),
+                    RUNS / folder(kind) / f'{name}-seed{seed}.json', f'/tmp/main_job/{folder(kind)}/{name}-{seed}')
+
+
+def kinds(runs: Path = RUNS) -> dict[str, list[dict]]:
+  """``{kind: records}`` of the folders under ``runs``, by seed; a record whose kind is not its folder's (moved by
+  hand) is refused, so that no figure of one kind is shown as another's."""
+  out = {}
+  for path in sorted(runs.glob(f'*/{mlc.run_name(DATASET, mlc.MAIN_ROW, "official")}-seed*.json')):
+    record = records.load(path)
+    kind = records.cpu_kind(record)
+    if kind is None or folder(kind) != path.parent.name:
+      raise ValueError(f'{path}: made on {kind or "a CPU it does not name"}, not in that kind\'s folder')
+    out.setdefault(kind, []).append(record)
+  return {k: sorted(rs, key=lambda r: r['seed']) for k, rs in out.items()}
+
+
+def main_job_line(committed: list[dict], runs: Path = RUNS) -> str:
+  """README's main-job line: the committed runs' test F1 (docs/mlc/runs), the kind of CPU they name, and each kind's
+  figures from ``runs`` (seed 0 beside the committed seed 0, and the spread over its seeds)."""
+  def kind_of(rs):
+    named = sorted({records.cpu_kind(r) or f'an {r.get("machine", "unnamed machine").split(",")[0]} whose records '
+                    'name no vector set' for r in rs})
+    return ' and '.join(named)
+
+  f1 = lambda rs: records.mean_std([r['test_f1'] for r in rs])
+  seed0 = lambda rs: next((100 * r['test_f1'] for r in rs if r['seed'] == 0), None)
+  line = (f'Its committed runs ({len(committed)} seeds; `configs/bibtex.py` is the row '
+          f'`{mlc.config_name(DATASET, mlc.MAIN_ROW)}`): test example F1 {f1(committed)} at threshold 0.5, '
+          f'{records.mean_std([r["test_f1_tuned"] for r in committed])} at the dev-tuned one '
+          f'([docs/mlc_results.md](docs/mlc_results.md)), made on {kind_of(committed)}.')
+  others = []
+  for kind, rs in kinds(runs).items():
+    at0 = seed0(rs)
+    others.append(f'on an {rs[0]["cpu"]["model"]} with {kind}, {f1(rs)} over {len(rs)} seeds'
+                  + (f', seed 0 {at0:.2f} (committed: {seed0(committed):.2f})'
+                     if at0 is not None and seed0(committed) is not None else '')
+                  + f' ([docs/main_job/runs/{folder(kind)}](docs/main_job/runs/{folder(kind)}))')
+  if others:
+    line += (' Another kind of CPU rounds floats differently, and the same seeds give other figures '
+             '([docs/usage.md](docs/usage.md), "Rerunning a record"; `python -m experiments.main_job` runs them): '
+             + '; '.join(others) + '.')
+  return line
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--seeds', default='0,1,2,3,4', type=experiments.seeds)
+  args = parser.parse_args()
+  kind = records.cpu_kind({'cpu': records.cpu()})
+  runner.run_all([run_of(seed, kind) for seed in args.seeds], writer=records.save, seconds=True)
+  for name, rs in kinds().items():
+    print(f'{name}: seeds {[r["seed"] for r in rs]}, test F1 @0.5 {records.mean_std([r["test_f1"] for r in rs])}')
+
+
+if __name__ == '__main__':
+  sys.exit(cli.guarded(main))
