@@ -3,7 +3,7 @@ once; ``implicit_jax/__init__.py`` registers ``PACKAGE``, so that ``engine/`` im
 
 Besides their config sections, the methods' history lives here: the layouts of the earlier run records, which
 ``upgrade`` translates into today's with the values their runs used (the committed records of ``docs/`` hold all
-four).
+four), and the fields they set that today's configs name otherwise (``retired``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import functools
 
 from implicit_jax import methods, tasks
 from implicit_jax.engine import config as config_lib, registry
+from implicit_jax.solvers import reuse as reuse_lib
 
 # The sections that held a GBI section of their own in the second format.
 _GBI_SECTIONS = ('spen', 'dvn', 'rspen', 'nce_gbi', 'seal')
@@ -98,6 +99,22 @@ def _upgrade_reuse(stored: dict) -> dict:
   return s
 
 
+def retired(field: str, value: str | None = None) -> str | None:
+  """What sets ``field`` (a dotted name) now, a field of an earlier format, given ``value`` (as written; None: not
+  known): ``engine/registry.py``'s ``Plugins.retired``. None for any other field."""
+  if field not in {f'implicit.solver.{k}' for k in _REFRESH}:
+    return None
+  value = (value or '').strip()
+  if field == 'implicit.solver.refresh' and value.isdigit() and int(value) >= 1:
+    k = int(value)
+    new = "'none' (the default)" if k == 1 else f"'r{k}' (or 'r{k}h': two programs the host picks)"
+  elif field == 'implicit.solver.refresh_by' and value in ('program', 'host'):
+    new = f"'r<k>{'h' if value == 'host' else ''}', k the period"
+  else:
+    new = reuse_lib.FORMS
+  return f'a retired field: set implicit.solver.reuse to {new}'
+
+
 class _Package(registry.Plugins):
   """The built-in task families and methods, and those named by import path (``implicit_jax/plugins.py``). The
   functions are looked up in their modules as ``parts`` resolves a config, so that a test replacing one is seen."""
@@ -113,6 +130,9 @@ class _Package(registry.Plugins):
 
   def upgrade(self, stored):
     return upgrade(stored)
+
+  def retired(self, field, value=None):
+    return retired(field, value)
 
 
 PACKAGE = _Package()

@@ -233,6 +233,47 @@ def test_committed_records_of_the_refresh_fields_rerun_with_the_reuse_they_meant
     assert mlc.system_of({'config': stored}) == path.name.rsplit('-seed', 1)[0].split('-', 1)[1]
 
 
+@pytest.mark.parametrize('argv,message', [
+    (['--config=configs/tiny.py', '--config.implicit.solver.refresh=3'],
+     "--config.implicit.solver.refresh: a retired field: set implicit.solver.reuse to 'r3' (or 'r3h': two programs "
+     'the host picks)'),
+    (['--config=configs/tiny.py', '--config.implicit.solver.refresh=1'],
+     "--config.implicit.solver.refresh: a retired field: set implicit.solver.reuse to 'none' (the default)"),
+    (['--config=configs/tiny.py', '--config.implicit.solver.refresh_by', 'host'],
+     "--config.implicit.solver.refresh_by: a retired field: set implicit.solver.reuse to 'r<k>h', k the period"),
+    (['--config=configs/tiny.py', '--config.implicit.solver.refresh_by=program'],
+     "--config.implicit.solver.refresh_by: a retired field: set implicit.solver.reuse to 'r<k>', k the period"),
+    # Not a retired field: the generic error stays
+    (['--config=configs/tiny.py', '--config.implicit.solver.refrsh=3'],
+     "--config.implicit.solver.refrsh: the config has no field 'refrsh'.")],
+                         ids=['refresh-3', 'refresh-1', 'refresh_by-host', 'refresh_by-program', 'misspelt'])
+def test_an_override_of_a_retired_field_names_the_field_that_replaced_it(argv, message):
+  from implicit_jax.engine import cli  # pylint: disable=import-outside-toplevel
+  argv = ['prog', *argv]
+  values = config_flag(argv)
+  with pytest.raises((KeyError, AttributeError)) as error:
+    values(argv)
+  assert cli._config_error(error.value, argv) == message  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize('line', ['c.implicit.solver.refresh = 3', "c.implicit.solver.update(refresh=3, name='gcr')",
+                                  "c.implicit.solver.update(name='gcr', refresh=3)"],
+                         ids=['assigned', 'updated-first', 'updated-later'])
+def test_a_config_file_setting_a_retired_field_is_told_the_field_that_replaced_it(tmp_path, line):
+  from implicit_jax.engine import cli  # pylint: disable=import-outside-toplevel
+  path = tmp_path / 'cfg.py'
+  path.write_text('from implicit_jax.engine import config as config_lib\n\n\ndef get_config():\n'
+                  f'  c = config_lib.base_config()\n  {line}\n  return c\n')
+  argv = ['prog', f'--config={path}']
+  values = config_flag(argv)
+  with pytest.raises((KeyError, AttributeError)) as error:
+    values(argv)
+    'seed' in values.config  # pylint: disable=pointless-statement  # the file is loaded on first use
+  assert cli._config_error(error.value, argv) == (  # pylint: disable=protected-access
+      f"--config={path}: line 6 sets 'refresh' (implicit.solver.refresh), a retired field: set implicit.solver.reuse "
+      "to 'r3' (or 'r3h': two programs the host picks)")
+
+
 def test_one_gbi_section_for_every_method_that_reads_it():
   """GBI settings live in the shared ``config.gbi`` alone: no method's section holds its own, and the methods that
   run GBI record it."""
