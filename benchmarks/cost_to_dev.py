@@ -17,7 +17,8 @@ For each pair of committed run records (``PAIRS``: the implicit CD rows of the r
 Steps are deterministic (the records), and the step times are a ratio taken side by side, so the ratio of the two
 costs hardly depends on the machine of one kind; a CPU and a GPU differ (docs/benchmarks.md's findings), so on an
 accelerator the figures go to ``cost_to_dev_<backend>.json`` and their own section, and ``--table_only --of=gpu``
-rebuilds that section anywhere. A term refreshed every k-th step (``solver.refresh``) is timed as the mean step.
+rebuilds that section anywhere. A term solved every k-th step and reused between (``solver.reuse``) is timed as the
+mean step.
 """
 
 from __future__ import annotations

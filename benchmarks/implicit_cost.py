@@ -10,12 +10,12 @@ training batch (the training loop's first batch with the config's seed; POS: the
 tokens, as benchmarks/tagging_throughput.py), and every method of the task's reproduce script built as train.py
 builds it: the loop's jitted step (``train.make_train_step``: donated state, dropout and negatives drawn inside),
 called on its own output state. Medians of ``--reps`` interleaved calls (A, B, ..., then ..., B, A) after a warm-up
-call that compiles (the mean for a term refreshed every k-th step, whose steps alternate); ratios are against the
-rival the goal names (``TASKS``), measured in the same process on the same batch.
+call that compiles (the mean for a term solved every k-th step and reused between, whose steps alternate); ratios are
+against the rival the goal names (``TASKS``), measured in the same process on the same batch.
 
 The implicit rows: ``before`` is the design the tables were made with until 2026-11-26 (spelled out in
 ``BEFORE``), ``committed`` whatever the task's config holds now, ``committed, term every 3rd step`` the same with
-``solver.refresh`` 3, ``gcr`` the implicit term by one fused GCR pass after one inner step (``FAST``,
+``solver.reuse`` 'r3' (``, two programs``: 'r3h'), ``gcr`` the implicit term by one fused GCR pass after one inner step (``FAST``,
 bilevel.implicit_gcr), ``no term`` the no-term ablation on that inner step (the floor of any implicit term);
 ``committed until issue 45`` the design a config held before that issue changed it (``PREVIOUS``).
 
@@ -44,10 +44,10 @@ from experiments import cora, horses, mlc, tagging  # pylint: disable=wrong-impo
 SUMMARY_DIR = common.ROOT / 'docs' / 'benchmarks' / 'implicit_cost'
 # The fast design: one inner step, the implicit term by one fused GCR pass (MINRES's first iterate).
 FAST = {'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1,
-        'implicit.solver.refresh': 1}
-NONE = {'implicit.inner_steps': 1, 'implicit.solver.name': 'none', 'implicit.solver.refresh': 1}
+        'implicit.solver.reuse': 'none'}
+NONE = {'implicit.inner_steps': 1, 'implicit.solver.name': 'none', 'implicit.solver.reuse': 'none'}
 # Each task's implicit design before the gcr route (the committed configs of 2026-11-25, as its tables ran it).
-BEFORE = {  # each with refresh 1 (below), as every config ran until 2026-11-26
+BEFORE = {  # each with the term solved on every step (below), as every config ran until 2026-11-26
     'mlc': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
     'pos': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
     'ner': {'implicit.inner_steps': 5, 'implicit.solver.name': 'normal_cg', 'implicit.solver.iterations': 5},
@@ -58,7 +58,7 @@ BEFORE = {  # each with refresh 1 (below), as every config ran until 2026-11-26
 BEFORE['horses-seal-data'] = BEFORE['horses']  # one config, another scale
 # The committed design a task's config held before issue 45 changed it (bibtex: five inner steps, one GCR pass).
 PREVIOUS = {'mlc': {'implicit.inner_steps': 5, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1,
-                    'implicit.solver.refresh': 1}}
+                    'implicit.solver.reuse': 'none'}}
 # task -> (config, the rival of the goal, goal ratio, rows: label -> overrides)
 _TAGGING = {label: o for label, o in tagging.SYSTEMS.values()
             if not o.get('method', '').startswith('implicit')}
@@ -94,13 +94,11 @@ def implicit_rows(task: str) -> dict:
   if task == 'horses-seal-data':
     cd = {**_SEAL_DATA, **cd}
   previous = {'implicit CD, committed until issue 45': {**cd, **PREVIOUS[task]}} if task in PREVIOUS else {}
-  return {'implicit CD, before': {**cd, **BEFORE[task], 'implicit.solver.refresh': 1},
+  return {'implicit CD, before': {**cd, **BEFORE[task], 'implicit.solver.reuse': 'none'},
           **previous,
           'implicit CD, committed': dict(cd),
-          'implicit CD, committed, term every 3rd step': {**cd, 'implicit.solver.refresh': 3,
-                                                          'implicit.solver.refresh_by': 'program'},
-          'implicit CD, committed, term every 3rd step, two programs': {**cd, 'implicit.solver.refresh': 3,
-                                                                        'implicit.solver.refresh_by': 'host'},
+          'implicit CD, committed, term every 3rd step': {**cd, 'implicit.solver.reuse': 'r3'},
+          'implicit CD, committed, term every 3rd step, two programs': {**cd, 'implicit.solver.reuse': 'r3h'},
           'implicit CD, gcr (T_inner 1, 1 pass)': {**cd, **FAST},
           'implicit CD, no term (T_inner 1)': {**cd, **NONE}}
 
@@ -261,9 +259,9 @@ def summary_table(out: str, tag: str) -> str:
                  'perturbations of the logits a step, where the CPU default draws one). "before": the design of the '
                  'configs until 2026-11-26; '
                  '"committed": the task\'s config now; "term every 3rd step": the committed design with the implicit '
-                 'term solved on every third step and reused in between (solver.refresh 3), timed as the mean step, '
-                 'one program choosing each step\'s kind inside it; "two programs": the same with one compiled step '
-                 'that solves and one that reuses, the host picking (solver.refresh_by=\'host\'); '
+                 'term solved on every third step and reused in between (solver.reuse \'r3\'), timed as the mean '
+                 'step, one program choosing each step\'s kind inside it; "two programs": the same with one compiled '
+                 'step that solves and one that reuses, the host picking (solver.reuse=\'r3h\'); '
                  'the T_inner 1 + one GCR pass row is the cheapest design that solves the term on every step. A '
                  'design is committed only where it held on dev.') + f'\n\n{table}\n')
   if tag:

@@ -24,6 +24,7 @@ import jax  # pylint: disable=wrong-import-position
 import optax  # pylint: disable=wrong-import-position
 
 from implicit_jax import bilevel  # pylint: disable=wrong-import-position
+from implicit_jax.solvers import reuse as reuse_lib  # pylint: disable=wrong-import-position
 from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 
 
@@ -56,8 +57,8 @@ class Stepper:
   def flops(self) -> float:
     """XLA's count of floating-point operations of one step (the mean over a period's forms). XLA counts a loop's
     body once, not once per trip, and both branches of a conditional: for a step with loops inside (T_inner above 1,
-    an iterative solver) the count is low, for one that picks its form inside one program (``solver.refresh`` with
-    refresh_by 'program') high."""
+    an iterative solver) the count is low, for one that picks its form inside one program (``solver.reuse``
+    'r<k>') high."""
     forms = ([(self.step.jitted, (self.state, self.batch, self.step.form(k))) for k in range(self.period)]
              if hasattr(self.step, 'jitted') else [(self.step, (self.state, self.batch))])
     counts = []
@@ -91,7 +92,7 @@ def training_steppers(configs: dict, first_batch) -> dict:
     method = methods.build(task, config)
     rng = jax.random.key(config.seed)
     step = train.make_train_step(method, jax.random.fold_in(rng, 1), replicated, sharded)
-    period = config.implicit.solver.refresh if refreshed(config) else 1
+    period = reuse_of(config).period
     steppers[label] = Stepper(step, method.init(jax.random.fold_in(rng, 0)), batch, replicated, period)
   return steppers
 
@@ -103,23 +104,24 @@ def warmup_calls(steppers: dict) -> int:
 
 def seconds_per_step(times: dict, steppers: dict) -> dict:
   """The step time of each label from its timed calls (``Stepper.seconds``): the median, or for an implicit term
-  refreshed every k-th step (``solver.refresh``), whose solving and reusing steps are two programs, the mean of
-  their medians over k steps."""
+  solved every k-th step and reused between (``solver.reuse``), whose solving and reusing steps alternate, the mean
+  of their medians over k steps."""
   return {label: steppers[label].seconds(ts) for label, ts in times.items()}
 
 
-def refreshed(config) -> bool:
-  return config.method == 'implicit' and config.implicit.solver.refresh > 1
+def reuse_of(config) -> reuse_lib.Reuse:
+  """The reuse policy of the implicit term a config runs (another method's: none)."""
+  return reuse_lib.Reuse.parse(config.implicit.solver.reuse) if config.method == 'implicit' else reuse_lib.Reuse()
 
 
 def design_of(config) -> str:
   """The implicit design a config runs, as the benchmark tables name it ('' for another method)."""
   if config.method != 'implicit':
     return ''
-  s = config.implicit.solver
+  s, reuse = config.implicit.solver, reuse_of(config)
   return (f'T_inner {config.implicit.inner_steps}, {s.name}' + (f' {s.iterations}' if s.name != 'none' else '')
-          + (f', term every {s.refresh} steps' if s.refresh > 1 else '')
-          + (', two programs' if s.refresh > 1 and s.refresh_by == 'host' else ''))
+          + (f', term every {reuse.period} steps' if reuse.reused else '')
+          + (', two programs' if reuse.by_host else ''))
 
 
 def unit_functions(p: common.Problem):

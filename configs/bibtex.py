@@ -46,8 +46,7 @@ def get_config(arg=None):
   # The term solved on every third step and reused in between, its solving and reusing steps as two programs the
   # host picks (the reusing one without d_theta L_prim): dev tied with one program, paired on one machine over 3
   # seeds, at about a tenth less a step (docs/benchmarks.md).
-  c.implicit.solver.refresh = 3
-  c.implicit.solver.refresh_by = 'host'
+  c.implicit.solver.reuse = 'r3h'
   # 80 epochs: the budget of MBCE and the baselines, which also update their network once per batch (60 lost 1.15 of
   # seed 0's test F1).
   c.num_epochs = 80
@@ -65,8 +64,7 @@ def get_config(arg=None):
 # Adam steps at 3e-4, the term solved on every step: this config's until issue 45), and its epoch budget: the
 # dataset's ``implicit_epochs`` for the implicit method (T_inner updates per batch), ``once_per_batch_epochs`` (twice
 # those) for MBCE and the baselines.
-ROW_BASE = {'implicit.inner_steps': 5, 'implicit.inner_optimizer.learning_rate': 3e-4, 'implicit.solver.refresh': 1,
-            'implicit.solver.refresh_by': 'program'}
+ROW_BASE = {'implicit.inner_steps': 5, 'implicit.inner_optimizer.learning_rate': 3e-4, 'implicit.solver.reuse': 'none'}
 _CD = {'method': 'implicit', 'implicit.primary_loss': 'cd'}
 # normal_cg with 5 iterations (11 HVPs): the solver of the other multi-label configs (bibtex's fused GCR pass was
 # chosen on bibtex dev only), and of the rows below, which the tables show beside the GCR row on bibtex.
@@ -75,7 +73,7 @@ _H400 = {'model.inference_hidden': (400, 400)}
 # One inner step at 1.5e-3, the term by one GCR pass on every third step and reused in between, 80 epochs: this
 # config's design (rows implicit-cd-gcr-T1-r3 and -r3h).
 _T1_R3 = {**_CD, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1, 'implicit.inner_steps': 1,
-          'implicit.inner_optimizer.learning_rate': 1.5e-3, 'implicit.solver.refresh': 3, 'num_epochs': 80}
+          'implicit.inner_optimizer.learning_rate': 1.5e-3, 'implicit.solver.reuse': 'r3', 'num_epochs': 80}
 # system name -> overrides. Order = table order.
 SYSTEMS = {
     'mbce': {'method': 'feedforward'},
@@ -92,7 +90,7 @@ SYSTEMS = {
     # its step), in one program: this config until 2026-11-28.
     'implicit-cd-gcr-T1-r3': _T1_R3,
     # The same with its two kinds of step (solving, reusing) as two programs the host picks: this config as it is.
-    'implicit-cd-gcr-T1-r3h': {**_T1_R3, 'implicit.solver.refresh_by': 'host'},
+    'implicit-cd-gcr-T1-r3h': {**_T1_R3, 'implicit.solver.reuse': 'r3h'},
     # The paper's own solver (Algorithm 1, supplement section 2): K = 5 Neumann terms, 5 HVPs (+1 for the logged
     # residual) against normal_cg's 11; the configuration benchmarks/epoch.py times.
     'implicit-cd-neumann': {**_CD, 'implicit.solver.name': 'neumann', 'implicit.solver.iterations': 5},

@@ -44,8 +44,7 @@ def get_config(arg=None):
   c.implicit.inner_optimizer.learning_rate = 5e-3
   c.implicit.solver.name = 'gcr'
   c.implicit.solver.iterations = 1
-  c.implicit.solver.refresh = 3
-  c.implicit.solver.refresh_by = 'host'
+  c.implicit.solver.reuse = 'r3h'
   c.gbi.rule = 'mirror'         # GBI (dvn, rspen, spen) on the simplices
   c.gbi.step_size = 1.0
   c.optimizer.learning_rate = 3e-3
@@ -60,9 +59,9 @@ def get_config(arg=None):
   return c
 
 
-# The rows of docs/cora.md. The implicit term solved on every step (solver.refresh 1, in one program): rows whose
-# runs were made before their config reused the term pin it, so that the row still names the recipe of its records.
-EVERY_STEP = {'implicit.solver.refresh': 1, 'implicit.solver.refresh_by': 'program'}
+# The rows of docs/cora.md. The implicit term solved on every step (solver.reuse 'none'): rows whose runs were made
+# before their config reused the term pin it, so that the row still names the recipe of its records.
+EVERY_STEP = {'implicit.solver.reuse': 'none'}
 _LABELED_ONLY = {'data.unlabeled': False}
 # The labeled-only taggers' schedule: 15 steps an epoch, so 150 epochs (sweeps bilstm-*-epochs: best on dev at 10
 # and 50 labeled, tied at 5), the CRF on the BiLSTM's schedule.
@@ -74,7 +73,7 @@ _T5 = {'implicit.inner_steps': 5, 'implicit.inner_optimizer.learning_rate': 1e-3
        'implicit.solver.iterations': 5, **EVERY_STEP, 'num_epochs': 15}
 # One inner step and one GCR pass solved every third step (two programs): configs/cora.py's design since 2026-11-28.
 _T1 = {'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1,
-       'implicit.solver.refresh': 3, 'implicit.solver.refresh_by': 'host'}
+       'implicit.solver.reuse': 'r3h'}
 # system -> (label, overrides; None: no training, computed by the script). Order = table order.
 SYSTEMS = {
     'rules': ('rules alone (best reward, contiguous fields; no labels)', None),
@@ -105,11 +104,11 @@ SYSTEMS = {
                            {'method': 'implicit', **_T5, 'implicit.solver.name': 'gcr',
                             'implicit.solver.iterations': 1}),
     # Issue 45: the five-step design with its implicit term (normal_cg) solved every third step and reused in
-    # between (solver.refresh, one program), POS's choice; every size and draw, a run in 65-110 s against 130-940 s.
+    # between (solver.reuse 'r3', one program), POS's choice; every size and draw, a run in 65-110 s against 130-940 s.
     # Dev against implicit-cd-t5, paired by draw: 10 labeled mean +0.39 (mixed signs), 50 labeled -0.04 (mixed),
     # but 5 labeled -0.85 on every draw: a systematic loss, so it was not taken.
     'implicit-cd-r3': ('implicit CD, term every third step, 15 epochs (reward rank on unlabeled)',
-                       {'method': 'implicit', **_T5, 'implicit.solver.refresh': 3}),
+                       {'method': 'implicit', **_T5, 'implicit.solver.reuse': 'r3'}),
     # Issue 45 (2026-11-28), on the way to today's design: one inner step, one GCR pass every third step, 15 epochs,
     # at the former inner rate (dev -4.7 on draw 0, still rising) and at 5e-3 (five steps of 1e-3 in one: dev -1.00
     # on draws 0-2, every best epoch the last). Hence today's 30 epochs.

@@ -31,8 +31,7 @@ def get_config(arg=None):
   c.implicit.inner_optimizer.learning_rate = 3e-4
   c.implicit.solver.name = 'gcr'
   c.implicit.solver.iterations = 1
-  c.implicit.solver.refresh = 1
-  c.implicit.solver.refresh_by = 'program'
+  c.implicit.solver.reuse = 'none'
   c.num_epochs = 80
   if arg == 'mbce':
     c.update_from_flattened_dict({'method': 'feedforward', 'model.dropout': 0.0, 'optimizer.learning_rate': 3e-3,

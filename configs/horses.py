@@ -43,11 +43,10 @@ def get_config(arg=None):
   c.implicit.inner_steps = 2
   c.implicit.solver.name = 'gcr'
   c.implicit.solver.iterations = 1
-  # The term solved on every third step and reused in between, as two compiled programs (solver.refresh_by
-  # 'host': XLA:CPU runs a conditional's convolutions several times slower). Chosen on dev against the term every
-  # step ('implicit-cd-r1'), paired by seed: docs/horses.md (both sections it ran in), docs/benchmarks.md.
-  c.implicit.solver.refresh = 3
-  c.implicit.solver.refresh_by = 'host'
+  # The term solved on every third step and reused in between, as two compiled programs the host picks (XLA:CPU
+  # runs a conditional's convolutions several times slower). Chosen on dev against the term every step
+  # ('implicit-cd-r1'), paired by seed: docs/horses.md (both sections it ran in), docs/benchmarks.md.
+  c.implicit.solver.reuse = 'r3h'
   # Unrolled loops: XLA:CPU runs convolution gradients inside loops ~10x slower (bilevel.Solver.unroll).
   c.implicit.unroll = True
   c.gbi.unroll = True           # GBI (dvn, seal_static, spen, nce_gbi): unrolled, as above
@@ -71,10 +70,9 @@ def get_config(arg=None):
   return c
 
 
-# The rows of docs/horses.md. The implicit term solved on every step (solver.refresh 1, in one program): rows
-# whose runs were made before their config reused the term pin it, so that the row still names the recipe of its
-# records.
-EVERY_STEP = {'implicit.solver.refresh': 1, 'implicit.solver.refresh_by': 'program'}
+# The rows of docs/horses.md. The implicit term solved on every step (solver.reuse 'none'): rows whose runs were made
+# before their config reused the term pin it, so that the row still names the recipe of its records.
+EVERY_STEP = {'implicit.solver.reuse': 'none'}
 # The rows whose runs predate configs/horses.py's reused term (2026-11-28) pin the term on every step (EVERY_STEP).
 # system -> (label, config overrides). Order = table order.
 SYSTEMS = {

@@ -25,9 +25,9 @@ def get_config(arg=None):
   # Twitter POS's settings (the energy-based methods' sections too), sized for CoNLL's longer sentences.
   c = config_lib.from_file('pos.py', relative_to=__file__)
   c.data.name = 'conll2003'
-  # POS's reused term (refresh 3, two programs the host picks), checked on NER dev: strict F1 -0.13 / -0.03 / +0.27
-  # against the term every step (row implicit-cd-r1) on seeds 0-2, at 1.9x InfNet+ stacked's step against 3.4x
-  # (docs/tagging.md, docs/benchmarks.md)
+  # POS's reused term ('r3h': every third step, two programs the host picks), checked on NER dev: strict F1 -0.13 /
+  # -0.03 / +0.27 against the term every step (row implicit-cd-r1) on seeds 0-2, at 1.9x InfNet+ stacked's step
+  # against 3.4x (docs/tagging.md, docs/benchmarks.md)
   c.data.lowercase = False      # names are capitalised: keep case in the vocabulary (GloVe is looked up lower-cased)
   c.data.buckets = (16, 32, 48, 64)  # sentences have 1-124 tokens (median 10; 99% at most 49)
   c.model.hidden = 128

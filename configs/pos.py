@@ -52,11 +52,10 @@ def get_config(arg=None):
   c.implicit.solver.iterations = 1
   # The term computed on every third step and reused in between (pos-fast, refresh3): dev 84.20 / 83.39 / 84.44,
   # a tie with every step's 84.16 / 83.50 / 84.45 (the rows 'implicit-cd-r1'), at about two thirds of the step.
-  c.implicit.solver.refresh = 3
-  # Its two kinds of step as two programs the host picks (solver.refresh_by): the same dev and test scores and the
+  # Its two kinds of step as two programs the host picks ('r3h', not 'r3'): the same dev and test scores and the
   # same predictions on seeds 0-2 as one program choosing inside (checked 2026-11-27: those runs are now this row's
   # records), at 1.8x InfNet+ stacked's step against 2.0-2.3x (docs/benchmarks.md).
-  c.implicit.solver.refresh_by = 'host'
+  c.implicit.solver.reuse = 'r3h'
   c.implicit.aux_lambda = 0.1
   c.infnet.inference_optimizer.learning_rate = c.seal.task_optimizer.learning_rate = 3e-3
   c.gbi.rule = 'mirror'         # GBI (spen, dvn, rspen, nce_gbi, seal_static) on the simplices
@@ -75,9 +74,9 @@ def get_config(arg=None):
 # system's overrides; the table shows each under its label. Today's design only: runs of an earlier one are reproduced
 # from their own records (docs/tagging.md names them).
 _PLUS = {'method': 'infnet_plus', 'infnet.truncate': False}
-# The implicit term solved on every step (solver.refresh 1, in one program): rows whose runs were made before their
-# config reused the term pin it, so that the row still names the recipe of its records.
-EVERY_STEP = {'implicit.solver.refresh': 1, 'implicit.solver.refresh_by': 'program'}
+# The implicit term solved on every step (solver.reuse 'none'): rows whose runs were made before their config reused
+# the term pin it, so that the row still names the recipe of its records.
+EVERY_STEP = {'implicit.solver.reuse': 'none'}
 # system -> (label, config overrides). Order = table order.
 SYSTEMS = {
     'bilstm': ('BiLSTM (cross-entropy)', {'method': 'feedforward'}),
@@ -98,12 +97,13 @@ SYSTEMS = {
                                                             'model.global_energy': 'c'}),
     'seal-margin': ('SEAL-dynamic (margin)', {'method': 'seal_dynamic', 'seal.energy_loss': 'margin'}),
     'seal-nce': ('SEAL-dynamic (NCE)', {'method': 'seal_dynamic', 'seal.energy_loss': 'nce'}),
-    # Its reused term (POS) picked inside one program, as its runs were made (refresh_by came after them).
+    # Its reused term (POS) picked inside one program ('r3'), as its runs were made (two programs came after them);
+    # ner_fixed.py and ner_plus.py, whose runs of it solved the term on every step, set theirs after the row.
     'implicit-ssvm': ('implicit SSVM (T_inner 1, gcr)', {'method': 'implicit', 'implicit.primary_loss': 'ssvm',
-                                                         'implicit.solver.refresh_by': 'program'}),
+                                                         'implicit.solver.reuse': 'r3'}),
     'implicit-cd': ('implicit CD (T_inner 1, gcr)', {'method': 'implicit', 'implicit.primary_loss': 'cd'}),
     # POS and NER: the term on every step, before configs/pos.py (2026-11-26) and ner.py (2026-11-27) reused it for
-    # two steps of three (refresh 3; refresh_by has no effect at 1, and these runs predate it).
+    # two steps of three.
     'implicit-cd-r1': ('implicit CD (T_inner 1, gcr, the term every step)',
                        {'method': 'implicit', 'implicit.primary_loss': 'cd', **EVERY_STEP}),
 }

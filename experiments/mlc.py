@@ -18,6 +18,7 @@ from pathlib import Path
 
 import experiments
 from experiments import records
+from implicit_jax.engine import config as config_lib
 
 DATASETS = ('bibtex', 'delicious', 'genbase', 'cal500', 'spo_fun')
 # The rows, as configs/bibtex.py writes them (the other multi-label configs take them from there).
@@ -48,7 +49,6 @@ PAPER = {
 def row_config(configs, dataset: str, seed: int, protocol: str, data_dir: str, system: str | None = None):
   """configs/<dataset>.py (``configs``: the folder), or its row ``system`` (configs/<dataset>.py:<system>[,resplit]),
   with the run's seed (which also seeds the dev split), split protocol and data directory."""
-  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
   if system is None:
     config = config_lib.from_file(Path(configs) / f'{dataset}.py')
   else:
@@ -92,7 +92,7 @@ def paired(runs_a, runs_b, field):
 def system_of(result):
   """The row of ``SYSTEMS`` a run record is, from its config (records made before ``config_file`` existed do not
   name it)."""
-  c = result['config']
+  c = config_lib.upgrade(result['config'])  # the reuse policy under today's name, what the rows' names say
   size = '-h400' if list(c['model']['inference_hidden']) == [400, 400] else ''
   if c['method'] == 'feedforward':
     return 'mbce' + size
@@ -100,8 +100,6 @@ def system_of(result):
   shown = ('neumann', 'gcr') + ABLATION_ROUTES
   steps = c['implicit'].get('inner_steps', 5)
   prox = '-prox' if c['implicit'].get('proximal', 0.0) else ''
-  refresh = c['implicit']['solver'].get('refresh', 1)
-  # 'h': the reused term's two kinds of step as two programs (refresh_by, absent from the records before it)
-  two = 'h' if refresh != 1 and c['implicit']['solver'].get('refresh_by', 'program') == 'host' else ''
+  reuse = c['implicit']['solver'].get('reuse', 'none')  # absent: a record older than any reuse
   return (f'implicit-{c["implicit"]["primary_loss"]}' + (f'-{solver}' if solver in shown else '') +
-          (f'-T{steps}' if steps != 5 else '') + (f'-r{refresh}{two}' if refresh != 1 else '') + prox + size)
+          (f'-T{steps}' if steps != 5 else '') + (f'-{reuse}' if reuse != 'none' else '') + prox + size)

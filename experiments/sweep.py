@@ -65,7 +65,7 @@ def gbi_variants(method: str) -> dict:
 # The fast implicit step: one inner step, the implicit term by one fused GCR pass (MINRES's first iterate).
 FAST = {'implicit.inner_steps': 1, 'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
 # FAST at 1.5e-3 for 80 epochs with the term on every third step: the main job's design since issue 45.
-R3_E80 = {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80, 'implicit.solver.refresh': 3}
+R3_E80 = {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80, 'implicit.solver.reuse': 'r3'}
 SWEEPS = {
     # Why implicit CD trails MBCE on delicious at the dev-tuned threshold (docs/mlc_results.md).
     'delicious-cd': ('delicious', {
@@ -147,12 +147,12 @@ SWEEPS = {
         'T2-gcr1-lr1.5e-3': {**FAST, 'implicit.inner_steps': 2, 'implicit.inner_optimizer.learning_rate': 1.5e-3},
         # Issue 45: T1-gcr1-lr1.5e-3 was still rising at 40 epochs (best epoch 39 on two seeds). One inner step is
         # one update of the inference net per batch, as MBCE's, whose rows train 80 epochs: the same budget, and
-        # the term solved every third step and reused between (solver.refresh), the design that held on POS.
+        # the term solved every third step and reused between (solver.reuse 'r3'), the design that held on POS.
         'T1-gcr1-lr1.5e-3-e80': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 80},
         'T1-gcr1-lr1.5e-3-r3-e80': R3_E80,
         'T1-gcr1-lr7.5e-4-e80': {**FAST, 'implicit.inner_optimizer.learning_rate': 7.5e-4, 'num_epochs': 80},
         'T1-gcr1-lr1.5e-3-r3-e60': {**FAST, 'implicit.inner_optimizer.learning_rate': 1.5e-3, 'num_epochs': 60,
-                                    'implicit.solver.refresh': 3},
+                                    'implicit.solver.reuse': 'r3'},
         # Dev @0.5 against T5-gcr1, paired by seed: T1-gcr1-lr1.5e-3-e80 +1.97, +0.98, -0.42, -r3-e80 +1.69,
         # +0.88, -1.08 (mean +0.50; dev tuned +0.44), the faster: configs/bibtex.py's main job from then to
         # 2026-11-28 (row implicit-cd-gcr-T1-r3, docs/mlc/runs/bibtex-implicit-cd-gcr-T1-r3-seed*, the same runs).
@@ -166,11 +166,11 @@ SWEEPS = {
         # normally: the stop was the ill-defined ratio's, not the run's. ||v||'s square had underflowed to 0; the
         # ratio is now floored where float32 resolves norms (hessian.relative_residual).
         # The main job's two kinds of step (the term solved; the term reused, without d_theta L_prim) as two
-        # programs the host picks (solver.refresh_by 'host'), about a tenth off its step, against the main job as
+        # programs the host picks (solver.reuse 'r3h'), about a tenth off its step, against the main job as
         # committed made again on the same machine and day (-again: a record reruns exactly only on its own kind of
         # machine, docs/usage.md "Rerunning a record"), paired by seed.
         'T1-gcr1-lr1.5e-3-r3-e80-again': R3_E80,
-        'T1-gcr1-lr1.5e-3-r3h-e80': {**R3_E80, 'implicit.solver.refresh_by': 'host'},
+        'T1-gcr1-lr1.5e-3-r3h-e80': {**R3_E80, 'implicit.solver.reuse': 'r3h'},
         # Dev @0.5, -r3h-e80 less -r3-e80-again by seed: +0.47, +0.08, -0.48 (mean +0.02; dev tuned +2.12, -0.13,
         # +0.27), at 109-111 s a run against 118-122: configs/bibtex.py's main job since 2026-11-28 (mlc.MAIN_ROW,
         # docs/mlc/runs/bibtex-implicit-cd-gcr-T1-r3h-seed*, the same runs).

@@ -126,6 +126,7 @@ class ImplicitSolve:
       raise ValueError("solver.name: 'unrolled' differentiates through the inner steps; build it with "
                        "outer_solve (or UnrolledSolve), not ImplicitSolve")
     self.l_aux, self.optimizer, self.num_steps, self.solver = l_aux, optimizer, num_steps, solver
+    self.reuse = policy = solver.reuse_policy
 
     # `probe` is a zero input whose cotangent carries the implicit term and the solver diagnostics out of the
     # backward pass: jax.grad w.r.t. it returns them at no extra cost (see value_and_grad).
@@ -149,10 +150,10 @@ class ImplicitSolve:
       def bwd(residuals, cotangents):
         theta, phi, batch, memory = residuals
         g_theta = cotangents[0]
-        if solver.refresh == 1:
+        if not policy.reused:
           implicit, info, u = implicit_vjp(l_aux, theta, phi, batch, g_theta, solver, memory)
           new_memory = u if solver.warm_start else None
-        else:  # a new term on every refresh-th step, the carried one in between
+        else:  # a new term on every period-th step, the carried one in between
           def reuse():
             z = jnp.zeros_like(memory['residual'])
             return memory['implicit'], {'residual': memory['residual'], 'alpha': z, 'iterations': z,
@@ -160,7 +161,7 @@ class ImplicitSolve:
           new = lambda: jax.tree.map(lambda a, b: a.astype(b.dtype),
                                      implicit_vjp(l_aux, theta, phi, batch, g_theta, solver)[:2], reuse())
           if fresh is None:  # only the branch taken runs
-            implicit, info = jax.lax.cond(jnp.mod(memory['count'], solver.refresh) == 0, new, reuse)
+            implicit, info = jax.lax.cond(jnp.mod(memory['count'], policy.period) == 0, new, reuse)
           else:
             implicit, info = new() if fresh else reuse()
           new_memory = {'count': memory['count'] + 1, 'implicit': implicit, 'residual': info['residual'],
@@ -174,7 +175,7 @@ class ImplicitSolve:
       return solve
 
     # The caller's forms exist only where a term is reused; every step solves otherwise.
-    self._solves = {fresh: make_solve(fresh) for fresh in ((None, True, False) if solver.refresh > 1 else (None,))}
+    self._solves = {fresh: make_solve(fresh) for fresh in ((None, True, False) if policy.reused else (None,))}
 
   def _probe(self, phi, memory):
     dtype = jnp.result_type(*jax.tree.leaves(phi))
@@ -186,10 +187,10 @@ class ImplicitSolve:
   def init_memory(self, theta, phi=None):
     """What the solver carries between steps before the first one, or None when it keeps nothing: the previous
     solution u (zeros shaped as theta) for ``warm_start``; the reused term, its diagnostics and a step count
-    (floats: the probe that returns them is differentiated) for ``refresh > 1``, which needs ``phi``."""
+    (floats: the probe that returns them is differentiated) when ``solver.reuse`` reuses it, which needs ``phi``."""
     if self.solver.warm_start:
       return jax.tree.map(jnp.zeros_like, theta)
-    if self.solver.refresh > 1:
+    if self.reuse.reused:
       z = lambda: jnp.zeros((), jnp.result_type(*jax.tree.leaves(phi)))  # one buffer each: the state is donated
       return {'count': z(), 'implicit': jax.tree.map(jnp.zeros_like, phi), 'residual': z(), 'grad_norm': z()}
     return None
@@ -214,23 +215,21 @@ class ImplicitSolve:
     return self.step(l_prim, phi, theta0, opt_state0, batch, None)[:3]
 
   def fresh(self, step: int) -> bool | None:
-    """Whether outer step ``step`` (counted from 0) computes the implicit term (``solver.refresh``), the static
-    form ``self.step`` takes as ``fresh``; None when every step does, or when the program decides
-    (``solver.refresh_by='program'``)."""
-    if self.solver.refresh == 1 or self.solver.refresh_by == 'program':
-      return None
-    return step % self.solver.refresh == 0
+    """Whether outer step ``step`` (counted from 0) computes the implicit term (``solver.reuse``), the static
+    form ``self.step`` takes as ``fresh``; None when every step does, or when the program decides (``'r<k>'``, not
+    ``'r<k>h'``)."""
+    return self.reuse.fresh(step)
 
   def step(self, l_prim: Loss, phi, theta0, opt_state0, batch, memory, fresh: bool | None = None):
-    """``value_and_grad``'s outputs and the memory for the next step: with ``solver.warm_start`` or
-    ``solver.refresh > 1``, ``memory`` is what the previous step returned (None: the first step's,
+    """``value_and_grad``'s outputs and the memory for the next step: with ``solver.warm_start`` or a reused
+    term (``solver.reuse``), ``memory`` is what the previous step returned (None: the first step's,
     ``init_memory``), and the fourth output is this step's; else None.
 
-    ``fresh`` (``solver.refresh > 1``): ``self.fresh(step)`` for the outer step the caller is at, which it counts
+    ``fresh`` (a reused term): ``self.fresh(step)`` for the outer step the caller is at, which it counts
     on the host; the program then holds only the form that step takes. None: the program decides from the count
     in ``memory``, the same rule."""
     memory = self._memory(theta0, phi, memory)
-    solve = self._solves[None if self.solver.refresh == 1 else fresh]
+    solve = self._solves[fresh if self.reuse.reused else None]
 
     def outer(phi, probe):
       theta, state, (losses, norms) = solve(phi, theta0, opt_state0, batch, probe, memory)

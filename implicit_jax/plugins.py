@@ -85,7 +85,7 @@ State, init_params, make_optimizer``; they live in ``implicit_jax/method_kit.py`
 * ``Method(init, train_step, predict, modules={}, limits=None, optional=(), cause=None, form=None)``: what ``build``
   returns; ``form(step) -> hashable``, for a step of several static forms, names the form of outer step ``step`` (from
   0), which ``train_step`` then takes as a fourth argument, one compiled program each (the implicit method's solving
-  and reusing steps with ``solver.refresh_by='host'``); ``limits`` maps a step metric to the ``config.divergence``
+  and reusing steps with ``solver.reuse='r<k>h'``); ``limits`` maps a step metric to the ``config.divergence``
   field bounding it (None: every ``loss*`` metric against ``max_loss``), ``optional`` names the metrics that are NaN
   by design when not computed, and ``cause(bad, step)`` says what the method knows of a step whose metrics ``bad`` are
   non-finite (the implicit method names its solver when only the implicit term's are), added to the error that stops
@@ -121,7 +121,7 @@ through ``solvers.call``):
   linearise the gradient for ``matvec`` beforehand (``gcr``, ``none``).
 
 It runs inside ``jax.jit`` (in the backward pass of ``bilevel.ImplicitSolve``): JAX operations only, no Python
-branches on array values. ``warm_start`` belongs to ``gcr``; ``refresh`` (and ``refresh_by``) works with any solver.
+branches on array values. ``warm_start`` belongs to ``gcr``; ``reuse`` works with any solver.
 
 **What the engine checks** of what a plug-in hands it, each failure a one-line ``ValueError`` naming the task, the
 config field or the evaluator, the cause and the fix (``implicit_jax/engine/checks.py``):

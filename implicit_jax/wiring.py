@@ -3,7 +3,7 @@ once; ``implicit_jax/__init__.py`` registers ``PACKAGE``, so that ``engine/`` im
 
 Besides their config sections, the methods' history lives here: the layouts of the earlier run records, which
 ``upgrade`` translates into today's with the values their runs used (the committed records of ``docs/`` hold all
-three).
+four), and the fields they set that today's configs name otherwise (``retired``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import functools
 
 from implicit_jax import methods, tasks
 from implicit_jax.engine import config as config_lib, registry
+from implicit_jax.solvers import reuse as reuse_lib
 
 # The sections that held a GBI section of their own in the second format.
 _GBI_SECTIONS = ('spen', 'dvn', 'rspen', 'nce_gbi', 'seal')
@@ -24,9 +25,15 @@ def upgrade(stored: dict) -> dict:
   read, the cost in ``implicit``): each method's settings move into its own section. Second (a ``gbi`` in each GBI
   method's section: ``spen.gbi``, ``dvn.gbi``, ``rspen.gbi``, ``nce_gbi.gbi``, ``seal.gbi``): the method's ``gbi``
   becomes the shared top-level ``gbi`` if the method reads it, and is dropped if it did not (seal_dynamic's
-  ``seal.gbi``, unread)."""
+  ``seal.gbi``, unread). Third (``implicit.solver.refresh`` and ``refresh_by``): the two become the one reuse policy
+  ``implicit.solver.reuse`` they meant (``_upgrade_reuse``)."""
   if any(k in stored for k in ('solver', 'negatives')):
     stored = _upgrade_first(stored)
+  return _upgrade_reuse(_upgrade_second(stored))
+
+
+def _upgrade_second(stored: dict) -> dict:
+  """A second-format record in the third format."""
   section = _second_format_section(stored.get('method', 'implicit'))
   if section not in _GBI_SECTIONS or 'gbi' not in (stored.get(section) or {}):
     return stored
@@ -72,6 +79,42 @@ def _upgrade_first(stored: dict) -> dict:
   return {k: v for k, v in s.items() if k in keep or k not in sections}
 
 
+# The third format's fields of the implicit term's reuse: the term solved on every ``refresh``-th step, by one program
+# or by two the host picked (``refresh_by``). Each run used the absent one's default.
+_REFRESH = ('refresh', 'refresh_by')
+
+
+def _upgrade_reuse(stored: dict) -> dict:
+  """A third-format record in today's: ``refresh`` k and ``refresh_by`` become ``reuse``, ``'none'`` for k = 1 (where
+  ``refresh_by`` changed nothing), ``'r<k>'`` with ``'program'``, ``'r<k>h'`` with ``'host'``, the names of
+  ``implicit_jax/solvers/reuse.py``. A record holding neither predates both: it stays as it is, its run having used
+  the default (``'none'``)."""
+  solver = (stored.get('implicit') or {}).get('solver') or {}
+  if not any(k in solver for k in _REFRESH):
+    return stored
+  s = copy.deepcopy(stored)
+  solver = s['implicit']['solver']
+  period, by = solver.pop('refresh', 1), solver.pop('refresh_by', 'program')
+  solver['reuse'] = 'none' if period == 1 else f'r{period}' + ('h' if by == 'host' else '')
+  return s
+
+
+def retired(field: str, value: str | None = None) -> str | None:
+  """What sets ``field`` (a dotted name) now, a field of an earlier format, given ``value`` (as written; None: not
+  known): ``engine/registry.py``'s ``Plugins.retired``. None for any other field."""
+  if field not in {f'implicit.solver.{k}' for k in _REFRESH}:
+    return None
+  value = (value or '').strip()
+  if field == 'implicit.solver.refresh' and value.isdigit() and int(value) >= 1:
+    k = int(value)
+    new = "'none' (the default)" if k == 1 else f"'r{k}' (or 'r{k}h': two programs the host picks)"
+  elif field == 'implicit.solver.refresh_by' and value in ('program', 'host'):
+    new = f"'r<k>{'h' if value == 'host' else ''}', k the period"
+  else:
+    new = reuse_lib.FORMS
+  return f'a retired field: set implicit.solver.reuse to {new}'
+
+
 class _Package(registry.Plugins):
   """The built-in task families and methods, and those named by import path (``implicit_jax/plugins.py``). The
   functions are looked up in their modules as ``parts`` resolves a config, so that a test replacing one is seen."""
@@ -87,6 +130,9 @@ class _Package(registry.Plugins):
 
   def upgrade(self, stored):
     return upgrade(stored)
+
+  def retired(self, field, value=None):
+    return retired(field, value)
 
 
 PACKAGE = _Package()

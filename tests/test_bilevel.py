@@ -523,4 +523,4 @@ def test_the_solver_config_is_the_dataclass_with_its_defaults():
   assert bilevel.Solver.from_config(section) == bilevel.Solver()
   assert section == {'name': 'normal_cg', 'iterations': 5, 'alpha': 0.03, 'power_iters': 0, 'tol': 1e-4,
                      'damping': 1e-2, 'hvp': 'exact', 'fd_eps': 1e-3, 'track_residual': True, 'warm_start': False,
-                     'refresh': 1, 'refresh_by': 'program', 'track_stationarity': True}
+                     'reuse': 'none', 'track_stationarity': True}

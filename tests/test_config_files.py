@@ -80,14 +80,14 @@ def test_the_parser_reads_every_form_of_write_a_config_file_uses():
       '  c.a.lr = c.b.lr = 3e-3',
       '  c.model.channels = (32, 64)',
       '  c.data.data_dir = str(here)',          # computed: not compared
-      '  c.implicit.solver.update(refresh=1, refresh_by="program")',
+      '  c.implicit.solver.update(reuse="none", iterations=1)',
       '  c.update_from_flattened_dict({"method": "crf", "model.dropout": 0.5})',
       '  if arg:',
       '    c.model.hidden = 8',                 # a row: not the file as it is
       '  return c'])
   assert [(f, v) for _, f, v in writes(source)] == [
       ('model.hidden', 64), ('a.lr', 3e-3), ('b.lr', 3e-3), ('model.channels', (32, 64)),
-      ('implicit.solver.refresh', 1), ('implicit.solver.refresh_by', 'program'), ('method', 'crf'),
+      ('implicit.solver.reuse', 'none'), ('implicit.solver.iterations', 1), ('method', 'crf'),
       ('model.dropout', 0.5)]
 
 

@@ -184,6 +184,96 @@ def test_format_2_records_read_their_methods_gbi_as_the_shared_section():
     assert config_lib.load(v2).gbi.steps == (7 if 'gbi' in now else 20), method
 
 
+def test_format_3_records_read_refresh_and_refresh_by_as_the_reuse_policy():
+  """The third format's ``implicit.solver.refresh`` (k) and ``refresh_by`` become ``implicit.solver.reuse``, each
+  absent one at its default (refresh 1, 'program'): the record reads as the run's config today, which may resume it;
+  a record holding neither predates both and stays as it is (the default, 'none', is what its run did)."""
+  config = load_config('tiny')
+  now = config_lib.recorded(config)
+  assert now['implicit']['solver']['reuse'] == 'none'
+  for fields, reuse in (({'refresh': 1}, 'none'), ({'refresh': 1, 'refresh_by': 'program'}, 'none'),
+                        ({'refresh': 1, 'refresh_by': 'host'}, 'none'), ({'refresh_by': 'host'}, 'none'),
+                        ({'refresh': 3}, 'r3'), ({'refresh': 3, 'refresh_by': 'program'}, 'r3'),
+                        ({'refresh': 3, 'refresh_by': 'host'}, 'r3h'), ({'refresh': 12, 'refresh_by': 'host'}, 'r12h')):
+    v3 = json.loads(json.dumps(now))
+    del v3['implicit']['solver']['reuse']
+    v3['implicit']['solver'].update(fields)
+    upgraded = config_lib.upgrade(v3)
+    assert upgraded['implicit']['solver'] == {**now['implicit']['solver'], 'reuse': reuse}, fields
+    assert 'refresh' in v3['implicit']['solver'] or 'refresh_by' in v3['implicit']['solver']  # the record untouched
+    assert config_lib.load(v3).implicit.solver.reuse == reuse, fields
+    with config.unlocked():
+      config.implicit.solver.reuse = reuse
+    assert config_lib.compare(v3, config) == [], fields
+  older = json.loads(json.dumps(now))
+  del older['implicit']['solver']['reuse']
+  assert config_lib.upgrade(older) is older and config_lib.load(older).implicit.solver.reuse == 'none'
+  # A method other than the implicit one records no solver: nothing to read
+  mbce = config_lib.recorded(config_lib.base_config('mlc', 'feedforward'))
+  assert config_lib.upgrade(mbce) is mbce
+
+
+@pytest.mark.parametrize('record,reuse', [('mlc/runs/bibtex-implicit-cd-gcr-T1-r3h-seed0.json', 'r3h'),
+                                          ('mlc/runs/bibtex-implicit-cd-gcr-T1-r3-seed0.json', 'r3'),
+                                          ('cora/runs/cora-implicit-cd-t5-l50-d3.json', 'none'),
+                                          ('mlc/runs/bibtex-implicit-cd-seed0.json', 'none')])
+def test_committed_records_of_the_refresh_fields_rerun_with_the_reuse_they_meant(record, reuse):
+  """A committed record with refresh 3 and refresh_by 'host', one with refresh 3 alone (made before refresh_by),
+  one with refresh 1 and one with neither (made before both): the config read back from each (``--config=RECORD``)
+  holds the reuse its run had, and the record names the row its file does (``mlc.system_of``, which the tables
+  group by). The records themselves keep the fields they were written with."""
+  path = ROOT / 'docs' / record
+  stored = json.loads(path.read_text())['config']
+  assert ('refresh' in stored['implicit']['solver']) == (record.startswith('mlc/runs/bibtex-implicit-cd-gcr-T1')
+                                                         or record.startswith('cora'))
+  config = config_flag()['config'].parser.parse(str(path))
+  assert config.implicit.solver.reuse == reuse
+  assert record_differences(stored, config) == []
+  if record.startswith('mlc'):
+    assert mlc.system_of({'config': stored}) == path.name.rsplit('-seed', 1)[0].split('-', 1)[1]
+
+
+@pytest.mark.parametrize('argv,message', [
+    (['--config=configs/tiny.py', '--config.implicit.solver.refresh=3'],
+     "--config.implicit.solver.refresh: a retired field: set implicit.solver.reuse to 'r3' (or 'r3h': two programs "
+     'the host picks)'),
+    (['--config=configs/tiny.py', '--config.implicit.solver.refresh=1'],
+     "--config.implicit.solver.refresh: a retired field: set implicit.solver.reuse to 'none' (the default)"),
+    (['--config=configs/tiny.py', '--config.implicit.solver.refresh_by', 'host'],
+     "--config.implicit.solver.refresh_by: a retired field: set implicit.solver.reuse to 'r<k>h', k the period"),
+    (['--config=configs/tiny.py', '--config.implicit.solver.refresh_by=program'],
+     "--config.implicit.solver.refresh_by: a retired field: set implicit.solver.reuse to 'r<k>', k the period"),
+    # Not a retired field: the generic error stays
+    (['--config=configs/tiny.py', '--config.implicit.solver.refrsh=3'],
+     "--config.implicit.solver.refrsh: the config has no field 'refrsh'.")],
+                         ids=['refresh-3', 'refresh-1', 'refresh_by-host', 'refresh_by-program', 'misspelt'])
+def test_an_override_of_a_retired_field_names_the_field_that_replaced_it(argv, message):
+  from implicit_jax.engine import cli  # pylint: disable=import-outside-toplevel
+  argv = ['prog', *argv]
+  values = config_flag(argv)
+  with pytest.raises((KeyError, AttributeError)) as error:
+    values(argv)
+  assert cli._config_error(error.value, argv) == message  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize('line', ['c.implicit.solver.refresh = 3', "c.implicit.solver.update(refresh=3, name='gcr')",
+                                  "c.implicit.solver.update(name='gcr', refresh=3)"],
+                         ids=['assigned', 'updated-first', 'updated-later'])
+def test_a_config_file_setting_a_retired_field_is_told_the_field_that_replaced_it(tmp_path, line):
+  from implicit_jax.engine import cli  # pylint: disable=import-outside-toplevel
+  path = tmp_path / 'cfg.py'
+  path.write_text('from implicit_jax.engine import config as config_lib\n\n\ndef get_config():\n'
+                  f'  c = config_lib.base_config()\n  {line}\n  return c\n')
+  argv = ['prog', f'--config={path}']
+  values = config_flag(argv)
+  with pytest.raises((KeyError, AttributeError)) as error:
+    values(argv)
+    'seed' in values.config  # pylint: disable=pointless-statement  # the file is loaded on first use
+  assert cli._config_error(error.value, argv) == (  # pylint: disable=protected-access
+      f"--config={path}: line 6 sets 'refresh' (implicit.solver.refresh), a retired field: set implicit.solver.reuse "
+      "to 'r3' (or 'r3h': two programs the host picks)")
+
+
 def test_one_gbi_section_for_every_method_that_reads_it():
   """GBI settings live in the shared ``config.gbi`` alone: no method's section holds its own, and the methods that
   run GBI record it."""

@@ -12,6 +12,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from implicit_jax import bilevel
+from implicit_jax.solvers import reuse
 from implicit_jax.testing import dense_hessian, flat64, rel_err, spen_problem
 
 # The library's functions and autodiff through jax.jit below: one compiled program per call signature instead of one
@@ -181,16 +182,16 @@ def test_gcr_settings_are_checked():
 
 @pytest.mark.parametrize('form', ['in the program', 'by the caller'])
 @pytest.mark.parametrize('name', ['gcr', 'minres'])
-def test_refresh_computes_the_term_every_kth_step_and_reuses_it_between(x64, name, form):
-  """refresh = 2: the first call's term is the every-step route's; the second call, at another phi, returns the
-  first call's term and diagnostics unchanged; the third computes again at its own phi. The step's form is chosen
-  in the program from the carried count, or by the caller (``fresh``, the training loop's ``Method.form``)."""
+def test_reuse_computes_the_term_every_kth_step_and_reuses_it_between(x64, name, form):
+  """reuse 'r2': the first call's term is the every-step route's; the second call, at another phi, returns the first
+  call's term and diagnostics unchanged; the third computes again at its own phi. The step's form is chosen in the
+  program from the carried count ('r2'), or by the caller ('r2h': ``fresh``, the training loop's ``Method.form``)."""
   l_aux, l_prim, phi, batch, theta_star, _ = spen_problem()
   opt = optax.sgd(1e-3)
   solver = bilevel.Solver(name, iterations=3, tol=0.0, damping=0.0)
   every = bilevel.ImplicitSolve(l_aux, opt, 1, solver)
   every_k = bilevel.ImplicitSolve(l_aux, opt, 1, bilevel.Solver(
-      name, iterations=3, tol=0.0, damping=0.0, refresh=2, refresh_by='host' if form == 'by the caller' else 'program'))
+      name, iterations=3, tol=0.0, damping=0.0, reuse='r2h' if form == 'by the caller' else 'r2'))
   # One jitted function per route, so that each call signature is compiled once (it was once per call).
   jitted = [(inner, jax.jit(lambda p, mem, fresh, inner=inner: inner.step(
       l_prim, p, theta_star, opt.init(theta_star), batch, mem, fresh), static_argnums=2))
@@ -216,15 +217,33 @@ def test_refresh_computes_the_term_every_kth_step_and_reuses_it_between(x64, nam
       assert diag['residual'] == residual_0 and diag['iterations'] == 0
 
 
-def test_refresh_settings_are_checked():
-  with pytest.raises(ValueError, match='solver.refresh'):
-    bilevel.Solver('gcr', refresh=0, iterations=10, damping=0.0)
-  with pytest.raises(ValueError, match='solver.refresh'):
-    bilevel.Solver('gcr', refresh=2, warm_start=True, iterations=10, damping=0.0)
-  with pytest.raises(ValueError, match='solver.refresh'):
-    bilevel.Solver('none', refresh=2)
-  with pytest.raises(ValueError, match="solver.refresh_by: unknown value 'hots'"):
-    bilevel.Solver('gcr', refresh=2, refresh_by='hots', iterations=1, damping=0.0)
+def test_reuse_names_are_parsed_into_one_policy():
+  """The names are the rows' suffixes (``implicit-cd-gcr-T1-r3h``), and each parses back to its own name."""
+  assert [(p.period, p.by_host, p.reused) for p in map(reuse.Reuse.parse, ('none', 'r3', 'r3h', 'r12'))] == [
+      (1, False, False), (3, False, True), (3, True, True), (12, False, True)]
+  for name in ('none', 'r2', 'r3h', 'r10h'):
+    assert reuse.Reuse.parse(name).name == name
+  # the step that solves: by the caller for 'r<k>h' only, None where the program decides or every step solves
+  assert [reuse.Reuse.parse('r3h').fresh(k) for k in range(7)] == [True, False, False, True, False, False, True]
+  assert reuse.Reuse.parse('r3').fresh(0) is None and reuse.Reuse.parse('none').fresh(0) is None
+  assert bilevel.Solver('gcr', reuse='r3h', iterations=1).reuse_policy == reuse.Reuse(3, True)
+
+
+@pytest.mark.parametrize('name', ['r1', 'r0', 'r03', '3', 'r', 'rh', 'r3x', 'R3', 'refresh', '', 3, None])
+def test_an_unknown_reuse_name_is_named_with_the_accepted_forms(name):
+  with pytest.raises(ValueError, match=r"solver.reuse: unknown value .*; choose 'none' .*'r<k>'.*'r<k>h'"):
+    bilevel.Solver('gcr', reuse=name, iterations=1, damping=0.0)
+
+
+def test_reuse_settings_are_checked():
+  with pytest.raises(ValueError, match='solver.reuse: reusing the implicit term needs'):
+    bilevel.Solver('gcr', reuse='r2', warm_start=True, iterations=10, damping=0.0)
+  with pytest.raises(ValueError, match="solver.reuse: .* not 'none'"):
+    bilevel.Solver('none', reuse='r2h')
+  with pytest.raises(ValueError, match='solver.reuse: two programs need a reused term'):
+    reuse.Reuse(1, by_host=True)
+  with pytest.raises(ValueError, match='solver.reuse: the period'):
+    reuse.Reuse(0)
 
 
 def test_a_vanishing_right_hand_side_gives_a_bounded_relative_residual():

@@ -45,15 +45,14 @@ def _comparable(metrics):
   return out
 
 
-# The term solved every 3rd step by the host's count (solver.refresh_by='host'): a resume at a step that is no
-# multiple of 3 must pick up the count where the killed run left it.
-REFRESH_HOST = {'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1, 'implicit.solver.refresh': 3,
-                'implicit.solver.refresh_by': 'host'}
+# The term solved every 3rd step by the host's count (solver.reuse='r3h'): a resume at a step that is no multiple
+# of 3 must pick up the count where the killed run left it.
+REUSE_HOST = {'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1, 'implicit.solver.reuse': 'r3h'}
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize('epoch_ends,solver', [(True, {}), (False, {}), (True, REFRESH_HOST)],
-                         ids=['epoch-ends', 'every-k-steps', 'refresh-host'])
+@pytest.mark.parametrize('epoch_ends,solver', [(True, {}), (False, {}), (True, REUSE_HOST)],
+                         ids=['epoch-ends', 'every-k-steps', 'reuse-r3h'])
 def test_sigkill_mid_training_then_resume_equals_uninterrupted(tmp_path, epoch_ends, solver):
   killed, clean = tmp_path / 'killed', tmp_path / 'clean'
   cmd, env = _main(killed, f'--config.checkpoint_epoch_ends={epoch_ends}',
@@ -350,7 +349,7 @@ class _StateBeforeMemory:
   opt_state: dict
 
 
-@pytest.mark.parametrize('solver', ['warm', 'refresh', None])
+@pytest.mark.parametrize('solver', ['warm', 'reuse', None])
 def test_a_checkpoint_with_the_solver_memory_in_opt_state_resumes_with_it_as_state_memory(tmp_path, solver):
   """Runs checkpointed before solver memory was State.memory have no memory entry and kept the memory, if any,
   in opt_state['solver'] (the same arrays): such a checkpoint is read in its layout and made today's state, not
@@ -358,7 +357,7 @@ def test_a_checkpoint_with_the_solver_memory_in_opt_state_resumes_with_it_as_sta
   config = load_config('tiny')
   config.implicit.solver.name = 'gcr'
   config.implicit.solver.warm_start = solver == 'warm'
-  config.implicit.solver.refresh = 2 if solver == 'refresh' else 1
+  config.implicit.solver.reuse = 'r2' if solver == 'reuse' else 'none'
   method = methods.build(tasks.get_task(config), config)
   state = method.init(jax.random.key(0))
   assert (state.memory is not None) == (solver is not None) and 'solver' not in state.opt_state

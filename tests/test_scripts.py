@@ -228,7 +228,7 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
   left = reproduce_tagging.pending(('ner',), [0], runs)
   assert {('ner', 'crf', 0), ('ner', 'implicit-cd', 0), ('ner', 'spen', 0)} <= set(left)  # unscorable, absent
   assert ('ner', 'bilstm', 0) not in left
-  assert ('ner', 'implicit-cd-r1', 0) in left  # NER reuses the term (refresh 3): the every-step row is a row
+  assert ('ner', 'implicit-cd-r1', 0) in left  # NER reuses the term ('r3h'): the every-step row is a row
   assert not {system for _, system, _ in left} & set(reproduce_tagging.EARLIER)  # set apart, beside no paper's row
   assert len(left) == len(reproduce_tagging.SYSTEMS) - 1  # but bilstm (rescorable)
   # --supersede hands the runs to the runner with the superseded folder (a record that keeps no predictions is
@@ -261,7 +261,7 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
 def test_tagging_rows_with_one_config_are_one_row():
   from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   # configs/ner_plus.py computes the implicit term on every step: its r1 row is its implicit-cd row; POS and NER
-  # reuse it (refresh 3)
+  # reuse it ('r3h')
   assert reproduce_tagging.duplicate_of('ner_plus', 'implicit-cd-r1') == 'implicit-cd'
   assert reproduce_tagging.duplicate_of('ner', 'implicit-cd-r1') is None
   assert reproduce_tagging.duplicate_of('pos', 'implicit-cd-r1') is None

@@ -230,8 +230,7 @@ def test_adamw_decay_skips_frozen_modules():
 def test_ner_fixed_config_is_ner_with_frozen_tables():
   fixed, ner = (config_lib.flatten(config_lib.config_json(load_config(n))) for n in ('ner_fixed', 'ner'))
   # and the implicit term on every step, as its rows ran (ner.py's reuse of it was checked on NER dev only)
-  assert {k for k in fixed if fixed[k] != ner[k]} == {'model.freeze_embeddings', 'implicit.solver.refresh',
-                                                      'implicit.solver.refresh_by'}
+  assert {k for k in fixed if fixed[k] != ner[k]} == {'model.freeze_embeddings', 'implicit.solver.reuse'}
   assert fixed['model.freeze_embeddings'] is True and fixed['model.embeddings'] == 'glove'
   assert fixed['data.lowercase'] is False  # ner.py's cased vocabulary (configs/ner_fixed.py says why)
 

@@ -60,8 +60,7 @@ FAST_LOOPS = ('implicit', 'feedforward')
 
 
 @pytest.mark.parametrize('method', [m if m in FAST_LOOPS else pytest.param(m, marks=pytest.mark.e2e)
-                                    for m in [*METHODS, 'implicit-gcr-warm', 'implicit-gcr-refresh',
-                                              'implicit-gcr-refresh-host']])
+                                    for m in [*METHODS, 'implicit-gcr-warm', 'implicit-gcr-r2', 'implicit-gcr-r2h']])
 def test_tiny_train_and_evaluate_compiles_the_step_once(tmp_path, monkeypatch, method):
   """The real loop (donated state, checkpoints, dev selection) for every method: 16 steps, 2 dev evaluations and a
   test one, with one trace of the step and one of the predictor in the loop (dev and test are padded to one batch
@@ -70,15 +69,14 @@ def test_tiny_train_and_evaluate_compiles_the_step_once(tmp_path, monkeypatch, m
   config = tiny_config(method.split('-')[0])
   if method == 'implicit-gcr-warm':  # the solver's memory rides in the donated state and the checkpoints
     config.implicit.solver.update(name='gcr', iterations=1, warm_start=True)
-  if method.startswith('implicit-gcr-refresh'):  # so do a reused term and its scalars (one buffer each, or donation
-    config.implicit.solver.update(name='gcr', iterations=1, refresh=2)  # fails)
-    config.implicit.solver.refresh_by = 'host' if method.endswith('-host') else 'program'
+  if method.startswith('implicit-gcr-r2'):  # so do a reused term and its scalars (one buffer each, or donation fails)
+    config.implicit.solver.update(name='gcr', iterations=1, reuse=method.split('-')[-1])
   if method.startswith('implicit') or method == 'feedforward':
     config.model.dropout = 0.5  # a dropout key per step must not retrace either
   result = train.train_and_evaluate(config, str(tmp_path))
   # predict's second trace is engine/checks' jax.eval_shape of it before training: traced, never compiled; a
   # reused term's step has two forms (Method.form), the steps that solve and those that reuse: one trace each
-  assert counts == {'train_step': 2 if method.endswith('-host') else 1, 'predict': 2}, counts
+  assert counts == {'train_step': 2 if method.endswith('-r2h') else 1, 'predict': 2}, counts
   for key in ('test_f1', 'test_f1_tuned', 'dev_f1'):
     assert 0.0 <= result[key] <= 1.0
   assert result['steps'] == config.num_epochs * (config.data.num_train // config.batch_size)
@@ -109,11 +107,11 @@ def test_every_implicit_route_logs_the_same_diagnostics():
   config field apart and log the same keys; only the solvers have a nonzero residual, only 'none' a zero implicit
   term."""
   keys = None
-  for name in ('none', 'identity', 'minres', 'gcr', 'gcr-warm', 'gcr-refresh', 'unrolled'):
+  for name in ('none', 'identity', 'minres', 'gcr', 'gcr-warm', 'gcr-r2', 'unrolled'):
     config = tiny_config('implicit')
     config.implicit.solver.name = name.split('-')[0]
     config.implicit.solver.warm_start = name.endswith('-warm')
-    config.implicit.solver.refresh = 2 if name.endswith('-refresh') else 1
+    config.implicit.solver.reuse = 'r2' if name.endswith('-r2') else 'none'
     config.model.dropout = 0.5  # the unrolled route differentiates through dropout-masked Adam steps
     task = tasks.get_task(config)
     m = methods.build(task, config)
@@ -127,10 +125,10 @@ def test_every_implicit_route_logs_the_same_diagnostics():
     assert set(metrics) == keys and {'stationarity', 'cosine', 'residual', 'implicit_norm'} <= keys, name
     assert (metrics['implicit_norm'] == 0) == (name == 'none'), name
     assert (metrics['residual'] == 0) == (name == 'unrolled'), name
-    # The warm route carries its last solution in the state, the refreshed one its term; the others nothing.
-    assert (state.memory is not None) == (name in ('gcr-warm', 'gcr-refresh')), name
+    # The warm route carries its last solution in the state, the reusing one its term; the others nothing.
+    assert (state.memory is not None) == (name in ('gcr-warm', 'gcr-r2')), name
     assert set(state.opt_state) == {'theta', 'phi'} and 'memory' not in metrics, name
-    if name == 'gcr-refresh':
+    if name == 'gcr-r2':
       assert float(state.memory['count']) == 3
     if name == 'gcr-warm':
       chex.assert_trees_all_equal_shapes(state.memory, state.params['theta'])
@@ -138,15 +136,15 @@ def test_every_implicit_route_logs_the_same_diagnostics():
 
 
 def test_a_reused_term_runs_as_two_programs_that_train_as_the_choice_made_inside_one():
-  """solver.refresh 3: the loop's step with ``refresh_by='host'`` (``FormedStep``: the host picks the program that
-  solves or the one that reuses) follows the trajectory of ``refresh_by='program'`` (one program choosing by the
+  """The term every third step: the loop's step with ``solver.reuse='r3h'`` (``FormedStep``: the host picks the
+  program that solves or the one that reuses) follows the trajectory of ``'r3'`` (one program choosing by the
   carried count, ``lax.cond``) to float rounding; with its count shifted by one step it does not, so the comparison
   can fail."""
   config = tiny_config('implicit')
-  config.implicit.solver.update(name='gcr', iterations=1, refresh=3)
+  config.implicit.solver.update(name='gcr', iterations=1, reuse='r3')
   task = tasks.get_task(config)
-  assert methods.build(task, config).form is None  # refresh_by='program', the default: one program decides
-  config.implicit.solver.refresh_by = 'host'
+  assert methods.build(task, config).form is None  # 'r3': one program decides
+  config.implicit.solver.reuse = 'r3h'
   m = methods.build(task, config)
   assert m.form is not None and [m.form(k) for k in range(4)] == [True, False, False, True]
   _, replicated, sharded = train.data_parallel(config)

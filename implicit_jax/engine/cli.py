@@ -21,7 +21,7 @@ import ml_collections
 from absl import app, flags
 from ml_collections import config_flags
 
-from implicit_jax.engine import config as config_lib
+from implicit_jax.engine import config as config_lib, registry
 
 # ValueError: settings and file contents; OSError: paths, permissions, disk space; FloatingPointError: a run
 # that diverged. While flags are parsed, KeyError too: a config field that does not exist (later, a KeyError is a
@@ -44,12 +44,16 @@ def _config_error(error: BaseException, argv) -> str:
   config = next((a.split('=', 1)[1] for a in argv if a.startswith('--config=')), '?')
   path = os.path.abspath(config.split(':', 1)[0])
   # A relative --config is loaded under its relative name: compare the frames' files as absolute paths too.
-  lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+  lines = [(frame.lineno, frame.line or '') for frame in traceback.extract_tb(error.__traceback__)
            if os.path.abspath(frame.filename) == path]
   locked = re.search(r'Key "([^"]+)" does not exist and cannot be added', str(error))
   if lines and locked:  # the config file itself sets a field the (locked) config lacks: a typo in the file
+    key = locked.group(1)
+    retired = _retired_in_line(key, lines[-1][1])
+    if retired:
+      return f'--config={config}: line {lines[-1][0]} sets {key!r} ({retired[0]}), {retired[1]}'
     hint = re.search(r'Did you mean "[^"]+" instead of "[^"]+"\?', str(error))
-    return (f'--config={config}: line {lines[-1]} sets {locked.group(1)!r}, a field the config does not have'
+    return (f'--config={config}: line {lines[-1][0]} sets {key!r}, a field the config does not have'
             + (f'. {hint.group(0)}' if hint else ''))
   if isinstance(error, AttributeError) and error.args and isinstance(error.args[0], KeyError):
     error = error.args[0]  # a misspelt nested field (--config.optimizer.learning_rat): ml_collections wraps it
@@ -58,6 +62,10 @@ def _config_error(error: BaseException, argv) -> str:
     hint = ' '.join(hint)
     field = name.strip('\'"')
     named = [o for o in overrides if field in o[len('--config.'):].split('.')]  # the override at fault
+    for override in named:
+      retired = registry.plugins().retired(override[len('--config.'):], _value_of(override, argv))
+      if retired:
+        return f'{override}: {retired}'
     return f'{", ".join(named or overrides) or "--config"}: the config has no field {name}. {hint}'.strip()
   if isinstance(error, OSError):
     return f'--config={config}: cannot load it: {str(error).strip().splitlines()[-1].strip()}'
@@ -67,8 +75,37 @@ def _config_error(error: BaseException, argv) -> str:
   if isinstance(error, AttributeError) and 'get_config' in str(error):
     return f'--config={config}: cannot load it: the file defines no get_config()'
   if lines:
-    return f'--config={config}: get_config() failed at line {lines[-1]}: {type(error).__name__}: {one_line(error)}'
+    return f'--config={config}: get_config() failed at line {lines[-1][0]}: {type(error).__name__}: {one_line(error)}'
   return one_line(error)
+
+
+def _value_of(flag: str, argv) -> str | None:
+  """The value ``argv`` gives ``flag`` (``--flag=value`` or the next word; the last one given), or None."""
+  value = None
+  for i, arg in enumerate(argv):
+    if arg.startswith(f'{flag}='):
+      value = arg.split('=', 1)[1]
+    elif arg == flag and i + 1 < len(argv):
+      value = argv[i + 1]
+  return value
+
+
+def _retired_in_line(key: str, line: str) -> tuple[str, str] | None:
+  """``(field, what sets it now)`` when the config file's ``line``, which sets ``key``, sets a retired field
+  (``Plugins.retired``): the dotted names the line writes (``c.section.key = 3``, or ``c.section.update(key=3)``),
+  each tried without its leading parts (the config's own name)."""
+  written = re.search(rf'\b{re.escape(key)}\s*=\s*([^,)\s]+)', line)
+  value = written.group(1).strip('\'"') if written else None
+  for path in re.findall(r'[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+', line):
+    parts = path.split('.')
+    parts = parts[:-1] + [key] if parts[-1] == 'update' else parts
+    if parts[-1] != key:
+      continue
+    for start in range(len(parts)):
+      retired = registry.plugins().retired('.'.join(parts[start:]), value)
+      if retired:
+        return '.'.join(parts[start:]), retired
+  return None
 
 
 class _ConfigParser(flags.ArgumentParser):

@@ -31,9 +31,11 @@ defaults filling what it lacks. Both rest on one rule instead of a migration tab
 reproduces what the code did before the field existed.**
 
 Records of the earlier layouts are translated once by ``upgrade``: the first format's (before tasks were
-plug-ins: top-level ``solver``, ``negatives`` and ``gbi`` that every method shared) and the second's (a ``gbi``
-inside each GBI method's section: ``spen.gbi``, ``dvn.gbi``, ``rspen.gbi``, ``nce_gbi.gbi``, ``seal.gbi``). That
-history is the methods', kept with them in ``implicit_jax/wiring.py``.
+plug-ins: top-level ``solver``, ``negatives`` and ``gbi`` that every method shared), the second's (a ``gbi``
+inside each GBI method's section: ``spen.gbi``, ``dvn.gbi``, ``rspen.gbi``, ``nce_gbi.gbi``, ``seal.gbi``) and the
+third's (the implicit term's reuse as two fields, ``implicit.solver.refresh`` and ``refresh_by``, now the one
+``implicit.solver.reuse``). That history is the methods', kept with them in ``implicit_jax/wiring.py``, which also
+names what replaced a retired field when a config file or command line still sets it.
 
 The task's and the methods' sections reach this module through one object, the registered plug-ins
 (``engine/registry.py``; the package's, ``implicit_jax/wiring.py``, registered by ``implicit_jax/__init__.py``):

@@ -2,8 +2,9 @@
 
 The engine needs of a config's task and method their config sections (to assemble, check, record and compare a
 config), a way to make the task and build the method, and the history of the record formats (to read an old run's
-record). ``Plugins`` names exactly that: ``parts(task, method)`` resolves the two names once into an
-``engine.config.Parts``, which the engine then passes down instead of looking the names up again. The package
+record, and to say what replaced a field it held). ``Plugins`` names exactly that: ``parts(task, method)`` resolves
+the two names once into an ``engine.config.Parts``, which the engine then passes down instead of looking the names
+up again. The package
 registers its own when it is imported (``implicit_jax/__init__.py`` calls ``use(implicit_jax.wiring.PACKAGE)``),
 so that nothing in ``engine/`` imports ``implicit_jax.tasks`` or ``implicit_jax.methods``: the engine imports
 downward only, and the plug-ins come in through this one door.
@@ -26,6 +27,14 @@ class Plugins(abc.ABC):
   def upgrade(self, stored: dict) -> dict:
     """A record of an earlier format in today's, with the values its run used (no earlier formats: as it is)."""
     return stored
+
+  def retired(self, field: str, value: str | None = None) -> str | None:
+    """For ``field`` (a dotted name), a field of an earlier format that today's config names otherwise, a phrase
+    saying what sets it now (``'a retired field: set ...'``), given the ``value`` it was set to as written (None:
+    not known); None for any other field. A config file or command line setting it is refused with that phrase
+    (``engine/cli.py``) instead of the unknown-field error, which could only name the nearest field."""
+    del field, value
+    return None
 
 
 _USED: Plugins | None = None

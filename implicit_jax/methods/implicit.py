@@ -299,9 +299,9 @@ def build(task, config) -> Method:
     return (f'the implicit term comes from the inverse-HVP solver implicit.solver.name={solver.name!r}, non-finite '
             f'at step {step} while the losses were finite: {fix}')
 
-  # A reused term picked on the host (solver.refresh_by): the steps that solve and those that reuse are two
+  # A reused term picked on the host (solver.reuse 'r<k>h'): the steps that solve and those that reuse are two
   # programs (``form``).
-  form = inner.fresh if solver.refresh > 1 and solver.refresh_by == 'host' else None
+  form = inner.fresh if solver.reuse_policy.by_host else None
   return Method(init, train_step, predict, {'infnet': infnet, 'energy': energy}, limits=LIMITS, optional=OPTIONAL,
                 cause=cause, form=form)
 

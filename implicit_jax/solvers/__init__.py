@@ -21,6 +21,7 @@ import ml_collections
 from implicit_jax import plugin_faults, plugins
 from implicit_jax.hessian import Loss, Operator, PyTree, axpy, check_tangent, norm, relative_residual
 from implicit_jax.solvers import dense, gcr, krylov, neumann
+from implicit_jax.solvers import reuse as reuse_lib
 
 SOLVERS = ('neumann', 'cg', 'normal_cg', 'minres', 'gcr', 'dense', 'identity', 'none', 'unrolled')
 HVP_MODES = ('exact', 'fd')
@@ -63,14 +64,10 @@ class Solver:
       state as ``methods.State.memory``) is one more direction of the subspace, and the Krylov space grows from
       the residual it leaves, so that an inner system that changes little between steps starts nearly solved.
       Costs one fused pass.
-    refresh: the implicit term is computed on every ``refresh``-th outer step and reused (with the diagnostics
-      of that step) on the steps in between, carried in ``methods.State.memory``; 1: every step.
-    refresh_by: with ``refresh > 1``, who picks the steps that solve. 'program': one compiled step decides
-      from the count it carries (``lax.cond``), the code before this field. 'host': two compiled steps, one that
-      solves and one that reuses, and the training loop calls the one its host-side step count names
-      (``methods.Method.form``). The same iterates in exact arithmetic; 'host' is faster, as XLA on CPU runs a
-      conditional's convolutions several times slower and the reusing step drops ``d_theta L_prim``, but XLA
-      compiles the two otherwise, so a run's float rounding, and with it its trajectory, differs from 'program'.
+    reuse: the reuse policy, ``'none'`` (the implicit term solved on every outer step), ``'r<k>'`` (solved on every
+      k-th step and reused, with that step's diagnostics, in between, carried in ``methods.State.memory``; one
+      compiled step decides) or ``'r<k>h'`` (the same as two compiled steps the training loop picks on the host):
+      ``implicit_jax/solvers/reuse.py``, which resolves it (``reuse_policy``), says when each is worth it.
     track_stationarity: ``gcr`` only: report ``||d_theta L_aux||`` at theta_T (``grad_norm`` and the
       ``stationarity`` diagnostic), which costs one gradient of L_aux there; the other solvers have it for free
       from their linearisation. False: NaN.
@@ -92,8 +89,7 @@ class Solver:
   fd_eps: float = 1e-3
   track_residual: bool = True
   warm_start: bool = False
-  refresh: int = 1
-  refresh_by: str = 'program'
+  reuse: str = 'none'
   track_stationarity: bool = True
   unroll: bool = False
 
@@ -102,13 +98,10 @@ class Solver:
       plugin_solve(self)  # a name that is no import path, or does not import, is named here
     if self.hvp not in HVP_MODES:
       raise ValueError(f'solver.hvp: unknown HVP mode {self.hvp!r}; choose one of {HVP_MODES}')
-    if isinstance(self.refresh, bool) or not isinstance(self.refresh, int) or self.refresh < 1:
-      raise ValueError(f'solver.refresh must be a positive integer, got {self.refresh!r}')
-    if self.refresh > 1 and (self.warm_start or self.name in ('none', 'unrolled')):
-      raise ValueError(f'solver.refresh: reusing the implicit term needs a solver that computes one and keeps no '
+    policy = self.reuse_policy  # an unknown name is named here
+    if policy.reused and (self.warm_start or self.name in ('none', 'unrolled')):
+      raise ValueError(f'{reuse_lib.FIELD}: reusing the implicit term needs a solver that computes one and keeps no '
                        f'other memory, not {self.name!r}{" with warm_start" if self.warm_start else ""}')
-    if self.refresh_by not in REFRESH_BY:
-      raise ValueError(f'solver.refresh_by: unknown value {self.refresh_by!r}; choose one of {REFRESH_BY}')
     for field in ('iterations', 'power_iters'):
       value = getattr(self, field)
       if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -126,6 +119,11 @@ class Solver:
       if value < 0 or (positive and value == 0):
         raise ValueError(f'solver.{field} must be {"> 0" if positive else ">= 0"}, got {value}')
 
+  @property
+  def reuse_policy(self) -> reuse_lib.Reuse:
+    """``reuse`` resolved: the period and whether the host picks the program."""
+    return reuse_lib.Reuse.parse(self.reuse)
+
   @classmethod
   def from_config(cls, config: Mapping[str, Any]) -> 'Solver':
     """Builds from an ``ml_collections.ConfigDict`` (or dict); unknown keys are an error naming the key."""
@@ -136,7 +134,6 @@ class Solver:
     return cls(**dict(config.items()))
 
 
-REFRESH_BY = ('program', 'host')
 # Set by the method's own ``implicit.unroll`` (one switch for its inner steps and its solver), not by the section.
 NOT_IN_CONFIG = ('unroll',)
 
