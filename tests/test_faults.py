@@ -40,7 +40,7 @@ from implicit_jax.tasks.segmentation import horses
 from implicit_jax.testing import MAIN_WITH_SIGINT, rewrite_arff
 from tests import fault_cases
 from tests import test_plugins as plugin_fixtures  # its FILES: the plug-ins the fault cases reuse
-from tests.conftest import ROOT, load_config
+from tests.conftest import ROOT, full_opt_env, load_config
 from tests.fault_cases import shown
 
 TINY = ['--config=configs/tiny.py']
@@ -1280,6 +1280,59 @@ def test_ctrl_c_while_a_checkpoint_is_written_leaves_no_temporary_folder(tmp_pat
       assert running and code == 130, (code, lines)
       assert len(lines) == 1 and lines[0].startswith('interrupted: '), lines
       assert not left, left
+
+
+# `python -m implicit_jax.tune` as a terminal starts it (MAIN_WITH_SIGINT), sent SIGINT 0.2 s into the first compile
+# of a training step (jit(<lambda>), seconds for implicit CD; the tiny jit(<lambda>) that probes XLA's options, done
+# before 0.2 s, is let pass) once the file named by $SIGINT_ONCE_EXISTS exists: Ctrl-C inside a compile, the moment
+# that crashed the process at its exit (issue 65).
+TUNE_SIGINT_IN_COMPILE = textwrap.dedent("""
+    import os, signal, threading
+    from jax import monitoring
+    arm, timer, COMPILE = os.environ['SIGINT_ONCE_EXISTS'], [], '/jax/core/compile/backend_compile_duration'
+    def started(event, value, fun_name=None, **_):
+      if event == COMPILE and fun_name == 'jit(<lambda>)' and not timer and os.path.exists(arm):
+        timer.append(threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)))
+        timer[0].start()
+    def ended(event, seconds, **_):
+      if event == COMPILE and timer and not timer[0].finished.is_set():
+        timer.pop().cancel()
+    monitoring.register_scalar_listener(started)
+    monitoring.register_event_duration_secs_listener(ended)
+    """) + MAIN_WITH_SIGINT.replace('implicit_jax.main', 'implicit_jax.tune')
+
+
+@pytest.mark.e2e
+def test_ctrl_c_during_a_tunes_probe_or_trial_is_one_line_and_the_same_command_resumes(tmp_path, fault):
+  """Ctrl-C during a tune's probe, or a trial, printed the right line, then 'Fatal Python error: Segmentation fault'
+  and a thread dump, exit 139: the interrupt left an XLA compile running while the process ended
+  (engine/interrupts.py). SIGINT while the probe's first run compiles its step, then (the same command) while the
+  second trial compiles its step: each one line and exit 130; the same command then ends the tune, the first trial
+  kept. As a user's command runs: no compilation cache (a cached program is not compiled: no window) and XLA's own
+  optimisation (under the suite's cheaper one the step compiles faster, often before the interrupted process ends,
+  which the crash needed)."""
+  workdir = tmp_path / 'tune'
+  args = ['--config=configs/custom.py', f'--config.data.train_file={FIXTURES / "mlc" / "scaled.arff"}',
+          '--config.num_epochs=3', '--config.log_every=1000', f'--workdir={workdir}', '--budget_minutes=30']
+  env = {k: v for k, v in full_opt_env(JAX_PLATFORMS='cpu').items()
+         if not k.startswith(('JAX_COMPILATION_CACHE', 'JAX_PERSISTENT_CACHE'))}
+  line = (f'interrupted: {workdir} keeps the finished trials and the last checkpoint of the one cut short; the same '
+          'command resumes')
+  runs = []
+  for armed in (workdir / 'probe' / 'warmup' / 'config.json', workdir / 'trials' / '01-dropout0.5' / 'config.json'):
+    runs.append(_finish(_cli(None, *args, code=TUNE_SIGINT_IN_COMPILE,
+                             env=dict(env, SIGINT_ONCE_EXISTS=str(armed)))))
+  (code, _, err), (code2, out2, err2) = runs
+  code3, out3, err3 = _run('tune', *args, env=env)
+  with fault('tune_ctrl_c_probe', code, err):
+    assert code == 130 and shown(err) == [line], (code, err[-3000:])
+    assert 'tune: 3 trials planned' in out2, out2[-2000:]  # the same command probed again, whole
+  with fault('tune_ctrl_c_trial', code2, err2):
+    assert code2 == 130 and shown(err2) == [line], (code2, err2[-3000:])
+    assert out2.splitlines()[-1].startswith('tune: trial 2/3 dropout0.5 '), out2[-2000:]
+    assert code3 == 0, err3[-3000:]
+    assert 'tune: resuming' in out3 and '1 of 3 trials done' in out3 and 'tune: chosen' in out3, out3[-2000:]
+    assert sorted(json.loads((workdir / 'tune.json').read_text())['results']) == ['default', 'dropout0', 'dropout0.5']
 
 
 def test_ctrl_c_during_a_save_takes_effect_once_the_save_is_complete(tmp_path, monkeypatch):

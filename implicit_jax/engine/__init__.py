@@ -10,7 +10,8 @@
 * ``predictions``: a run's dev and test predictions in compact form, kept in its result;
 * ``writers``: TensorBoard and JSON-lines metrics; ``plots``: a run's training curves; ``xla_options``: the
   compiler options of every step;
-* ``cli``: what the command lines share (one line for bad input); ``multihost``: the processes of a multi-host run;
+* ``cli``: what the command lines share (one line for bad input; Ctrl-C through ``interrupts``, never inside an XLA
+  compile); ``multihost``: the processes of a multi-host run;
 * ``registry``: how the engine reaches the task and method plug-ins (``Plugins``, registered once by the package's
   ``__init__``: ``implicit_jax/wiring.py``).
 

@@ -5,8 +5,9 @@
 ``get_config()`` raises or returns something other than a ConfigDict, a value of the wrong type, each print
 ``error: ...`` naming the flag or file and exit with status 2. While ``main`` runs, the errors that mean bad input
 or a bad environment (a field out of range, a missing or malformed file, a diverged run, a full disk) print
-``error: ...`` and exit with status 1; Ctrl-C prints one line and exits with status 130. Anything else is a bug
-and keeps its traceback.
+``error: ...`` and exit with status 1; Ctrl-C prints one line and exits with status 130 (``interrupts.py``: never
+inside an XLA compile, which crashed the process at its exit, nor lost where Python drops exceptions). Anything else
+is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import ml_collections
 from absl import app, flags
 from ml_collections import config_flags
 
-from implicit_jax.engine import config as config_lib, registry
+from implicit_jax.engine import config as config_lib, interrupts, registry
 
 # ValueError: settings and file contents; OSError: paths, permissions, disk space; FloatingPointError: a run
 # that diverged. While flags are parsed, KeyError too: a config field that does not exist (later, a KeyError is a
@@ -200,7 +201,8 @@ def guarded(main, *args) -> int:
   # default adds the source line that issued it, which names our code, not the user's file.
   warnings.formatwarning = lambda message, category, *_: f'warning: {message}\n'
   try:
-    status = main(*args)
+    with interrupts.handled():
+      status = main(*args)
     return status if isinstance(status, int) else 0  # a main that returns its result (for tests) succeeded
   except USER_ERRORS as e:
     print(f'error: {one_line(e)}', file=sys.stderr, flush=True)
