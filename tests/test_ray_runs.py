@@ -201,3 +201,21 @@ def test_a_script_asked_for_ray_without_it_says_so_in_one_line():
   lines = done.stderr.strip().splitlines()
   assert done.returncode == 2 and 'Traceback' not in done.stderr
   assert 'argument --ray: runs on Ray, which is not installed here' in lines[-1] and '.[scale]' in lines[-1]
+
+
+def test_a_script_given_an_address_where_no_cluster_answers_ends_in_one_line_naming_it():
+  if not ray_runs.installed():
+    pytest.skip('Ray is not installed (the extra .[scale]): a script asked for it is refused before (above)')
+  from experiments import sweep  # pylint: disable=import-outside-toplevel
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+  variant = next(iter(sweep.SWEEPS['bibtex-cd'][1]))
+  done = subprocess.run([sys.executable, '-m', 'experiments.sweep', '--sweep=bibtex-cd', f'--only={variant}',
+                         '--seeds=97', f'--address=127.0.0.1:{port}'], cwd=ROOT, capture_output=True, text=True,
+                        timeout=120, check=False)
+  assert done.returncode == 1 and 'Traceback' not in done.stderr, done.stderr[-2000:]
+  assert done.stderr.strip().splitlines() == [
+      f'error: --address=127.0.0.1:{port}: no Ray cluster answers there (Connection refused); start one (ray start '
+      '--head) or give its address, or leave --address out to run on this machine']
+  assert not (ROOT / 'docs' / 'sweeps' / 'bibtex-cd' / f'{variant}-seed97.json').exists()
