@@ -213,8 +213,9 @@ def train(jobs, options: RayOptions, provenance=None):
       raise ValueError(f'no node of the Ray cluster has {res["num_cpus"]:g} CPUs and {res["num_gpus"]:g} GPUs for a '
                        'run: lower --cpus_per_run or --gpus_per_run (--gpus_per_run=0: on CPUs)')
     where = options.address or 'this machine'
-    print(f'== {len(jobs)} runs on Ray ({where}): {res["num_cpus"]:g} CPUs and {res["num_gpus"]:g} GPUs a run, '
-          f'{ray.cluster_resources().get("CPU", 0):g} CPUs and {gpus:g} GPUs in all', flush=True)
+    print(f'== {len(jobs)} runs on Ray ({where}): CPUs {res["num_cpus"]:g} a run, '
+          f'{ray.cluster_resources().get("CPU", 0):g} in all; GPUs {res["num_gpus"]:g} a run, {gpus:g} in all',
+          flush=True)
     task = ray.remote(_task)
     placed = dict(res, max_retries=options.retries, retry_exceptions=False,
                   runtime_env={'env_vars': run_env(res['num_gpus'], gpus, os.environ)})

@@ -176,23 +176,29 @@ def _on_ray(runs, plan, options, seconds, provenance) -> list[Outcome]:
       outcomes[index] = step
     else:
       jobs[index] = step
+  if not jobs:  # every record there: no Ray to start
+    return outcomes
   _refuse_shared([runs[i] for i in jobs])
   failures = []
+  trained = ray_runs.train([(i, runs[i], job.config, job.fresh) for i, job in jobs.items()], options, provenance)
   try:
-    for index, result, spent, error in ray_runs.train(
-        [(i, runs[i], job.config, job.fresh) for i, job in jobs.items()], options, provenance):
-      run, job = runs[index], jobs.pop(index)
-      if error is None:
-        try:
-          outcomes[index] = job.finish(result)
-        except BaseException as e:  # pylint: disable=broad-except  (named below; the other runs go on)
-          error = e
-      if error is not None:
-        _name(error, run)
-        failures.append(error)
-        continue
-      outcomes[index].seconds = spent
-      print(f'== {run.name}: done' + (f', {spent:.0f}s' if seconds else ''), flush=True)
+    # closed on the way out whatever happens, so that the runs still going are cancelled then, not when the
+    # traceback that holds this frame is freed
+    with contextlib.closing(trained):
+      for index, result, spent, error in trained:
+        run = runs[index]
+        if error is None:
+          try:
+            outcomes[index] = jobs[index].finish(result)
+          except Exception as e:  # pylint: disable=broad-except  (named below; the other runs go on)
+            error = e
+        del jobs[index]
+        if error is not None:
+          _name(error, run)
+          failures.append(error)
+          continue
+        outcomes[index].seconds = spent
+        print(f'== {run.name}: done' + (f', {spent:.0f}s' if seconds else ''), flush=True)
   except KeyboardInterrupt as e:
     for index in jobs:  # cancelled: each keeps its last checkpoint
       _name(e, runs[index])

@@ -113,6 +113,38 @@ def test_on_ray_the_driver_plans_every_run_then_writes_each_record_as_its_run_en
   assert outcomes[1].seconds == 3.0
 
 
+def test_on_ray_nothing_starts_when_every_record_is_there_and_ctrl_c_cancels_the_runs_still_going(tmp_path,
+                                                                                                  monkeypatch, capsys):
+  def never(*_):
+    raise AssertionError('Ray was started for runs that were all done')
+  monkeypatch.setattr(ray_runs, 'train', never)
+  (tmp_path / 'a.json').write_text('{}')
+  done = runner.run_all([runner.Run('a', None, tmp_path / 'a.json', str(tmp_path / 'w'))], ray=ray_runs.RayOptions())
+  assert [o.status for o in done] == ['done']
+
+  closed = []
+
+  def two_runs(jobs, options, provenance):
+    try:
+      for index, _, config, _ in jobs:
+        yield index, {'seed': config['seed']}, 1.0, None
+    finally:
+      closed.append(True)  # where ray_runs.train cancels what is still going
+
+  def interrupted(path, result):
+    raise KeyboardInterrupt
+  monkeypatch.setattr(ray_runs, 'train', two_runs)
+  runs = [runner.Run(f's{s}', {'seed': s}, tmp_path / f's{s}.json', str(tmp_path / f'w{s}')) for s in range(2)]
+  try:
+    runner.run_all(runs, writer=interrupted, ray=ray_runs.RayOptions())
+  except KeyboardInterrupt:
+    assert closed == [True]  # already, while the traceback (which holds the runner's frame) is alive
+  else:
+    pytest.fail('Ctrl-C was not raised')
+  err = capsys.readouterr().err
+  assert 'run s0 cut short' in err and 'run s1 cut short' in err
+
+
 def test_on_ray_a_failed_run_is_named_the_others_are_written_and_its_error_raised_after(tmp_path, monkeypatch,
                                                                                           capsys):
   _fake_ray(monkeypatch, fail=('s0',))
@@ -219,3 +251,24 @@ def test_a_script_given_an_address_where_no_cluster_answers_ends_in_one_line_nam
       f'error: --address=127.0.0.1:{port}: no Ray cluster answers there (Connection refused); start one (ray start '
       '--head) or give its address, or leave --address out to run on this machine']
   assert not (ROOT / 'docs' / 'sweeps' / 'bibtex-cd' / f'{variant}-seed97.json').exists()
+
+
+def test_each_script_s_run_config_travels_to_a_worker_as_it_is():
+  """The driver builds a run's config (its script's closure stays here) and Ray pickles the ConfigDict: it
+  arrives equal, field for field, for a run of every script that makes runs."""
+  cloudpickle = pytest.importorskip('ray.cloudpickle', reason='Ray is not installed (the extra .[scale])')
+  # pylint: disable-next=import-outside-toplevel
+  from experiments import (compare_methods, custom_defaults, reproduce_cora, reproduce_horses, reproduce_mlc,
+                           reproduce_tagging, sweep)
+  args = argparse.Namespace(data_dir='DATA', protocol='official', epochs=3, workdir='/tmp/w', scale='half',
+                            verify=False)
+  runs = [reproduce_mlc.run_of('bibtex', 'implicit-cd', 1, args),
+          reproduce_tagging.run_of('pos', 'implicit-cd', 1, args), reproduce_cora.run_of('implicit-cd', 10, 1, args),
+          reproduce_horses.run_of('implicit-cd', 1, args),
+          compare_methods.run_of('bibtex', 'dvn', 1, args),
+          sweep.run_of('bibtex-cd', next(iter(sweep.SWEEPS['bibtex-cd'][1])), 1, args),
+          custom_defaults.run_of('bibtex', next(iter(custom_defaults.VARIANTS)), 1, 80, 'DATA')]
+  for run in runs:
+    config = run.build()
+    arrived = cloudpickle.loads(cloudpickle.dumps(config))
+    assert arrived.to_dict() == config.to_dict() and arrived.seed == 1, run.name
