@@ -5,7 +5,9 @@ table runs are config files and an argument (``--config=configs/bibtex.py:implic
 written in the config files (``configs/bibtex.py`` holds the multi-label rows, ``configs/pos.py`` the sequence-labeling
 ones, ``configs/cora.py`` and ``configs/horses.py`` their own); the modules here read them from there and keep the
 bookkeeping the library does not know: where each family's records live, how a record names its row, the published
-numbers, and how the tables and README blocks are written.
+numbers, and how the tables and README blocks are written. Every script that makes runs hands them to
+implicit_jax.runner and takes its flags (``add_runner_flags``): one run after the other by default, at once on Ray
+with ``--ray``, ``--address``, ``--gpus_per_run`` or ``--cpus_per_run`` (docs/usage.md, "Many runs at once").
 
   mlc       configs/{bibtex,delicious,genbase,cal500,spo_fun}.py  reproduce_mlc.py, compare_methods.py, ablation_mlc.py
   tagging   configs/{pos,ner,ner_fixed,ner_plus}.py               reproduce_tagging.py
