@@ -96,8 +96,8 @@ def main():
         a, b = (json.loads((Path(tmp) / c / 'records' / f'tiny-seed{seed}.json').read_text()) for c in CONTENDERS)
         fields = differences(a, b)
         compared, same, differ = compared + 1, same + (not fields), differ | set(fields)
-  quartiles = lambda xs: '-'.join(f'{q:.1f}' for q in (statistics.quantiles(xs, n=4)[0::2] if len(xs) > 1 else xs))
-  rows = [[c, f'{statistics.median(seconds[c]):.1f}', quartiles(seconds[c])] for c in CONTENDERS]
+  rows = [[c, f'{statistics.median(seconds[c]):.1f}', f'{min(seconds[c]):.1f}-{max(seconds[c]):.1f}']
+          for c in CONTENDERS]
   body = '\n'.join([
       '## The runner on Ray against one run after another (`benchmarks/ray_runner.py`)', '',
       common.section_header(machine),
@@ -106,7 +106,7 @@ def main():
       f'script\'s process, and as Ray tasks on this machine (`ray=RayOptions()`: Ray started for the call, one CPU '
       f'a run, {os.cpu_count()} at once). Seconds: the whole process of each, {args.reps} turns each, taken in '
       'turns.', '',
-      common.table(['contender', 'seconds, median', 'p25-p75'], rows), '',
+      common.table(['contender', 'seconds, median', 'fastest-slowest'], rows), '',
       f'Ray over one after another: **{statistics.median(ratios):.2f}x** the wall-clock time (median of the turns\' '
       f'ratios: {", ".join(f"{r:.2f}" for r in ratios)}). Records equal but for {", ".join(HOW_MADE)}: '
       f'**{same} of {compared}**' + (f' (differing: {", ".join(sorted(differ))})' if differ else '') + '. Load '
