@@ -5,7 +5,9 @@ table runs are config files and an argument (``--config=configs/bibtex.py:implic
 written in the config files (``configs/bibtex.py`` holds the multi-label rows, ``configs/pos.py`` the sequence-labeling
 ones, ``configs/cora.py`` and ``configs/horses.py`` their own); the modules here read them from there and keep the
 bookkeeping the library does not know: where each family's records live, how a record names its row, the published
-numbers, and how the tables and README blocks are written.
+numbers, and how the tables and README blocks are written. Every script that makes runs hands them to
+implicit_jax.runner and takes its flags (``add_runner_flags``): one run after the other by default, at once on Ray
+with ``--ray``, ``--address``, ``--gpus_per_run`` or ``--cpus_per_run`` (docs/usage.md, "Many runs at once").
 
   mlc       configs/{bibtex,delicious,genbase,cal500,spo_fun}.py  reproduce_mlc.py, compare_methods.py, ablation_mlc.py
   tagging   configs/{pos,ner,ner_fixed,ner_plus}.py               reproduce_tagging.py
@@ -16,6 +18,7 @@ numbers, and how the tables and README blocks are written.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from implicit_jax.engine import rows
@@ -54,3 +57,79 @@ def integers(text: str) -> list[int]:
 
 
 seeds = integers  # --seeds' type
+
+
+class _OnRay(argparse.Action):
+  """A flag that runs the runs on Ray: refused, naming itself and the extra to install, where Ray is absent."""
+
+  def __call__(self, parser, namespace, values, option_string=None):
+    from implicit_jax import ray_runs  # pylint: disable=import-outside-toplevel
+    if not ray_runs.installed():
+      raise argparse.ArgumentError(self, f'runs on Ray, which is not installed here: {ray_runs.EXTRA}')
+    setattr(namespace, self.dest, True if values == [] else values)
+
+
+def _share(check):
+  """An argparse ``type`` from a ray_runs check: a number, refused in one line naming the flag."""
+  def parse_share(text: str) -> float:
+    try:
+      value = float(text)
+    except ValueError:
+      raise argparse.ArgumentTypeError(f'a number, got {text!r}') from None
+    try:
+      return check(value)
+    except ValueError as e:
+      raise argparse.ArgumentTypeError(str(e)) from None
+  return parse_share
+
+
+def add_runner_flags(parser: argparse.ArgumentParser) -> None:
+  """The flags that make a script's runs at once, as Ray tasks (implicit_jax.runner, implicit_jax.ray_runs); any of
+  them asks for Ray. Without them the runs are made one after the other in the script's process."""
+  from implicit_jax import ray_runs  # pylint: disable=import-outside-toplevel
+  group = parser.add_argument_group('runs at once, on Ray (the extra: ' + ray_runs.EXTRA + ')')
+  group.add_argument('--ray', action=_OnRay, nargs=0, default=False,
+                     help='make the runs as Ray tasks on this machine, as many at once as it has CPUs (--cpus_per_run)')
+  group.add_argument('--address', action=_OnRay, default=None,
+                     help='a Ray cluster to make the runs on: host:port as `ray start --head` prints it, or auto')
+  group.add_argument('--gpus_per_run', action=_OnRay, type=_share(ray_runs.check_gpus), default=None,
+                     help='each run\'s share of a GPU: 0.25 places four runs on a device, each given a quarter of '
+                          'its memory (default: a GPU a run where there are GPUs; 0: on CPUs)')
+  group.add_argument('--cpus_per_run', action=_OnRay, type=_share(ray_runs.check_cpus), default=None,
+                     help='CPUs each run holds (default 1)')
+
+
+def runs_at_once(text: str) -> int:
+  """An argparse ``type``: how many runs at once on this machine (custom_defaults's --workers): 1, or more on Ray,
+  refused where Ray is not installed."""
+  from implicit_jax import ray_runs  # pylint: disable=import-outside-toplevel
+  try:
+    count = int(text)
+  except ValueError:
+    count = 0
+  if count < 1:
+    raise argparse.ArgumentTypeError(f'a count of runs at once, 1 or more, got {text!r}')
+  if count > 1 and not ray_runs.installed():
+    raise argparse.ArgumentTypeError(f'{count} runs at once run on Ray, which is not installed here: '
+                                     f'{ray_runs.EXTRA} (or 1: one after the other)')
+  return count
+
+
+def ray_options(args, workers: int = 1):
+  """``run_all``'s ``ray`` option from the flags of ``add_runner_flags`` (those ``args`` lacks count as not
+  given): None (one run after the other) unless one of them was given. ``workers`` > 1 (custom_defaults's
+  --workers, from before the runner ran on Ray): that many runs at once on this machine, the same as
+  ``--ray --cpus_per_run=CORES/workers``."""
+  from implicit_jax import ray_runs  # pylint: disable=import-outside-toplevel
+  address, gpus, cpus = (getattr(args, k, None) for k in ('address', 'gpus_per_run', 'cpus_per_run'))
+  if workers > 1:
+    if address or cpus is not None:
+      raise ValueError(f'--workers={workers} makes runs at once on this machine; --address and --cpus_per_run say '
+                       'it otherwise: give one or the other')
+    if not ray_runs.installed():
+      raise ValueError(f'--workers={workers} makes the runs at once on Ray, which is not installed here: '
+                       f'{ray_runs.EXTRA} (or --workers=1: one after the other)')
+    cpus = (os.cpu_count() or 1) / workers
+  if not (getattr(args, 'ray', False) or address or gpus is not None or cpus is not None):
+    return None
+  return ray_runs.RayOptions(address=address, gpus_per_run=gpus, cpus_per_run=1.0 if cpus is None else cpus)

@@ -153,12 +153,13 @@ def main():
   parser.add_argument('--rows', default=','.join(ROWS), type=experiments.names(ROWS))
   parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
   parser.add_argument('--table_only', action='store_true')
+  experiments.add_runner_flags(parser)
   args = parser.parse_args()
   datasets, widths = args.datasets, [int(w) for w in args.widths]
   if not args.table_only:
     # Training goes through reproduce_mlc's runs (same rows, records and files)
     from experiments import reproduce_mlc  # pylint: disable=import-outside-toplevel
-    run_args = argparse.Namespace(protocol='official', verify=False, epochs=0, data_dir=args.data_dir)
+    run_args = argparse.Namespace(**vars(args), protocol='official', verify=False, epochs=0)
     reproduce_mlc.run([reproduce_mlc.run_of(dataset, system(row, width), seed, run_args) for dataset in datasets
                        for width in widths for row in args.rows for seed in args.seeds], run_args)
   print(tables.build(TABLES[0]))

@@ -220,12 +220,13 @@ def main():
   parser.add_argument('--protocol', default='official', choices=PROTOCOLS)
   parser.add_argument('--epochs', type=int, default=0, help='every new run\'s num_epochs (0: its row\'s)')
   parser.add_argument('--table_only', action='store_true')
+  experiments.add_runner_flags(parser)
   args = parser.parse_args()
   if not args.table_only:
     # seed-major: every system gets seed 0 first; trained, never verified nor rerun (compare_methods has no such flags)
     runner.run_all([run_of(dataset, system, seed, args) for dataset in args.datasets for seed in args.seeds
                     for system in args.systems],
-                   writer=records.save, seconds=True)
+                   writer=records.save, seconds=True, ray=experiments.ray_options(args), provenance=records.made_here)
   print(tables.build(TABLES[0]))
 
 

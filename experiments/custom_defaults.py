@@ -8,8 +8,9 @@ Usage:
 Each run is configs/custom.py pointed at a dataset, with one variant's overrides, for 80 epochs (delicious's
 implicit runs, two variants as a check, 40: the longest runs of the grid, last); its record goes to
 docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json and an existing record is not run again: the runs go
-through implicit_jax.runner, one at a time (--workers, which made several at once as processes, waits for the
-runner to), each recorded with its own command (implicit_jax.main's, which reruns it). The
+through implicit_jax.runner, one at a time, or --workers=N at once on this machine (Ray tasks; the runner's flags,
+--address and the others, as every script's), each recorded with its own command (implicit_jax.main's, which
+reruns it). The
 learning rate is constant, so a run of E < 80 epochs is the first E epochs of the 80-epoch run: the budgets 20 and
 40 are read from the dev history (the score of the epoch that dev F1 @0.5 selects among the first E), not trained
 again.
@@ -227,8 +228,11 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', '../shared/data'))
   parser.add_argument('--datasets', default=','.join(DATASETS), type=experiments.names(list(DATASETS)))
-  parser.add_argument('--workers', type=int, default=1, help='runs at once: 1 for now (implicit_jax.runner)')
+  parser.add_argument('--workers', type=experiments.runs_at_once, default=1,
+                      help='runs at once on this machine: 1, one after the other; more, as Ray tasks (the same as '
+                           '--ray --cpus_per_run=CORES/N)')
   parser.add_argument('--table_only', action='store_true')
+  experiments.add_runner_flags(parser)
   args = parser.parse_args()
   datasets = args.datasets
   if not args.table_only:
@@ -236,9 +240,8 @@ def main():
     data_dir = os.path.relpath(os.path.abspath(args.data_dir), ROOT)
     runs = [run_of(d, *run, data_dir) for d in datasets for run in runs_of(d)]
     print(f'{len(runs)} runs, {sum(not r.record.exists() for r in runs)} to make', flush=True)
-    if args.workers > 1:  # implicit_jax.runner takes its runs in turn
-      print(f'--workers={args.workers}: the runs are made one at a time (implicit_jax.runner)', file=sys.stderr)
-    runner.run_all(runs, writer=save, seconds=True)
+    runner.run_all(runs, writer=save, seconds=True, provenance=records.made_here,
+                   ray=experiments.ray_options(args, workers=args.workers))
   print(tables.build(TABLES[0]))
 
 if __name__ == '__main__':

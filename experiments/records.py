@@ -130,20 +130,30 @@ def cpu_kind(record: dict) -> str | None:
   return f'{kind}, XLA capped at {info["xla_max_isa"]}' if info.get('xla_max_isa') else kind
 
 
+def made_here() -> dict:
+  """What a record says of the process that trained its run: device, machine, CPU and packages. The experiments give it
+  to implicit_jax.runner as ``provenance``, which calls it where the run trained: a Ray worker, not the driver that
+  writes the record (whose JAX must not take the GPU its runs share)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  return {'device': f'{jax.default_backend()}: {jax.devices()[0].device_kind}', 'machine': machine(), 'cpu': cpu(),
+          'packages': packages()}
+
+
+MADE = ('device', 'machine', 'cpu', 'packages')
+
+
 def stamp(result: dict) -> dict:
-  """``result`` with what a fresh run's record says of how it was made: command, date, device, machine and CPU. A fresh
-  run's result must hold its predictions, which make the record rescorable (experiments/rescore.py)."""
+  """``result`` with what a fresh run's record says of how it was made: command, date, device, machine and CPU (those
+  the runner's ``provenance`` added where the run trained, else this process's). A fresh run's result must hold its
+  predictions, which make the record rescorable (experiments/rescore.py)."""
   import datetime  # pylint: disable=import-outside-toplevel
   if not rescorable(result):
     raise ValueError(f'the {result.get("task")} run\'s result holds no predictions (its evaluator keeps no '
                      'decisions): its record could not be rescored')
-  import jax  # pylint: disable=import-outside-toplevel
+  made = {k: result.pop(k) for k in MADE if k in result} or made_here()  # after command and date, as always
   result['command'] = 'python ' + ' '.join(sys.argv)
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
-  result['device'] = f'{jax.default_backend()}: {jax.devices()[0].device_kind}'
-  result['machine'] = machine()
-  result['cpu'] = cpu()
-  result['packages'] = packages()
+  result.update(made)
   return result
 
 

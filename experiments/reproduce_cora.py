@@ -110,7 +110,8 @@ def run_sweep(name, args) -> str:
     runner.run_all([runner.Run(f'sweep {name} {variant}', functools.partial(base_config, size, draw, args.data_dir,
                                                                            overrides),
                                SWEEP_DIR / name / f'{variant}.json', f'{args.workdir}/sweep-{name}-{variant}')
-                    for variant, overrides in variants.items()], writer=records.save)
+                    for variant, overrides in variants.items()],
+                   writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
   return tables.build(sweep_table(name))
 
 
@@ -307,6 +308,7 @@ def main():
   parser.add_argument('--workdir', default='/tmp/reproduce_cora')
   parser.add_argument('--table_only', action='store_true')
   parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS))
+  experiments.add_runner_flags(parser)
   args = parser.parse_args()
   if args.sweep:
     print(run_sweep(args.sweep, args))
@@ -315,7 +317,8 @@ def main():
     RUNS.mkdir(parents=True, exist_ok=True)
     runner.run_all([run_of(system, size, draw, args) for size in args.sizes for draw in args.draws
                     for system in args.systems
-                    if SYSTEMS[system][1] is not None], writer=records.save)  # a row without a config is not run
+                    if SYSTEMS[system][1] is not None],  # a row without a config is not run
+                   writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
   print(tables.build(table(args.data_dir)))
 
 

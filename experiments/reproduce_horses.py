@@ -359,6 +359,7 @@ def main():
   parser.add_argument('--table_only', action='store_true')
   parser.add_argument('--no_table', action='store_true',
                       help='train and write the records only (parallel runs: one table at the end, --table_only)')
+  experiments.add_runner_flags(parser)
   args = parser.parse_args()
   if not args.table_only:
     systems = args.systems or [
@@ -369,7 +370,8 @@ def main():
         parser.error(f'--systems: {sorted(set(systems) & set(only))} run at --scale={" or ".join(scales)} only')
     RUNS.mkdir(parents=True, exist_ok=True)
     runner.run_all([run_of(system, seed, args) for seed in args.seeds
-                    for system in systems], writer=records.save)
+                    for system in systems],
+                   writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
     if args.no_table:
       return
   print(tables.build(TABLES[0]))

@@ -84,7 +84,8 @@ def run(runs, args, seconds: bool = True) -> list[runner.Outcome]:
     runs = [r for r in runs if r.record.exists() or (SUPERSEDED / r.record.name).exists()]
   return runner.run_all(runs, writer=records.save, recipe=records.recipe_here(args.data_dir), seconds=seconds,
                         supersede=SUPERSEDED if getattr(args, 'supersede', False) else None,
-                        verify=VERIFIED if getattr(args, 'verify', False) else ())
+                        verify=VERIFIED if getattr(args, 'verify', False) else (), provenance=records.made_here,
+                        ray=experiments.ray_options(args))
 
 
 def superseded_lines() -> list[str]:
@@ -218,6 +219,7 @@ def main():
   parser.add_argument('--supersede', action='store_true',
                       help='rerun, from its own record, each committed run that keeps no predictions; the new record '
                            'takes its place and the old one goes to docs/mlc/runs_superseded/')
+  experiments.add_runner_flags(parser)
   args = parser.parse_args()
   if args.verify and args.supersede:
     parser.error('--verify writes nothing and --supersede replaces records: choose one')

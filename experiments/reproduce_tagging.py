@@ -246,7 +246,8 @@ def run(runs, args) -> list[runner.Outcome]:
   predictions from their own records (the old ones to SUPERSEDED), the word vectors read from the package where
   a record's file is not here."""
   return runner.run_all(runs, writer=records.save, supersede=SUPERSEDED if args.supersede else None,
-                        recipe=records.recipe_here(args.data_dir, adapt=records.package_vectors))
+                        recipe=records.recipe_here(args.data_dir, adapt=records.package_vectors),
+                        ray=experiments.ray_options(args), provenance=records.made_here)
 
 
 def selected_on(record) -> str:
@@ -591,6 +592,7 @@ def main():
   parser.add_argument('--pending', action='store_true',
                       help='print, one per line, the command for each NER / NER+ row and seed of --seeds whose '
                            'record is absent or keeps no predictions (run them in parallel with xargs -P), and exit')
+  experiments.add_runner_flags(parser)
   args = parser.parse_args()
   seeds = args.seeds
   if args.pending:
@@ -612,7 +614,8 @@ def main():
                                  functools.partial(base_config, dataset, seed, args.data_dir, variants[variant]),
                                  SWEEP_DIR / args.sweep / f'{variant}-seed{seed}.json',
                                  f'{args.workdir}/{args.sweep}-{variant}-{seed}')
-                      for seed in seeds for variant in chosen], writer=records.save)
+                      for seed in seeds for variant in chosen],
+                     writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
     print(tables.build(SWEEP_TABLES[args.sweep]))
     return
   if not args.table_only:

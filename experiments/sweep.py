@@ -333,6 +333,7 @@ def main():
   parser.add_argument('--only', default='', help='comma-separated variants (default: all)')
   parser.add_argument('--seeds', default='0', type=experiments.seeds)
   parser.add_argument('--table_only', action='store_true')
+  experiments.add_runner_flags(parser)
   args = parser.parse_args()
   variants = SWEEPS[args.sweep][1]
   chosen = [v for v in args.only.split(',') if v] or list(variants)
@@ -341,7 +342,8 @@ def main():
     parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
   if not args.table_only:
     runner.run_all([run_of(args.sweep, variant, seed, args) for seed in args.seeds
-                    for variant in chosen], writer=records.save)
+                    for variant in chosen],
+                   writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
   print(tables.build(next(t for t in TABLES if t.name == args.sweep)))
 
 

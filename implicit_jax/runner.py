@@ -20,7 +20,9 @@ their own writer and recipe.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import os
 import shutil
 import sys
@@ -92,35 +94,34 @@ def staged(record: Path) -> Path:
 
 def run_all(runs: Sequence[Run], *, writer: Callable[[Path, dict], None] = write_json,
             supersede: str | os.PathLike | None = None, verify: Sequence[str] = (),
-            recipe: Callable[[Path], Any] = config_lib.from_record, seconds: bool = False) -> list[Outcome]:
+            recipe: Callable[[Path], Any] = config_lib.from_record, seconds: bool = False,
+            provenance: Callable[[], dict] | None = None, ray=None) -> list[Outcome]:
   """Takes each of ``runs`` in turn (module docstring); returns their ``Outcome`` in the same order.
 
   ``writer(path, result)`` writes a record (default ``write_json``); ``recipe(path)`` is the config that reruns a
   record (default ``config_lib.from_record``: the caller's may point its data at this machine). ``supersede``: the
   folder where records rerun for want of predictions go; ``verify``: the result keys to compare with the existing
-  records (not with ``supersede``). ``seconds``: print each run's wall time after it (``   12s``)."""
+  records (not with ``supersede``). ``seconds``: print each run's wall time after it (``   12s``). ``provenance()``:
+  what the process that trained a run says of itself (its device, its machine), added to the run's result before
+  the writer sees it; called where the run trained, which on Ray is not this process.
+
+  ``ray``: an ``implicit_jax.ray_runs.RayOptions``: every run is planned here first (skipped, kept, or read from its
+  record), then those left train at once as Ray tasks, each record written here as its run ends (ray_runs). A run
+  that fails is named when it does and the others go on; the first failure is raised once they have ended. A
+  caller making several calls (a tune's trials) may hold ``ray_runs.session(options)`` around them: the calls then
+  share one Ray instead of each starting its own."""
   if supersede is not None and verify:
     raise ValueError('verify writes nothing and supersede replaces records: choose one')
+  plan = functools.partial(_plan, writer=writer, supersede=supersede, verify=verify, recipe=recipe)
+  if ray is not None:
+    return _on_ray(runs, plan, ray, seconds, provenance)
   outcomes = []
   for run in runs:
     start = time.perf_counter()
-    try:
-      if verify:
-        outcome = _verify(run, verify, recipe)
-      elif supersede is not None and (run.record.exists() or (Path(supersede) / run.record.name).exists()):
-        outcome = _supersede(run, Path(supersede), writer, recipe)
-      elif run.record.exists():
-        outcome = Outcome(run, 'done')
-      else:
-        print(f'== {run.name}', flush=True)
-        result = _train(run.build(), run.workdir)
-        writer(run.record, result)
-        outcome = Outcome(run, 'trained', result)
-    except SystemExit:  # a refusal that says what to do (supersede: two replaced records of one run)
-      raise
-    except BaseException as e:  # Ctrl-C too: the workdir keeps the run's last checkpoint
-      _name(e, run)
-      raise
+    with _naming(run):
+      step = plan(run)
+      outcome = step if isinstance(step, Outcome) else step.finish(
+          train(step.config, run.workdir, fresh=step.fresh, provenance=provenance))
     outcome.seconds = time.perf_counter() - start
     if seconds:
       print(f'   {outcome.seconds:.0f}s', flush=True)
@@ -128,9 +129,109 @@ def run_all(runs: Sequence[Run], *, writer: Callable[[Path, dict], None] = write
   return outcomes
 
 
-def _train(config, workdir: str) -> dict:
-  from implicit_jax.engine import train  # pylint: disable=import-outside-toplevel  (jax: only once a run trains)
-  return train.train_and_evaluate(config, workdir)
+@dataclasses.dataclass
+class _Job:
+  """A run to train: its ``config``, whether its workdir starts ``fresh`` (verify) and ``finish(result)``, what
+  the driver does with its result (write its record, move the old one, compare), giving its Outcome."""
+  config: Any
+  fresh: bool
+  finish: Callable[[dict], Outcome]
+
+
+def _plan(run: Run, *, writer, supersede, verify, recipe) -> Outcome | _Job:
+  """What ``run`` needs: an Outcome when nothing is to train, else the _Job that trains it."""
+  if verify:
+    return _verify(run, verify, recipe)
+  if supersede is not None and (run.record.exists() or (Path(supersede) / run.record.name).exists()):
+    return _supersede(run, Path(supersede), writer, recipe)
+  if run.record.exists():
+    return Outcome(run, 'done')
+  print(f'== {run.name}', flush=True)
+
+  def finish(result):
+    writer(run.record, result)
+    return Outcome(run, 'trained', result)
+  return _Job(run.build(), False, finish)
+
+
+@contextlib.contextmanager
+def _naming(run: Run):
+  try:
+    yield
+  except SystemExit:  # a refusal that says what to do (supersede: two replaced records of one run)
+    raise
+  except BaseException as e:  # Ctrl-C too: the workdir keeps the run's last checkpoint
+    _name(e, run)
+    raise
+
+
+def _on_ray(runs, plan, options, seconds, provenance) -> list[Outcome]:
+  """``runs`` planned here, trained as Ray tasks (implicit_jax.ray_runs), finished here as each ends."""
+  from implicit_jax import ray_runs  # pylint: disable=import-outside-toplevel  (an extra: only when asked for)
+  outcomes, jobs = [None] * len(runs), {}
+  for index, run in enumerate(runs):
+    with _naming(run):
+      step = plan(run)
+    if isinstance(step, Outcome):
+      outcomes[index] = step
+    else:
+      jobs[index] = step
+  if not jobs:  # every record there: no Ray to start
+    return outcomes
+  _refuse_shared([runs[i] for i in jobs])
+  failures = []
+  trained = ray_runs.train([(i, runs[i], job.config, job.fresh) for i, job in jobs.items()], options, provenance)
+  try:
+    # closed on the way out whatever happens, so that the runs still going are cancelled then, not when the
+    # traceback that holds this frame is freed
+    with contextlib.closing(trained):
+      for index, result, spent, error in trained:
+        run = runs[index]
+        if error is None:
+          try:
+            outcomes[index] = jobs[index].finish(result)
+          except Exception as e:  # pylint: disable=broad-except  (named below; the other runs go on)
+            error = e
+        del jobs[index]
+        if error is not None:
+          _name(error, run)
+          failures.append(error)
+          continue
+        outcomes[index].seconds = spent
+        print(f'== {run.name}: done' + (f', {spent:.0f}s' if seconds else ''), flush=True)
+  except KeyboardInterrupt as e:
+    for index in jobs:  # cancelled: each keeps its last checkpoint
+      _name(e, runs[index])
+    raise
+  if failures:
+    if len(failures) > 1 and hasattr(failures[0], 'add_note'):
+      failures[0].add_note(f'{len(failures) - 1} other run(s) failed too (named above)')
+    raise failures[0]
+  return outcomes
+
+
+def _refuse_shared(runs: Sequence[Run]) -> None:
+  """Runs trained at once cannot share a workdir (its lock would stop the second) or a record (written twice)."""
+  for what in ('workdir', 'record'):
+    seen = {}
+    for run in runs:
+      key = str(getattr(run, what))
+      if key in seen:
+        raise ValueError(f'runs {seen[key]!r} and {run.name!r} share the {what} {key}: runs made at once need '
+                         'their own')
+      seen[key] = run.name
+
+
+def train(config, workdir: str, fresh: bool = False, provenance: Callable[[], dict] | None = None) -> dict:
+  """Trains one run in this process: ``train_and_evaluate`` in ``workdir`` (emptied first when ``fresh``), its
+  result with what ``provenance()`` says of this process."""
+  from implicit_jax.engine import train as engine  # pylint: disable=import-outside-toplevel  (jax: only to train)
+  if fresh:  # a verification is a whole run, never a resumed one
+    shutil.rmtree(workdir, ignore_errors=True)
+  result = engine.train_and_evaluate(config, workdir)
+  if provenance is not None:
+    result.update(provenance())
+  return result
 
 
 def _name(error: BaseException, run: Run) -> None:
@@ -142,7 +243,7 @@ def _name(error: BaseException, run: Run) -> None:
     error.add_note(line)
 
 
-def _supersede(run: Run, folder: Path, writer, recipe) -> Outcome:
+def _supersede(run: Run, folder: Path, writer, recipe) -> Outcome | _Job:
   """Reruns ``run.record`` from its own recipe when it keeps no predictions (module docstring)."""
   out, replaced, new = run.record, folder / run.record.name, staged(run.record)
   if new.exists():  # the rerun was written, the old record not yet moved aside (or the new one not yet in place)
@@ -156,10 +257,12 @@ def _supersede(run: Run, folder: Path, writer, recipe) -> Outcome:
   print(f'== {run.name} (rerun from its record: it keeps no predictions)', flush=True)
   config = recipe(out if out.exists() else replaced)  # replaced alone: its rerun's record was removed since
   config.config_file = str(replaced)  # the new record names the old one, where it will be, as its recipe
-  result = _train(config, run.workdir)
-  writer(new, result)
-  _replace(out, replaced, new, folder)
-  return Outcome(run, 'superseded', result)
+
+  def finish(result):
+    writer(new, result)
+    _replace(out, replaced, new, folder)
+    return Outcome(run, 'superseded', result)
+  return _Job(config, False, finish)
 
 
 def _replace(out: Path, replaced: Path, new: Path, folder: Path) -> None:
@@ -173,15 +276,19 @@ def _replace(out: Path, replaced: Path, new: Path, folder: Path) -> None:
   new.replace(out)
 
 
-def _verify(run: Run, keys, recipe) -> Outcome:
+def _verify(run: Run, keys, recipe) -> Outcome | _Job:
   """Reruns ``run.record`` from its recipe in a fresh ``run.workdir`` and compares ``keys``."""
   if not run.record.exists():
     print(f'== {run.name}: no committed record to verify against', flush=True)
     return Outcome(run, 'missing')
   print(f'== {run.name}', flush=True)
-  shutil.rmtree(run.workdir, ignore_errors=True)  # a verification is a whole run, never a resumed one
-  result, recorded = _train(recipe(run.record), run.workdir), read_json(run.record)
-  values = {k: (recorded[k], result[k]) for k in keys}
-  print(f'   verify {run.name}: ' + ', '.join(
-      f'{k} {a:.6g} -> {b:.6g}' + ('' if a == b else f' ({b - a:+.2g})') for k, (a, b) in values.items()), flush=True)
-  return Outcome(run, 'verified', result, recorded, values)
+  config = recipe(run.record)
+
+  def finish(result):
+    recorded = read_json(run.record)
+    values = {k: (recorded[k], result[k]) for k in keys}
+    print(f'   verify {run.name}: ' + ', '.join(
+        f'{k} {a:.6g} -> {b:.6g}' + ('' if a == b else f' ({b - a:+.2g})') for k, (a, b) in values.items()),
+        flush=True)
+    return Outcome(run, 'verified', result, recorded, values)
+  return _Job(config, True, finish)
