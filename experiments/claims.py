@@ -1,7 +1,9 @@
 r"""The ledger of the papers' claims: each comparative claim of the three papers on a task run here, tested on the
 committed run records.
 
-  python -m experiments.claims --data_dir=../shared/data    # docs/results.md's results:claims block, README's line
+  python -m experiments.claims --data_dir=../shared/data    # docs/claims.md, docs/results.md's claims block,
+                                                             # README's claims line
+  python -m experiments.tables claims                        # the same, with the default --data_dir and --seed
 
 A claim is "A over B" on one task: two rows of one published table (the implicit paper's, InfNet+'s or SEAL's),
 A the one the paper puts higher, with the paper's difference A - B. Ours is the same difference on test, each row
@@ -16,17 +18,29 @@ the seeds and the test examples with replacement, the same examples for both row
 recomputes each row's figure from its per-example scores (``Evaluator.example_scores``, read from the record's
 kept decisions through experiments/rescore.py, which checks the gold data against the record first); a claim whose
 records keep no predictions (made before records kept them) draws the seeds alone, and says so ("seeds only":
-a narrower interval than the test set's sampling error would give). Each record's per-example scores must give
-back its recorded figure, or the claim fails with the record named.
+a narrower interval than the test set's sampling error would give), and one with a single such seed has no
+interval. Each record's per-example scores must give back its recorded figure, or the claim fails with the record
+named.
 
-Verdict, against the sign of the published difference: **reproduced** when the interval lies on its side of 0,
-**reversed** when it lies on the other side, **not reproduced** when it holds 0; **not run** when a row has no
-records at that protocol (the note says why). "seeds agreeing": the seeds whose own difference has the
-published sign.
+Each claim is judged on two axes. Direction, against the sign of the published difference: **reproduced** when
+the interval lies on its side of 0 (A ahead), **reversed** when it lies on the other side (B ahead: the row says
+so and by how much), **not shown** when it holds 0. Size: the published difference **inside** the interval,
+**above** it (ours is smaller) or **below** it (ours is larger). Beside them, whether each row runs at its own
+published level: within ``AT_LEVEL`` points of its number in the same table, or of its published spread where the
+paper gives a wider one; a claim whose rival is far under its own number is a weak claim of beating it, one whose
+rows both sit at level is one the paper's setting is tested by. **not run** when a row has no records at that
+protocol (the note says why).
+
+Across the ledger, Holm's step-down correction: each claim's two-sided p-value from its bootstrap, read off a
+normal curve with the replicates' standard deviation (``p_value``: 2000 replicates cannot resolve a percentile
+p-value under 1/1000, and Holm's first threshold is 0.05 over the number of claims), adjusted in Holm's order; a
+direction verdict (reproduced, reversed) stands after the correction when its adjusted p-value is under 0.05.
 """
 
+from __future__ import annotations
+
 import argparse
-import datetime
+import math
 import sys
 import zlib
 from dataclasses import dataclass, field
@@ -37,11 +51,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 # The modules beside this one hold the published numbers and the record files of each family's table.
 from experiments import compare_methods, records, reproduce_cora, reproduce_horses, reproduce_tagging, rescore
+from experiments import tables
 from implicit_jax.engine import cli
 
 REPLICATES = 2000
 LEVEL = 0.95
+FAMILY_ALPHA = 0.05  # Holm's family-wise error rate
+AT_LEVEL = 2.0  # points from a row's own published number
 RESULTS, README = ROOT / 'docs' / 'results.md', ROOT / 'README.md'
+COMMAND = 'python -m experiments.claims --data_dir=../shared/data'
+DIRECTIONS = ('reproduced', 'not shown', 'reversed')
+SIZES = ('inside', 'above', 'below')
 
 
 @dataclass
@@ -65,6 +85,7 @@ class Claim:
   note: str = ''
   result: dict = field(default_factory=dict)
   numbers: tuple = ()  # (A, B) as published, where the claim was given them
+  spreads: tuple = ()  # (A, B): the paper's +- of each, where it gives one (None where it does not)
 
   def __post_init__(self):
     if isinstance(self.published, tuple):
@@ -72,7 +93,7 @@ class Claim:
     # A claim reads "the paper's winner over the other": a table row below its rival is that rival's claim.
     if self.published < 0:
       self.a, self.b, self.published = self.b, self.a, -self.published
-      self.numbers = self.numbers[::-1]
+      self.numbers, self.spreads = self.numbers[::-1], self.spreads[::-1]
 
 
 def _existing(paths: dict) -> dict:
@@ -110,6 +131,11 @@ def _published_tagging(dataset, a, b, source):
   return pub[a][table], pub[b][source]
 
 
+def _seal_spreads(dataset, a, b):
+  spread = compare_methods.SEAL_SPREAD
+  return tuple(spread[s.removesuffix(compare_methods.H400)][dataset] for s in (a, b))
+
+
 def claims() -> list[Claim]:
   out = []
   seal, impl = compare_methods.SEAL, compare_methods.IMPLICIT_PAPER
@@ -129,7 +155,7 @@ def claims() -> list[Claim]:
     for a, b in (('seal-dynamic nce', 'mbce'), ('seal-dynamic regression', 'dvn'),
                  ('seal-dynamic nce', 'seal-static nce')):
       out.append(Claim('SEAL T1', dataset, mlc(dataset, a + size), mlc(dataset, b + size),
-                       (seal[a][dataset], seal[b][dataset])))
+                       (seal[a][dataset], seal[b][dataset]), spreads=_seal_spreads(dataset, a, b)))
   # Sequence labeling: the implicit paper's Tables 3 (NER, NER+) and 9 (POS); InfNet+ Table 2.
   # POS's InfNet number in Table 9 cites Tu & Gimpel 2019 (reproduce_tagging.PUBLISHED says why it is kept).
   ner_rivals = (('bilstm', 'impl T3'), ('spen', 'impl T3'), ('infnet', 'impl T3'), ('infnet-plus-stacked', 'impl T3'))
@@ -146,14 +172,11 @@ def claims() -> list[Claim]:
                        (pub['infnet-plus-stacked']['InfNet+ T2'], pub[rival][source])))
   # Horses: SEAL Table 4 (SEAL's protocol, which our section follows) and the implicit paper's Table 10 (another
   # split and resolution: its difference is set beside ours at SEAL's protocol).
-  pub = reproduce_horses.PUBLISHED
+  pub, spread = reproduce_horses.PUBLISHED, reproduce_horses.SEAL_T4_SPREAD
   no_dvn = 'DVN has no record in this section of docs/horses.md "At SEAL\'s protocol" (its row says why)'
-  out.append(Claim('SEAL T4', 'horses', horses('seal-regression'), horses('fcn'),
-                   (pub['seal-regression']['SEAL T4'], pub['fcn']['SEAL T4'])))
-  out.append(Claim('SEAL T4', 'horses', horses('seal-nce'), horses('fcn'),
-                   (pub['seal-nce']['SEAL T4'], pub['fcn']['SEAL T4'])))
-  out.append(Claim('SEAL T4', 'horses', horses('seal-regression'), horses('dvn'),
-                   (pub['seal-regression']['SEAL T4'], pub['dvn']['SEAL T4']), no_dvn))
+  for a, b in (('seal-regression', 'fcn'), ('seal-nce', 'fcn'), ('seal-regression', 'dvn')):
+    out.append(Claim('SEAL T4', 'horses', horses(a), horses(b), (pub[a]['SEAL T4'], pub[b]['SEAL T4']),
+                     no_dvn if 'dvn' in (a, b) else '', spreads=(spread[a], spread[b])))
   out.append(Claim('implicit T10', 'horses', horses('implicit-cd'), horses('dvn'),
                    (pub['implicit-cd']['implicit T10'], pub['dvn']['implicit T10']), no_dvn))
   # Cora: the implicit paper's Table 4, implicit CD over R-SPEN and DVN at each labeled-set size.
@@ -165,8 +188,13 @@ def claims() -> list[Claim]:
   return out
 
 
+_SCORES = {}  # (record path, key) -> per-example scores: a row's records serve several claims
+
+
 def _scores(record, path, key, data_dir):
   """Per-example ``(num, den)`` of the record's test predictions, checked against its recorded ``key``."""
+  if (path, key) in _SCORES:
+    return _SCORES[path, key]
   task, relaxed = rescore.predicted(record, data_dir)
   evaluator = task.evaluator
   if f'test_{evaluator.headline}' != key:
@@ -174,6 +202,7 @@ def _scores(record, path, key, data_dir):
   num, den = (np.asarray(v, np.float64) for v in evaluator.example_scores(relaxed['test'], task.splits['test']))
   if abs(num.sum() / den.sum() - record[key]) > 1e-6:
     raise ValueError(f'{path}: per-example scores give {num.sum() / den.sum():.8f}, the record {record[key]:.8f}')
+  _SCORES[path, key] = num, den
   return num, den
 
 
@@ -192,8 +221,39 @@ def claim_rng(claim: Claim, seed: int) -> np.random.Generator:
   return np.random.default_rng([seed, zlib.crc32(name.encode())])
 
 
+def p_value(observed: float, replicates: np.ndarray) -> float:
+  """Two-sided p-value of ``observed`` against 0, read off a normal curve with the replicates' spread: the tail a
+  percentile count cannot resolve with this many replicates (module doc)."""
+  sd = float(np.std(replicates, ddof=1))
+  if sd == 0:
+    return 1.0 if observed == 0 else 0.0
+  return math.erfc(abs(observed) / sd / math.sqrt(2))
+
+
+def holm(p_values: list[float]) -> list[float]:
+  """Holm's step-down adjusted p-values, in the order given: the k-th smallest of m times (m - k + 1), never below
+  the one before it in that order, at most 1."""
+  order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+  adjusted, running = [0.0] * len(p_values), 0.0
+  for rank, i in enumerate(order):
+    running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+    adjusted[i] = running
+  return adjusted
+
+
+def direction(low: float, high: float) -> str:
+  # every claim's published difference is positive (Claim.__post_init__): its side of 0 is above
+  return 'reproduced' if low > 0 else 'reversed' if high < 0 else 'not shown'
+
+
+def size(published: float, low: float, high: float) -> str:
+  """Where the published difference lies against our interval: above it, ours is the smaller."""
+  return 'above' if published > high else 'below' if published < low else 'inside'
+
+
 def test_claim(claim: Claim, data_dir, rng) -> dict:
-  """Fills ``claim.result``: the paired mean, interval, seeds agreeing, basis and verdict."""
+  """Fills ``claim.result``: the paired mean, interval, p-value, seeds agreeing, basis, both verdicts and each row
+  against its own published number."""
   seeds = sorted(set(claim.a.runs) & set(claim.b.runs))
   if not seeds:
     missing = [r.label for r in (claim.a, claim.b) if not r.runs]
@@ -208,6 +268,14 @@ def test_claim(claim: Claim, data_dir, rng) -> dict:
       raise ValueError(f'{claim.a.label} over {claim.b.label}: a record holds no {claim.a.key}')
   metric = {'test_f1_conlleval': 'conlleval F1'}.get(key, 'strict chunk F1' if key != claim.a.key else '')
   diffs = np.array([100 * (loaded['a'][s][key] - loaded['b'][s][key]) for s in seeds])
+  own, level = (), ()
+  if claim.numbers and key == claim.a.key:  # each row against its own published number: a rival far under its own
+    means = [100 * np.mean([r[key] for r in loaded[side].values()]) for side in ('a', 'b')]  # is a weak rival
+    own = tuple(m - n for m, n in zip(means, claim.numbers))
+    spreads = claim.spreads or (None, None)
+    level = tuple(abs(d) <= max(AT_LEVEL, s or 0.0) for d, s in zip(own, spreads))
+  out = {'own': own, 'level': level, 'mean': float(diffs.mean()), 'seeds': len(seeds),
+         'agree': int(np.sum(diffs > 0)), 'metric': metric}
   seed_draw = rng.integers(len(seeds), size=(REPLICATES, len(seeds)))
   if key == claim.a.key and all(records.rescorable(r) for side in loaded.values() for r in side.values()):
     per = {side: [_scores(loaded[side][s], row.runs[s], key, data_dir) for s in seeds]
@@ -221,41 +289,169 @@ def test_claim(claim: Claim, data_dir, rng) -> dict:
     figure = {side: np.stack([(weights @ num) / (weights @ den) for num, den in per[side]]) for side in per}  # [S, R]
     by_seed = 100 * (figure['a'] - figure['b'])
     replicates = np.take_along_axis(by_seed.T, seed_draw, axis=1).mean(axis=1)
-    basis = f'examples ({n}) and seeds'
+    out['basis'] = f'examples ({n}) and seeds'
+  elif len(seeds) < 2:  # one seed and no test predictions: nothing to resample
+    return {**out, 'verdict': 'no interval', 'basis': 'one seed, no predictions kept'}
   else:
     replicates = diffs[seed_draw].mean(axis=1)
-    basis = 'seeds only (records keep no predictions)'
+    out['basis'] = 'seeds only (records keep no predictions)'
   low, high = np.quantile(replicates, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-  # every claim's published difference is positive (Claim.__post_init__): its side of 0 is above
-  verdict = 'reproduced' if low > 0 else 'reversed' if high < 0 else 'not reproduced'
-  own = ''
-  if claim.numbers and key == claim.a.key:  # each row against its own published number: a rival far under its own
-    means = [100 * np.mean([r[key] for r in loaded[side].values()]) for side in ('a', 'b')]  # is a weak rival
-    own = ', '.join(f'{m - n:+.2f}' for m, n in zip(means, claim.numbers))
-  return {'own': own, 'mean': float(diffs.mean()), 'low': float(low), 'high': float(high), 'seeds': len(seeds),
-          'agree': int(np.sum(diffs > 0)), 'basis': basis, 'verdict': verdict, 'metric': metric}
+  return {**out, 'low': float(low), 'high': float(high), 'p': p_value(out['mean'], replicates),
+          'verdict': direction(low, high), 'size': size(claim.published, low, high)}
+
+
+def judged(items: list[Claim]) -> list[Claim]:
+  """The claims with an interval: those Holm's correction is taken over."""
+  return [c for c in items if 'p' in c.result]
+
+
+def adjust(items: list[Claim]) -> None:
+  """Sets each judged claim's Holm-adjusted p-value and whether its direction verdict stands after it."""
+  tested = judged(items)
+  for c, p in zip(tested, holm([c.result['p'] for c in tested])):
+    c.result['holm'] = p
+    c.result['stands'] = c.result['verdict'] != 'not shown' and p < FAMILY_ALPHA
+
+
+def _p(p: float) -> str:
+  return '<0.0001' if p < 1e-4 else f'{p:.2g}' if p < 0.1 else f'{p:.2f}'
+
+
+def verdict_cell(c: Claim) -> str:
+  """The direction verdict, naming the row ahead and by how much where one is."""
+  r = c.result
+  if r['verdict'] == 'reproduced':
+    return f'**reproduced**: {c.a.label} ahead'
+  if r['verdict'] == 'reversed':
+    return f'**reversed**: {c.b.label} ahead by {-r["mean"]:.2f}'
+  if r['verdict'] == 'no interval':
+    ahead = c.a.label if r['mean'] > 0 else c.b.label
+    return f'no interval ({ahead} ahead on its one seed)'
+  return '**not shown**'
+
+
+def level_cell(r: dict) -> str:
+  if not r['own']:
+    return '–'
+  return ', '.join(f'{d:+.2f} {"✓" if ok else "✗"}' for d, ok in zip(r['own'], r['level']))
 
 
 def table(items: list[Claim]) -> list[str]:
-  lines = ['| paper | task | claim: A over B | published A - B | ours A - B [95% interval] | seeds agreeing | basis '
-           '| A, B: ours - published | verdict |', '|---|---|---|---|---|---|---|---|---|']
-  for c in items:
+  lines = ['| # | paper | task | claim: A over B | published A - B | ours A - B [95% interval] | seeds agreeing '
+           '| direction | size: published vs ours | A, B: ours - published (✓ at level) | Holm p | basis |',
+           '|---|---|---|---|---|---|---|---|---|---|---|---|']
+  for i, c in enumerate(items, 1):
     r = c.result
     claim = f'`{c.a.config}` over `{c.b.config}`'
+    head = f'| {i} | {c.paper} | {c.task} | {claim} | {c.published:+.2f} |'
     if r['verdict'] == 'not run':
-      lines.append(f'| {c.paper} | {c.task} | {claim} | {c.published:+.2f} | – | – | {r["why"]} | – | not run |')
+      lines.append(f'{head} – | – | not run: {r["why"]} | – | – | – | – |')
       continue
     metric = f' ({r["metric"]})' if r['metric'] else ''
-    lines.append(f'| {c.paper} | {c.task} | {claim} | {c.published:+.2f} | {r["mean"]:+.2f} [{r["low"]:+.2f}, '
-                 f'{r["high"]:+.2f}]{metric} | {r["agree"]} of {r["seeds"]} | {r["basis"]} | {r["own"] or "–"} | '
-                 f'**{r["verdict"]}** |')
+    if 'low' not in r:
+      lines.append(f'{head} {r["mean"]:+.2f}{metric} | {r["agree"]} of {r["seeds"]} | {verdict_cell(c)} | – | '
+                   f'{level_cell(r)} | – | {r["basis"]} |')
+      continue
+    holm_cell = _p(r['holm']) + (' (not after Holm)' if r['verdict'] != 'not shown' and not r['stands'] else '')
+    lines.append(f'{head} {r["mean"]:+.2f} [{r["low"]:+.2f}, {r["high"]:+.2f}]{metric} | {r["agree"]} of '
+                 f'{r["seeds"]} | {verdict_cell(c)} | {r["size"]} | {level_cell(r)} | {holm_cell} | {r["basis"]} |')
   return lines
 
 
-def counts(items: list[Claim]) -> str:
-  order = ('reproduced', 'not reproduced', 'reversed', 'not run')
-  got = [c.result['verdict'] for c in items]
+def at_level(c: Claim) -> bool:
+  return len(c.result.get('level', ())) == 2 and all(c.result['level'])
+
+
+def tally(items: list[Claim], axis: str, order) -> str:
+  got = [c.result.get(axis) for c in items]
   return ', '.join(f'{got.count(v)} {v}' for v in order)
+
+
+def counts(items: list[Claim]) -> dict:
+  """The ledger's verdict counts: both axes among the claims whose two rows run at their published level and among
+  the rest, Holm's effect, and the claims without an interval."""
+  tested = judged(items)
+  level = [c for c in tested if at_level(c)]
+  rest = [c for c in tested if not at_level(c)]
+  shown = [c for c in tested if c.result['verdict'] != 'not shown']
+  return {'claims': len(items), 'tested': len(tested), 'level': len(level), 'rest': len(rest),
+          'level_direction': tally(level, 'verdict', DIRECTIONS), 'level_size': tally(level, 'size', SIZES),
+          'rest_direction': tally(rest, 'verdict', DIRECTIONS), 'rest_size': tally(rest, 'size', SIZES),
+          'direction': tally(tested, 'verdict', DIRECTIONS), 'size': tally(tested, 'size', SIZES),
+          'shown': len(shown), 'stand': sum(c.result['stands'] for c in shown),
+          'taken_back': ', '.join(f'#{items.index(c) + 1}' for c in shown if not c.result['stands']) or 'none',
+          'no_interval': sum(c.result['verdict'] == 'no interval' for c in items),
+          'not_run': sum(c.result['verdict'] == 'not run' for c in items)}
+
+
+_LEDGER = {}  # (data_dir, seed) -> the tested claims: `python -m experiments.claims` tests them before writing
+
+
+def ledger(data_dir: str | None = None, seed: int = 0) -> list[Claim]:
+  """Every claim, tested on the committed records (a record that cannot be read or rescored raises, naming it)."""
+  data_dir = data_dir or str(ROOT.parent / 'shared' / 'data')
+  if (data_dir, seed) not in _LEDGER:
+    items = claims()
+    for c in items:
+      try:
+        c.result = test_claim(c, data_dir, claim_rng(c, seed))
+      except (ValueError, OSError, rescore.NotRescorable) as e:
+        raise LedgerError(f'{c.paper} {c.task} {c.a.label} over {c.b.label}: {rescore.cause(e)}') from e
+    adjust(items)
+    _LEDGER[data_dir, seed] = items
+  return _LEDGER[data_dir, seed]
+
+
+class LedgerError(Exception):
+  """A claim whose records cannot be read or rescored: the message names the claim and the record."""
+
+
+SETTINGS = {'data_dir': None, 'seed': 0}  # what `python -m experiments.claims` was given; the defaults otherwise
+
+
+def fields(groups) -> dict:  # pylint: disable=unused-argument  # the claims read their rows' records themselves
+  items = ledger(SETTINGS['data_dir'], SETTINGS['seed'])
+  n = counts(items)
+  return {**{k: str(v) for k, v in n.items()}, 'table': '\n'.join(table(items)), 'replicates': str(REPLICATES),
+          'level_pct': f'{LEVEL:.0%}', 'at_level': f'{AT_LEVEL:g}', 'alpha': f'{FAMILY_ALPHA:g}'}
+
+
+def blocks(groups, fields_) -> dict:  # pylint: disable=unused-argument
+  """docs/results.md's claims block (the headline and the table, as the page has them) and README's claims line."""
+  ledger_section = fields_['page'].split('\n## The ledger\n', 1)[1].split('\n## ', 1)[0]
+  body = (f'Rebuilt by `{COMMAND}` on {fields_["date"]} from the committed run records; the method, Holm\'s '
+          f'correction and the command list: [claims.md](claims.md).\n{ledger_section}')
+  n = counts(ledger(SETTINGS['data_dir'], SETTINGS['seed']))
+  summary = ('**The papers\' claims, tested** ([docs/claims.md](docs/claims.md), its table also in '
+             f'[docs/results.md](docs/results.md#the-papers-claims-experimentsclaimspy)): {n["claims"]} comparative '
+             f'claims of the three papers on the tasks run here, {n["tested"]} with a paired bootstrap interval over '
+             f'test examples and seeds. Where both rows run within {AT_LEVEL:g} points of their own published '
+             f'numbers ({n["level"]} claims): {n["level_direction"]}; the published difference {n["level_size"]} '
+             f'our interval. The other {n["rest"]} (a row off its published level): {n["rest_direction"]}; '
+             f'{n["rest_size"]}. Holm\'s correction across the ledger keeps {n["stand"]} of the {n["shown"]} '
+             f'reproduced or reversed verdicts. {n["no_interval"]} claims have one seed and no kept predictions '
+             f'(no interval), {n["not_run"]} are not run (`python -m experiments.claims`).')
+  return {('docs/results.md', 'claims'): body, ('README.md', 'claims'): summary}
+
+
+def _used_records() -> set:
+  return {Path(p).resolve() for c in claims() for row in (c.a, c.b) for p in row.runs.values()}
+
+
+_USED = []
+
+
+def key(path: Path, record: dict):
+  """A record some claim reads is on the page's command list; the other records of the same folders are not."""
+  if not _USED:
+    _USED.append(_used_records())
+  return tables.stem(path, record) if Path(path).resolve() in _USED[0] else None
+
+
+TABLES = [tables.Table('claims', 'docs/claims.md', ('docs/mlc/runs/*.json', 'docs/baselines/runs/*.json',
+                                                    'docs/tagging/runs/*.json', 'docs/horses/runs_seal*/*.json',
+                                                    'docs/cora/runs/*.json'),
+                       fields, command=COMMAND, key=key, blocks=blocks)]
 
 
 def main(argv=None) -> int:
@@ -267,37 +463,19 @@ def main(argv=None) -> int:
   if not Path(args.data_dir).is_dir():
     print(f'--data_dir: no such folder {args.data_dir}', file=sys.stderr)
     return 1
-  items = claims()
+  SETTINGS.update(data_dir=args.data_dir, seed=args.seed)
+  try:
+    items = ledger(args.data_dir, args.seed)
+  except LedgerError as e:  # a record that cannot be read: nothing is written
+    print(f'{e}; the ledger is not rewritten', file=sys.stderr)
+    return 1
   for c in items:
-    try:
-      c.result = test_claim(c, args.data_dir, claim_rng(c, args.seed))
-    except (ValueError, OSError, rescore.NotRescorable) as e:  # a record that cannot be read: nothing is written
-      print(f'{c.paper} {c.task} {c.a.label} over {c.b.label}: {rescore.cause(e)}; the ledger is not rewritten',
-            file=sys.stderr)
-      return 1
-    print(f'{c.paper:12} {c.task:18} {c.a.label} over {c.b.label}: {c.result["verdict"]}', flush=True)
-  caption = (f'Rebuilt by `python -m experiments.claims --data_dir=../shared/data` on {datetime.date.today()} from the '
-             f'committed run records ({len(items)} claims: {counts(items)}). One row per comparative claim of the '
-             'three papers on a task run here, A the row the paper puts higher: the published difference A - B '
-             '(x 100, the paper\'s metric and '
-             'table), ours on test at our protocol for the family (paired by seed; Cora by labeled draw), its '
-             f'{LEVEL:.0%} interval from a paired bootstrap ({REPLICATES} replicates) over the test examples and the '
-             'seeds, or over the seeds alone where a row\'s records keep no predictions ("basis": an interval over 3 '
-             'seeds alone leaves out the test set\'s sampling error, so it is narrower), the seeds whose '
-             'own difference has the published sign, and the verdict against that sign: reproduced (the interval '
-             'on its side of 0), reversed (on the other side), not reproduced (holds 0). "A, B: ours - published": '
-             'each row\'s own test score minus its number in the same table (a protocol apart, so an offset shared '
-             'by both rows is expected; a rival far under its own number makes a weak claim of beating it). The '
-             'method: '
-             '`experiments/claims.py`\'s docstring.')
-  body = '\n'.join([caption, '', *table(items)])
-  records.write_block(RESULTS, 'claims', body)
-  summary = ('**The papers\' claims, tested** '
-             '([docs/results.md](docs/results.md#the-papers-claims-experimentsclaimspy)'
-             f'): of {len(items)} comparative claims of the three papers on the tasks run here, {counts(items)}, '
-             'each with a paired bootstrap interval over test examples and seeds (`python -m experiments.claims`).')
-  records.write_block(README, 'claims', summary)
-  print(f'{len(items)} claims: {counts(items)}')
+    print(f'{c.paper:12} {c.task:18} {c.a.label} over {c.b.label}: {c.result["verdict"]}'
+          f'{", " + c.result["size"] if "size" in c.result else ""}')
+  tables.build(TABLES[0])
+  n = counts(items)
+  print(f'{n["claims"]} claims, {n["tested"]} with an interval: {n["direction"]}; {n["size"]}; '
+        f'{n["stand"]} of {n["shown"]} direction verdicts stand after Holm')
   return 0
 
 

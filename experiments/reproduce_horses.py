@@ -68,6 +68,8 @@ PUBLISHED = {
     'implicit-regression': {},
 }
 PUBLISHED.update({f'{s}-crops': PUBLISHED[s] for s in CROPPED})
+# SEAL Table 4's +- beside each number (x 100): the claims ledger's allowance where it exceeds its 2 points.
+SEAL_T4_SPREAD = {'fcn': 0.59, 'dvn': 0.52, 'seal-regression': 0.35, 'seal-nce': 0.60}
 RUNS = ROOT / 'docs' / 'horses' / 'runs'
 # --scale: 'half' is configs/horses.py as committed (half the published channels, 12 epochs: every method on a 2-core
 # CPU); 'full' is the published channels and a schedule long enough for every dev curve to flatten (an accelerator's

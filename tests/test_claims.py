@@ -72,15 +72,21 @@ def test_seed_only_claims_are_oriented_and_judged(tmp_path):
   mixed = _row(tmp_path, 'mixed', [0.45, 0.55, 0.50])
   claim = claims.Claim('paper', 'task', low, high, -2.0)  # the paper has high above low
   assert (claim.a.label, claim.b.label, claim.published) == ('high', 'low', 2.0)
-  given = claims.Claim('paper', 'task', low, high, (40.0, 52.0))  # each row's published number: swapped with it
-  assert (given.a.label, given.numbers, given.published) == ('high', (52.0, 40.0), 12.0)
-  assert claims.test_claim(given, None, rng)['own'] == '-1.00, +1.00'  # 51 - 52, 41 - 40
+  given = claims.Claim('paper', 'task', low, high, (40.0, 52.0), spreads=(None, 3.5))  # each row's published
+  assert (given.a.label, given.numbers, given.published) == ('high', (52.0, 40.0), 12.0)  # number: swapped with it
+  assert given.spreads == (3.5, None)
+  judged = claims.test_claim(given, None, rng)
+  assert np.allclose(judged['own'], (-1.0, 1.0)) and judged['level'] == (True, True)  # 51 - 52, 41 - 40
   result = claims.test_claim(claim, None, rng)
   assert result['verdict'] == 'reproduced' and result['agree'] == 3 and result['basis'].startswith('seeds only')
   assert abs(result['mean'] - 10.0) < 1e-9 and result['low'] <= result['mean'] <= result['high']
-  assert claims.test_claim(claims.Claim('paper', 'task', low, high, 1.0), None, rng)['verdict'] == 'reversed'
+  assert result['size'] == 'below'  # the published +2 is under our interval: ours is the larger difference
+  reversed_ = claims.Claim('paper', 'task', low, high, 1.0)
+  reversed_.result = claims.test_claim(reversed_, None, rng)
+  assert reversed_.result['verdict'] == 'reversed' and reversed_.result['size'] == 'above'
+  assert claims.verdict_cell(reversed_) == '**reversed**: high ahead by 10.00'  # who gains, by how much
   assert claims.test_claim(claims.Claim('paper', 'task', mixed, _row(tmp_path, 'same', [0.5] * 3), 1.0), None,
-                           rng)['verdict'] == 'not reproduced'
+                           rng)['verdict'] == 'not shown'
   missing = claims.Row('gone', 'configs/x.py:gone', {}, 'test_f1')
   assert claims.test_claim(claims.Claim('paper', 'task', high, missing, 1.0), None, rng)['verdict'] == 'not run'
 
@@ -114,7 +120,7 @@ def test_claims_with_predictions_resample_the_test_examples(tmp_path):
   assert result['basis'].startswith('examples (') and abs(result['mean'] - 100 * (a - b)) < 1e-9
   assert result['low'] <= result['mean'] <= result['high']
   same = claims.test_claim(claims.Claim('paper', 'tiny', rows['long'], rows['long'], 1.0), None, rng)
-  assert (same['low'], same['high'], same['verdict']) == (0.0, 0.0, 'not reproduced')
+  assert (same['low'], same['high'], same['verdict'], same['p']) == (0.0, 0.0, 'not shown', 1.0)
   bad = json.loads(rows['long'].runs[0].read_text())
   bad['test_f1'] += 0.01
   (tmp_path / 'bad.json').write_text(json.dumps(bad))
@@ -160,3 +166,48 @@ def test_a_claims_interval_does_not_depend_on_the_claims_before_it(tmp_path):
   assert claims.test_claim(claim, None, rng) == alone
   assert claims.claim_rng(other, 0).integers(1 << 30) != claims.claim_rng(claim, 0).integers(1 << 30)
   assert claims.claim_rng(claim, 1).integers(1 << 30) != claims.claim_rng(claim, 0).integers(1 << 30)
+
+
+def test_a_row_off_its_published_level_is_marked(tmp_path):
+  """At level: within 2 points of the row's own published number, or within the paper's +- where that is wider."""
+  high, low = _row(tmp_path, 'high', [0.50, 0.52, 0.51]), _row(tmp_path, 'low', [0.40, 0.41, 0.42])
+  rng = np.random.default_rng(0)
+  off = claims.test_claim(claims.Claim('paper', 'task', high, low, (54.0, 41.0)), None, rng)
+  assert np.allclose(off['own'], (-3.0, 0.0)) and off['level'] == (False, True)
+  wide = claims.test_claim(claims.Claim('paper', 'task', high, low, (54.0, 41.0), spreads=(3.5, 0.1)), None, rng)
+  assert wide['level'] == (True, True)
+
+
+def test_one_seed_without_predictions_has_no_interval_and_no_p_value(tmp_path):
+  """A single seed's difference is not an interval: the claim is listed, its verdict 'no interval', and Holm's
+  correction is taken over the others only."""
+  one = claims.Claim('paper', 'one', _row(tmp_path, 'a1', [0.6]), _row(tmp_path, 'b1', [0.5]), 1.0)
+  three = claims.Claim('paper', 'three', _row(tmp_path, 'a3', [0.6, 0.7, 0.65]), _row(tmp_path, 'b3', [0.5] * 3), 1.0)
+  for c in (one, three):
+    c.result = claims.test_claim(c, None, np.random.default_rng(0))
+  assert one.result['verdict'] == 'no interval' and 'p' not in one.result and abs(one.result['mean'] - 10) < 1e-9
+  claims.adjust([one, three])
+  assert 'holm' not in one.result and three.result['holm'] == three.result['p']  # a family of one
+  assert claims.judged([one, three]) == [three]
+
+
+def test_holm_by_hand():
+  """p 0.01, 0.04, 0.03, 0.005: in increasing order times 4, 3, 2, 1 (0.02, 0.03, 0.06, 0.04), each at least the one
+  before it (the last 0.04 becomes 0.06)."""
+  assert np.allclose(claims.holm([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02])
+  assert claims.holm([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
+
+
+def test_p_value_reads_the_bootstrap_spread_off_a_normal_curve():
+  """Replicates -1 and 1 have standard deviation sqrt(2) (ddof 1): an observed 1.96 sqrt(2) is p = 0.05; a spread of
+  0 is p = 1 at a difference of 0 (a run against itself)."""
+  assert abs(claims.p_value(1.96 * np.sqrt(2), np.array([-1.0, 1.0])) - 0.0499958) < 1e-6
+  assert claims.p_value(-1.96 * np.sqrt(2), np.array([-1.0, 1.0])) == claims.p_value(1.96 * np.sqrt(2),
+                                                                                      np.array([-1.0, 1.0]))
+  assert claims.p_value(0.0, np.zeros(5)) == 1.0
+
+
+def test_size_places_the_published_difference_against_the_interval():
+  assert [claims.size(2.0, lo, hi) for lo, hi in ((1, 3), (0, 1), (3, 4))] == ['inside', 'above', 'below']
+  assert [claims.direction(lo, hi) for lo, hi in ((0.1, 1), (-1, 1), (-1, -0.1))] == ['reproduced', 'not shown',
+                                                                                     'reversed']
