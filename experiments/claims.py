@@ -524,7 +524,8 @@ def blocks(groups, fields_) -> dict:  # pylint: disable=unused-argument
   body = (f'Rebuilt by `{COMMAND}` on {fields_["date"]} from the committed run records; the method, Holm\'s '
           f'correction and the command list: [claims.md](claims.md).\n{ledger_section}')
   n = counts(ledger(SETTINGS['data_dir'], SETTINGS['seed']))
-  summary = ('**The papers\' claims, tested** ([docs/claims.md](docs/claims.md), its table also in '
+  summary = ('**The papers\' claims, tested** ([docs/claims.md](docs/claims.md), its table and [forest '
+             'plot](docs/claims.png) also in '
              f'[docs/results.md](docs/results.md#the-papers-claims-experimentsclaimspy)): {n["claims"]} comparative '
              f'claims of the three papers on the tasks run here, {n["tested"]} with a paired bootstrap interval over '
              f'test examples and seeds. Where both rows run within {AT_LEVEL:g} points of their own published '
@@ -534,6 +535,76 @@ def blocks(groups, fields_) -> dict:  # pylint: disable=unused-argument
              f'reproduced or reversed verdicts. {n["no_interval"]} claims have one seed and no kept predictions '
              f'(no interval), {n["not_run"]} are not run (`python -m experiments.claims`).')
   return {('docs/results.md', 'claims'): body, ('README.md', 'claims'): summary}
+
+
+FIGURE = ROOT / 'docs' / 'claims.png'
+# The forest plot's panels: each family's differences on a scale of their own (multi-label ones reach 80 points,
+# tagging ones stay within 3).
+PANELS = (('multi-label classification (example F1 @0.5)', lambda c: c.paper.endswith('T1')),
+          ('sequence labeling (POS token accuracy, NER conlleval F1)', lambda c: c.task in ('pos', 'ner', 'ner_plus')),
+          ('Weizmann horses (mean IoU)', lambda c: c.task == 'horses'),
+          ('Cora citation fields (token accuracy)', lambda c: c.task.startswith('cora')))
+
+
+TICKS = (-50, -20, -10, -5, -2, -1, 0, 1, 2, 5, 10, 20, 50, 100)
+
+
+def draw(items: list[Claim], path: Path = FIGURE) -> list[str]:
+  """The ledger as a forest plot, one line per claim with a difference of ours (numbered as in the table): our
+  interval and mean, the published difference, and whether both rows run at their published level. Returns the
+  lines' labels, top to bottom."""
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  import matplotlib.ticker  # pylint: disable=import-outside-toplevel
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  shown = [(i, c) for i, c in enumerate(items, 1) if 'mean' in c.result]
+  panels = [(title, [(i, c) for i, c in shown if belongs(c)]) for title, belongs in PANELS]
+  panels = [(title, rows) for title, rows in panels if rows]
+  heights = [len(rows) + 2 for _, rows in panels]
+  fig, axes = plt.subplots(len(panels), 1, figsize=(10, 0.17 * sum(heights) + 1.2),
+                           gridspec_kw={'height_ratios': heights})
+  for ax, (title, rows) in zip(np.atleast_1d(axes), panels):
+    for y, (i, c) in enumerate(rows):
+      r = c.result
+      color = 'black' if at_level(c) else 'tab:orange' if any(r.get('level', ())) else 'tab:gray'
+      if 'low' in r:
+        ax.plot([r['low'], r['high']], [y, y], color=color, lw=1.6, solid_capstyle='butt')
+        ax.plot(r['mean'], y, 'o', color=color, ms=3.5)
+      else:  # one seed, no interval
+        ax.plot(r['mean'], y, 'o', mfc='white', color=color, ms=3.5)
+      ax.plot(c.published, y, 'D', color='tab:red', ms=3.5, alpha=0.8)
+    ax.axvline(0, color='k', lw=0.6)
+    ax.set_xscale('symlog', linthresh=2)  # before the ticks: a new scale resets them
+    ends = [v for _, c in rows for v in (c.published, c.result['mean'], c.result.get('low', 0), c.result.get('high', 0))
+            ] + [0.0]
+    left, right = min(ends) - 0.15 * abs(min(ends)) - 0.3, max(ends) + 0.15 * abs(max(ends)) + 0.3
+    ax.set_xlim(left, right)
+    ax.set_xticks([t for t in TICKS if left <= t <= right])
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f'{v:g}'))
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_yticks(range(len(rows)), [f'#{i} {c.paper}, {c.task}: {c.a.label} over {c.b.label}' for i, c in rows],
+                  fontsize=5.5)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.grid(axis='x', lw=0.3, alpha=0.5)
+    ax.set_title(title, fontsize=8, loc='left')
+    ax.tick_params(axis='x', labelsize=7)
+  marks = [plt.Line2D([], [], color='black', marker='o', ms=3.5, label='ours A - B, 95% interval: both rows at '
+                      'their published level'),
+           plt.Line2D([], [], color='tab:orange', marker='o', ms=3.5, label='one row at its published level'),
+           plt.Line2D([], [], color='tab:gray', marker='o', ms=3.5, label='neither (or not comparable)'),
+           plt.Line2D([], [], color='tab:gray', marker='o', mfc='white', ls='', ms=3.5,
+                      label='one seed without kept predictions: no interval'),
+           plt.Line2D([], [], color='tab:red', marker='D', ls='', ms=3.5, label='published A - B')]
+  fig.legend(handles=marks, loc='upper center', ncol=2, fontsize=7, frameon=False)
+  fig.supxlabel('A - B, points x 100 (symmetric log scale: linear within +-2)', fontsize=8)
+  fig.tight_layout(rect=(0, 0, 1, 1 - 0.9 / fig.get_figheight()))
+  fig.savefig(path, dpi=110, metadata={'Software': None})
+  plt.close(fig)
+  return [label.get_text() for ax in np.atleast_1d(axes) for label in ax.get_yticklabels()]
+
+
+def after(groups) -> None:  # pylint: disable=unused-argument
+  draw(ledger(SETTINGS['data_dir'], SETTINGS['seed']))
 
 
 def _used_records() -> set:
@@ -553,7 +624,7 @@ def key(path: Path, record: dict):
 TABLES = [tables.Table('claims', 'docs/claims.md', ('docs/mlc/runs/*.json', 'docs/baselines/runs/*.json',
                                                     'docs/tagging/runs/*.json', 'docs/horses/runs_seal*/*.json',
                                                     'docs/cora/runs/*.json'),
-                       fields, command=COMMAND, key=key, blocks=blocks)]
+                       fields, command=COMMAND, key=key, blocks=blocks, after=after)]
 
 
 def main(argv=None) -> int:

@@ -242,3 +242,21 @@ def test_the_ledger_holds_every_claim_the_papers_make_on_the_tasks_run_here():
     assert c.published == pytest.approx(c.numbers[0] - c.numbers[1]) and c.published > 0, c
   papers = {c.paper.split()[0] for c in items}
   assert {paper.split()[0] for paper, _, _ in claims.NOT_RUN} <= papers
+
+
+def test_the_forest_plot_draws_every_claim_with_a_difference(tmp_path):
+  """One line per claim that has a difference of ours, numbered as in the table, each family in its panel; a claim
+  not run has none."""
+  rng = np.random.default_rng(0)
+  high, low = _row(tmp_path, 'high', [0.50, 0.52, 0.51]), _row(tmp_path, 'low', [0.40, 0.41, 0.42])
+  items = [claims.Claim('implicit T1', 'bibtex', high, low, (50.0, 45.0)),
+           claims.Claim('implicit T1', 'bibtex', high, claims.Row('gone', 'gone', {}, 'test_f1'), 1.0),
+           claims.Claim('implicit T4', 'cora, 5 labeled', low, high, (40.0, 52.0)),
+           claims.Claim('SEAL T1', 'genbase', _row(tmp_path, 'a1', [0.6]), _row(tmp_path, 'b1', [0.5]), 1.0)]
+  for c in items:
+    c.result = claims.test_claim(c, None, rng)
+  claims.adjust(items)
+  labels = claims.draw(items, tmp_path / 'forest.png')
+  assert labels == ['#1 implicit T1, bibtex: high over low', '#4 SEAL T1, genbase: a1 over b1',
+                    '#3 implicit T4, cora, 5 labeled: high over low']
+  assert (tmp_path / 'forest.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
