@@ -288,21 +288,28 @@ NOT_RUN = [
 ]
 
 
-_SCORES = {}  # (record path, key) -> per-example scores: a row's records serve several claims
+_SCORES = {}  # (record path, key, reading) -> per-example scores: a row's records serve several claims
+# NER's two readings of BIOES output before conlleval's counting (implicit_jax/tasks/tagging/chunks.py): the tags
+# mapped to IOB2 (S- -> B-, E- -> I-; the ledger's, the records' test_f1_conlleval), and the tags as they stand, a
+# chunk closed after every E- and S-.
+HEADLINE_READING, OTHER_READING = 'conlleval', 'conlleval_bioes'
+READING_NAMES = {HEADLINE_READING: 'IOB2 first', OTHER_READING: 'BIOES as it stands'}
 
 
-def _scores(record, path, key, data_dir):
-  """Per-example ``(num, den)`` of the record's test predictions, checked against its recorded ``key``."""
-  if (path, key) in _SCORES:
-    return _SCORES[path, key]
+def _scores(record, path, key, data_dir, reading: str = HEADLINE_READING):
+  """Per-example ``(num, den)`` of the record's test predictions, checked against its recorded ``key``; NER's other
+  ``reading`` (not recorded: nothing to check it against) where asked."""
+  if (path, key, reading) in _SCORES:
+    return _SCORES[path, key, reading]
   task, relaxed = rescore.predicted(record, data_dir)
   evaluator = task.evaluator
   if f'test_{evaluator.headline}' != key:
     raise ValueError(f'{path}: the evaluator\'s headline figure is test_{evaluator.headline}, the claim reads {key}')
-  num, den = (np.asarray(v, np.float64) for v in evaluator.example_scores(relaxed['test'], task.splits['test']))
-  if abs(num.sum() / den.sum() - record[key]) > 1e-6:
+  more = {} if reading == HEADLINE_READING else {'scheme': reading}
+  num, den = (np.asarray(v, np.float64) for v in evaluator.example_scores(relaxed['test'], task.splits['test'], **more))
+  if reading == HEADLINE_READING and abs(num.sum() / den.sum() - record[key]) > 1e-6:
     raise ValueError(f'{path}: per-example scores give {num.sum() / den.sum():.8f}, the record {record[key]:.8f}')
-  _SCORES[path, key] = num, den
+  _SCORES[path, key, reading] = num, den
   return num, den
 
 
@@ -386,18 +393,31 @@ def test_claim(claim: Claim, data_dir, rng) -> dict:
                        'bootstrap needs one test set')
     n = sizes.pop()
     weights = rng.multinomial(n, np.full(n, 1.0 / n), size=REPLICATES).astype(np.float64)  # [R, n]
-    figure = {side: np.stack([(weights @ num) / (weights @ den) for num, den in per[side]]) for side in per}  # [S, R]
-    by_seed = 100 * (figure['a'] - figure['b'])
-    replicates = np.take_along_axis(by_seed.T, seed_draw, axis=1).mean(axis=1)
+
+    def resampled(per):
+      figure = {side: np.stack([(weights @ num) / (weights @ den) for num, den in per[side]]) for side in per}  # [S, R]
+      return np.take_along_axis(100 * (figure['a'] - figure['b']).T, seed_draw, axis=1).mean(axis=1)
+    replicates = resampled(per)
     out['basis'] = f'examples ({n}) and seeds'
+    if key == 'test_f1_conlleval':  # the other reading, on the same draws
+      other = {side: [_scores(loaded[side][s], row.runs[s], key, data_dir, OTHER_READING) for s in seeds]
+               for side, row in (('a', claim.a), ('b', claim.b))}
+      mean = float(np.mean([100 * (a[0].sum() / a[1].sum() - b[0].sum() / b[1].sum())
+                            for a, b in zip(other['a'], other['b'])]))
+      low, high = np.quantile(resampled(other), [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+      out['reading'] = {'mean': mean, 'low': float(low), 'high': float(high), 'verdict': direction(low, high),
+                        'size': size(claim.published, low, high)}
   elif len(seeds) < 2:  # one seed and no test predictions: nothing to resample
     return {**out, 'verdict': 'no interval', 'basis': 'one seed, no predictions kept'}
   else:
     replicates = diffs[seed_draw].mean(axis=1)
     out['basis'] = 'seeds only (records keep no predictions)'
   low, high = np.quantile(replicates, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-  return {**out, 'low': float(low), 'high': float(high), 'p': p_value(out['mean'], replicates),
-          'verdict': direction(low, high), 'size': size(claim.published, low, high)}
+  out.update(low=float(low), high=float(high), p=p_value(out['mean'], replicates), verdict=direction(low, high),
+             size=size(claim.published, low, high))
+  out['depends'] = 'reading' in out and (out['reading']['verdict'], out['reading']['size']) != (out['verdict'],
+                                                                                               out['size'])
+  return out
 
 
 def judged(items: list[Claim]) -> list[Claim]:
@@ -430,6 +450,15 @@ def verdict_cell(c: Claim) -> str:
   return '**not shown**'
 
 
+def reading_note(r: dict) -> str:
+  """What the other reading of NER's tags gives, where it changes a verdict."""
+  if not r.get('depends'):
+    return ''
+  o = r['reading']
+  return (f'; **depends on the reading**: with the tags read {READING_NAMES[OTHER_READING]}, {o["mean"]:+.2f} '
+          f'[{o["low"]:+.2f}, {o["high"]:+.2f}], {o["verdict"]}, {o["size"]}')
+
+
 def level_cell(r: dict) -> str:
   if not r['own']:
     return '–'
@@ -455,7 +484,8 @@ def table(items: list[Claim]) -> list[str]:
       continue
     holm_cell = _p(r['holm']) + (' (not after Holm)' if r['verdict'] != 'not shown' and not r['stands'] else '')
     lines.append(f'{head} {r["mean"]:+.2f} [{r["low"]:+.2f}, {r["high"]:+.2f}]{metric} | {r["agree"]} of '
-                 f'{r["seeds"]} | {verdict_cell(c)} | {r["size"]} | {level_cell(r)} | {holm_cell} | {r["basis"]} |')
+                 f'{r["seeds"]} | {verdict_cell(c)}{reading_note(r)} | {r["size"]} | {level_cell(r)} | {holm_cell} | '
+                 f'{r["basis"]} |')
   return lines
 
 
@@ -483,6 +513,35 @@ def counts(items: list[Claim]) -> dict:
           'taken_back': ', '.join(f'#{items.index(c) + 1}' for c in shown if not c.result['stands']) or 'none',
           'no_interval': sum(c.result['verdict'] == 'no interval' for c in items),
           'not_run': sum(c.result['verdict'] == 'not run' for c in items)}
+
+
+def reading_rows(items: list[Claim], data_dir) -> list[dict]:
+  """Each NER / NER+ row of the ledger under both readings: its records' test F1 (x 100) under each."""
+  rows = {}
+  for c in items:
+    for row in (c.a, c.b):
+      if row.key == 'test_f1_conlleval' and row.runs and 'reading' in c.result:
+        rows.setdefault((c.task, row.label), row)
+  out = []
+  for (task, label), row in rows.items():
+    f1 = {reading: [] for reading in READING_NAMES}
+    for seed, path in sorted(row.runs.items()):
+      for reading in READING_NAMES:
+        num, den = _scores(_load(path), path, row.key, data_dir, reading)
+        f1[reading].append(100 * num.sum() / den.sum())
+    out.append({'task': task, 'label': label, 'config': row.config, 'f1': f1})
+  return out
+
+
+def readings_table(rows: list[dict]) -> list[str]:
+  head, other = READING_NAMES[HEADLINE_READING], READING_NAMES[OTHER_READING]
+  lines = [f'| dataset | row | seeds | conlleval F1, tags {head} | tags {other} | {other} - {head}, per seed |',
+           '|---|---|---|---|---|---|']
+  for r in rows:
+    a, b = r['f1'][HEADLINE_READING], r['f1'][OTHER_READING]
+    lines.append(f'| {r["task"]} | `{r["config"]}` | {len(a)} | {records.mean_std(a, scale=1)} | '
+                 f'{records.mean_std(b, scale=1)} | {", ".join(f"{y - x:+.2f}" for x, y in zip(a, b))} |')
+  return lines
 
 
 _LEDGER = {}  # (data_dir, seed) -> the tested claims: `python -m experiments.claims` tests them before writing
@@ -513,7 +572,17 @@ SETTINGS = {'data_dir': None, 'seed': 0}  # what `python -m experiments.claims` 
 def fields(groups) -> dict:  # pylint: disable=unused-argument  # the claims read their rows' records themselves
   items = ledger(SETTINGS['data_dir'], SETTINGS['seed'])
   n = counts(items)
+  rows = reading_rows(items, SETTINGS['data_dir'] or str(ROOT.parent / 'shared' / 'data'))
+  moves = [abs(y - x) for r in rows for x, y in zip(r['f1'][HEADLINE_READING], r['f1'][OTHER_READING])]
+  dependent = [f'#{i}' for i, c in enumerate(items, 1) if c.result.get('depends')]
+  ner = [c for c in items if 'reading' in c.result]
   return {**{k: str(v) for k, v in n.items()}, 'table': '\n'.join(table(items)), 'replicates': str(REPLICATES),
+          'readings': '\n'.join(readings_table(rows)), 'reading_move': f'{max(moves):.2f}',
+          'reading_claims': str(len(ner)), 'dependent': ', '.join(dependent) or 'none',
+          'n_dependent': str(len(dependent)),
+          'ner_direction': tally(ner, 'verdict', DIRECTIONS),
+          'other_direction': tally([Claim(c.paper, c.task, c.a, c.b, c.published, result=c.result['reading'])
+                                    for c in ner], 'verdict', DIRECTIONS),
           'not_run_claims': '\n'.join(f'- {paper}: {claim}. Why not: {why}.' for paper, claim, why in NOT_RUN),
           'level_pct': f'{LEVEL:.0%}', 'at_level': f'{AT_LEVEL:g}', 'alpha': f'{FAMILY_ALPHA:g}'}
 

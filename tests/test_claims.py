@@ -260,3 +260,38 @@ def test_the_forest_plot_draws_every_claim_with_a_difference(tmp_path):
   assert labels == ['#1 implicit T1, bibtex: high over low', '#4 SEAL T1, genbase: a1 over b1',
                     '#3 implicit T4, cora, 5 labeled: high over low']
   assert (tmp_path / 'forest.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+def test_each_reading_of_a_records_ner_tags_is_what_conllevals_rules_give():
+  """A committed NER record's kept test decisions, read both ways: the ledger's per-sentence scores under each
+  reading add up to the F1 that conlleval's counting loop gives with that reading's rules (tests/test_tagging_data.py
+  transcribes them), the IOB2 one to the record's own test_f1_conlleval; the two differ on this record."""
+  from tests.test_tagging_data import BIOES, IOB2, conlleval_pl_counts, tagging_data  # pylint: disable=import-outside-toplevel
+  from experiments import rescore  # pylint: disable=import-outside-toplevel
+  from implicit_jax.tasks.tagging.evaluator import sentences  # pylint: disable=import-outside-toplevel
+  data = tagging_data('conll2003')
+  path = claims.ROOT / 'docs' / 'tagging' / 'runs' / 'ner-bilstm-seed0.json'
+  record = records.load(path)
+  task, relaxed = rescore.predicted(record, str(data))
+  split, evaluator = task.splits['test'], task.evaluator
+  names = evaluator.tag_names
+  gold = [[names[t] for t in s] for s in sentences(split['y'], split['mask'])]
+  pred = [[names[t] for t in s] for s in sentences(np.argmax(relaxed['test'], axis=-1), split['mask'])]
+  f1 = {}
+  for reading, rules in (('conlleval', IOB2), ('conlleval_bioes', BIOES)):
+    num, den = claims._scores(record, path, 'test_f1_conlleval', str(data), reading)  # pylint: disable=protected-access
+    found_gold, found_pred, correct = conlleval_pl_counts(gold, pred, rules)
+    assert (num.sum(), den.sum()) == (2 * correct, found_gold + found_pred), reading
+    f1[reading] = num.sum() / den.sum()
+  assert abs(f1['conlleval'] - record['test_f1_conlleval']) < 1e-12
+  assert f1['conlleval'] != f1['conlleval_bioes']
+
+
+def test_a_verdict_that_changes_with_the_reading_says_so():
+  same = {'verdict': 'not shown', 'size': 'inside', 'depends': False,
+          'reading': {'mean': 0.1, 'low': -0.2, 'high': 0.4, 'verdict': 'not shown', 'size': 'inside'}}
+  assert claims.reading_note(same) == ''
+  moved = {**same, 'depends': True, 'reading': {'mean': 0.78, 'low': 0.13, 'high': 1.45, 'verdict': 'reproduced',
+                                                'size': 'inside'}}
+  assert claims.reading_note(moved) == ('; **depends on the reading**: with the tags read BIOES as it stands, +0.78 '
+                                        '[+0.13, +1.45], reproduced, inside')
