@@ -696,11 +696,32 @@ TABLES = [tables.Table('claims', 'docs/claims.md', ('docs/mlc/runs/*.json', 'doc
                        fields, command=COMMAND, key=key, blocks=blocks, after=after)]
 
 
+def knife_edges(ledgers: list[list[Claim]]) -> int:
+  """Prints each claim whose direction verdict (or, for NER, its other reading's) is not the same under every
+  bootstrap seed of ``ledgers``, with how many seeds give each verdict."""
+  edges = 0
+  for i, versions in enumerate(zip(*ledgers), 1):
+    c = versions[0]
+    for what, verdicts in (('', [v.result.get('verdict') for v in versions]),
+                           (f', tags read {READING_NAMES[OTHER_READING]}',
+                            [v.result['reading']['verdict'] for v in versions if 'reading' in v.result])):
+      if len(set(verdicts)) > 1:
+        edges += 1
+        tally_ = ', '.join(f'{verdicts.count(v)} {v}' for v in DIRECTIONS if v in verdicts)
+        print(f'#{i} {c.paper} {c.task} {c.a.label} over {c.b.label}{what}: {tally_} of {len(verdicts)} bootstrap '
+              'seeds')
+  print(f'{edges} knife edges over {len(ledgers)} bootstrap seeds')
+  return 0
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'),
                       help='the data folder the records\' gold is read from (their decisions are scored against it)')
   parser.add_argument('--seed', type=int, default=0, help='the bootstrap\'s seed')
+  parser.add_argument('--knife_edges', type=int, default=0, metavar='K',
+                      help='test the ledger under bootstrap seeds --seed .. --seed + K - 1 and print each claim whose '
+                      'direction verdict changes with the seed, writing nothing')
   args = parser.parse_args(argv)
   if not Path(args.data_dir).is_dir():
     print(f'--data_dir: no such folder {args.data_dir}', file=sys.stderr)
@@ -708,6 +729,8 @@ def main(argv=None) -> int:
   SETTINGS.update(data_dir=args.data_dir, seed=args.seed)
   try:
     items = ledger(args.data_dir, args.seed)
+    if args.knife_edges:
+      return knife_edges([ledger(args.data_dir, seed) for seed in range(args.seed, args.seed + args.knife_edges)])
   except LedgerError as e:  # a record that cannot be read: nothing is written
     print(f'{e}; the ledger is not rewritten', file=sys.stderr)
     return 1

@@ -295,3 +295,20 @@ def test_a_verdict_that_changes_with_the_reading_says_so():
                                                 'size': 'inside'}}
   assert claims.reading_note(moved) == ('; **depends on the reading**: with the tags read BIOES as it stands, +0.78 '
                                         '[+0.13, +1.45], reproduced, inside')
+
+
+def test_knife_edges_lists_the_claims_whose_verdict_moves_with_the_bootstrap_seed(tmp_path, capsys):
+  """A claim whose interval sits on 0 changes verdict from one bootstrap seed to another; one far from 0 does not."""
+  diffs = [0.52, -0.58, 1.32, 0.42, -0.18, 1.12, 0.72, 0.02]  # 8 seeds: the interval's low end near 0
+  edge = (_row(tmp_path, 'e1', [0.5 + d / 100 for d in diffs]), _row(tmp_path, 'e2', [0.5] * 8))
+  far = (_row(tmp_path, 'f1', [0.60, 0.61, 0.62]), _row(tmp_path, 'f2', [0.40, 0.41, 0.42]))
+  ledgers = []
+  for seed in range(20):
+    items = [claims.Claim('paper', 'edge', *edge, 1.0), claims.Claim('paper', 'far', *far, 1.0)]
+    for c in items:
+      c.result = claims.test_claim(c, None, np.random.default_rng(seed))
+    ledgers.append(items)
+  assert claims.knife_edges(ledgers) == 0
+  lines = capsys.readouterr().out.splitlines()
+  assert len(lines) == 2 and lines[0].startswith('#1 paper edge e1 over e2: ') and lines[0].endswith(
+      'of 20 bootstrap seeds') and lines[1] == '1 knife edges over 20 bootstrap seeds'
