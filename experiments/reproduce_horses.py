@@ -68,6 +68,8 @@ PUBLISHED = {
     'implicit-regression': {},
 }
 PUBLISHED.update({f'{s}-crops': PUBLISHED[s] for s in CROPPED})
+# SEAL Table 4's +- beside each number (x 100): the claims ledger's allowance where it exceeds its 2 points.
+SEAL_T4_SPREAD = {'fcn': 0.59, 'dvn': 0.52, 'seal-regression': 0.35, 'seal-nce': 0.60}
 RUNS = ROOT / 'docs' / 'horses' / 'runs'
 # --scale: 'half' is configs/horses.py as committed (half the published channels, 12 epochs: every method on a 2-core
 # CPU); 'full' is the published channels and a schedule long enough for every dev curve to flatten (an accelerator's
@@ -110,8 +112,8 @@ SEAL_UNFINISHED = {
     'dvn': ('the 3 runs were stopped at 520 s, at epochs 120-125 of 150, their best dev mean IoU 2.1-6.8: inference '
             'by 30 projected gradient steps from the empty mask (gbi.init=zeros) barely leaves it, where SEAL\'s '
             'inference takes Adam steps of 1.95 and its training starts half the inference samples at the gold '
-            'mask; the row now takes steps of 5 (a 40-epoch seed-0 run reached dev mean IoU 0.61), not yet run '
-            'on 3 seeds (a GPU\'s work)'),
+            'mask; the row now takes steps of 5, with which it trains on SEAL\'s data ({seal_data}), not yet run '
+            'on this split (a GPU\'s work)'),
 }
 
 
@@ -182,7 +184,11 @@ def table_rows(scale: str, groups) -> tuple[list[str], list[str], list[str]]:
       if scale == 'half' and system not in CROPS_SYSTEMS + FULL_ONLY + SEAL_ONLY:  # optional: shown once run
         rows.append(f'| {label} | 0 | not run | | | | | {config}')
       if scale == 'seal' and system in SEAL_UNFINISHED:
-        rows.append(f'| {label} | 0 | no record: {SEAL_UNFINISHED[system]} | | | | | {config}')
+        there = SECTIONS['seal-data'].load().get(system)
+        seal_data = (f'test mean IoU {records.mean_std([r["test_mean_iou"] for r in there])} over {len(there)} seeds '
+                     'in the section above') if there else 'no record there yet'
+        rows.append(f'| {label} | 0 | no record: {SEAL_UNFINISHED[system].format(seal_data=seal_data)} | | | | | '
+                    f'{config}')
       if system in elsewhere:
         unrun.append(label)
         rows.append(f'| {label} | 0 | not run yet (the line below the table) | | | | | {config}')
@@ -313,9 +319,125 @@ BLOCK_HEADS = {
 }
 
 
+def _iou(rs, key='test_mean_iou') -> float:
+  return 100 * float(np.mean([r[key] for r in rs]))
+
+
+def _paired(a, b) -> tuple[float, int, int]:
+  """Mean of ``a - b`` in test mean IoU x 100 over the seeds both have, the seeds it is positive on, and their count."""
+  first, second = ({r['seed']: r['test_mean_iou'] for r in rs} for rs in (a, b))
+  d = [100 * (first[s] - second[s]) for s in sorted(set(first) & set(second))]
+  return float(np.mean(d)), sum(x > 0 for x in d), len(d)
+
+
+def _pair_text(a, b) -> str:
+  """``a - b``, paired by seed, with the seeds it is positive on where it is not all of them."""
+  mean, up, n = _paired(a, b)
+  return f'{mean:+.2f}' + ('' if up == n else f' ({up} of {n} seeds positive)')
+
+
+# results.md's reading of the sections names the rows as its prose does.
+SHORT = {'fcn': 'the FCN', 'dvn': 'DVN', 'seal-regression': 'SEAL regression', 'seal-nce': 'SEAL NCE',
+         'seal-regression-w': 'SEAL regression with its energy weight as printed', 'implicit-cd': 'implicit CD',
+         'implicit-cd-r1': 'implicit CD with the term every step', 'implicit-regression': 'implicit regression',
+         'implicit-dvn': 'implicit regression', 'fcn-200': 'the FCN at 200 epochs',
+         'seal-regression-crops': 'SEAL regression with crops'}
+
+
+def _over(a, runs, systems) -> str:
+  """``a`` over each of ``systems``: "+1.91 over the FCN, +0.97 over SEAL regression and +4.83 over DVN"."""
+  parts = [f'{_pair_text(a, runs[s])} over {SHORT[s]}' for s in systems]
+  return ', '.join(parts[:-1]) + f' and {parts[-1]}' if len(parts) > 1 else parts[0]
+
+
+def _spread(rs) -> str:
+  return records.mean_std([r['test_mean_iou'] for r in rs])
+
+
+def _span(values) -> str:
+  """``low-high`` of ``values`` (one decimal), or the one value."""
+  low, high = f'{min(values):.1f}', f'{max(values):.1f}'
+  return low if low == high else f'{low}-{high}'
+
+
+def _devices(runs: dict) -> str:
+  """Which rows ran on which device, from their records."""
+  by = {}
+  for system, rs in runs.items():
+    kind, _, name = sorted({r['device'] for r in rs})[0].partition(': ')
+    by.setdefault('a CPU' if kind == 'cpu' else f'one {name}', []).append(SHORT[system])
+  return '; '.join(f'{", ".join(labels)} on {device}' for device, labels in by.items())
+
+
+def reading_fields() -> dict:
+  """The fields of results.md's reading of the SEAL-protocol and full-width sections (pages/horses.reading.md),
+  every number from the sections' records and the published ones."""
+  data, seal, full = (SECTIONS[scale].load() for scale in ('seal-data', 'seal', 'full'))
+  half = TABLES[0].load()
+  pub = {s: PUBLISHED[s]['SEAL T4'] for s in ('fcn', 'dvn', 'seal-regression', 'seal-nce')}
+  paper_cd = PUBLISHED['implicit-cd']['implicit T10']
+  rivals = ('fcn', 'seal-regression', 'dvn', 'seal-nce')
+  near = [s for s in rivals if abs(_iou(data[s]) - pub[s]) <= TOLERANCE
+          and np.std([r['test_mean_iou'] for r in data[s]], ddof=1) * 100 < 1.5]
+  far = [s for s in rivals if s not in near]
+  nce = sorted(100 * r['test_mean_iou'] for r in data['seal-nce'])
+  epochs = data['seal-nce'][0]['config']['num_epochs']
+  tenth = lambda rs: np.mean([records.last_tenth_gain(r, 'dev_mean_iou') for r in rs])  # noqa: E731
+  implicit = ('implicit-cd', 'implicit-regression')
+  lead = all(_paired(data[i], data[s])[1] == _paired(data[i], data[s])[2] for i in implicit for s in rivals)
+  seal_rivals = ('fcn', 'seal-regression', 'seal-regression-w', 'seal-nce')
+  seal_lead = all(_paired(seal['implicit-cd'], seal[s])[1] == 3 for s in seal_rivals)
+  gains = {s: _iou(full[s]) - _iou(half[s]) for s in ('implicit-cd', 'implicit-dvn', 'seal-regression', 'fcn', 'dvn')}
+  fcn_seeds = sorted(100 * r['test_mean_iou'] for r in full['fcn'])
+  return {
+      'data_devices': _devices(data), 'tolerance': f'{TOLERANCE:g}',
+      'data_near': {0: 'None', 1: 'One', 2: 'Two', 3: 'Three', 4: 'All four'}[len(near)],
+      'data_near_rows': ', '.join(f'{SHORT[s]} ({_spread(data[s])} against {pub[s]:.2f})' for s in near),
+      'data_far': '; '.join(f'{SHORT[s]} misses ({_spread(data[s])} against {pub[s]:.2f})' for s in far),
+      'nce_low': f'its lowest seed ends {np.mean(nce[1:]) - nce[0]:.1f} points under the mean of the other two',
+      'nce_late': f'{sum(r["best_epoch"] > epochs - 3 for r in data["seal-nce"])} of {len(data["seal-nce"])}',
+      'data_epochs': str(epochs), 'dvn_tenth': f'{tenth(data["dvn"]):+.2f}',
+      'data_lead': 'Both implicit rows lead every rival on every seed' if lead else 'The implicit rows against each rival',
+      'cd_over': _over(data['implicit-cd'], data, ('fcn', 'seal-regression', 'dvn')),
+      'reg_over': _over(data['implicit-regression'], data, ('fcn', 'seal-regression', 'dvn')),
+      'over_seal': f'{_paired(data["implicit-cd"], data["seal-regression"])[0]:+.2f}',
+      'paper_over_seal': f'{paper_cd - pub["seal-regression"]:+.1f}', 'paper_cd': f'{paper_cd:.1f}',
+      'cd_under': f'{paper_cd - _iou(data["implicit-cd"]):.1f}',
+      'seal_over_fcn': _pair_text(data['seal-regression'], data['fcn']),
+      'seal_published_over_fcn': f'{pub["seal-regression"] - pub["fcn"]:+.2f}',
+      'seal_epochs': str(seal['fcn'][0]['config']['num_epochs']), 'seal_devices': _devices(seal).split(' on ')[-1],
+      'fcn_rise': f'{_iou(seal["fcn"]) - _iou(full["fcn"]):.1f}',
+      'fcn_full_sd': _spread(full['fcn']).split(' ± ')[1], 'fcn_seal_sd': _spread(seal['fcn']).split(' ± ')[1],
+      'fcn_seal': _spread(seal['fcn']), 'sr_rise': f'{_iou(seal["seal-regression"]) - _iou(full["seal-regression"]):.1f}',
+      'seal_under': _span([pub[s] - _iou(seal[s]) for s in ('fcn', 'seal-regression', 'seal-nce')]),
+      'pub_fcn': f'{pub["fcn"]:.2f}', 'pub_sr': f'{pub["seal-regression"]:.2f}', 'pub_nce': f'{pub["seal-nce"]:.2f}',
+      'seal_cd': _spread(seal['implicit-cd']),
+      'seal_lead': 'leads every rival on every seed' if seal_lead else 'against each rival',
+      'seal_cd_over': _over(seal['implicit-cd'], seal, seal_rivals),
+      'seal_over_seal': _span([_paired(seal['implicit-cd'], seal[s])[0] for s in ('seal-regression',
+                                                                                 'seal-regression-w')]),
+      'sr_fcn': (f'{_pair_text(seal["seal-regression"], seal["fcn"])}, and with its energy weight as printed '
+                 f'{_pair_text(seal["seal-regression-w"], seal["fcn"])}'),
+      'seal_tenths': ', '.join(f'{SHORT[s]} {tenth(rs):+.2f}' for s, rs in seal.items()),
+      'full_epochs': str(full['fcn'][0]['config']['num_epochs']), 'full_devices': _devices(full).split(' on ')[-1],
+      'full_gains': ', '.join(f'{SHORT[s]} {g:+.2f}' for s, g in gains.items()),
+      'full_cd': _spread(full['implicit-cd']), 'full_cd_sr': _pair_text(full['implicit-cd'], full['seal-regression']),
+      'full_src': _spread(full['seal-regression-crops']),
+      'full_cd_src': _pair_text(full['implicit-cd'], full['seal-regression-crops']),
+      'full_cd_src_mean': f'{_paired(full["implicit-cd"], full["seal-regression-crops"])[0]:+.2f}',
+      'full_reg_cd': _pair_text(full['implicit-dvn'], full['implicit-cd']),
+      'full_fcn': _spread(full['fcn']), 'full_fcn_seeds': ', '.join(f'{v:.2f}' for v in fcn_seeds),
+      'full_fcn200': _spread(full['fcn-200']),
+      'full_dvn_best': f'{np.median([r["best_epoch"] for r in full["dvn"]]):.0f}',
+      'full_cd_under': f'{paper_cd - _iou(full["implicit-cd"]):.1f}',
+      'full_under': _span([pub[s.removesuffix('-crops')] - _iou(full[s])
+                           for s in ('fcn', 'seal-regression', 'seal-regression-crops')]),
+  }
+
+
 def blocks(groups, fields) -> dict:  # pylint: disable=unused-argument
   """docs/results.md's horses block: the tables and paired differences of each section, the half-width one's
-  schedule before its table."""
+  schedule before its table; and its reading of the later sections, from pages/horses.reading.md."""
   kept = [line for line in fields['page'].splitlines() if line.startswith(('|', '- ', '**CPU'))]
   for name, part in fields['parts'].items():
     lines = part['page'].splitlines()
@@ -323,7 +445,8 @@ def blocks(groups, fields) -> dict:  # pylint: disable=unused-argument
     if name == 'horses-full':  # its schedule, as the section says it
       head += next(line for line in lines if line.startswith('**Published')).replace('**', '')
     kept += ['', head, ''] + [line for line in lines if line.startswith(('|', '- '))]
-  return {('docs/results.md', 'horses'): (
+  reading = tables.render((tables.PAGES / 'horses.reading.md').read_text(encoding='utf-8'), reading_fields()).strip()
+  return {('docs/results.md', 'horses-reading'): reading, ('docs/results.md', 'horses'): (
       f'\nTest mean IoU x 100 at threshold 0.5, {fields["spread"]}, from the committed runs '
       '([horses.md](horses.md): commands, split, protocol differences, flags).\n\n' + '\n'.join(kept))}
 

@@ -32,9 +32,10 @@ from experiments import records
 ROOT = records.ROOT
 PAGES = Path(__file__).resolve().parent / 'pages'
 # Each module's TABLES, in the order `python -m experiments.tables` builds them (a page that reads another's
-# records comes after it: README's summary takes the baselines' rows from docs/baselines/runs).
+# records comes after it: README's summary takes the baselines' rows from docs/baselines/runs; the claims ledger
+# reads every family's).
 MODULES = ('reproduce_mlc', 'ablation_mlc', 'compare_methods', 'compare_sklearn', 'custom_defaults', 'sweep',
-           'reproduce_tagging', 'reproduce_cora', 'reproduce_horses')
+           'reproduce_tagging', 'reproduce_cora', 'reproduce_horses', 'claims')
 
 Groups = dict  # {row key: [records, in file order]}
 

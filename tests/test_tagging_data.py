@@ -415,23 +415,46 @@ def _pl_start(prev, tag, prev_type, kind) -> bool:
           or (tag not in ('O', '.') and prev_type != kind))
 
 
-def conlleval_pl_counts(gold_seqs, pred_seqs) -> tuple[int, int, int]:
-  """conlleval.pl's main loop, transcribed: the sentences as one file of IOB2 tags with an empty line after each
-  (read as O O), chunks counted as they start and a correct one when both end together with one type; returns
-  (found correct, found guessed, correct chunks). It shares nothing with chunks.py but the tag names."""
+def _bioes_end(prev, tag, prev_type, kind) -> bool:
+  """endOfChunk of the BIOES-aware conlleval (and of seqeval's default mode): the CoNLL-2000 rules, S- beside B-,
+  and a chunk always ends after E- or S-."""
+  return (prev in ('E', 'S') or (prev, tag) in {('B', 'B'), ('B', 'S'), ('B', 'O'), ('I', 'B'), ('I', 'S'), ('I', 'O')}
+          or (prev not in ('O', '.') and prev_type != kind))
+
+
+def _bioes_start(prev, tag, prev_type, kind) -> bool:
+  """startOfChunk of the BIOES-aware conlleval: every B- and S-, and I-/E- after O, E- or S-."""
+  return (tag in ('B', 'S') or (prev, tag) in {('E', 'E'), ('E', 'I'), ('S', 'E'), ('S', 'I'), ('O', 'E'), ('O', 'I')}
+          or (tag not in ('O', '.') and prev_type != kind))
+
+
+# A reading of BIOES output by conlleval's counting loop: (how each tag is written before it, endOfChunk,
+# startOfChunk). IOB2: the tags mapped S- -> B-, E- -> I-, then CoNLL-2000 conlleval.pl's rules; BIOES: the tags as
+# they stand, the BIOES-aware rules; RAW: the tags as they stand, CoNLL-2000 conlleval.pl's rules (neither reading).
+IOB2 = (_iob2, _pl_end, _pl_start)
+BIOES = (lambda tag: tag, _bioes_end, _bioes_start)
+RAW = (lambda tag: tag, _pl_end, _pl_start)
+
+
+def conlleval_pl_counts(gold_seqs, pred_seqs, reading=IOB2) -> tuple[int, int, int]:
+  """conlleval.pl's main loop, transcribed: the sentences as one file of tags (IOB2 by default: ``reading``) with an
+  empty line after each (read as O O), chunks counted as they start and a correct one when both end together with
+  one type; returns (found correct, found guessed, correct chunks). It shares nothing with chunks.py but the tag
+  names."""
+  write, end, start = reading
   found_correct = found_guessed = correct_chunks = 0
   in_correct, last_c, last_ct, last_g, last_gt = False, 'O', '', 'O', ''
   for gold, pred in zip(gold_seqs, pred_seqs):
     for c_tag, g_tag in [*zip(gold, pred), ('O', 'O')]:
-      c, _, ct = _iob2(c_tag).partition('-')
-      g, _, gt = _iob2(g_tag).partition('-')
+      c, _, ct = write(c_tag).partition('-')
+      g, _, gt = write(g_tag).partition('-')
       if in_correct:
-        c_end, g_end = _pl_end(last_c, c, last_ct, ct), _pl_end(last_g, g, last_gt, gt)
+        c_end, g_end = end(last_c, c, last_ct, ct), end(last_g, g, last_gt, gt)
         if c_end and g_end and last_gt == last_ct:
           in_correct, correct_chunks = False, correct_chunks + 1
         elif c_end != g_end or gt != ct:
           in_correct = False
-      c_start, g_start = _pl_start(last_c, c, last_ct, ct), _pl_start(last_g, g, last_gt, gt)
+      c_start, g_start = start(last_c, c, last_ct, ct), start(last_g, g, last_gt, gt)
       if c_start and g_start and gt == ct:
         in_correct = True
       found_correct += c_start
@@ -467,6 +490,52 @@ def test_conlleval_matches_conlleval_pl_counting():
     assert chunks.chunk_counts([g], [p], scheme='conlleval') == conlleval_pl_counts([g], [p]), (g, p)
     assert chunks.chunk_counts([p], [p], scheme='conlleval') == conlleval_pl_counts([p], [p]), p
   assert chunks.chunk_counts(paired, short, scheme='conlleval') == conlleval_pl_counts(paired, short)
+
+
+# Two readings of BIOES output, by hand: (gold, predicted, counts with the IOB2 mapping, counts read as BIOES), each
+# count (gold chunks, predicted chunks, correct chunks).
+READINGS_BY_HAND = [
+    # IOB2: B I I is one chunk (0, 3), not gold's (0, 2); BIOES: E- closes (0, 2), correct, and E- opens (2, 3)
+    (['B-PER', 'E-PER', 'O'], ['B-PER', 'E-PER', 'E-PER'], (1, 1, 0), (1, 2, 1)),
+    # both: B I I one chunk, where gold is two (IOB2 B I B; BIOES B E S)
+    (['B-ORG', 'E-ORG', 'S-ORG'], ['B-ORG', 'I-ORG', 'I-ORG'], (2, 1, 0), (2, 1, 0)),
+    # IOB2: B I is one chunk (1, 3); BIOES: S- closes (1, 2), correct, and the I- after it opens (2, 3)
+    (['O', 'S-PER', 'O'], ['O', 'S-PER', 'I-PER'], (1, 1, 0), (1, 2, 1)),
+    # IOB2: I I I is one chunk (0, 3), gold's; BIOES: the E- closes (0, 1), the I- after it opens (1, 3)
+    (['B-MISC', 'I-MISC', 'E-MISC'], ['E-MISC', 'I-MISC', 'E-MISC'], (1, 1, 1), (1, 2, 0)),
+]
+READINGS_ALL_BY_HAND = ((5, 4, 1), (5, 7, 2))  # the four sentences as one file: IOB2, BIOES
+
+
+@pytest.mark.parametrize('gold, pred, iob2, bioes', READINGS_BY_HAND)
+def test_the_two_readings_by_hand(gold, pred, iob2, bioes):
+  """Each reading's chunks (chunks.py) and conlleval's counting loop under that reading's rules give the counts
+  worked out by hand."""
+  assert chunks.chunk_counts([gold], [pred], scheme='conlleval') == conlleval_pl_counts([gold], [pred], IOB2) == iob2
+  assert (chunks.chunk_counts([gold], [pred], scheme='conlleval_bioes') == conlleval_pl_counts([gold], [pred], BIOES)
+          == bioes)
+
+
+def test_the_two_readings_over_every_short_sequence():
+  """On the hand sentences as one file, on random predictions and on every short sequence, each reading is what
+  conlleval's counting loop gives with its rules; the BIOES reading's chunks are seqeval's default mode's on BIOES
+  tags. Stock (CoNLL-2000) conlleval.pl given raw BIOES is neither reading: it knows no S-."""
+  gold, pred = [c[0] for c in READINGS_BY_HAND], [c[1] for c in READINGS_BY_HAND]
+  assert (chunks.chunk_counts(gold, pred, scheme='conlleval'),
+          chunks.chunk_counts(gold, pred, scheme='conlleval_bioes')) == READINGS_ALL_BY_HAND
+  rng = np.random.default_rng(3)
+  gold = random_sequences(rng, 300)
+  pred = predictions(rng, gold)
+  short = adversarial_sequences()
+  for g, p in [*zip(gold, pred), *((s, s) for s in short)]:
+    assert chunks.chunk_counts([g], [p], scheme='conlleval_bioes') == conlleval_pl_counts([g], [p], BIOES), (g, p)
+  assert chunks.chunk_counts(gold, pred, scheme='conlleval_bioes') == conlleval_pl_counts(gold, pred, BIOES)
+  assert chunks.chunk_counts(gold, pred, scheme='conlleval') != chunks.chunk_counts(gold, pred,
+                                                                                    scheme='conlleval_bioes')
+  seqeval = pytest.importorskip('seqeval.metrics.sequence_labeling')
+  for seq in short + pred:
+    assert chunks.conlleval_bioes_chunks(seq) == [(t, s, e + 1) for t, s, e in seqeval.get_entities(seq)], seq
+  assert conlleval_pl_counts([['S-PER', 'S-PER']], [['S-PER', 'S-PER']], RAW) == (1, 1, 1)  # one chunk, not two
 
 
 def test_conlleval_matches_seqeval_default_mode():

@@ -1,10 +1,10 @@
-"""Chunk-level precision / recall / F1 of BIOES tag sequences (named entities, phrase chunks), under two readings
-of ill-formed sequences: ``conlleval`` (the papers' metric, the headline) and ``strict``.
+"""Chunk-level precision / recall / F1 of BIOES tag sequences (named entities, phrase chunks), under three readings
+of ill-formed sequences: ``conlleval`` (the papers' metric, the headline), ``conlleval_bioes`` and ``strict``.
 
 A tag is ``O`` or ``P-TYPE`` with the prefix ``P`` one of ``B`` (begin), ``I`` (inside), ``E`` (end), ``S``
 (single-token chunk) and a non-empty ``TYPE`` (``PER``, ``LOC``, ...). A chunk is ``(type, start, end)`` with
-``end`` exclusive. On a well-formed sequence, where every chunk is ``S-X`` alone or ``B-X (I-X)* E-X``, both
-readings give exactly those chunks.
+``end`` exclusive. On a well-formed sequence, where every chunk is ``S-X`` alone or ``B-X (I-X)* E-X``, every
+reading gives exactly those chunks.
 
 Scoring is exact match: a predicted chunk is correct only if the gold sequence has a chunk with the same type,
 start and end; precision = correct / predicted chunks, recall = correct / gold chunks, F1 = 2PR / (P + R), all
@@ -13,7 +13,7 @@ micro-averaged over every sentence, and 0 (not NaN) where a denominator is 0 (as
 Ill-formed sequences
 --------------------
 A per-token argmax can predict ``I-PER`` after ``O``, a ``B-`` that is never closed, or an ``E-`` without its
-``B-``. The two readings differ only there, and only in the predicted sequences (gold ones, converted from IOB1
+``B-``. The readings differ only there, and only in the predicted sequences (gold ones, converted from IOB1
 by ``readers.iob1_to_bioes``, are well-formed):
 
 * ``conlleval`` (``conlleval_chunks``): what the CoNLL shared task's ``conlleval`` script reports, the metric
@@ -27,6 +27,15 @@ by ``readers.iob1_to_bioes``, are well-formed):
   against seqeval's default (conlleval) mode on the IOB2 tags, and against counts conlleval.pl printed for
   hand-written cases. seqeval's default mode applied to the BIOES tags themselves reads ``E-``/``S-`` as closing
   a chunk and differs on some ill-formed runs (``B-PER E-PER E-PER``: two chunks there).
+* ``conlleval_bioes`` (``conlleval_bioes_chunks``): the BIOES tags read as they stand, with conlleval's rules
+  extended to ``S-`` and ``E-``: a chunk ends after every ``E-`` and ``S-`` (and where conlleval's IOB rules end
+  it: before a ``B-``, ``S-`` or ``O``, at a type change), and starts at every ``B-`` and ``S-``, at an ``I-``/``E-``
+  after ``O``, ``E-`` or ``S-``, and at a type change. These are the rules of seqeval's default mode and of the
+  BIOES-aware versions of conlleval; on ``B-PER E-PER E-PER`` they give two chunks where the IOB2 mapping gives one,
+  and on ``O S-PER I-PER`` two where it gives one. Which of the two readings the published NER numbers used is not
+  stated; the claims ledger (experiments/claims.py) reports both. The CoNLL-2000 conlleval.pl itself, given raw
+  BIOES, is neither: its rules know no ``S-`` (``S-PER S-PER`` is one chunk) and let a ``B-`` after an ``E-`` of
+  the same type continue the chunk.
 * ``strict`` (``bioes_to_chunks``): a run that does not complete ``S-X`` or ``B-X (I-X)* E-X`` is no chunk,
   neither predicted nor correct. Scanning left to right, a ``B-X`` opens a run that ``I-X``/``E-X`` tokens
   extend; the first other tag ends it and is then read afresh (so ``B-PER I-PER S-LOC`` has the one chunk
@@ -47,7 +56,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ['SCHEMES', 'bioes_to_chunks', 'chunk_counts', 'chunk_f1', 'conlleval_chunks', 'split_tag']
+__all__ = ['SCHEMES', 'bioes_to_chunks', 'chunk_counts', 'chunk_f1', 'conlleval_bioes_chunks', 'conlleval_chunks',
+           'split_tag']
 
 Chunk = tuple[str, int, int]  # (type, start, end), end exclusive
 
@@ -113,7 +123,22 @@ def conlleval_chunks(tags: Sequence[str]) -> list[Chunk]:
   return chunks
 
 
+def conlleval_bioes_chunks(tags: Sequence[str]) -> list[Chunk]:
+  """The chunks ``(type, start, end)`` (end exclusive) of one BIOES sequence read as it stands, a chunk closed
+  after every ``E-`` and ``S-`` (module doc), in order: every non-``O`` tag is in one."""
+  chunks, start, prev, prev_kind = [], None, 'O', ''
+  for i, (prefix, kind) in enumerate([split_tag(tag) for tag in tags] + [('O', '')]):  # an O ends the last chunk
+    if start is not None and (prev in ('E', 'S') or prefix in ('B', 'S', 'O') or kind != prev_kind):
+      chunks.append((prev_kind, start, i))
+      start = None
+    if prefix in ('B', 'S') or (prefix in ('I', 'E') and start is None):
+      start = i
+    prev, prev_kind = prefix, kind
+  return chunks
+
+
 SCHEMES: dict[str, Callable[[Sequence[str]], list[Chunk]]] = {'conlleval': conlleval_chunks,
+                                                               'conlleval_bioes': conlleval_bioes_chunks,
                                                                'strict': bioes_to_chunks}
 
 
@@ -147,8 +172,8 @@ def chunk_counts(gold_seqs: Iterable[Sequence], pred_seqs: Iterable[Sequence],
 def chunk_f1(gold_seqs: Iterable[Sequence], pred_seqs: Iterable[Sequence],
              tag_names: Sequence[str] | None = None, *, scheme: str) -> dict:
   """Micro-averaged chunk ``precision``, ``recall`` and ``f1`` (fractions, not percentages) of paired BIOES
-  sentences, with ``num_gold``, ``num_pred`` and ``num_correct``. ``scheme``: ``'conlleval'`` (the papers') or
-  ``'strict'`` (module doc); no default, since the two differ on a decoder's ill-formed output.
+  sentences, with ``num_gold``, ``num_pred`` and ``num_correct``. ``scheme``: ``'conlleval'`` (the papers'),
+  ``'conlleval_bioes'`` or ``'strict'`` (module doc); no default, since they differ on a decoder's ill-formed output.
 
   Sequences hold tag strings, or, with ``tag_names``, tag ids into it (e.g. rows of an argmax already cut to
   their sentence lengths). A ratio whose denominator is 0 is 0, as in conlleval and seqeval.

@@ -68,9 +68,10 @@ class AccuracyEvaluator(ArgmaxDecisions, Evaluator):
 
 class ChunkF1Evaluator(ArgmaxDecisions, Evaluator):
   """Chunk F1 of the argmax tags per token, read as BIOES chunks with ``tag_names`` (the task's tag names in the
-  order of its tag ids), under both of ``chunks.SCHEMES``: ``f1_conlleval`` (with ``precision_conlleval``,
+  order of its tag ids), under two of ``chunks.SCHEMES``: ``f1_conlleval`` (with ``precision_conlleval``,
   ``recall_conlleval``), the papers' metric and the one reported first, and ``f1`` (``precision``, ``recall``),
-  strict BIOES; token ``accuracy`` for information. The final scores add each scheme's chunk counts.
+  strict BIOES; token ``accuracy`` for information. The final scores add each scheme's chunk counts. The third
+  reading, ``conlleval_bioes``, is not recorded: a record's kept decisions give it (``example_scores``).
 
   ``select`` picks the best epoch: ``'f1'`` (strict) by default, because every committed NER / NER+ record selected
   on it and the reproduce script fills in missing seeds beside them; ``'f1_conlleval'`` (``data.chunk_select``)
@@ -105,11 +106,11 @@ class ChunkF1Evaluator(ArgmaxDecisions, Evaluator):
   def metrics(self, pred, split):
     return {k: v for k, v in self._scores(pred, split).items() if isinstance(v, float)}
 
-  def example_scores(self, pred, split):
-    """Per sentence ``2 * correct`` over ``gold + predicted`` chunks (conlleval's): F1 = 2c / (g + p), and
-    conlleval's chunks never cross a sentence boundary, so the counts add over sentences."""
+  def example_scores(self, pred, split, scheme: str = 'conlleval'):
+    """Per sentence ``2 * correct`` over ``gold + predicted`` chunks (conlleval's, or another of ``chunks.SCHEMES``):
+    F1 = 2c / (g + p), and no reading's chunks cross a sentence boundary, so the counts add over sentences."""
     gold, guessed = sentences(split['y'], split['mask']), sentences(np.argmax(pred, axis=-1), split['mask'])
-    counts = np.array([chunk_counts([g], [p], self.tag_names, scheme='conlleval') for g, p in zip(gold, guessed)])
+    counts = np.array([chunk_counts([g], [p], self.tag_names, scheme=scheme) for g, p in zip(gold, guessed)])
     return 2 * counts[:, 2], counts[:, 0] + counts[:, 1]
 
   def describe(self, m):
