@@ -6,7 +6,8 @@ Python raises KeyboardInterrupt wherever the main thread is when SIGINT arrives.
   compile goes on in XLA's threads, and at exit the backend's client frees its devices before it joins those
   threads, so a compile still running then dies on a freed device: 'Fatal Python error: Segmentation fault', exit
   139, after the command's own 'interrupted' line. A tune compiles in every probe run and trial, which is why its
-  Ctrl-C crashed so often (3 of 6 tries at random moments; every try inside an implicit CD step's compile);
+  Ctrl-C crashed so often (MBCE: 3 of 6 tries at random moments; implicit CD, whose step compiles for seconds: 4 of
+  4 at random moments, and every try inside that compile);
 * the places whose exceptions Python drops: a garbage-collector callback (jax's runs on every collection), a weakref
   callback, a ``__del__``. There the KeyboardInterrupt is printed ('Exception ignored in ...', a traceback) and
   lost, and the command goes on as if no Ctrl-C came.
