@@ -6,58 +6,70 @@ Python raises KeyboardInterrupt wherever the main thread is when SIGINT arrives.
   compile goes on in XLA's threads, and at exit the backend's client frees its devices before it joins those
   threads, so a compile still running then dies on a freed device: 'Fatal Python error: Segmentation fault', exit
   139, after the command's own 'interrupted' line. A tune compiles in every probe run and trial, which is why its
-  Ctrl-C crashed so often (3 of 6 tries at random moments; every try inside an implicit CD step's compile);
+  Ctrl-C crashed so often (MBCE: 3 of 6 tries at random moments; implicit CD, whose step compiles for seconds: 4 of
+  4 at random moments, and every try inside that compile);
 * the places whose exceptions Python drops: a garbage-collector callback (jax's runs on every collection), a weakref
   callback, a ``__del__``. There the KeyboardInterrupt is printed ('Exception ignored in ...', a traceback) and
   lost, and the command goes on as if no Ctrl-C came.
 
 ``handled()`` defers the first (its handler raises nothing while the main thread is in a compile) and catches the
-second (``sys.unraisablehook`` takes the KeyboardInterrupt Python drops); either way the interrupt is made pending
-again a moment later, until it is raised where it can be. A timer thread makes it pending: made pending from the
-handler itself, Python would call the handler again inside itself, without end. A Ctrl-C during a compile takes
-effect when the compile ends (seconds); one Ctrl-C is one KeyboardInterrupt (each deferral starts one timer, which
-makes the signal pending once, which calls the handler once).
+second (``sys.unraisablehook`` takes the KeyboardInterrupt Python drops); either way a helper thread makes the
+interrupt pending again a moment later, until it is raised where it can be. (Made pending from the handler itself,
+Python would call the handler again inside itself, without end; the handler asks the helper through a pipe, which
+takes no lock: a handler runs between any two bytecodes, a lock's holder's too.) A Ctrl-C during a compile takes
+effect when the compile ends (seconds); one Ctrl-C is one KeyboardInterrupt (each deferral asks once, each ask makes
+the signal pending once, which calls the handler once).
 """
 
 from __future__ import annotations
 
 import _thread
 import contextlib
+import os
 import signal
 import sys
 import threading
+import time
+import types
 
-# (module, function) of the Python frame from which jax calls XLA's compile, and waits for it.
-_COMPILES = {('jax._src.compiler', 'backend_compile_and_load')}
+# (module, function) of the Python frames where the handler defers: jax's call of XLA's compile, which waits for it,
+# and this module's own deferral (under load the helper can make the signal pending while the main thread is still
+# in it: raised in the unraisable hook, the KeyboardInterrupt would be dropped again, for good).
+_DEFER_IN = {('jax._src.compiler', 'backend_compile_and_load'), (__name__, '_again'), (__name__, '_unraisable')}
 AGAIN_SECONDS = 0.02
-_timers: set = set()  # deferrals in flight
+_asks = types.SimpleNamespace(pipe=None, asked=0, done=0)  # the helper's pipe; deferrals asked, made pending
 
 
-def in_compile(frame) -> bool:
-  """Whether ``frame`` (the main thread's, where a signal found it) runs inside jax's wait for an XLA compile."""
+def defers(frame) -> bool:
+  """Whether ``frame`` (the main thread's, where a signal found it) runs inside jax's wait for an XLA compile, or
+  inside this module's deferral."""
   while frame is not None:
-    if (frame.f_globals.get('__name__'), frame.f_code.co_name) in _COMPILES:
+    if (frame.f_globals.get('__name__'), frame.f_code.co_name) in _DEFER_IN:
       return True
     frame = frame.f_back
   return False
 
 
-def _again(signum=signal.SIGINT) -> None:
-  """The interrupt pending again in ``AGAIN_SECONDS``."""
-  timer = threading.Timer(AGAIN_SECONDS, _pending, (signum,))
-  timer.daemon = True
-  _timers.add(timer)
-  timer.start()
+def _again() -> None:
+  """SIGINT pending again in ``AGAIN_SECONDS`` (the helper's work)."""
+  _asks.asked += 1
+  os.write(_asks.pipe, b'.')
 
 
-def _pending(signum) -> None:
-  _thread.interrupt_main(signum)
-  _timers.discard(threading.current_thread())
+def _helper(read_end: int) -> None:
+  try:
+    while os.read(read_end, 1):  # b'' once handled() closes the pipe
+      time.sleep(AGAIN_SECONDS)
+      _thread.interrupt_main(signal.SIGINT)
+      _asks.done += 1
+  finally:
+    os.close(read_end)
 
 
 def _on_sigint(signum, frame):
-  if in_compile(frame):
-    _again(signum)
+  del signum
+  if defers(frame):
+    _again()
     return
   raise KeyboardInterrupt
 
@@ -73,22 +85,27 @@ def handled():
     return
   previous_hook, active = sys.unraisablehook, [True]
 
-  def hook(unraisable):
+  def _unraisable(unraisable):
     if active[0] and isinstance(unraisable.exc_value, KeyboardInterrupt):
       _again()  # dropped where Python cannot raise it: raised again a moment later
     else:
       previous_hook(unraisable)
 
+  read_end, _asks.pipe = os.pipe()
+  _asks.asked = _asks.done = 0
+  threading.Thread(target=_helper, args=(read_end,), name='implicit_jax.interrupts', daemon=True).start()
   signal.signal(signal.SIGINT, _on_sigint)
-  sys.unraisablehook = hook
+  sys.unraisablehook = _unraisable
   try:
     yield
   finally:
     try:
-      for timer in list(_timers):  # a Ctrl-C still deferred is raised here, within the block, not after it
-        timer.join()
+      while _asks.done < _asks.asked:  # a Ctrl-C still deferred is raised here, within the block, not after it
+        time.sleep(AGAIN_SECONDS / 4)
+      time.sleep(0)  # the last one made pending (before it was counted) is raised by this call's check, not below
     finally:
       active[0] = False
-      if sys.unraisablehook is hook:  # else a hook set since (checkpoints.py's) calls this one, which passes all on
+      if sys.unraisablehook is _unraisable:  # else one set since (checkpoints.py's) calls this one: it passes all on
         sys.unraisablehook = previous_hook
       signal.signal(signal.SIGINT, signal.default_int_handler)
+      os.close(_asks.pipe)
