@@ -173,10 +173,11 @@ def test_on_ray_verify_starts_each_run_fresh_and_runs_sharing_a_workdir_are_refu
 def test_provenance_is_added_where_the_run_trained_and_the_record_keeps_its_place_for_it(monkeypatch):
   """A record stamped from a worker's provenance has the worker's device and machine, in the fields' usual order."""
   monkeypatch.setattr(train, 'train_and_evaluate', lambda config, workdir: {'predictions': {'test': 'p'}, 'x': 1})
-  there = {'device': 'gpu: H200', 'machine': 'elsewhere, 16 cores', 'packages': {'jax': '0'}}
+  there = {'device': 'gpu: H200', 'machine': 'elsewhere, 16 cores', 'cpu': {'model': 'elsewhere', 'vector': ['avx2']},
+           'packages': {'jax': '0'}}
   result = runner.train(None, 'unused', provenance=lambda: dict(there))
   stamped, here = records.stamp(dict(result)), records.stamp({'predictions': {'test': 'p'}, 'x': 1})
-  assert list(stamped) == list(here) == ['predictions', 'x', 'command', 'date', 'device', 'machine', 'packages']
+  assert list(stamped) == list(here) == ['predictions', 'x', 'command', 'date', 'device', 'machine', 'cpu', 'packages']
   assert {k: stamped[k] for k in there} == there and here['device'].startswith('cpu')
 
 
