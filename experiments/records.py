@@ -250,7 +250,8 @@ def portable_record(text: str, root: Path = ROOT) -> str:
 
   def one(m):
     literal = m.group(0)
-    if not (_MACHINE_PATH.search(literal) or checkout in literal):  # most literals, encoded arrays among them
+    # most literals, encoded arrays among them; the shared data wherever it lies (CI's is beside its checkout)
+    if not (_MACHINE_PATH.search(literal) or checkout in literal or _DATA_PATH.search(literal)):
       return literal
     inner = _PACKAGE_PATH.sub('site-packages/', _DATA_PATH.sub(DATA_DIR, literal[1:-1]))  # before the checkout's
     return '"' + portable(inner, root=root) + '"'  # without its quotes: a flag's value runs to the end

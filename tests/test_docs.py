@@ -121,3 +121,10 @@ def test_portable_record_maps_data_packages_and_checkout_files_and_leaves_the_re
       '"embeddings_source": "site-packages/glove/data", '
       '"command": "python -m experiments.reproduce_mlc --data_dir=../shared/data --seeds=0", '
       '"predictions": "/work/AbC+/x=", "threshold": 0.5}')
+
+
+def test_portable_record_maps_the_shared_data_under_any_root():
+  """CI's checkout and data lie under a root no machine of ours uses (/check/...): the data is still DATA_DIR."""
+  text = '{"data_dir": "/check/work/shared/data", "file": "/srv/a/shared/data/cora/x", "rel": "../shared/data"}'
+  assert records.portable_record(text) == (
+      '{"data_dir": "../shared/data", "file": "../shared/data/cora/x", "rel": "../shared/data"}')
