@@ -1,6 +1,7 @@
 """Ctrl-C for the command lines: KeyboardInterrupt, but never where it crashes the process or is lost.
 
-Python raises KeyboardInterrupt wherever the main thread is when SIGINT arrives. Two kinds of place cannot take it:
+Python raises KeyboardInterrupt wherever the main thread is when SIGINT arrives. Three kinds of place cannot take
+it:
 
 * an XLA compile (jax 0.10): jax waits for it in C++, checking for signals; interrupted, it stops waiting while the
   compile goes on in XLA's threads, and at exit the backend's client frees its devices before it joins those
@@ -8,17 +9,24 @@ Python raises KeyboardInterrupt wherever the main thread is when SIGINT arrives.
   139, after the command's own 'interrupted' line. A tune compiles in every probe run and trial, which is why its
   Ctrl-C crashed so often (MBCE: 3 of 6 tries at random moments; implicit CD, whose step compiles for seconds: 4 of
   4 at random moments, and every try inside that compile);
+* the rest of jax's Python code, and Orbax's, which swallow or convert exceptions in places: a bare ``except:``
+  around the executable's layouts right after each compile (``pxla._get_layouts_from_executable``), around
+  ``lax.broadcast_shapes``, around ``operator.index`` in ``core``; Orbax's array reads re-raise any exception as an
+  ``Exception``. A KeyboardInterrupt raised in the first vanished and the command ran on to its end (4 of about 60
+  tunes sent SIGINT inside a compile, the interrupt deferred from it raised just after it);
 * the places whose exceptions Python drops: a garbage-collector callback (jax's runs on every collection), a weakref
   callback, a ``__del__``. There the KeyboardInterrupt is printed ('Exception ignored in ...', a traceback) and
   lost, and the command goes on as if no Ctrl-C came.
 
-``handled()`` defers the first (its handler raises nothing while the main thread is in a compile) and catches the
-second (``sys.unraisablehook`` takes the KeyboardInterrupt Python drops); either way a helper thread makes the
-interrupt pending again a moment later, until it is raised where it can be. (Made pending from the handler itself,
-Python would call the handler again inside itself, without end; the handler asks the helper through a pipe, which
-takes no lock: a handler runs between any two bytecodes, a lock's holder's too.) A Ctrl-C during a compile takes
-effect when the compile ends (seconds); one Ctrl-C is one KeyboardInterrupt (each deferral asks once, each ask makes
-the signal pending once, which calls the handler once).
+``handled()`` defers the first two (its handler raises nothing while a frame of jax's or Orbax's is on the main
+thread's stack: jax calls back into the caller's code while it traces, and both return to it after each call, a
+checkpoint's restore within a second) and catches the third (``sys.unraisablehook`` takes the KeyboardInterrupt
+Python drops); either way a helper thread makes the interrupt pending again a moment later, until it is raised where
+it can be. (Made pending from the handler itself, Python would
+call the handler again inside itself, without end; the handler asks the helper through a pipe, which takes no lock:
+a handler runs between any two bytecodes, a lock's holder's too.) A Ctrl-C during a compile, or any one call of
+jax's or Orbax's, takes effect when it returns (seconds); one Ctrl-C is one KeyboardInterrupt (each deferral asks
+once, each ask makes the signal pending once, which calls the handler once).
 """
 
 from __future__ import annotations
@@ -32,19 +40,21 @@ import threading
 import time
 import types
 
-# (module, function) of the Python frames where the handler defers: jax's call of XLA's compile, which waits for it,
-# and this module's own deferral (under load the helper can make the signal pending while the main thread is still
-# in it: raised in the unraisable hook, the KeyboardInterrupt would be dropped again, for good).
-_DEFER_IN = {('jax._src.compiler', 'backend_compile_and_load'), (__name__, '_again'), (__name__, '_unraisable')}
+# Where the handler defers: a frame of these packages' (jax's compile wait, their bare excepts), or of this module's
+# own deferral (under load the helper can make the signal pending while the main thread is still in it: raised in
+# the unraisable hook, the KeyboardInterrupt would be dropped again, for good).
+_LIBRARIES = {'jax', 'jaxlib', 'orbax'}
+_OWN = {(__name__, '_again'), (__name__, '_unraisable')}
 AGAIN_SECONDS = 0.02
 _asks = types.SimpleNamespace(pipe=None, asked=0, done=0)  # the helper's pipe; deferrals asked, made pending
 
 
 def defers(frame) -> bool:
-  """Whether ``frame`` (the main thread's, where a signal found it) runs inside jax's wait for an XLA compile, or
-  inside this module's deferral."""
+  """Whether ``frame`` (the main thread's, where a signal found it) or one it was called from is of jax, jaxlib or
+  Orbax, or this module's deferral."""
   while frame is not None:
-    if (frame.f_globals.get('__name__'), frame.f_code.co_name) in _DEFER_IN:
+    module = frame.f_globals.get('__name__') or ''
+    if module.partition('.')[0] in _LIBRARIES or (module, frame.f_code.co_name) in _OWN:
       return True
     frame = frame.f_back
   return False
