@@ -16,6 +16,11 @@ in turn and:
 Each run prints ``== NAME`` when it starts; an error, or Ctrl-C, names the run, its record and its workdir. The
 runner knows nothing of what the records are for: the scripts that make tables (experiments/) give it their runs,
 their own writer and recipe.
+
+With ``ray=RayOptions(...)`` (implicit_jax.ray_runs; Ray is the extra ``.[scale]``), every run is planned here as
+above, then the runs left to train go at once, each a Ray task in its own workdir, on this machine or a cluster; a
+run lost with its node is retried and resumes from its last checkpoint, and every record is still written here, by
+``writer``, as its run ends.
 """
 
 from __future__ import annotations
