@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tomllib
 from pathlib import Path
 
 from implicit_jax.engine import rows
@@ -26,6 +27,8 @@ from implicit_jax.engine.rows import arg_name, parse  # noqa: F401  (the scripts
 
 # The repository: configs/ and docs/ beside this folder.
 ROOT = Path(__file__).resolve().parents[1]
+# The papers' published numbers and the tables' long prose, as data (published.toml beside this file).
+TEXT = tomllib.loads((Path(__file__).resolve().parent / 'published.toml').read_text(encoding='utf-8'))
 
 
 def config_rows(name: str):

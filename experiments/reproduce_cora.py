@@ -41,9 +41,8 @@ from experiments.cora import SYSTEMS  # pylint: disable=wrong-import-position
 SIZES = (5, 10, 50)
 DRAWS = (0, 1, 2, 3, 4)
 _LABELED_ONLY = {'data.unlabeled': False}
-# Paper Table 4 (token accuracy at 5 / 10 / 50 labeled; 1000 unlabeled citations).
-PUBLISHED = {'GE': (54.7, 57.9, 68.0), 'R-SPEN': (55.0, 65.0, 81.5), 'DVN': (57.4, 60.9, 79.4),
-             'SG-SPEN': (53.0, 62.4, 82.6), 'implicit CD': (55.9, 67.8, 82.9)}
+# Paper Table 4 (token accuracy at 5 / 10 / 50 labeled; 1000 unlabeled citations): experiments/published.toml.
+PUBLISHED = experiments.TEXT['cora']['published']
 RUNS = ROOT / 'docs' / 'cora' / 'runs'
 # Where the Cora data are by default (--data_dir): the rules row is computed from them.
 DATA_DIR = os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' / 'data'))

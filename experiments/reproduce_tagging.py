@@ -66,64 +66,23 @@ SELECT = {'pos': 'accuracy', 'ner': 'f1', 'ner_plus': 'f1'}
 SELECT['ner_fixed'] = SELECT['ner']  # its config is ner.py's but for the frozen tables, data.chunk_select included
 # The papers' own chunk metric, shown first on NER / NER+ where the records have it (runs from this commit on).
 CONLLEVAL = 'f1_conlleval'
-# Published test numbers (x 100): implicit paper Tables 3 and 9 ("impl"), InfNet+ Tables 2 and 4 ("InfNet+").
-# InfNet (2018) is Tu & Gimpel's 2018 method: InfNet+ Table 2's "SPENs with inference networks (Tu and Gimpel,
-# 2018)" margin-rescaled row (Table 1's starred setting) gives it on all three datasets. The implicit paper's Table 9
-# InfNet (89.7 on POS) cites another paper, Tu & Gimpel 2019 (arXiv:1904.01138, not among the papers here), and
-# equals InfNet+'s "separated" row; it is kept, under its own citation, because that is what the paper compares with.
+# Published test numbers (x 100), experiments/published.toml: implicit paper Tables 3 and 9 ("impl"), InfNet+
+# Tables 2 and 4 ("InfNet+"). InfNet (2018) is Tu & Gimpel's 2018 method: InfNet+ Table 2's "SPENs with inference
+# networks (Tu and Gimpel, 2018)" margin-rescaled row (Table 1's starred setting) gives it on all three datasets. The
+# implicit paper's Table 9 InfNet (89.7 on POS) cites another paper, Tu & Gimpel 2019 (arXiv:1904.01138, not among
+# the papers here), and equals InfNet+'s "separated" row; it is kept, under its own citation, because that is what
+# the paper compares with.
 _INFNET_2018 = 'InfNet+ T2, Tu & Gimpel 2018'
-PUBLISHED = {
-    'pos': {'bilstm': {'impl T9': 88.7, 'InfNet+ T2': 88.8}, 'crf': {'impl T9': 89.3},
-            'spen': {'impl T9': 88.6}, 'infnet': {_INFNET_2018: 89.4, 'impl T9, cites Tu & Gimpel 2019': 89.7},
-            'infnet-plus-separated': {'InfNet+ T2': 89.7}, 'infnet-plus-shared': {'InfNet+ T2': 89.8},
-            'infnet-plus-stacked': {'InfNet+ T2': 89.8}, 'implicit-cd': {'impl T9': 90.1}},
-    'ner': {'bilstm': {'impl T3': 84.9, 'InfNet+ T2': 84.9}, 'spen': {'impl T3': 85.1},
-            'infnet': {'impl T3': 85.2, _INFNET_2018: 85.2}, 'infnet-plus-separated': {'InfNet+ T2': 85.0},
-            'infnet-plus-shared': {'InfNet+ T2': 85.6},
-            'infnet-plus-stacked': {'impl T3': 85.3, 'InfNet+ T2': 85.6}, 'implicit-cd': {'impl T3': 85.7},
-            'infnet-plus-stacked-ge-a': {'InfNet+ T4': 85.8}, 'infnet-plus-stacked-ge-b': {'InfNet+ T4': 85.9},
-            'infnet-plus-stacked-ge-c': {'InfNet+ T4': 86.3}},
-    'ner_plus': {'bilstm': {'impl T3': 89.1, 'InfNet+ T2': 89.3}, 'spen': {'impl T3': 88.6},
-                 'infnet': {'impl T3': 89.3, _INFNET_2018: 89.5}, 'infnet-plus-separated': {'InfNet+ T2': 89.8},
-                 'infnet-plus-shared': {'InfNet+ T2': 90.1},
-                 'infnet-plus-stacked': {'impl T3': 89.7, 'InfNet+ T2': 90.1}, 'implicit-cd': {'impl T3': 90.4},
-                 'infnet-plus-stacked-ge-a': {'InfNet+ T4': 90.2}, 'infnet-plus-stacked-ge-b': {'InfNet+ T4': 90.2},
-                 'infnet-plus-stacked-ge-c': {'InfNet+ T4': 90.4}},
-}
+PUBLISHED = experiments.TEXT['tagging']['published']
 # InfNet+ ran NER with fixed pretrained vectors (issue 33): the published NER numbers stand beside both settings.
 PUBLISHED['ner_fixed'] = dict(PUBLISHED['ner'])
 for _published in PUBLISHED.values():  # the papers' implicit CD number stands beside both schedules of the term
   if 'implicit-cd' in _published:
     _published['implicit-cd-r1'] = _published['implicit-cd']
 TOLERANCE = 1.5
-EARLIER_NOTE = ('Earlier design of the implicit rows (five inner steps, normal_cg with 11 HVPs, the design of the '
-                'configs until 2026-11-26; no config holds it any more, so its records are the recipe), no paper\'s '
-                'system, so not set beside a published number: kept to show what the faster design changed. On NER '
-                '/ NER+ these records predate conlleval\'s F1 (the reason is in docs/results.md).')
-_WITHIN = 'The within column says whether a flagged row is above or below. '
-FLAG_REASONS = {'pos': (
-    'The gap is shared by every row, the BiLSTM included, so it lies in the common inputs rather than in a method: '
-    'the papers\' POS taggers start from 100d skip-gram vectors trained on tweets, ours from 50d GloVe trained on '
-    'Wikipedia and newswire (30% of the lower-cased vocabulary has no GloVe vector); no character '
-    'features in either. Steps tried, on dev: random 100d vectors (75.98 dev), GloVe 50d, rate 1e-3 / 3e-3, '
-    'cased / lower-cased words, dropout 0.2 / 0.5, 30 / 50 epochs (docs/tagging/sweeps/pos-ff.md: 83.67 dev '
-    'chosen). The CRF and SPEN train their energy with dropout 0.5 on its encoder (model.energy_dropout, chosen on '
-    'POS dev: docs/tagging/sweeps/pos-energy-dropout.md); without it both peaked on dev by epoch 6-8 and sat '
-    '1.6 (CRF) and 0.8 (SPEN) under the BiLSTM.'),
-    # CoNLL: written before any NER/NER+ row was flagged; it lists the known differences, it does not test them.
-    'ner': (_WITHIN + 'Known differences from the papers\' '
-            'NER setup, none tested on NER dev: GloVe 50d against 100d, and Twitter POS\'s sizes and schedule '
-            '(configs/ner.py: 128 units, 10 epochs), not tuned for NER; {base}.'),
-}
-FLAG_REASONS['ner_fixed'] = (
-    _WITHIN + 'Known differences from the papers\' NER setup, none tested on NER dev: fixed GloVe 50d against their '
-    'fixed 100d vectors (configs/ner_fixed.py: GloVe is lower-cased, so the words carry no capitalisation), and '
-    'Twitter POS\'s sizes and schedule (configs/ner.py: 128 units, 10 epochs), not tuned for NER.')
-FLAG_REASONS['ner_plus'] = (
-    _WITHIN + 'Known differences from the papers\' NER+ '
-    'setup, none tested on NER+ dev: GloVe 50d against 100d; capitalisation, POS and chunk inputs as 16d '
-    'embeddings each (configs/ner_plus.py), otherwise configs/ner.py\'s sizes and schedule, not tuned for NER+; '
-    '{base}; the paired lines compare each with that base.')
+# The notes under the tables (published.toml): on the earlier design, and on each dataset's flagged rows.
+EARLIER_NOTE = experiments.TEXT['tagging']['text']['earlier_note']
+FLAG_REASONS = {d: experiments.TEXT['tagging']['text'][f'flag_{d}'] for d in ('pos', 'ner', 'ner_fixed', 'ner_plus')}
 RUNS = ROOT / 'docs' / 'tagging' / 'runs'
 # Records replaced by a rerun of the same config and seed (issue 33: the NER / NER+ rows recorded before conlleval's
 # F1 and the predictions were kept), kept to show how far a rerun moves a committed figure.
