@@ -62,6 +62,15 @@ def integers(text: str) -> list[int]:
 seeds = integers  # --seeds' type
 
 
+def chosen_variants(parser: argparse.ArgumentParser, only: str, variants) -> list[str]:
+  """A sweep's ``--only``: the comma-separated variants it names (default: all), an unknown one refused."""
+  chosen = [v for v in only.split(',') if v] or list(variants)
+  unknown = [v for v in chosen if v not in variants]
+  if unknown:
+    parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
+  return chosen
+
+
 class _OnRay(argparse.Action):
   """A flag that runs the runs on Ray: refused, naming itself and the extra to install, where Ray is absent."""
 

@@ -126,7 +126,7 @@ def sweep_table(name) -> tables.Table:
   """The page of sweep ``name``, from its records docs/cora/sweeps/<name>/<variant>.json (its variants' only)."""
   return tables.Table(f'cora-sweep-{name}', f'docs/cora/sweeps/{name}.md', (f'docs/cora/sweeps/{name}/*.json',),
                       functools.partial(sweep_fields, name), template='cora_sweep.md',
-                      key=lambda path, _: path.stem if path.stem in SWEEPS[name][2] else None,
+                      key=tables.variant_key(SWEEPS[name][2]),
                       command=f'python -m experiments.reproduce_cora --sweep={name} --table_only')
 
 

@@ -515,10 +515,6 @@ def sweep_table(sweep: str) -> tables.Table:
   dataset, variants = SWEEPS[sweep]
   key = SELECT[dataset]
 
-  def variant_of(path, record):  # a record of no variant of the sweep (any more) is left out
-    variant = tables.stem(path, record)
-    return variant if variant in variants else None
-
   def fields(groups):
     lines = [f'| variant | overrides | seed | best epoch | dev {key} | test {key} | s/run |',
              '|---|---|---|---|---|---|---|']
@@ -528,7 +524,7 @@ def sweep_table(sweep: str) -> tables.Table:
                 f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |' for r in groups.get(variant, [])]
     return {'sweep': sweep, 'dataset': dataset, 'table': '\n'.join(lines)}
   folder = f'docs/tagging/sweeps/{sweep}'
-  return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields, key=variant_of,
+  return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields, key=tables.variant_key(variants),
                       template='tagging_sweep.md',
                       command=f'python -m experiments.reproduce_tagging --sweep={sweep} --table_only')
 
@@ -617,10 +613,7 @@ def main():
     return
   if args.sweep:
     dataset, variants = SWEEPS[args.sweep]
-    chosen = [v for v in args.only.split(',') if v] or list(variants)
-    unknown = sorted(set(chosen) - set(variants))
-    if unknown:
-      parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
+    chosen = experiments.chosen_variants(parser, args.only, variants)
     if not args.table_only:
       runner.run_all([runner.Run(f'{args.sweep} {variant} seed {seed}',
                                  functools.partial(base_config, dataset, seed, args.data_dir, variants[variant]),

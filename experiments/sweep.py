@@ -285,12 +285,6 @@ def run_of(sweep, variant, seed, args) -> runner.Run:
                     f'{variant}-seed{seed}.json', f'/tmp/sweep/{sweep}-{variant}-{seed}')
 
 
-def variant_of(sweep, path, record):
-  """A record's row of ``sweep``'s page: its variant (None for a file of no variant of it)."""
-  variant = tables.stem(path, record)
-  return variant if variant in SWEEPS[sweep][1] else None
-
-
 TABLE_HEAD = ['| variant | overrides | seed | best epoch | dev @0.5 | dev tuned (sel.) | dev tuned (max) | test @0.5 | '
               'test tuned | device | s/run |', '|---|---|---|---|---|---|---|---|---|---|---|']
 
@@ -321,7 +315,7 @@ def fields(sweep, groups) -> dict:
 
 # One page a sweep, docs/sweeps/<sweep>.md, from one template (pages/sweep.md); a sweep not run yet has none.
 TABLES = [tables.Table(name, f'docs/sweeps/{name}.md', (f'docs/sweeps/{name}/*.json',), functools.partial(fields, name),
-                       key=functools.partial(variant_of, name), template='sweep.md', required=False,
+                       key=tables.variant_key(SWEEPS[name][1]), template='sweep.md', required=False,
                        command=f'python -m experiments.sweep --sweep={name} --table_only') for name in SWEEPS]
 
 
@@ -335,11 +329,7 @@ def main():
   parser.add_argument('--table_only', action='store_true')
   experiments.add_runner_flags(parser)
   args = parser.parse_args()
-  variants = SWEEPS[args.sweep][1]
-  chosen = [v for v in args.only.split(',') if v] or list(variants)
-  unknown = [v for v in chosen if v not in variants]
-  if unknown:
-    parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
+  chosen = experiments.chosen_variants(parser, args.only, SWEEPS[args.sweep][1])
   if not args.table_only:
     runner.run_all([run_of(args.sweep, variant, seed, args) for seed in args.seeds
                     for variant in chosen],
