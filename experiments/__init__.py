@@ -31,6 +31,20 @@ ROOT = Path(__file__).resolve().parents[1]
 TEXT = tomllib.loads((Path(__file__).resolve().parent / 'published.toml').read_text(encoding='utf-8'))
 
 
+def sweeps(family: str) -> dict:
+  """``family``'s named sweeps, from sweeps.toml beside this file: name -> its table, whose ``variants`` maps each
+  variant to its overrides (lists as tuples, as the configs write them); a sweep ``like`` another takes its
+  variants, with ``train_file`` (a path in the repository) as data.train_file of each."""
+  out = tomllib.loads((Path(__file__).resolve().parent / 'sweeps.toml').read_text(encoding='utf-8'))[family]
+  for sweep in out.values():
+    if 'like' in sweep:
+      extra = {'data.train_file': str(ROOT / sweep['train_file'])} if 'train_file' in sweep else {}
+      sweep['variants'] = {k: dict(v, **extra) for k, v in out[sweep['like']]['variants'].items()}
+    sweep['variants'] = {k: {key: tuple(v) if isinstance(v, list) else v for key, v in overrides.items()}
+                         for k, overrides in sweep['variants'].items()}
+  return out
+
+
 def config_rows(name: str):
   """The module of ``configs/<name>.py``, whose rows (``SYSTEMS``, ...) a family's tables are made of."""
   return rows.load_module(ROOT / 'configs' / f'{name}.py')

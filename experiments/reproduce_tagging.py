@@ -39,7 +39,6 @@ from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 import experiments  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-from experiments.mlc import PROXIMAL  # pylint: disable=wrong-import-position
 # The rows: configs/<dataset>.py:<system> applies experiments/tagging.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order).
 from experiments import summary, tables, tagging  # pylint: disable=wrong-import-position
@@ -88,79 +87,8 @@ RUNS = ROOT / 'docs' / 'tagging' / 'runs'
 # F1 and the predictions were kept), kept to show how far a rerun moves a committed figure.
 SUPERSEDED = ROOT / 'docs' / 'tagging' / 'runs_superseded'
 SWEEP_DIR = ROOT / 'docs' / 'tagging' / 'sweeps'
-# configs/pos.py before the pos-ff sweep (GloVe 50d, BiLSTM); every variant spells out what it changes.
-_POS_BEFORE = {'method': 'feedforward', 'num_epochs': 30, 'optimizer.learning_rate': 1e-3, 'model.dropout': 0.2,
-               'data.lowercase': False}
-# The proximal inner problem exactly as the MLC runs set it (chosen on bibtex dev), on POS's lambda.
-_POS_PROX = {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1, **PROXIMAL}
-# The fast implicit step: one inner step, the implicit term by one fused GCR pass.
-_POS_FAST = {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.inner_steps': 1,
-             'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
-# sweep -> (dataset, {variant: overrides}); choices read the dev column only.
-SWEEPS = {
-    # 2026-11-23: the feed-forward BiLSTM's schedule and word table on POS (configs/pos.py before this sweep:
-    # random 100d embeddings, lr 1e-3, 30 epochs; its best dev epoch was the last).
-    'pos-ff': ('pos', {
-        'random-e30': {**_POS_BEFORE, 'model.embeddings': 'random', 'model.embedding_dim': 100},
-        'glove-e30': {**_POS_BEFORE},
-        'glove-lr3e-3-e30': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3},
-        'glove-lr3e-3-e30-lower': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3, 'data.lowercase': True},
-        'glove-lr3e-3-e30-drop0.5': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3, 'model.dropout': 0.5},
-        # lower-cased words and dropout 0.5 each lifted dev: together, and with a longer schedule.
-        'glove-lr3e-3-e30-lower-drop0.5': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3, 'data.lowercase': True,
-                                           'model.dropout': 0.5},
-        'glove-lr3e-3-e50-lower-drop0.5': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3, 'data.lowercase': True,
-                                           'model.dropout': 0.5, 'num_epochs': 50},
-    }),
-    # 2026-11-24: implicit CD under configs/pos.py (lambda 1) ended its seed-0 run at dev 82.4 against the BiLSTM's
-    # 83.7, with L_aux near -67 per tweet: the energy term, not the cross-entropy, drove the inference net.
-    'pos-cd': ('pos', {
-        'lam1': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 1.0},
-        'lam0.1': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1},
-        'lam0.01': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.01},
-        # Both peaked on dev by epoch 12 of 30 (the BiLSTM at 27): five inner steps at the BiLSTM's rate move the
-        # inference net five times as far per batch. The inner rate divided to match.
-        'lam0.1-inner1e-3': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1,
-                             'implicit.inner_optimizer.learning_rate': 1e-3},
-        # 2026-11-25: the committed config's median inner stationarity is 0.83 and its implicit term a tenth of the
-        # explicit one (docs/tagging/runs/pos-implicit-cd-before-seed0.json): what the term adds (its no-term twin), and
-        # the proximal inner problem that made it right on MLC (experiments/mlc.py PROXIMAL), with its twin.
-        'lam0.1-inner1e-3-none': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1,
-                                  'implicit.inner_optimizer.learning_rate': 1e-3, 'implicit.solver.name': 'none'},
-        'prox-mu3': {**_POS_PROX},
-        'prox-mu3-none': {**_POS_PROX, 'implicit.solver.name': 'none'},
-    }),
-    # 2026-11-25: the CRF sits 1.6 under the BiLSTM on POS, both on the same inputs, and peaks on dev by epoch 8 of
-    # 30: its energy (Eq. 7's unary network, shared by every energy-based method) trains without the dropout that
-    # the inference nets have (model.dropout 0.5). The energy's own dropout, on the CRF and on implicit CD.
-    'pos-energy-dropout': ('pos', {
-        'crf': {'method': 'crf'},
-        'crf-edrop0.2': {'method': 'crf', 'model.energy_dropout': 0.2},
-        'crf-edrop0.5': {'method': 'crf', 'model.energy_dropout': 0.5},
-        'cd-edrop0.5': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'model.energy_dropout': 0.5},
-        # SPEN predicts by GBI on its energy, as the CRF by Viterbi on its.
-        'spen': {'method': 'spen'},
-        'spen-edrop0.5': {'method': 'spen', 'model.energy_dropout': 0.5},
-    }),
-    # 2026-11-25 (issue: the implicit step at the cost of its rivals): the committed implicit CD step costs 6-8x
-    # InfNet+ stacked's, spent on five inner steps and 11 HVPs (normal_cg). One inner step and the implicit term by
-    # one fused GCR pass (bilevel.implicit_gcr: MINRES's first iterate), at the committed inner rate and at the
-    # BiLSTM's (one step per batch instead of five); the committed rows' dev (docs/tagging/runs) is the reference.
-    'pos-fast': ('pos', {
-        'T1-gcr1': {**_POS_FAST},
-        'T1-gcr1-inner3e-3': {**_POS_FAST, 'implicit.inner_optimizer.learning_rate': 3e-3},
-        'T2-gcr1': {**_POS_FAST, 'implicit.inner_steps': 2},
-        # 2026-11-26, after the rerun: the committed step is 2.7x InfNet+ stacked's; the term computed on every
-        # third step and reused in between (implicit.solver.reuse 'r3') brings the mean step under 2x.
-        'T1-gcr1-inner3e-3-refresh3': {**_POS_FAST, 'implicit.inner_optimizer.learning_rate': 3e-3,
-                                       'implicit.solver.reuse': 'r3'},
-    }),
-    # The CRF's dev choice on POS (energy dropout 0.5), checked on NER dev.
-    'ner-energy-dropout': ('ner', {
-        'crf': {'method': 'crf'},
-        'crf-edrop0.5': {'method': 'crf', 'model.energy_dropout': 0.5},
-    }),
-}
+# sweep -> (dataset, {variant: overrides}), experiments/sweeps.toml [tagging.*]; choices read the dev column only.
+SWEEPS = {name: (sweep['dataset'], sweep['variants']) for name, sweep in experiments.sweeps('tagging').items()}
 
 
 def base_config(dataset, seed, data_dir, row):
