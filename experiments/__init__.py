@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tomllib
 from pathlib import Path
 
 from implicit_jax.engine import rows
@@ -26,6 +27,22 @@ from implicit_jax.engine.rows import arg_name, parse  # noqa: F401  (the scripts
 
 # The repository: configs/ and docs/ beside this folder.
 ROOT = Path(__file__).resolve().parents[1]
+# The papers' published numbers and the tables' long prose, as data (published.toml beside this file).
+TEXT = tomllib.loads((Path(__file__).resolve().parent / 'published.toml').read_text(encoding='utf-8'))
+
+
+def sweeps(family: str) -> dict:
+  """``family``'s named sweeps, from sweeps.toml beside this file: name -> its table, whose ``variants`` maps each
+  variant to its overrides (lists as tuples, as the configs write them); a sweep ``like`` another takes its
+  variants, with ``train_file`` (a path in the repository) as data.train_file of each."""
+  out = tomllib.loads((Path(__file__).resolve().parent / 'sweeps.toml').read_text(encoding='utf-8'))[family]
+  for sweep in out.values():
+    if 'like' in sweep:
+      extra = {'data.train_file': str(ROOT / sweep['train_file'])} if 'train_file' in sweep else {}
+      sweep['variants'] = {k: dict(v, **extra) for k, v in out[sweep['like']]['variants'].items()}
+    sweep['variants'] = {k: {key: tuple(v) if isinstance(v, list) else v for key, v in overrides.items()}
+                         for k, overrides in sweep['variants'].items()}
+  return out
 
 
 def config_rows(name: str):
@@ -57,6 +74,15 @@ def integers(text: str) -> list[int]:
 
 
 seeds = integers  # --seeds' type
+
+
+def chosen_variants(parser: argparse.ArgumentParser, only: str, variants) -> list[str]:
+  """A sweep's ``--only``: the comma-separated variants it names (default: all), an unknown one refused."""
+  chosen = [v for v in only.split(',') if v] or list(variants)
+  unknown = [v for v in chosen if v not in variants]
+  if unknown:
+    parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
+  return chosen
 
 
 class _OnRay(argparse.Action):

@@ -50,6 +50,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 # The modules beside this one hold the published numbers and the record files of each family's table.
+import experiments
 from experiments import compare_methods, records, reproduce_cora, reproduce_horses, reproduce_tagging, rescore
 from experiments import tables
 from implicit_jax.engine import cli
@@ -138,25 +139,9 @@ def _seal_spreads(dataset, a, b):
   return tuple(spread[s][dataset] for s in (a, b))
 
 
-# The paper's name of each row, as its table prints it (subscripts as L_X), by table and our system.
-ROW_NAMES = {
-    'implicit T1': {'mbce': 'Fast MBCE', 'spen': 'Slow SPEN', 'dvn': 'DVN', 'nce-gbi': 'NCE', 'implicit-cd': 'L_CD',
-                    'implicit-ssvm': 'L_SSVM', 'implicit-dvn': 'L_DVN'},
-    'SEAL T1': {'mbce': 'cross-entropy (CE)', 'spen': 'SPEN', 'dvn': 'DVN', 'nce-gbi': 'NCE ranking (GBI)',
-                **{f'seal-{kind} {loss}': f'SEAL-{kind} {name}' for kind in ('static', 'dynamic')
-                   for loss, name in (('margin', 'margin'), ('regression', 'regression'), ('nce', 'NCE ranking'))}},
-    'implicit T3': {'bilstm': 'BILSTM', 'spen': 'SPEN', 'infnet': 'InfNet', 'infnet-plus-stacked': 'InfNet+',
-                    'implicit-cd': 'L_CD'},
-    'implicit T9': {'bilstm': 'BILSTM', 'spen': 'SPEN', 'crf': 'CRF', 'infnet': 'InfNet', 'implicit-cd': 'L_CD'},
-    'InfNet+ T2': {'bilstm': 'BiLSTM', 'infnet': 'margin-rescaled (Tu & Gimpel 2018)',
-                   **{f'infnet-plus-{p}': p for p in ('separated', 'shared', 'stacked')}},
-    'InfNet+ T4': {'infnet-plus-stacked': 'compound, stacked, CE, no truncation',
-                   **{f'infnet-plus-stacked-ge-{g}': f'+ global energy GE({g})' for g in 'abc'}},
-    'SEAL T4': {'fcn': 'FCN (cross-entropy)', 'dvn': 'DVN with GBI', 'seal-regression': 'SEAL-dynamic (regression)',
-                'seal-nce': 'SEAL-dynamic (NCE)'},
-    'implicit T10': {'dvn': 'DVN', 'implicit-cd': 'L_CD'},
-    'implicit T4': {'implicit-cd': 'Ours (L_CD)', 'rspen': 'RSPEN', 'dvn': 'DVN'},
-}
+# The paper's name of each row, as its table prints it (subscripts as L_X), by table and our system
+# (experiments/published.toml).
+ROW_NAMES = experiments.TEXT['claims']['row_names']
 
 
 def _claim(paper, task, a: Row, b: Row, numbers, systems=None, **more) -> Claim:
@@ -256,40 +241,12 @@ def claims() -> list[Claim]:
   return out
 
 
-# The papers' comparative claims on tasks or rows not run here: (table, claim, why not).
-NOT_RUN = [
-    ('implicit T1', 'L_CD over every row on Eurlexev and Bookmarks',
-     'neither dataset is in the data directory (its MULAN files are bibtex, delicious, genbase and cal500)'),
-    ('implicit T1', 'L_CD over ALEN and iALEN; GSPEN over L_CD on bibtex ("the only model that outperforms our '
-     'proposed method is GraphSPEN")',
-     'ALEN, iALEN and GSPEN are not implemented here (the paper cites their numbers)'),
-    ('implicit T2', 'L_CD over SGM, BERT-CE, OCD, Seq2Seq, SeqTag and LACO on RCV1 and AAPD',
-     'neither corpus nor pretrained BERT weights can be had here (docs/results.md, "Not covered")'),
-    ('implicit T3', 'L_SSVM "consistent" with InfNet+ on NER and NER+',
-     'the table names SSVM in its caption but lists no SSVM row: no published number'),
-    ('implicit T4', 'Ours (L_CD) over GE and SGSPEN at 5, 10 and 50 labeled citations',
-     'GE and SG-SPEN are not implemented here'),
-    ('implicit T5', 'L_CD faster than SPEN and DVN per epoch and at inference',
-     'a timing claim, not one on test predictions: docs/benchmarks.md measures the steps side by side'),
-    ('implicit T10', 'L_CD over cGLOW and ALEN on Weizmann horses', 'cGLOW and ALEN are not implemented here'),
-    ('InfNet+ T1', 'no zero truncation and the local CE term against the other SPEN configurations',
-     'those configurations of the margin-rescaled and perceptron SPENs are not run here'),
-    ('InfNet+ T2', 'the compound objective over the perceptron SPEN (Tu & Gimpel 2018)',
-     'the perceptron SPEN is not run here'),
-    ('InfNet+ T2', 'stacked against shared (POS, NER, NER+)', 'the table ties them ('
-     + ', '.join(f'{reproduce_tagging.PUBLISHED[d]["infnet-plus-shared"]["InfNet+ T2"]:.1f}'
-                 for d in ('pos', 'ner', 'ner_plus')) + '): no direction'),
-    ('InfNet+ T3', 'A_Psi - F_Phi larger with the compound objective (dev)',
-     'the records keep the test-time network\'s dev scores only, not the cost-augmented network F_Phi\'s'),
-    ('InfNet+ T4', 'GE(b) over GE(a) on NER+', 'the table ties them ('
-     f'{reproduce_tagging.PUBLISHED["ner_plus"]["infnet-plus-stacked-ge-b"]["InfNet+ T4"]:.1f}): no direction'),
-    ('InfNet+ T4', 'every row on NER++', 'NER++\'s character-based word representations are not built here'),
-    ('SEAL T1', 'every row on eurlex-ev and expr_fun',
-     'eurlex-ev is not in the data directory, and expr_fun\'s training file is not either'),
-    ('SEAL T1', 'SEAL 3.63x faster at inference than GBI', 'a timing claim, not one on test predictions'),
-    ('SEAL T2, T3', 'SEAL-dynamic NCE over BERT cross-entropy and LACO on AAPD; over BERT-CRF and structured tuning '
-     'on CoNLL-12 SRL', 'text multi-label and semantic role labeling with BERT are not run here'),
-]
+# The papers' comparative claims on tasks or rows not run here: (table, claim, why not), experiments/published.toml;
+# where the table ties two rows, the numbers are read from reproduce_tagging.PUBLISHED.
+_TIES = {'t2_ties': ', '.join(f'{reproduce_tagging.PUBLISHED[d]["infnet-plus-shared"]["InfNet+ T2"]:.1f}'
+                              for d in ('pos', 'ner', 'ner_plus')),
+         't4_ge_b': f'{reproduce_tagging.PUBLISHED["ner_plus"]["infnet-plus-stacked-ge-b"]["InfNet+ T4"]:.1f}'}
+NOT_RUN = [(c['paper'], c['claim'], c['why'].format(**_TIES)) for c in experiments.TEXT['claims']['not_run']]
 
 
 _SCORES = {}  # (record path, key, reading) -> per-example scores: a row's records serve several claims

@@ -43,44 +43,18 @@ ORDER = ['mbce', 'spen', 'dvn', 'nce-gbi', 'infnet', 'infnet+ separated', 'infne
          'seal-dynamic regression', 'seal-dynamic regression-s', 'seal-dynamic nce', 'implicit-ssvm',
          'implicit-dvn', 'implicit-nce', 'implicit-cd']
 
-# Published example F1 x 100. SEAL (Lee et al. 2022) Table 1: threshold 0.5 on the task net / GBI output.
+# Published example F1 x 100 (experiments/published.toml): SEAL (Lee et al. 2022) Table 1, threshold 0.5 on the
+# task net / GBI output ('infnet': SEAL's row "SEAL-dynamic margin (InfNet)"), and the +- beside each of its
+# numbers, what the claims ledger (experiments/claims.py) allows a row beside its published number where it exceeds
+# the ledger's 2 points; Shankar & Piratla Table 1 (mlc.PAPER, bibtex and delicious): its threshold is not stated,
+# but its MBCE (42.47 / 30.12) sits with SEAL's CE at 0.5 (42.40 / 29.89) and far below any tuned-threshold
+# delicious F1 here (above 36): F1 @0.5.
 DATASETS = ('bibtex', 'delicious', 'genbase', 'cal500', 'spo_fun')
-_SEAL = {
-    'mbce': (42.40, 29.89, 47.37, 33.58, 27.81),
-    'spen': (42.99, 24.20, 32.13, 37.24, 27.95),
-    'dvn': (45.95, 24.87, 77.92, 47.74, 29.35),
-    'nce-gbi': (12.95, 12.69, 12.40, 33.89, 18.06),
-    'seal-static margin': (43.11, 28.08, 57.45, 33.91, 28.15),
-    'seal-static regression': (42.29, 30.09, 96.68, 37.63, 28.42),
-    'seal-static nce': (43.03, 30.08, 96.43, 37.82, 28.29),
-    'seal-dynamic margin': (42.86, 29.75, 96.53, 36.69, 28.43),
-    'infnet': (42.86, 29.75, 96.53, 36.69, 28.43),  # SEAL's row "SEAL-dynamic margin (InfNet)"
-    'seal-dynamic regression': (43.74, 29.79, 96.95, 37.97, 29.02),
-    'seal-dynamic regression-s': (44.53, 29.87, 96.81, 38.95, 28.29),
-    'seal-dynamic nce': (44.76, 34.67, 97.32, 41.62, 28.83),
-}
-SEAL = {system: dict(zip(DATASETS, values)) for system, values in _SEAL.items()}
-# The +- beside each of those numbers in SEAL Table 1 (x 100), the same rows and datasets: what the claims ledger
-# (experiments/claims.py) allows a row beside its published number where it exceeds the ledger's 2 points.
-_SEAL_SPREAD = {
-    'mbce': (0.18, 0.08, 7.47, 0.43, 0.13),
-    'spen': (0.16, 0.07, 0.15, 1.07, 0.18),
-    'dvn': (0.13, 0.57, 1.00, 0.19, 0.31),
-    'nce-gbi': (0.53, 0.15, 0.81, 0.49, 0.38),
-    'seal-static margin': (0.15, 0.06, 5.17, 0.45, 0.17),
-    'seal-static regression': (0.18, 0.08, 0.11, 0.44, 0.09),
-    'seal-static nce': (0.15, 0.05, 0.15, 0.38, 0.05),
-    'seal-dynamic margin': (0.16, 0.11, 0.21, 0.40, 0.13),
-    'seal-dynamic regression': (0.14, 0.05, 0.14, 0.33, 0.11),
-    'seal-dynamic regression-s': (0.18, 0.07, 0.20, 0.13, 0.12),
-    'seal-dynamic nce': (0.17, 0.38, 0.81, 0.80, 0.13),
-}
-SEAL_SPREAD = {system: dict(zip(DATASETS, values)) for system, values in _SEAL_SPREAD.items()}
-# Shankar & Piratla Table 1 (bibtex, delicious). Its threshold is not stated, but its MBCE (42.47 / 30.12) sits
-# with SEAL's CE at 0.5 (42.40 / 29.89) and far below any tuned-threshold delicious F1 here (above 36): F1 @0.5.
-IMPLICIT_PAPER = {'spen': {'bibtex': 43.12, 'delicious': 26.56}, 'dvn': {'bibtex': 42.73, 'delicious': 29.71},
-                  'nce-gbi': {'bibtex': 20.12, 'delicious': 16.97}}
-for _dataset, _rows in mlc.PAPER.items():  # MBCE and the implicit losses
+_TEXT = experiments.TEXT['mlc']
+SEAL, SEAL_SPREAD = ({system: dict(zip(DATASETS, values)) for system, values in _TEXT[name].items()}
+                     for name in ('seal', 'seal_spread'))
+IMPLICIT_PAPER = {}
+for _dataset, _rows in mlc.PAPER.items():
   for _system, _value in _rows.items():
     IMPLICIT_PAPER.setdefault(_system, {})[_dataset] = _value
 TOLERANCE = 1.5  # F1 points: a baseline further than this from its published bibtex number is flagged
@@ -88,13 +62,7 @@ TOLERANCE = 1.5  # F1 points: a baseline further than this from its published bi
 # their dev-chosen 400-unit design, mlc.SYSTEMS); then ORDER at 150 units.
 ORDER_H400 = [f'{s}-h400' for s in ORDER]
 # What is known of a 400-unit row's flag beyond the differences every row shares (the table's flag paragraph).
-FLAG_NOTES = {
-    'spen-h400': ('SPEN: its GBI and learning rate were chosen again at this width (6 variants, '
-                  'docs/sweeps/bibtex-spen-h400.md; the best on dev: Adam at 3e-4); its feature network '
-                  'trains from scratch with the energy, where Belanger & McCallum (2016) first train it as '
-                  'independent logistic classifiers, a stage not built here.'),
-    'nce-gbi-h400': 'NCE with GBI sits far above both published numbers, which both papers report as a failure.',
-}
+FLAG_NOTES = _TEXT['flag_notes']
 H400 = '-h400'
 
 
@@ -195,27 +163,10 @@ def fields(groups) -> dict:
   if flagged_h400:
     h400 += ['', f'**Flagged at 400 units** ({len(flagged_h400)}: '
              + ', '.join(f'{s} {min(g, key=abs):+.2f}' for s, g in flagged_h400) + '). '
-             + ' '.join(FLAG_NOTES[s] for s, _ in flagged_h400 if s in FLAG_NOTES) + ' What still differs from '
-             'SEAL\'s runs: the split (the MULAN train/test files here, SEAL\'s stratified folds of a re-split '
-             'there), the budget (twice the config\'s 40 epochs here, up to 300 with a plateau schedule there) and '
-             'SEAL\'s per-method random search (here each method\'s settings from its 150-unit sweep, SPEN\'s, '
-             'DVN\'s and SEAL-dynamic NCE\'s from their sweeps at this width).']
+             + ' '.join(FLAG_NOTES[s] for s, _ in flagged_h400 if s in FLAG_NOTES) + ' ' + _TEXT['text']['why_h400']]
   body, flagged = table_rows(groups, ORDER, DATASETS)
   if flagged:
-    body += ['', '**Why the bibtex flags.** (1) Split: SEAL trained on stratified folds 1-6, selected on 7-8 and '
-             'tested on 9-10 of a re-split of all rows; these rows use the MULAN train/test files, another test '
-             'set. (2) Network and budget: SEAL\'s best bibtex configs (iesl/seal-neurips-2022, '
-             '`best_models_configs/bibtex_strat_*/config.json`) use two 400-unit softplus layers for the task net '
-             'and the energy\'s feature net, AdamW with a plateau schedule, up to 300 epochs, and per-method '
-             'hyperparameters from a random search (dynamic NCE: energy weight 5.5, 20 samples, 12 energy and '
-             '5 task-net steps per batch); every row of this table shares 150-unit layers and one budget. Our '
-             'MBCE row itself sits below SEAL\'s CE by about as much as most flagged rows, and the "over MBCE" '
-             'column, which removes that common offset, is within about one F1 of SEAL\'s for most of them. The '
-             'table above reruns every bibtex baseline with SEAL\'s layer sizes. (3) Tried for the flagged rows: '
-             'the same epoch budget as MBCE, GBI settings for SPEN and DVN ([bibtex-spen](sweeps/bibtex-spen.md), '
-             '[bibtex-dvn](sweeps/bibtex-dvn.md)), the energy weight of SEAL\'s task-net loss '
-             '([bibtex-seal](sweeps/bibtex-seal.md)); the chosen settings are in `DEV_CHOSEN` of '
-             '`experiments/mlc.py`. NCE with GBI is far above both published numbers.']
+    body += ['', _TEXT['text']['why_bibtex']]
   missing = [(d, s) for d in ('bibtex', 'delicious') for s in ORDER if (d, s) not in groups]
   if missing:
     body += ['', 'Not run yet: ' + ', '.join(f'{d} {s}' for d, s in missing) + '.']

@@ -39,11 +39,8 @@ def config_name(dataset: str, system: str, protocol: str = 'official') -> str:
   return f'configs/{dataset}.py:{experiments.arg_name(system)}' + (f',{protocol}' if protocol != 'official' else '')
 
 
-# Shankar & Piratla, Table 1 (example F1 x 100; their split: stratified 60/20/20 re-split).
-PAPER = {
-    'bibtex': {'mbce': 42.47, 'implicit-ssvm': 44.55, 'implicit-dvn': 44.94, 'implicit-cd': 46.21},
-    'delicious': {'mbce': 30.12, 'implicit-ssvm': 30.34, 'implicit-dvn': 28.87, 'implicit-cd': 35.12},
-}
+# Shankar & Piratla, Table 1 (example F1 x 100; their split: stratified 60/20/20 re-split): experiments/published.toml.
+PAPER = experiments.TEXT['mlc']['implicit_paper']
 
 
 def row_config(configs, dataset: str, seed: int, protocol: str, data_dir: str, system: str | None = None):

@@ -40,10 +40,8 @@ from experiments.cora import SYSTEMS  # pylint: disable=wrong-import-position
 
 SIZES = (5, 10, 50)
 DRAWS = (0, 1, 2, 3, 4)
-_LABELED_ONLY = {'data.unlabeled': False}
-# Paper Table 4 (token accuracy at 5 / 10 / 50 labeled; 1000 unlabeled citations).
-PUBLISHED = {'GE': (54.7, 57.9, 68.0), 'R-SPEN': (55.0, 65.0, 81.5), 'DVN': (57.4, 60.9, 79.4),
-             'SG-SPEN': (53.0, 62.4, 82.6), 'implicit CD': (55.9, 67.8, 82.9)}
+# Paper Table 4 (token accuracy at 5 / 10 / 50 labeled; 1000 unlabeled citations): experiments/published.toml.
+PUBLISHED = experiments.TEXT['cora']['published']
 RUNS = ROOT / 'docs' / 'cora' / 'runs'
 # Where the Cora data are by default (--data_dir): the rules row is computed from them.
 DATA_DIR = os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' / 'data'))
@@ -56,31 +54,10 @@ CHOICES = [(row, 'implicit-cd-t5') for row in ('implicit-cd', 'implicit-cd-gcr',
                                                'implicit-cd-t1-r3', 'implicit-cd-t1-lr5-r3')]
 CHOICES += [('dvn', 'dvn-e15'), ('rspen', 'rspen-e15')]
 SWEEP_DIR = ROOT / 'docs' / 'cora' / 'sweeps'
-# sweep -> (size, draw, {variant: overrides}); choices read the dev column only. The cd-* sweeps ran on
-# configs/cora.py's implicit design until 2026-11-28 (row implicit-cd-t5); their records are their recipe.
-SWEEPS = {
-    # 2026-11-24, implicit CD at 10 labeled, draw 0 (configs/cora.py then had aux_lambda 0.1): lambda 1 reached the
-    # best dev accuracy, still rising at the last epoch; a larger rank margin did not help.
-    'cd-10': (10, 0, {'lam0.1': {'implicit.aux_lambda': 0.1}, 'lam1': {'implicit.aux_lambda': 1.0},
-                      'lam0.1-margin5': {'implicit.aux_lambda': 0.1, 'implicit.reward_margin': 5.0}}),
-    # 2026-11-24, after lambda 1: at 5 labeled (draw 0) implicit CD reached dev 64.92, under the BiLSTM's 65.99 and
-    # R-SPEN's. Its negatives (concrete, temperature 0.5) sit close to A_theta(x), so the pairs the reward ranks
-    # differ little; hard samples and a hotter relaxation spread them. The config's own setting is the record of
-    # the main table (docs/cora/runs/cora-implicit-cd-l<size>-d0.json), not repeated here.
-    'cd-5-negatives': (5, 0, {'straight-through': {'implicit.negatives.sampler': 'straight_through'},
-                              'concrete-t1': {'implicit.negatives.temperature': 1.0}}),
-    'cd-10-negatives': (10, 0, {'straight-through': {'implicit.negatives.sampler': 'straight_through'},
-                                'concrete-t1': {'implicit.negatives.temperature': 1.0}}),
-    # 2026-11-24, after the first table: the labeled-only BiLSTM takes 15 steps an epoch (250 rows, batch 16), so
-    # 15 epochs are 225 updates, against 2475 inner updates of implicit CD, and its best dev epoch was the last
-    # at 10 and 50 labeled. Its schedule, chosen on dev at each size.
-    'bilstm-5-epochs': (5, 0, {f'e{n}': {**_LABELED_ONLY, 'method': 'feedforward', 'num_epochs': n}
-                               for n in (15, 60, 150)}),
-    'bilstm-10-epochs': (10, 0, {f'e{n}': {**_LABELED_ONLY, 'method': 'feedforward', 'num_epochs': n}
-                                 for n in (15, 60, 150)}),
-    'bilstm-50-epochs': (50, 0, {f'e{n}': {**_LABELED_ONLY, 'method': 'feedforward', 'num_epochs': n}
-                                 for n in (15, 60, 150)}),
-}
+# sweep -> (size, draw, {variant: overrides}), experiments/sweeps.toml [cora.*]; choices read the dev column only.
+# The cd-* sweeps ran on configs/cora.py's implicit design until 2026-11-28 (row implicit-cd-t5); their records are
+# their recipe.
+SWEEPS = {name: (s['size'], s['draw'], s['variants']) for name, s in experiments.sweeps('cora').items()}
 
 
 def base_config(size, draw, data_dir, row):
@@ -127,7 +104,7 @@ def sweep_table(name) -> tables.Table:
   """The page of sweep ``name``, from its records docs/cora/sweeps/<name>/<variant>.json (its variants' only)."""
   return tables.Table(f'cora-sweep-{name}', f'docs/cora/sweeps/{name}.md', (f'docs/cora/sweeps/{name}/*.json',),
                       functools.partial(sweep_fields, name), template='cora_sweep.md',
-                      key=lambda path, _: path.stem if path.stem in SWEEPS[name][2] else None,
+                      key=tables.variant_key(SWEEPS[name][2]),
                       command=f'python -m experiments.reproduce_cora --sweep={name} --table_only')
 
 

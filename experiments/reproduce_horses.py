@@ -51,25 +51,14 @@ ORDER = [s for system in SYSTEMS for s in (system, *(EARLIER if system == EARLIE
 def label_of(system: str) -> str:
   return SYSTEMS[system][0] if system in SYSTEMS else EARLIER[system]
 
-# Published test mean IoU (x 100): Shankar & Piratla Table 10 (their split and resolution protocol of Lu & Huang
-# 2020) and SEAL Table 4 (160 training images, 24x24 crops, 36-crop test averaging, DVN's protocol).
-PUBLISHED = {
-    'fcn': {'SEAL T4': 77.80},
-    'fcn-200': {'SEAL T4': 77.80},
-    'seal-regression-w': {'SEAL T4': 79.23},
-    'dvn': {'implicit T10': 83.9, 'SEAL T4': 72.93},
-    'seal-regression': {'SEAL T4': 79.23},
-    'seal-nce': {'SEAL T4': 76.78},
-    'implicit-cd': {'implicit T10': 89.4},
-    'implicit-cd-before': {'implicit T10': 89.4},
-    'implicit-cd-t1-gcr': {'implicit T10': 89.4},
-    'implicit-cd-r1': {'implicit T10': 89.4},
-    'implicit-dvn': {},
-    'implicit-regression': {},
-}
+# Published test mean IoU (x 100), experiments/published.toml: Shankar & Piratla Table 10 (their split and
+# resolution protocol of Lu & Huang 2020) and SEAL Table 4 (160 training images, 24x24 crops, 36-crop test
+# averaging, DVN's protocol).
+_TEXT = experiments.TEXT['horses']
+PUBLISHED = _TEXT['published']
 PUBLISHED.update({f'{s}-crops': PUBLISHED[s] for s in CROPPED})
 # SEAL Table 4's +- beside each number (x 100): the claims ledger's allowance where it exceeds its 2 points.
-SEAL_T4_SPREAD = {'fcn': 0.59, 'dvn': 0.52, 'seal-regression': 0.35, 'seal-nce': 0.60}
+SEAL_T4_SPREAD = _TEXT['seal_t4_spread']
 RUNS = ROOT / 'docs' / 'horses' / 'runs'
 # --scale: 'half' is configs/horses.py as committed (half the published channels, 12 epochs: every method on a 2-core
 # CPU); 'full' is the published channels and a schedule long enough for every dev curve to flatten (an accelerator's
@@ -82,39 +71,11 @@ SCALES = {
 }
 TOLERANCE = 2.0  # IoU points from a published number
 # What the "Flagged" line under each section's table says of why its rows are far from the published numbers.
-FLAGGED_WHY = {
-    'half': ('All runs share the short CPU schedule and the half-width networks above; the published baselines '
-             'trained to convergence at full width with crop augmentation and test-time crop averaging.'),
-    'seal-data': ('What still differs from SEAL: one of its 40 dev images, which the PNG files lack, the schedule (a '
-                  'fixed 150 epochs with the best dev epoch, against early stopping and a learning rate halved on '
-                  'plateaus; several dev curves still rose at the end, the line below), per-channel standardisation, '
-                  'one sigmoid logit per pixel against two softmax logits, SEAL regression\'s 10 x (6 energy + 1 task) '
-                  'updates per batch (here one of each), and for NCE 100 samples against 500 with an energy weight '
-                  'SEAL did not publish a choice of.'),
-    'seal': ('What still differs from SEAL: the split (SEAL\'s own 328 pre-resized images and index list; here a '
-             'seeded draw of the same sizes from the 327 PNG files, so 127 test images against its 128), the schedule '
-             '(a fixed 150 epochs with the best dev epoch, against early stopping and a learning rate halved on '
-             'plateaus; several dev curves still rose at the end, the line below), per-channel standardisation, one '
-             'sigmoid logit per pixel against two softmax logits, SEAL regression\'s 10 x (6 energy + 1 task) updates '
-             'per batch (here one of each), and for NCE 100 samples against 500 with an energy weight SEAL did not '
-             'publish a choice of.'),
-    'full': ('These runs have the published width and the long schedule (dev curves: the figure and the line below); '
-             'what still differs is the split, the resolution protocol (implicit paper: Lu & Huang 2020) and, for '
-             'SEAL and DVN, their crop augmentation and test-time averaging.'),
-}
+FLAGGED_WHY = _TEXT['flagged_why']
 # Rows of --scale=seal that --scale=seal-data has not run yet, and why.
-SEAL_DATA_UNRUN = ("Not run on SEAL's data yet, a GPU's work (it samples the energy many times a step, 47 "
-                   'perturbations of the logits, as SEAL regression does; on the seeded split below it is a variant of '
-                   'SEAL regression, its energy weight as SEAL printed it): {rows}. Its rows on the seeded split and the '
-                   'bilinear / nearest resize are in the section below.')
+SEAL_DATA_UNRUN = _TEXT['text']['seal_data_unrun']
 # Systems of --scale=seal that were run but left no record, and why (their logs: experiments/horses_parallel.sh).
-SEAL_UNFINISHED = {
-    'dvn': ('the 3 runs were stopped at 520 s, at epochs 120-125 of 150, their best dev mean IoU 2.1-6.8: inference '
-            'by 30 projected gradient steps from the empty mask (gbi.init=zeros) barely leaves it, where SEAL\'s '
-            'inference takes Adam steps of 1.95 and its training starts half the inference samples at the gold '
-            'mask; the row now takes steps of 5, with which it trains on SEAL\'s data ({seal_data}), not yet run '
-            'on this split (a GPU\'s work)'),
-}
+SEAL_UNFINISHED = _TEXT['seal_unfinished']
 
 
 def scaled_config(system: str, scale: str = 'half'):
@@ -309,14 +270,7 @@ def readme_rows(groups) -> list[str]:  # pylint: disable=unused-argument
 
 
 # docs/results.md's horses block: what it says of each later section before the section's tables and paired lines.
-BLOCK_HEADS = {
-    'horses-seal-data': ("**At SEAL's protocol, on SEAL's data (`--scale=seal-data`)**: its split and Li et al.'s "
-                         'resizing, 24x24 crops, 36-crop test, its chosen optimiser settings; what still differs: '
-                         '[horses.md](horses.md#at-seals-protocol-on-seals-data---scaleseal-data).'),
-    'horses-seal': ("**At SEAL's protocol (`--scale=seal`)**: 24x24 crops, 36-crop test, SEAL's split sizes and its "
-                    'chosen optimiser settings; what still differs: [horses.md](horses.md#at-seals-protocol---scaleseal).'),
-    'horses-full': '**At the published width (`--scale=full`)**. ',
-}
+BLOCK_HEADS = _TEXT['block_heads']
 
 
 def _iou(rs, key='test_mean_iou') -> float:
@@ -337,11 +291,7 @@ def _pair_text(a, b) -> str:
 
 
 # results.md's reading of the sections names the rows as its prose does.
-SHORT = {'fcn': 'the FCN', 'dvn': 'DVN', 'seal-regression': 'SEAL regression', 'seal-nce': 'SEAL NCE',
-         'seal-regression-w': 'SEAL regression with its energy weight as printed', 'implicit-cd': 'implicit CD',
-         'implicit-cd-r1': 'implicit CD with the term every step', 'implicit-regression': 'implicit regression',
-         'implicit-dvn': 'implicit regression', 'fcn-200': 'the FCN at 200 epochs',
-         'seal-regression-crops': 'SEAL regression with crops'}
+SHORT = _TEXT['short']
 
 
 def _over(a, runs, systems) -> str:

@@ -39,20 +39,10 @@ RUNS = ROOT / 'docs' / 'mlc' / 'runs'
 # to show how far a rerun moves a committed figure.
 SUPERSEDED = ROOT / 'docs' / 'mlc' / 'runs_superseded'
 
-# Shown under the table: what a row that is not the committed config is for.
-NOTES = {
-    'implicit-cd-neumann': 'the paper\'s Neumann series (K = 5, the config\'s fixed alpha = 0.03) is unstable: '
-                           'logged residual 1e3-1e4 and dev F1 0 for 13 epochs, a recovery to dev 33.8 while the '
-                           'residual was near 1 (epochs 14-26), then divergence again (residual 1e6-1e8, dev F1 '
-                           '3.2); its test F1 is that of the best dev epoch. The record of why the tables use '
-                           'CG-type solvers',
-    'implicit-cd-minres': 'MINRES with 5 iterations (5 HVPs against normal_cg\'s 11): the solver that is '
-                          'cheaper per step and still handles the indefinite inner Hessian',
-    'implicit-cd-gcr': 'configs/bibtex.py since 2026-11-26: the implicit term by one fused GCR pass (MINRES\'s '
-                       'first iterate; its HVP and cross term from one reverse-over-forward pass), about half the '
-                       'step of normal_cg (docs/benchmarks.md, implicit_cost_mlc); `implicit-cd` is the former '
-                       'default, normal_cg',
-}
+# Shown under the table: what a row that is not the committed config is for (experiments/published.toml).
+NOTES = experiments.TEXT['mlc']['notes']
+
+
 def base_config(dataset, seed, protocol, data_dir, system=None):
   """configs/<dataset>.py, or its row ``system`` (configs/<dataset>.py:<system>[,<protocol>]), with the run's seed
   (which also seeds the dev split) and split protocol."""

@@ -39,7 +39,6 @@ from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 import experiments  # pylint: disable=wrong-import-position
 from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-from experiments.mlc import PROXIMAL  # pylint: disable=wrong-import-position
 # The rows: configs/<dataset>.py:<system> applies experiments/tagging.py's overrides (SYSTEMS:
 # system -> (label, overrides), in table order).
 from experiments import summary, tables, tagging  # pylint: disable=wrong-import-position
@@ -66,142 +65,30 @@ SELECT = {'pos': 'accuracy', 'ner': 'f1', 'ner_plus': 'f1'}
 SELECT['ner_fixed'] = SELECT['ner']  # its config is ner.py's but for the frozen tables, data.chunk_select included
 # The papers' own chunk metric, shown first on NER / NER+ where the records have it (runs from this commit on).
 CONLLEVAL = 'f1_conlleval'
-# Published test numbers (x 100): implicit paper Tables 3 and 9 ("impl"), InfNet+ Tables 2 and 4 ("InfNet+").
-# InfNet (2018) is Tu & Gimpel's 2018 method: InfNet+ Table 2's "SPENs with inference networks (Tu and Gimpel,
-# 2018)" margin-rescaled row (Table 1's starred setting) gives it on all three datasets. The implicit paper's Table 9
-# InfNet (89.7 on POS) cites another paper, Tu & Gimpel 2019 (arXiv:1904.01138, not among the papers here), and
-# equals InfNet+'s "separated" row; it is kept, under its own citation, because that is what the paper compares with.
+# Published test numbers (x 100), experiments/published.toml: implicit paper Tables 3 and 9 ("impl"), InfNet+
+# Tables 2 and 4 ("InfNet+"). InfNet (2018) is Tu & Gimpel's 2018 method: InfNet+ Table 2's "SPENs with inference
+# networks (Tu and Gimpel, 2018)" margin-rescaled row (Table 1's starred setting) gives it on all three datasets. The
+# implicit paper's Table 9 InfNet (89.7 on POS) cites another paper, Tu & Gimpel 2019 (arXiv:1904.01138, not among
+# the papers here), and equals InfNet+'s "separated" row; it is kept, under its own citation, because that is what
+# the paper compares with.
 _INFNET_2018 = 'InfNet+ T2, Tu & Gimpel 2018'
-PUBLISHED = {
-    'pos': {'bilstm': {'impl T9': 88.7, 'InfNet+ T2': 88.8}, 'crf': {'impl T9': 89.3},
-            'spen': {'impl T9': 88.6}, 'infnet': {_INFNET_2018: 89.4, 'impl T9, cites Tu & Gimpel 2019': 89.7},
-            'infnet-plus-separated': {'InfNet+ T2': 89.7}, 'infnet-plus-shared': {'InfNet+ T2': 89.8},
-            'infnet-plus-stacked': {'InfNet+ T2': 89.8}, 'implicit-cd': {'impl T9': 90.1}},
-    'ner': {'bilstm': {'impl T3': 84.9, 'InfNet+ T2': 84.9}, 'spen': {'impl T3': 85.1},
-            'infnet': {'impl T3': 85.2, _INFNET_2018: 85.2}, 'infnet-plus-separated': {'InfNet+ T2': 85.0},
-            'infnet-plus-shared': {'InfNet+ T2': 85.6},
-            'infnet-plus-stacked': {'impl T3': 85.3, 'InfNet+ T2': 85.6}, 'implicit-cd': {'impl T3': 85.7},
-            'infnet-plus-stacked-ge-a': {'InfNet+ T4': 85.8}, 'infnet-plus-stacked-ge-b': {'InfNet+ T4': 85.9},
-            'infnet-plus-stacked-ge-c': {'InfNet+ T4': 86.3}},
-    'ner_plus': {'bilstm': {'impl T3': 89.1, 'InfNet+ T2': 89.3}, 'spen': {'impl T3': 88.6},
-                 'infnet': {'impl T3': 89.3, _INFNET_2018: 89.5}, 'infnet-plus-separated': {'InfNet+ T2': 89.8},
-                 'infnet-plus-shared': {'InfNet+ T2': 90.1},
-                 'infnet-plus-stacked': {'impl T3': 89.7, 'InfNet+ T2': 90.1}, 'implicit-cd': {'impl T3': 90.4},
-                 'infnet-plus-stacked-ge-a': {'InfNet+ T4': 90.2}, 'infnet-plus-stacked-ge-b': {'InfNet+ T4': 90.2},
-                 'infnet-plus-stacked-ge-c': {'InfNet+ T4': 90.4}},
-}
+PUBLISHED = experiments.TEXT['tagging']['published']
 # InfNet+ ran NER with fixed pretrained vectors (issue 33): the published NER numbers stand beside both settings.
 PUBLISHED['ner_fixed'] = dict(PUBLISHED['ner'])
 for _published in PUBLISHED.values():  # the papers' implicit CD number stands beside both schedules of the term
   if 'implicit-cd' in _published:
     _published['implicit-cd-r1'] = _published['implicit-cd']
 TOLERANCE = 1.5
-EARLIER_NOTE = ('Earlier design of the implicit rows (five inner steps, normal_cg with 11 HVPs, the design of the '
-                'configs until 2026-11-26; no config holds it any more, so its records are the recipe), no paper\'s '
-                'system, so not set beside a published number: kept to show what the faster design changed. On NER '
-                '/ NER+ these records predate conlleval\'s F1 (the reason is in docs/results.md).')
-_WITHIN = 'The within column says whether a flagged row is above or below. '
-FLAG_REASONS = {'pos': (
-    'The gap is shared by every row, the BiLSTM included, so it lies in the common inputs rather than in a method: '
-    'the papers\' POS taggers start from 100d skip-gram vectors trained on tweets, ours from 50d GloVe trained on '
-    'Wikipedia and newswire (30% of the lower-cased vocabulary has no GloVe vector); no character '
-    'features in either. Steps tried, on dev: random 100d vectors (75.98 dev), GloVe 50d, rate 1e-3 / 3e-3, '
-    'cased / lower-cased words, dropout 0.2 / 0.5, 30 / 50 epochs (docs/tagging/sweeps/pos-ff.md: 83.67 dev '
-    'chosen). The CRF and SPEN train their energy with dropout 0.5 on its encoder (model.energy_dropout, chosen on '
-    'POS dev: docs/tagging/sweeps/pos-energy-dropout.md); without it both peaked on dev by epoch 6-8 and sat '
-    '1.6 (CRF) and 0.8 (SPEN) under the BiLSTM.'),
-    # CoNLL: written before any NER/NER+ row was flagged; it lists the known differences, it does not test them.
-    'ner': (_WITHIN + 'Known differences from the papers\' '
-            'NER setup, none tested on NER dev: GloVe 50d against 100d, and Twitter POS\'s sizes and schedule '
-            '(configs/ner.py: 128 units, 10 epochs), not tuned for NER; {base}.'),
-}
-FLAG_REASONS['ner_fixed'] = (
-    _WITHIN + 'Known differences from the papers\' NER setup, none tested on NER dev: fixed GloVe 50d against their '
-    'fixed 100d vectors (configs/ner_fixed.py: GloVe is lower-cased, so the words carry no capitalisation), and '
-    'Twitter POS\'s sizes and schedule (configs/ner.py: 128 units, 10 epochs), not tuned for NER.')
-FLAG_REASONS['ner_plus'] = (
-    _WITHIN + 'Known differences from the papers\' NER+ '
-    'setup, none tested on NER+ dev: GloVe 50d against 100d; capitalisation, POS and chunk inputs as 16d '
-    'embeddings each (configs/ner_plus.py), otherwise configs/ner.py\'s sizes and schedule, not tuned for NER+; '
-    '{base}; the paired lines compare each with that base.')
+# The notes under the tables (published.toml): on the earlier design, and on each dataset's flagged rows.
+EARLIER_NOTE = experiments.TEXT['tagging']['text']['earlier_note']
+FLAG_REASONS = {d: experiments.TEXT['tagging']['text'][f'flag_{d}'] for d in ('pos', 'ner', 'ner_fixed', 'ner_plus')}
 RUNS = ROOT / 'docs' / 'tagging' / 'runs'
 # Records replaced by a rerun of the same config and seed (issue 33: the NER / NER+ rows recorded before conlleval's
 # F1 and the predictions were kept), kept to show how far a rerun moves a committed figure.
 SUPERSEDED = ROOT / 'docs' / 'tagging' / 'runs_superseded'
 SWEEP_DIR = ROOT / 'docs' / 'tagging' / 'sweeps'
-# configs/pos.py before the pos-ff sweep (GloVe 50d, BiLSTM); every variant spells out what it changes.
-_POS_BEFORE = {'method': 'feedforward', 'num_epochs': 30, 'optimizer.learning_rate': 1e-3, 'model.dropout': 0.2,
-               'data.lowercase': False}
-# The proximal inner problem exactly as the MLC runs set it (chosen on bibtex dev), on POS's lambda.
-_POS_PROX = {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1, **PROXIMAL}
-# The fast implicit step: one inner step, the implicit term by one fused GCR pass.
-_POS_FAST = {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.inner_steps': 1,
-             'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
-# sweep -> (dataset, {variant: overrides}); choices read the dev column only.
-SWEEPS = {
-    # 2026-11-23: the feed-forward BiLSTM's schedule and word table on POS (configs/pos.py before this sweep:
-    # random 100d embeddings, lr 1e-3, 30 epochs; its best dev epoch was the last).
-    'pos-ff': ('pos', {
-        'random-e30': {**_POS_BEFORE, 'model.embeddings': 'random', 'model.embedding_dim': 100},
-        'glove-e30': {**_POS_BEFORE},
-        'glove-lr3e-3-e30': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3},
-        'glove-lr3e-3-e30-lower': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3, 'data.lowercase': True},
-        'glove-lr3e-3-e30-drop0.5': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3, 'model.dropout': 0.5},
-        # lower-cased words and dropout 0.5 each lifted dev: together, and with a longer schedule.
-        'glove-lr3e-3-e30-lower-drop0.5': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3, 'data.lowercase': True,
-                                           'model.dropout': 0.5},
-        'glove-lr3e-3-e50-lower-drop0.5': {**_POS_BEFORE, 'optimizer.learning_rate': 3e-3, 'data.lowercase': True,
-                                           'model.dropout': 0.5, 'num_epochs': 50},
-    }),
-    # 2026-11-24: implicit CD under configs/pos.py (lambda 1) ended its seed-0 run at dev 82.4 against the BiLSTM's
-    # 83.7, with L_aux near -67 per tweet: the energy term, not the cross-entropy, drove the inference net.
-    'pos-cd': ('pos', {
-        'lam1': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 1.0},
-        'lam0.1': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1},
-        'lam0.01': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.01},
-        # Both peaked on dev by epoch 12 of 30 (the BiLSTM at 27): five inner steps at the BiLSTM's rate move the
-        # inference net five times as far per batch. The inner rate divided to match.
-        'lam0.1-inner1e-3': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1,
-                             'implicit.inner_optimizer.learning_rate': 1e-3},
-        # 2026-11-25: the committed config's median inner stationarity is 0.83 and its implicit term a tenth of the
-        # explicit one (docs/tagging/runs/pos-implicit-cd-before-seed0.json): what the term adds (its no-term twin), and
-        # the proximal inner problem that made it right on MLC (experiments/mlc.py PROXIMAL), with its twin.
-        'lam0.1-inner1e-3-none': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'implicit.aux_lambda': 0.1,
-                                  'implicit.inner_optimizer.learning_rate': 1e-3, 'implicit.solver.name': 'none'},
-        'prox-mu3': {**_POS_PROX},
-        'prox-mu3-none': {**_POS_PROX, 'implicit.solver.name': 'none'},
-    }),
-    # 2026-11-25: the CRF sits 1.6 under the BiLSTM on POS, both on the same inputs, and peaks on dev by epoch 8 of
-    # 30: its energy (Eq. 7's unary network, shared by every energy-based method) trains without the dropout that
-    # the inference nets have (model.dropout 0.5). The energy's own dropout, on the CRF and on implicit CD.
-    'pos-energy-dropout': ('pos', {
-        'crf': {'method': 'crf'},
-        'crf-edrop0.2': {'method': 'crf', 'model.energy_dropout': 0.2},
-        'crf-edrop0.5': {'method': 'crf', 'model.energy_dropout': 0.5},
-        'cd-edrop0.5': {'method': 'implicit', 'implicit.primary_loss': 'cd', 'model.energy_dropout': 0.5},
-        # SPEN predicts by GBI on its energy, as the CRF by Viterbi on its.
-        'spen': {'method': 'spen'},
-        'spen-edrop0.5': {'method': 'spen', 'model.energy_dropout': 0.5},
-    }),
-    # 2026-11-25 (issue: the implicit step at the cost of its rivals): the committed implicit CD step costs 6-8x
-    # InfNet+ stacked's, spent on five inner steps and 11 HVPs (normal_cg). One inner step and the implicit term by
-    # one fused GCR pass (bilevel.implicit_gcr: MINRES's first iterate), at the committed inner rate and at the
-    # BiLSTM's (one step per batch instead of five); the committed rows' dev (docs/tagging/runs) is the reference.
-    'pos-fast': ('pos', {
-        'T1-gcr1': {**_POS_FAST},
-        'T1-gcr1-inner3e-3': {**_POS_FAST, 'implicit.inner_optimizer.learning_rate': 3e-3},
-        'T2-gcr1': {**_POS_FAST, 'implicit.inner_steps': 2},
-        # 2026-11-26, after the rerun: the committed step is 2.7x InfNet+ stacked's; the term computed on every
-        # third step and reused in between (implicit.solver.reuse 'r3') brings the mean step under 2x.
-        'T1-gcr1-inner3e-3-refresh3': {**_POS_FAST, 'implicit.inner_optimizer.learning_rate': 3e-3,
-                                       'implicit.solver.reuse': 'r3'},
-    }),
-    # The CRF's dev choice on POS (energy dropout 0.5), checked on NER dev.
-    'ner-energy-dropout': ('ner', {
-        'crf': {'method': 'crf'},
-        'crf-edrop0.5': {'method': 'crf', 'model.energy_dropout': 0.5},
-    }),
-}
+# sweep -> (dataset, {variant: overrides}), experiments/sweeps.toml [tagging.*]; choices read the dev column only.
+SWEEPS = {name: (sweep['dataset'], sweep['variants']) for name, sweep in experiments.sweeps('tagging').items()}
 
 
 def base_config(dataset, seed, data_dir, row):
@@ -556,10 +443,6 @@ def sweep_table(sweep: str) -> tables.Table:
   dataset, variants = SWEEPS[sweep]
   key = SELECT[dataset]
 
-  def variant_of(path, record):  # a record of no variant of the sweep (any more) is left out
-    variant = tables.stem(path, record)
-    return variant if variant in variants else None
-
   def fields(groups):
     lines = [f'| variant | overrides | seed | best epoch | dev {key} | test {key} | s/run |',
              '|---|---|---|---|---|---|---|']
@@ -569,7 +452,7 @@ def sweep_table(sweep: str) -> tables.Table:
                 f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |' for r in groups.get(variant, [])]
     return {'sweep': sweep, 'dataset': dataset, 'table': '\n'.join(lines)}
   folder = f'docs/tagging/sweeps/{sweep}'
-  return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields, key=variant_of,
+  return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields, key=tables.variant_key(variants),
                       template='tagging_sweep.md',
                       command=f'python -m experiments.reproduce_tagging --sweep={sweep} --table_only')
 
@@ -658,10 +541,7 @@ def main():
     return
   if args.sweep:
     dataset, variants = SWEEPS[args.sweep]
-    chosen = [v for v in args.only.split(',') if v] or list(variants)
-    unknown = sorted(set(chosen) - set(variants))
-    if unknown:
-      parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
+    chosen = experiments.chosen_variants(parser, args.only, variants)
     if not args.table_only:
       runner.run_all([runner.Run(f'{args.sweep} {variant} seed {seed}',
                                  functools.partial(base_config, dataset, seed, args.data_dir, variants[variant]),

@@ -45,6 +45,11 @@ def stem(path: Path, record: dict) -> str:  # pylint: disable=unused-argument
   return path.stem.rsplit('-seed', 1)[0]
 
 
+def variant_key(variants) -> Callable[[Path, dict], Any]:
+  """A sweep page's ``key``: a record's variant (``stem``), None for a record of no variant in ``variants``."""
+  return lambda path, record: stem(path, record) if stem(path, record) in variants else None
+
+
 @dataclasses.dataclass(frozen=True)
 class Table:
   """One page: its records, its text, and what it copies into the shared pages."""
