@@ -73,7 +73,8 @@ def test_predict_errors_name_the_input(workdir, arff, tmp_path):
   proc = _predict(f'--workdir={workdir}', f'--input={tmp_path / "missing.arff"}')
   assert proc.returncode == 1 and 'missing.arff: no such file' in proc.stderr
   proc = _predict(f'--workdir={workdir}', f'--input={arff}', '--threshold=high')
-  assert proc.returncode == 1 and '--threshold: expected "tuned" or a number' in proc.stderr
+  # a flag's value is the flag parser's to refuse, before any work (exit 2, as every command's flags)
+  assert proc.returncode == 2 and '--threshold: "tuned" or a number in (0, 1)' in proc.stderr, proc.stderr
   assert 'Traceback' not in proc.stderr
   # --format takes the formats the task names (its FORMATS), and the multi-label task names none.
   proc = _predict(f'--workdir={workdir}', f'--input={arff}', '--format=conll')
