@@ -541,7 +541,7 @@ def _tune(config, workdir, plan, clock, storage, max_trials, parallel, ray):
                      'stopped': t.user_attrs.get('stopped'), 'params': t.params, 'result': t.user_attrs.get('result')}
                     for t in study.get_trials(deepcopy=False) if t.user_attrs.get('workdir') == os.path.abspath(workdir)]
   plan['elapsed_seconds'] = elapsed
-  checkpoints.write_json(os.path.join(workdir, PLAN), {k: v for k, v in plan.items() if k != 'trials'})
+  checkpoints.write_json(os.path.join(workdir, PLAN), plan)
   default = next((t for t in _complete(study) if t.user_attrs.get('default')), None)
   print(f'tune: chosen trial {chosen.number} {chosen.user_attrs["name"]}: score (dev F1 @0.5) {100 * chosen.value:.2f}'
         + (f' (the config as given: {100 * default.value:.2f})' if default else '')
