@@ -285,8 +285,9 @@ class EpochReport:
       if trial.should_prune():
         trial.set_user_attr('stopped', f'pruned at epoch {epoch}')
         raise optuna.TrialPruned(f'pruned at epoch {epoch}')
-    # the next epoch is assumed to take what the last did (the first's time, which holds the compile, is not known)
-    if epoch < self.num_epochs and spent is not None and now + 1.2 * spent > self.deadline:
+    # the next epoch is assumed to take what the last did (after the first, whose time holds the compile: then only
+    # a deadline already passed stops the run)
+    if epoch < self.num_epochs and (now > self.deadline or (spent is not None and now + 1.2 * spent > self.deadline)):
       trial.set_user_attr('stopped', f'the budget, at epoch {epoch}')
       raise optuna.TrialPruned(f'stopped by the budget at epoch {epoch}')
 

@@ -74,6 +74,15 @@ def test_the_space_holds_the_configs_own_values_and_other_tasks_are_refused(tmp_
   assert not (tmp_path / 'tagging').exists()
 
 
+def test_the_epoch_hook_travels_to_a_ray_worker_without_its_study():
+  """A trial's hook is pickled into each Ray task: its storage URL and ids go, not the study it opened here."""
+  import pickle  # pylint: disable=import-outside-toplevel
+  hook = tune_lib.EpochReport('sqlite:////nowhere/study.db', 'tune-x', 3, deadline=1e12, num_epochs=5, report=True)
+  hook.__dict__['_cached'] = object()  # as after its first call here
+  back = pickle.loads(pickle.dumps(hook))
+  assert back.__dict__['_cached'] is None and (back.storage, back.trial_id, back.num_epochs) == (hook.storage, 3, 5)
+
+
 def test_without_ray_the_trials_run_here_and_asking_for_ray_is_refused_in_one_line(monkeypatch):
   monkeypatch.setitem(sys.modules, 'ray', None)  # Ray not installed
   assert tune_lib.ray_options(False, None, 1) is None
