@@ -160,7 +160,8 @@ def test_the_budget_counts_every_start_and_a_budget_no_trial_fits_is_refused(tmp
   workdir = tmp_path / 'tune'
   plan = tune_lib.tune(_config(), str(workdir), budget_minutes=30, max_trials=2)
   clock = json.loads((workdir / 'clock.json').read_text())
-  assert len(clock['starts']) == 1 and plan['elapsed_seconds'] >= clock['starts'][0][1] - clock['starts'][0][0]
+  (first, last), = clock['starts']
+  assert 0 < plan['elapsed_seconds'] <= last - first < plan['elapsed_seconds'] + 5  # noted once more at the end
   # the same tune with a budget its first start used up makes no trial more
   spent = plan['elapsed_seconds'] / 60
   again = tune_lib.tune(_config(), str(workdir), budget_minutes=spent, max_trials=5)
