@@ -426,6 +426,14 @@ def _keep_chosen(study, plan, workdir):
   return chosen
 
 
+def _short(key: str, params: dict) -> str:
+  """A parameter's name in the table: its last part, or its last two where another parameter ends alike (the outer
+  and the inner learning rate)."""
+  last = key.split('.')[-1]
+  alike = sum(k.split('.')[-1] == last for k in params)
+  return last if alike == 1 else '.'.join(key.split('.')[-2:])
+
+
 def _table(study, plan, chosen, elapsed, workdir) -> str:
   from optuna.trial import TrialState  # pylint: disable=import-outside-toplevel
   cv = plan['folds'] > 1
@@ -442,7 +450,7 @@ def _table(study, plan, chosen, elapsed, workdir) -> str:
     if t.user_attrs.get('workdir') not in (None, os.path.abspath(workdir)):
       continue
     name = t.user_attrs.get('name', '?')
-    shown = ', '.join(f'{k.split(".")[-1]}={v:.3g}' if isinstance(v, float) else f'{k.split(".")[-1]}={v}'
+    shown = ', '.join(f'{_short(k, t.params)}={v:.3g}' if isinstance(v, float) else f'{_short(k, t.params)}={v}'
                       for k, v in t.params.items())
     r = t.user_attrs.get('result')
     if t.state == TrialState.COMPLETE and r is not None:
