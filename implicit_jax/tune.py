@@ -89,9 +89,11 @@ SPACE = {
 # A dev split of fewer rows than this is too noisy to choose on alone: CV_FOLDS dev splits instead.
 CV_BELOW = 60
 CV_FOLDS = 3
-# The median pruner: no pruning before this many trials finished, nor before this epoch of a trial.
+# The median pruner: no pruning before this many trials finished, nor before this epoch of a trial's run (on each
+# dev split: epoch e of split k is reported as step k * FOLD_STEPS + e).
 PRUNE_AFTER_TRIALS = 2
 PRUNE_AFTER_EPOCHS = 3
+FOLD_STEPS = 1000
 # Seconds kept at the end of the budget for what follows the last trial (the copy of chosen/, the table).
 MARGIN_SECONDS = 15.0
 # How often the running tune notes the time it has spent (clock.json): what a SIGKILL can lose of it.
@@ -253,13 +255,13 @@ class Clock:
 
 class EpochReport:
   """The hook a trial's run calls after each epoch (``train_and_evaluate``'s ``on_epoch``), in this process or a Ray
-  worker: reports the dev F1 @0.5 to the study (``report``: fold 0 of a trial), stops the run where the pruner says
-  so, or where the next epoch would pass the tune's ``deadline`` (seconds since the epoch, time.time()). A stopped
+  worker: reports the dev F1 @0.5 to the study (step ``fold * FOLD_STEPS + epoch``), stops the run where the pruner
+  says so, or where the next epoch would pass the tune's ``deadline`` (seconds since the epoch, time.time()). A stopped
   run raises ``optuna.TrialPruned``, after noting why on the trial (user attribute ``stopped``)."""
 
-  def __init__(self, storage: str, study: str, trial_id: int, deadline: float, num_epochs: int, report: bool):
+  def __init__(self, storage: str, study: str, trial_id: int, deadline: float, num_epochs: int, fold: int = 0):
     self.storage, self.study, self.trial_id = storage, study, trial_id
-    self.deadline, self.num_epochs, self.report = deadline, num_epochs, report
+    self.deadline, self.num_epochs, self.fold = deadline, num_epochs, fold
     self.created, self.last = time.time(), None
 
   def __getstate__(self):
@@ -278,13 +280,14 @@ class EpochReport:
     now = time.time()
     spent, self.last = (now - self.last if self.last is not None else None), now
     trial = self._trial()
-    if self.report and spent is None:  # the time a trial takes to show its first epoch: the budget's estimate
+    if self.fold == 0 and spent is None:  # the time a trial takes to show its first epoch: the budget's estimate
       trial.set_user_attr('first_epoch_seconds', now - self.created)
-    if self.report:
-      trial.report(float(metrics['f1']), epoch)
-      if trial.should_prune():
-        trial.set_user_attr('stopped', f'pruned at epoch {epoch}')
-        raise optuna.TrialPruned(f'pruned at epoch {epoch}')
+    # epoch e of dev split k is step k * FOLD_STEPS + e: compared with the finished trials' on the same split
+    trial.report(float(metrics['f1']), self.fold * FOLD_STEPS + epoch)
+    if epoch >= PRUNE_AFTER_EPOCHS and trial.should_prune():
+      where = f'epoch {epoch}' + (f' of dev split {self.fold + 1}' if self.fold else '')
+      trial.set_user_attr('stopped', f'pruned at {where}')
+      raise optuna.TrialPruned(f'pruned at {where}')
     # the next epoch is assumed to take what the last did (after the first, whose time holds the compile: then only
     # a deadline already passed stops the run)
     if epoch < self.num_epochs and (now > self.deadline or (spent is not None and now + 1.2 * spent > self.deadline)):
@@ -348,7 +351,7 @@ def _runs(plan, config, workdir, url, trial, params, deadline) -> list:
     if fold:
       run.data.split_seed = config.data.split_seed + fold
     hook = EpochReport(url, plan['study'], trial._trial_id, deadline, run.num_epochs,  # pylint: disable=protected-access
-                       report=fold == 0)
+                       fold=fold)
     runs.append(runner.Run(os.path.basename(folder), run, f'{folder}.json', folder, on_epoch=hook))
   return runs
 

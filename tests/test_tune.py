@@ -77,7 +77,7 @@ def test_the_space_holds_the_configs_own_values_and_other_tasks_are_refused(tmp_
 def test_the_epoch_hook_travels_to_a_ray_worker_without_its_study():
   """A trial's hook is pickled into each Ray task: its storage URL and ids go, not the study it opened here."""
   import pickle  # pylint: disable=import-outside-toplevel
-  hook = tune_lib.EpochReport('sqlite:////nowhere/study.db', 'tune-x', 3, deadline=1e12, num_epochs=5, report=True)
+  hook = tune_lib.EpochReport('sqlite:////nowhere/study.db', 'tune-x', 3, deadline=1e12, num_epochs=5, fold=1)
   hook.__dict__['_cached'] = object()  # as after its first call here
   back = pickle.loads(pickle.dumps(hook))
   assert back.__dict__['_cached'] is None and (back.storage, back.trial_id, back.num_epochs) == (hook.storage, 3, 5)
@@ -184,6 +184,12 @@ def test_a_small_dev_split_is_tuned_on_several_dev_splits(tmp_path, monkeypatch)
   records = [json.loads((tmp_path / 'cv' / 'trials' / f'default{s}.json').read_text())['dev_f1']
              for s in ('', '-split1', '-split2')]
   assert plan['trials'][0]['score'] == pytest.approx(sum(records) / 3)
+  # each split's epochs reported to the pruner, split k's epoch e as step k * FOLD_STEPS + e
+  import optuna  # pylint: disable=import-outside-toplevel
+  study = optuna.load_study(study_name=plan['study'], storage=f'sqlite:///{tmp_path / "cv" / "study.db"}')
+  epochs = plan['trials'][0]['params']['num_epochs']
+  assert sorted(study.trials[0].intermediate_values) == [k * tune_lib.FOLD_STEPS + e for k in range(3)
+                                                          for e in range(1, epochs + 1)]
 
 
 def test_a_tune_refuses_another_config_in_its_workdir_and_a_foreign_folder(tmp_path, small):
