@@ -148,9 +148,9 @@ def main():
       '|---|---|---|---|---|---|---|', *rows, '',
       f'**Killed and resumed.** The tune of {args.kill_file} was killed by SIGKILL after {k["killed_at"]:.0f} s '
       f'(trials {k["before_kill"]} started), then the same command rerun: its first line was '
-      f'`{k["first_line"]}`; trials started again by the rerun that the killed process had started: '
-      f'{repeated} (the one cut short by the kill is made again as a new trial of the same settings, resuming its '
-      f'checkpoints); {k["wall"] / 60:.1f} min of wall time over both processes. It made {len(ks["trials"])} trials '
+      f'`{k["first_line"]}`; trial numbers the rerun started that the killed process had started too: '
+      f'{repeated or "none"} (the trial cut short is made again under a new number with the same settings, in its '
+      f'folder); {k["wall"] / 60:.1f} min of wall time over both processes. It made {len(ks["trials"])} trials '
       f'({", ".join(f"{v} {key}" for key, v in sorted(ks["states"].items()))}) against the undisturbed tune\'s '
       f'{len(us["trials"])}; of the {len(common)} trial numbers both made, {same_settings} had the same settings, '
       f'and of the {len(both)} both finished, {same_scores} the same score. Its choice: {ks["chosen"]["name"]} '
