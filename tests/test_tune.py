@@ -83,6 +83,16 @@ def test_the_epoch_hook_travels_to_a_ray_worker_without_its_study():
   assert back.__dict__['_cached'] is None and (back.storage, back.trial_id, back.num_epochs) == (hook.storage, 3, 5)
 
 
+def test_a_file_without_a_positive_label_is_refused_before_the_workdir_is_made(tmp_path):
+  lines = Path(FIXTURE).read_text().splitlines()
+  start = lines.index('@data') + 1
+  zeroed = [','.join(line.split(',')[:-3] + ['0'] * 3) for line in lines[start:] if line.strip()]
+  (tmp_path / 'zero.arff').write_text('\n'.join(lines[:start] + zeroed) + '\n')
+  with pytest.raises(ValueError, match=r'hold no positive label in any row'):
+    tune_lib.tune(_config(**{'data.train_file': str(tmp_path / 'zero.arff')}), str(tmp_path / 'tune'), budget_minutes=30)
+  assert not (tmp_path / 'tune').exists()
+
+
 def test_without_ray_the_trials_run_here_and_asking_for_ray_is_refused_in_one_line(monkeypatch):
   monkeypatch.setitem(sys.modules, 'ray', None)  # Ray not installed
   assert tune_lib.ray_options(False, None, 1) is None
