@@ -46,7 +46,8 @@ from implicit_jax.engine import checkpoints, cli, config as config_lib, workdir 
 FLAGS = flags.FLAGS
 cli.define_config_flag('The config to tune (e.g. configs/custom.py), or a run record (.json) whose recipe it '
                        'tunes, with its --config.* overrides: trial "default".')
-flags.DEFINE_string('workdir', None, 'Folder of the tune: tune.json, study.db, clock.json, trials.md, trials/, chosen/.')
+flags.DEFINE_string('workdir', None,
+                    'Folder of the tune: tune.json, study.db, clock.json, trials.md, trials/, chosen/.')
 flags.DEFINE_float('budget_minutes', 30.0, 'Wall-clock budget of the whole tune, every start of it counted.',
                    lower_bound=0.0)
 # inf and nan pass the bound (a NaN compares false): refused here, before anything runs
@@ -536,9 +537,9 @@ def _tune(config, workdir, plan, clock, storage, max_trials, parallel, ray):
       batch = [_ask(study, plan, config, workdir) for _ in range(count)]
       jobs = [(trial, _runs(plan, config, workdir, url, trial, params, deadline)) for trial, params in batch]
       for trial, _ in batch:
+        log = os.path.join(workdir, 'trials', f'{trial.user_attrs["name"]}.log')
         print(f'tune: trial {trial.number} {trial.user_attrs["name"]} ({_minutes(clock.elapsed())} of '
-              f'{plan["budget_minutes"]:g} min used; its log: {os.path.join(workdir, "trials", trial.user_attrs["name"])}.log)',
-              flush=True)
+              f'{plan["budget_minutes"]:g} min used; its log: {log})', flush=True)
       error = _train([r for _, runs in jobs for r in runs], ray,
                      os.path.join(workdir, 'trials', f'{batch[0][0].user_attrs["name"]}.log'))
       for trial, runs in jobs:
@@ -551,7 +552,8 @@ def _tune(config, workdir, plan, clock, storage, max_trials, parallel, ray):
   plan['trials'] = [{'number': t.number, 'name': t.user_attrs.get('name'), 'default': bool(t.user_attrs.get('default')),
                      'state': t.state.name, 'killed': bool(t.user_attrs.get('killed')), 'score': t.value,
                      'stopped': t.user_attrs.get('stopped'), 'params': t.params, 'result': t.user_attrs.get('result')}
-                    for t in study.get_trials(deepcopy=False) if t.user_attrs.get('workdir') == os.path.abspath(workdir)]
+                    for t in study.get_trials(deepcopy=False)
+                    if t.user_attrs.get('workdir') == os.path.abspath(workdir)]
   plan['elapsed_seconds'] = elapsed
   checkpoints.write_json(os.path.join(workdir, PLAN), plan)
   default = next((t for t in _complete(study) if t.user_attrs.get('default')), None)

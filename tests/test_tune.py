@@ -66,7 +66,8 @@ def test_the_space_holds_the_configs_own_values_and_other_tasks_are_refused(tmp_
   config = _config(method='implicit')
   for _ in range(20):
     params = tune_lib.suggest(study.ask(), config)
-    assert 1e-4 <= params['optimizer.learning_rate'] <= 3e-3 and params['implicit.solver.reuse'] in ('none', 'r2h', 'r3h')
+    assert 1e-4 <= params['optimizer.learning_rate'] <= 3e-3
+    assert params['implicit.solver.reuse'] in ('none', 'r2h', 'r3h')
     assert tune_lib.overrides_of(config, params)['model.inference_hidden'] == (params['model.inference_hidden'],) * 2
   tagging = config_lib.from_file(ROOT / 'configs' / 'tiny_tagging.py')
   with pytest.raises(ValueError, match=r"config.task='tagging'.*the tuner knows the settings of multi-label runs"):
@@ -89,7 +90,8 @@ def test_a_file_without_a_positive_label_is_refused_before_the_workdir_is_made(t
   zeroed = [','.join(line.split(',')[:-3] + ['0'] * 3) for line in lines[start:] if line.strip()]
   (tmp_path / 'zero.arff').write_text('\n'.join(lines[:start] + zeroed) + '\n')
   with pytest.raises(ValueError, match=r'hold no positive label in any row'):
-    tune_lib.tune(_config(**{'data.train_file': str(tmp_path / 'zero.arff')}), str(tmp_path / 'tune'), budget_minutes=30)
+    tune_lib.tune(_config(**{'data.train_file': str(tmp_path / 'zero.arff')}), str(tmp_path / 'tune'),
+                  budget_minutes=30)
   assert not (tmp_path / 'tune').exists()
 
 
