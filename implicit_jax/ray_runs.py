@@ -183,12 +183,12 @@ def _await(workdir: str, seconds: float) -> None:
       time.sleep(1.0)
 
 
-def _task(config, workdir: str, fresh: bool, provenance):
+def _task(config, workdir: str, fresh: bool, provenance, on_epoch=None):
   """One run in a Ray worker: trained as ``runner.train`` trains it in the driver; its result and its seconds."""
   from implicit_jax import runner  # pylint: disable=import-outside-toplevel
   start = time.perf_counter()
   _await(workdir, BUSY_SECONDS)
-  result = runner.train(config, workdir, fresh=fresh, provenance=provenance)
+  result = runner.train(config, workdir, fresh=fresh, provenance=provenance, on_epoch=on_epoch)
   return result, time.perf_counter() - start
 
 
@@ -219,7 +219,8 @@ def train(jobs, options: RayOptions, provenance=None):
     task = ray.remote(_task)
     placed = dict(res, max_retries=options.retries, retry_exceptions=False,
                   runtime_env={'env_vars': run_env(res['num_gpus'], gpus, os.environ)})
-    refs = {task.options(name=run.name, **placed).remote(config, run.workdir, fresh, provenance): index
+    refs = {task.options(name=run.name, **placed).remote(config, run.workdir, fresh, provenance,
+                                                                           run.on_epoch): index
             for index, run, config, fresh in jobs}
     try:
       while refs:

@@ -46,11 +46,13 @@ PREDICTIONS = 'predictions'
 class Run:
   """One run: ``name`` (its progress line), ``config`` (a ConfigDict, or a function of no arguments that builds
   it, called only when the run trains), ``record`` (the file its record goes to) and ``workdir`` (where it trains
-  and resumes)."""
+  and resumes). ``on_epoch``: ``train_and_evaluate``'s hook after each epoch's dev evaluation (picklable, for Ray),
+  which may stop the run by raising (``implicit_jax.tune``'s pruning)."""
   name: str
   config: Any
   record: Path
   workdir: str
+  on_epoch: Any = None
 
   def __post_init__(self):
     self.record = Path(self.record)
@@ -126,7 +128,7 @@ def run_all(runs: Sequence[Run], *, writer: Callable[[Path, dict], None] = write
     with _naming(run):
       step = plan(run)
       outcome = step if isinstance(step, Outcome) else step.finish(
-          train(step.config, run.workdir, fresh=step.fresh, provenance=provenance))
+          train(step.config, run.workdir, fresh=step.fresh, provenance=provenance, on_epoch=run.on_epoch))
     outcome.seconds = time.perf_counter() - start
     if seconds:
       print(f'   {outcome.seconds:.0f}s', flush=True)
@@ -227,13 +229,15 @@ def _refuse_shared(runs: Sequence[Run]) -> None:
       seen[key] = run.name
 
 
-def train(config, workdir: str, fresh: bool = False, provenance: Callable[[], dict] | None = None) -> dict:
-  """Trains one run in this process: ``train_and_evaluate`` in ``workdir`` (emptied first when ``fresh``), its
-  result with what ``provenance()`` says of this process."""
+def train(config, workdir: str, fresh: bool = False, provenance: Callable[[], dict] | None = None,
+          on_epoch=None) -> dict:
+  """Trains one run in this process: ``train_and_evaluate`` in ``workdir`` (emptied first when ``fresh``, given
+  ``on_epoch`` when there is one), its result with what ``provenance()`` says of this process."""
   from implicit_jax.engine import train as engine  # pylint: disable=import-outside-toplevel  (jax: only to train)
   if fresh:  # a verification is a whole run, never a resumed one
     shutil.rmtree(workdir, ignore_errors=True)
-  result = engine.train_and_evaluate(config, workdir)
+  result = (engine.train_and_evaluate(config, workdir) if on_epoch is None else
+            engine.train_and_evaluate(config, workdir, on_epoch=on_epoch))
   if provenance is not None:
     result.update(provenance())
   return result

@@ -52,7 +52,7 @@ _PLUGINS = 'tests/test_plugins.py::'
 _MULTIHOST = 'tests/test_multihost.py::'
 _TUNE = 'tests/test_tune.py::'
 _TUNE_RANDOM = 'test_a_tune_under_ctrl_c_at_random_moments_exits_130_and_its_rerun_ends_as_an_undisturbed_tune'
-_TUNE_CTRL_C = 'test_ctrl_c_during_a_tunes_probe_or_trial_is_one_line_and_the_same_command_resumes'
+_TUNE_CTRL_C = 'test_ctrl_c_during_a_tunes_trial_is_one_line_and_the_same_command_resumes'
 _IN_COMPILE = 'tests/test_interrupts.py::test_ctrl_c_during_an_xla_compile_is_raised_once_the_compile_has_ended'
 
 CASES = [
@@ -284,13 +284,14 @@ CASES = [
       'each: one line, exit 130, no temporary checkpoint folder left',
       'test_ctrl_c_while_a_checkpoint_is_written_leaves_no_temporary_folder',
       ('tests/test_faults.py::test_ctrl_c_during_a_save_takes_effect_once_the_save_is_complete',)),
-    C('tune_ctrl_c_probe', 'Ctrl-C during a tune\'s probe (issue 65)',
-      'SIGINT to `tune` while XLA compiles the training step of its probe\'s first run; then the same command',
-      'one line saying the tune resumes; exit 130 (was: a segmentation fault, exit 139); the same command probes again',
+    C('tune_ctrl_c_probe', 'Ctrl-C during a tune\'s first trial (issue 65)',
+      'SIGINT to `tune` while XLA compiles the training step of its first trial; then the same command',
+      'one line saying the tune resumes; exit 130 (was: a segmentation fault, exit 139); the same command makes the '
+      'trial again',
       _TUNE_CTRL_C, (_IN_COMPILE, f'{_TUNE}{_TUNE_RANDOM}')),
     C('tune_ctrl_c_trial', 'Ctrl-C during a tune\'s trial (issue 65)',
-      'SIGINT to `tune` while XLA compiles the training step of its second trial; then the same command',
-      'one line; exit 130 (was: a segmentation fault, exit 139); the same command keeps the first trial and ends',
+      'SIGINT to `tune` while XLA compiles the training step of the trial made again; then the same command',
+      'one line; exit 130 (was: a segmentation fault, exit 139); the same command makes the trial again and ends',
       _TUNE_CTRL_C, (_IN_COMPILE, f'{_TUNE}{_TUNE_RANDOM}')),
     C('users_run_file_names',
       '`--workdir` holding the user\'s own metrics.jsonl, lock and checkpoints/, no config.json', '`main`',

@@ -17,11 +17,11 @@ from implicit_jax.engine import config as config_lib, train
 from implicit_jax.testing import MAIN_WITH_SIGINT
 from tests.conftest import full_opt_env
 
-# Every test here trains whole runs (the tuner's probe and trials): the e2e suite (setup.cfg), after the fast one.
-pytestmark = pytest.mark.e2e
-
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = str(ROOT / 'tests' / 'fixtures' / 'mlc' / 'scaled.arff')
+# A small space, so that a test's trials are runs of 3 or 4 epochs
+SMALL = [('optimizer.learning_rate', 'log', (1e-3, 1e-2)), ('model.dropout', 'float', (0.0, 0.5)),
+         ('num_epochs', 'int', (3, 4, 1))]
 
 
 def _config(**overrides):
@@ -31,166 +31,198 @@ def _config(**overrides):
   return config
 
 
-TWO_TRIALS = [{'model.dropout': 0.0}, {'optimizer.learning_rate': 3e-3}]
-
-
 @pytest.fixture
-def two_trials(monkeypatch):
-  """The tuner's grid cut to two trials beside the config, so that a test trains a handful of small runs."""
-  monkeypatch.setitem(tune_lib.TRIALS, 'feedforward', TWO_TRIALS)
+def small(monkeypatch):
+  """The tuner's space cut to SMALL and one dev split (the fixture's dev split is under CV_BELOW rows)."""
+  monkeypatch.setitem(tune_lib.SPACE, 'feedforward', SMALL)
+  monkeypatch.setattr(tune_lib, 'CV_BELOW', 0)
 
 
 class Calls:
-  """Counts train_and_evaluate's calls; raises KeyboardInterrupt (a kill) instead of the call numbered ``stop``,
-  after reading the tune's record as a kill -9 at that moment would leave it (no handler runs on SIGKILL)."""
+  """Counts train_and_evaluate's calls (the runs trained)."""
 
-  def __init__(self, stop=None):
-    self.count, self.stop, self.real, self.on_disk = 0, stop, train.train_and_evaluate, None
+  def __init__(self):
+    self.count, self.real = 0, train.train_and_evaluate
 
-  def __call__(self, config, workdir):
+  def __call__(self, config, workdir, **kw):
     self.count += 1
-    if self.count == self.stop:
-      self.on_disk = json.loads((Path(workdir).parents[1] / 'tune.json').read_text())
-      raise KeyboardInterrupt
-    return self.real(config, workdir)
+    return self.real(config, workdir, **kw)
 
 
-@pytest.fixture(scope='module')
-def straight(tmp_path_factory):
-  """A tune of two trials run through, its training calls counted (shared: the tests below read it)."""
-  workdir = tmp_path_factory.mktemp('straight')
-  calls = Calls()
-  with pytest.MonkeyPatch.context() as patch:
-    patch.setitem(tune_lib.TRIALS, 'feedforward', TWO_TRIALS)
-    patch.setattr(train, 'train_and_evaluate', calls)
-    plan = tune_lib.tune(_config(), str(workdir), budget_minutes=30)
-  return plan, workdir, calls.count
+def ends(plan) -> list:
+  """What a tune made, trial by trial (kills aside): its settings, how it ended and its score."""
+  return [(t['name'], t['params'], t['state'], t['score']) for t in plan['trials'] if not t['killed']]
 
 
-def test_a_tune_runs_its_trials_writes_the_table_and_keeps_the_best_on_dev(straight):
-  plan, workdir, calls = straight
-  assert calls == 3 + 3  # the probe's three runs, then the config and its two trials
-  assert [n for n, _ in plan['trials']] == ['default', 'dropout0', 'learning_rate0.003']
-  results = plan['results']
-  assert set(results) == {'default', 'dropout0', 'learning_rate0.003'}
-  best = max(r['dev_f1'] for r in results.values())
-  assert results[plan['chosen']]['dev_f1'] == best >= results['default']['dev_f1']
-  # the chosen trial's run, whole, where evaluate and predict read it
-  chosen = json.loads((workdir / 'chosen' / 'metrics.json').read_text())
-  assert chosen['dev_f1'] == results[plan['chosen']]['dev_f1']
-  table = (workdir / 'trials.md').read_text()
-  assert table.count('\n| ') == 1 + 3 and f'| {plan["chosen"]} (chosen) |' in table
-  recorded = json.loads((workdir / 'tune.json').read_text())
-  assert recorded['chosen'] == plan['chosen'] and recorded['elapsed_seconds'] > 0
-
-
-def test_each_trial_is_a_runner_record_which_a_tune_killed_before_noting_it_reads_back(straight, tmp_path,
-                                                                                      monkeypatch, two_trials):
-  """The trials run through implicit_jax.runner: each leaves its record beside its folder (NN-name.json). A tune
-  killed after a trial's record was written but before tune.json noted it reads the record back on the rerun instead
-  of training the trial again."""
-  import shutil  # pylint: disable=import-outside-toplevel
-  plan, workdir, _ = straight
-  for i, (name, _) in enumerate(plan['trials']):
-    record = json.loads((workdir / 'trials' / f'{i:02d}-{name}.json').read_text())
-    assert record['dev_f1'] == plan['results'][name]['dev_f1']
-  copy = tmp_path / 'copy'
-  shutil.copytree(workdir, copy)
-  on_disk = json.loads((copy / 'tune.json').read_text())
-  del on_disk['results']['learning_rate0.003']  # as a kill between the trial's record and tune.json leaves it
-  (copy / 'tune.json').write_text(json.dumps(on_disk))
-  calls = Calls()
-  monkeypatch.setattr(train, 'train_and_evaluate', calls)
-  resumed = tune_lib.tune(_config(), str(copy), budget_minutes=30)
-  assert calls.count == 0
-  assert resumed['results']['learning_rate0.003']['dev_f1'] == plan['results']['learning_rate0.003']['dev_f1']
-
-
-def test_a_tune_killed_between_trials_resumes_without_repeating_work(tmp_path, two_trials, monkeypatch, straight):
-  straight = straight[0]
-  # killed as the second trial starts (calls: the probe's three, default, then the kill)
-  killer = Calls(stop=5)
-  monkeypatch.setattr(train, 'train_and_evaluate', killer)
-  with pytest.raises(KeyboardInterrupt):
-    tune_lib.tune(_config(), str(tmp_path / 'killed'), budget_minutes=30)
-  assert list(killer.on_disk['results']) == ['default']  # on disk before the next trial starts
-  assert list(json.loads((tmp_path / 'killed' / 'tune.json').read_text())['results']) == ['default']
-  calls = Calls()
-  monkeypatch.setattr(train, 'train_and_evaluate', calls)
-  resumed = tune_lib.tune(_config(), str(tmp_path / 'killed'), budget_minutes=30)
-  assert calls.count == 2  # no probe, no finished trial again: the two trials left
-  for name, result in straight['results'].items():
-    for key in ('best_epoch', 'dev_f1', 'dev_f1_tuned', 'test_f1'):
-      assert resumed['results'][name][key] == result[key], (name, key)
-  assert resumed['chosen'] == straight['chosen']
-
-
-def test_the_budget_decides_how_many_trials_run_and_one_that_fits_none_is_refused(tmp_path, two_trials,
-                                                                                   monkeypatch):
-  # a probe that says a trial takes 100 s here and took 10 s, and trials that do take 100 s on the tuner's clock:
-  # 4 minutes hold the probe and two trials
-  monkeypatch.setattr(tune_lib, '_probe', lambda config, workdir: {
-      'one_epoch_seconds': 40.0, 'epoch_seconds': 30.0, 'probe_seconds': 10.0, 'trial_seconds': 100.0})
-  clock = {'now': 0.0}
-  monkeypatch.setattr(tune_lib.time, 'perf_counter', lambda: clock['now'])
-  real = train.train_and_evaluate
-
-  def trial(config, workdir):
-    clock['now'] += 100.0
-    return real(config, workdir)
-  monkeypatch.setattr(train, 'train_and_evaluate', trial)
-  plan = tune_lib.tune(_config(), str(tmp_path / 'four'), budget_minutes=4)
-  assert list(plan['results']) == ['default', 'dropout0']
-  assert plan['elapsed_seconds'] == 210.0
-  assert plan['skipped']['learning_rate0.003'].startswith('budget (3.5 min used')
-  assert 'not run: budget' in (tmp_path / 'four' / 'trials.md').read_text()
-  # the same tune given more time runs the trial the budget left out
-  plan = tune_lib.tune(_config(), str(tmp_path / 'four'), budget_minutes=6)
-  assert list(plan['results']) == ['default', 'dropout0', 'learning_rate0.003'] and not plan['skipped']
-  with pytest.raises(ValueError, match=r'--budget_minutes=1: one trial takes about 1.7 min here .* give at least 2'):
-    tune_lib.tune(_config(), str(tmp_path / 'one'), budget_minutes=1)
-
-
-def test_a_trial_that_diverges_is_recorded_and_the_tune_goes_on(tmp_path, two_trials, monkeypatch):
-  monkeypatch.setattr(tune_lib, '_probe', lambda config, workdir: {
-      'one_epoch_seconds': 1.0, 'epoch_seconds': 1.0, 'probe_seconds': 3.0, 'trial_seconds': 3.0})
-  real = train.train_and_evaluate
-
-  def trial(config, workdir):
-    if config.model.dropout == 0.0:
-      raise FloatingPointError('step 12: loss is nan')
-    return real(config, workdir)
-  monkeypatch.setattr(train, 'train_and_evaluate', trial)
-  plan = tune_lib.tune(_config(), str(tmp_path / 'tune'), budget_minutes=30)
-  assert plan['failed'] == {'dropout0': 'step 12: loss is nan'}
-  assert set(plan['results']) == {'default', 'learning_rate0.003'}
-  table = (tmp_path / 'tune' / 'trials.md').read_text()
-  assert '| dropout0 | model.dropout=0.0 | diverged: step 12: loss is nan |' in table
-  monkeypatch.setattr(train, 'train_and_evaluate', lambda config, workdir: (_ for _ in ()).throw(
-      FloatingPointError('step 3: loss is nan')))
-  with pytest.raises(FloatingPointError, match=r'every trial of the tune in .* diverged \(3; trials.md says how\)'):
-    tune_lib.tune(_config(), str(tmp_path / 'all'), budget_minutes=30)
-
-
-def test_a_tune_refuses_another_config_in_its_workdir_a_foreign_folder_and_a_task_it_cannot_tune(tmp_path, two_trials,
-                                                                                                straight):
-  with pytest.raises(ValueError, match=r"holds a tune of another config \(method, "):
-    tune_lib.tune(_config(method='implicit'), str(straight[1]), budget_minutes=30)
-  (tmp_path / 'mine').mkdir()
-  (tmp_path / 'mine' / 'notes.txt').write_text('mine')
-  with pytest.raises(ValueError, match=r'holds files a tune did not write \(notes.txt\); nothing was changed'):
-    tune_lib.tune(_config(), str(tmp_path / 'mine'), budget_minutes=30)
-  assert os.listdir(tmp_path / 'mine') == ['notes.txt']
+def test_the_space_holds_the_configs_own_values_and_other_tasks_are_refused(tmp_path):
+  import optuna  # pylint: disable=import-outside-toplevel
+  for config in (_config(), _config(method='implicit')):
+    own = tune_lib.default_params(config)
+    assert tune_lib.suggest(optuna.trial.FixedTrial(own), config) == own
+    overrides = tune_lib.overrides_of(config, own)
+    flat = config_lib.flatten(config.to_dict())
+    assert all(flat[k] == v for k, v in overrides.items()), overrides
+  study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+  config = _config(method='implicit')
+  for _ in range(20):
+    params = tune_lib.suggest(study.ask(), config)
+    assert 1e-4 <= params['optimizer.learning_rate'] <= 3e-3
+    assert params['implicit.solver.reuse'] in ('none', 'r2h', 'r3h')
+    assert tune_lib.overrides_of(config, params)['model.inference_hidden'] == (params['model.inference_hidden'],) * 2
   tagging = config_lib.from_file(ROOT / 'configs' / 'tiny_tagging.py')
   with pytest.raises(ValueError, match=r"config.task='tagging'.*the tuner knows the settings of multi-label runs"):
     tune_lib.tune(tagging, str(tmp_path / 'tagging'), budget_minutes=30)
   assert not (tmp_path / 'tagging').exists()
 
 
+def test_the_epoch_hook_travels_to_a_ray_worker_without_its_study():
+  """A trial's hook is pickled into each Ray task: its storage URL and ids go, not the study it opened here."""
+  import pickle  # pylint: disable=import-outside-toplevel
+  hook = tune_lib.EpochReport('sqlite:////nowhere/study.db', 'tune-x', 3, deadline=1e12, num_epochs=5, fold=1)
+  hook.__dict__['_cached'] = object()  # as after its first call here
+  back = pickle.loads(pickle.dumps(hook))
+  assert back.__dict__['_cached'] is None and (back.storage, back.trial_id, back.num_epochs) == (hook.storage, 3, 5)
+
+
+def test_a_file_without_a_positive_label_is_refused_before_the_workdir_is_made(tmp_path):
+  lines = Path(FIXTURE).read_text().splitlines()
+  start = lines.index('@data') + 1
+  zeroed = [','.join(line.split(',')[:-3] + ['0'] * 3) for line in lines[start:] if line.strip()]
+  (tmp_path / 'zero.arff').write_text('\n'.join(lines[:start] + zeroed) + '\n')
+  with pytest.raises(ValueError, match=r'hold no positive label in any row'):
+    tune_lib.tune(_config(**{'data.train_file': str(tmp_path / 'zero.arff')}), str(tmp_path / 'tune'),
+                  budget_minutes=30)
+  assert not (tmp_path / 'tune').exists()
+
+
+def test_without_ray_the_trials_run_here_and_asking_for_ray_is_refused_in_one_line(monkeypatch):
+  monkeypatch.setitem(sys.modules, 'ray', None)  # Ray not installed
+  assert tune_lib.ray_options(False, None, 1) is None
+  with pytest.raises(ValueError, match=r"--parallel=2, --ray or --address run the trials on Ray, which is not "
+                                       r"installed here: pip install -e '.\[scale\]'"):
+    tune_lib.ray_options(False, None, 2)
+
+
+@pytest.mark.e2e
+def test_a_tune_without_ray_runs_its_trials_here_and_keeps_the_best_on_dev(tmp_path, small, monkeypatch):
+  """Issue 63: with Ray unimportable the tune runs on this machine alone; trial 0 is the config as given, each trial
+  is a runner record beside its folder, the choice the best dev score (at least the default's), copied whole."""
+  monkeypatch.setitem(sys.modules, 'ray', None)
+  calls = Calls()
+  monkeypatch.setattr(train, 'train_and_evaluate', calls)
+  workdir = tmp_path / 'tune'
+  plan = tune_lib.tune(_config(), str(workdir), budget_minutes=30, max_trials=3)
+  assert calls.count == 3 and len(plan['trials']) == 3
+  default = plan['trials'][0]
+  assert default['default'] and default['name'] == 'default'
+  assert default['params'] == tune_lib.default_params(_config())
+  done = [t for t in plan['trials'] if t['state'] == 'COMPLETE']
+  chosen = next(t for t in done if t['name'] == plan['chosen'])
+  assert chosen['score'] == max(t['score'] for t in done) >= default['score']
+  for t in done:
+    record = json.loads((workdir / 'trials' / f'{t["name"]}.json').read_text())
+    assert record['dev_f1'] == t['score'] == t['result']['dev_f1']
+  assert json.loads((workdir / 'chosen' / 'metrics.json').read_text())['dev_f1'] == chosen['score']
+  table = (workdir / 'trials.md').read_text()
+  assert table.count('\n| ') == 1 + 3 and '(chosen)' in table
+  assert (workdir / 'study.db').exists() and plan['elapsed_seconds'] > 0
+  # the same command again: nothing retrained, the same choice
+  again = tune_lib.tune(_config(), str(workdir), budget_minutes=30, max_trials=3)
+  assert calls.count == 3 and again['chosen'] == plan['chosen'] and ends(again) == ends(plan)
+
+
+class KillAt:
+  """train_and_evaluate whose run ``name`` is killed (KeyboardInterrupt, as a kill leaves the study: the trial
+  RUNNING) after its epoch ``epoch``, once."""
+
+  def __init__(self, trial: int, epoch: int):
+    self.trial, self.epoch, self.real, self.count, self.fired = trial, epoch, train.train_and_evaluate, 0, False
+
+  def __call__(self, config, workdir, on_epoch=None):
+    self.count += 1
+
+    def hook(epoch, metrics):
+      on_epoch(epoch, metrics)
+      if self.count == self.trial + 1 and epoch == self.epoch and not self.fired:
+        self.fired = True
+        raise KeyboardInterrupt
+    return self.real(config, workdir, on_epoch=hook)
+
+
+@pytest.mark.e2e
+def test_a_tune_killed_in_a_trial_resumes_it_and_ends_as_an_undisturbed_tune(tmp_path, small, monkeypatch):
+  straight = tune_lib.tune(_config(), str(tmp_path / 'straight'), budget_minutes=30, max_trials=4)
+  kill = KillAt(trial=2, epoch=2)
+  monkeypatch.setattr(train, 'train_and_evaluate', kill)
+  with pytest.raises(KeyboardInterrupt):
+    tune_lib.tune(_config(), str(tmp_path / 'killed'), budget_minutes=30, max_trials=4)
+  calls = Calls()
+  monkeypatch.setattr(train, 'train_and_evaluate', calls)
+  resumed = tune_lib.tune(_config(), str(tmp_path / 'killed'), budget_minutes=30, max_trials=4)
+  # the trial cut short, made again in its folder (from its last checkpoint: configs/custom.py checkpoints every
+  # 1000 steps, so here from the start), and the last one; the two before are kept
+  assert calls.count == 2
+  assert [t['killed'] for t in resumed['trials']] == [False, False, True, False, False]
+  assert resumed['trials'][3]['name'] == resumed['trials'][2]['name']
+  assert ends(resumed) == ends(straight) and resumed['chosen'] == straight['chosen']
+
+
+@pytest.mark.e2e
+def test_the_budget_counts_every_start_and_a_budget_no_trial_fits_is_refused(tmp_path, small):
+  workdir = tmp_path / 'tune'
+  plan = tune_lib.tune(_config(), str(workdir), budget_minutes=30, max_trials=2)
+  clock = json.loads((workdir / 'clock.json').read_text())
+  (first, last), = clock['starts']
+  assert 0 < plan['elapsed_seconds'] <= last - first < plan['elapsed_seconds'] + 5  # noted once more at the end
+  # the same tune with a budget its first start used up makes no trial more
+  spent = plan['elapsed_seconds'] / 60
+  again = tune_lib.tune(_config(), str(workdir), budget_minutes=spent, max_trials=5)
+  assert ends(again) == ends(plan)
+  assert len(json.loads((workdir / 'clock.json').read_text())['starts']) == 2
+  with pytest.raises(FloatingPointError, match=r'no trial of the tune in .* finished within the budget'):
+    tune_lib.tune(_config(), str(tmp_path / 'none'), budget_minutes=0.1)
+
+
+@pytest.mark.e2e
+def test_a_small_dev_split_is_tuned_on_several_dev_splits(tmp_path, monkeypatch):
+  monkeypatch.setitem(tune_lib.SPACE, 'feedforward', SMALL)
+  calls = Calls()
+  monkeypatch.setattr(train, 'train_and_evaluate', calls)
+  plan = tune_lib.tune(_config(), str(tmp_path / 'cv'), budget_minutes=30, max_trials=1)
+  assert plan['folds'] == tune_lib.CV_FOLDS == calls.count and 'under 60' in plan['folds_note']
+  seeds = [json.loads((tmp_path / 'cv' / 'trials' / f'default{s}' / 'config.json').read_text())['data']['split_seed']
+           for s in ('', '-split1', '-split2')]
+  assert seeds == [0, 1, 2]
+  records = [json.loads((tmp_path / 'cv' / 'trials' / f'default{s}.json').read_text())['dev_f1']
+             for s in ('', '-split1', '-split2')]
+  assert plan['trials'][0]['score'] == pytest.approx(sum(records) / 3)
+  # each split's epochs reported to the pruner, split k's epoch e as step k * FOLD_STEPS + e
+  import optuna  # pylint: disable=import-outside-toplevel
+  study = optuna.load_study(study_name=plan['study'], storage=f'sqlite:///{tmp_path / "cv" / "study.db"}')
+  epochs = plan['trials'][0]['params']['num_epochs']
+  assert sorted(study.trials[0].intermediate_values) == [k * tune_lib.FOLD_STEPS + e for k in range(3)
+                                                          for e in range(1, epochs + 1)]
+
+
+def test_a_tune_refuses_another_config_in_its_workdir_and_a_foreign_folder(tmp_path, small):
+  (tmp_path / 'mine').mkdir()
+  (tmp_path / 'mine' / 'notes.txt').write_text('mine')
+  with pytest.raises(ValueError, match=r'holds files a tune did not write \(notes.txt\); nothing was changed'):
+    tune_lib.tune(_config(), str(tmp_path / 'mine'), budget_minutes=30)
+  assert os.listdir(tmp_path / 'mine') == ['notes.txt']
+  (tmp_path / 'other').mkdir()
+  other = config_lib.flatten(config_lib.recorded(_config()))
+  other['method'] = 'implicit'
+  (tmp_path / 'other' / 'tune.json').write_text(json.dumps({'config': other, 'study': 's'}))
+  with pytest.raises(ValueError, match=r'holds a tune of another config \(method, '):
+    tune_lib.tune(_config(), str(tmp_path / 'other'), budget_minutes=30)
+
+
+@pytest.mark.e2e
 @pytest.mark.parametrize('budget', ['inf', 'nan'])
-def test_a_budget_that_is_not_a_finite_number_is_refused_naming_the_flag_before_the_probe(tmp_path, budget):
+def test_a_budget_that_is_not_a_finite_number_is_refused_naming_the_flag_before_anything_runs(tmp_path, budget):
   """--budget_minutes=inf or nan passed the flag's lower bound, and the tune failed after its probe with 'cannot
-  convert float NaN to integer', no flag named: now one line naming the flag, status 2, nothing written."""
+  convert float NaN to integer', no flag named: one line naming the flag, status 2, nothing written."""
   import subprocess  # pylint: disable=import-outside-toplevel
   import sys  # pylint: disable=import-outside-toplevel
   workdir = tmp_path / 'tune'
@@ -208,7 +240,7 @@ def test_a_budget_that_is_not_a_finite_number_is_refused_naming_the_flag_before_
 TUNE_WITH_SIGINT = MAIN_WITH_SIGINT.replace('implicit_jax.main', 'implicit_jax.tune')
 # configs/custom.py as given, implicit CD: its step compiles for seconds, where Ctrl-C crashed the process
 TUNE_ARGS = ['--config=configs/custom.py', f'--config.data.train_file={FIXTURE}', '--config.num_epochs=3',
-             '--config.log_every=1000', '--budget_minutes=30']
+             '--config.log_every=1000', '--budget_minutes=30', '--max_trials=3']
 # 10 for the acceptance of issue 65 (IMPLICIT_JAX_TUNE_SIGINT_TRIES=10); 2 in the e2e suite.
 TRIES = int(os.environ.get('IMPLICIT_JAX_TUNE_SIGINT_TRIES', '2'))
 
@@ -229,22 +261,24 @@ def start_tune(workdir) -> subprocess.Popen:
 
 
 def first_line(proc) -> tuple[str, float]:
-  """The tune's first line (``tune: probing ...``) and when it came: the probe starts then."""
+  """The tune's first line (``tune: starting ...``) and when it came: the first trial starts then."""
   return proc.stdout.readline(), time.perf_counter()
 
 
 def end_state(workdir) -> dict:
   """What a tune ends with: its choice and each trial's result (its seconds aside: wall time)."""
   plan = json.loads((Path(workdir) / 'tune.json').read_text())
-  return {'chosen': plan['chosen'], 'trials': plan['trials'], 'failed': plan['failed'],
-          'results': {n: {k: v for k, v in r.items() if k != 'seconds'} for n, r in plan['results'].items()}}
+  return {'chosen': plan['chosen'], 'trials': ends(plan),
+          'results': {t['name']: {k: v for k, v in t['result'].items() if k != 'train_seconds'}
+                      for t in plan['trials'] if t['result']}}
 
 
+@pytest.mark.e2e
 def test_a_tune_under_ctrl_c_at_random_moments_exits_130_and_its_rerun_ends_as_an_undisturbed_tune(tmp_path):
   """Issue 65: Ctrl-C during the probe or a trial printed the right line, then 'Fatal Python error: Segmentation
   fault' and a thread dump, exit 139: the interrupt left an XLA compile running while the process ended
-  (engine/interrupts.py). Each of TRIES tunes gets SIGINT at a random moment of an undisturbed tune's span (the
-  probe and the trials; IMPLICIT_JAX_TUNE_SIGINT_SEED draws others), must exit 130 with its one line on stderr, and
+  (engine/interrupts.py). Each of TRIES tunes gets SIGINT at a random moment of an undisturbed tune's span (its
+  trials; IMPLICIT_JAX_TUNE_SIGINT_SEED draws others), must exit 130 with its one line on stderr, and
   the same command must then end as the undisturbed tune did: the same choice, the same result of every trial."""
   proc = start_tune(tmp_path / 'undisturbed')
   _, start = first_line(proc)
@@ -269,8 +303,8 @@ def test_a_tune_under_ctrl_c_at_random_moments_exits_130_and_its_rerun_ends_as_a
     if running:
       os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=900)
-    where = ([line for line in out.splitlines() if line.startswith('tune: trial ') and '/' in line.split()[2]]
-             or ['the probe'])[-1][:40]
+    where = ([line for line in out.splitlines() if line.startswith('tune: trial ') and 'log:' in line]
+             or ['the start'])[-1][:40]
     again = subprocess.run([sys.executable, '-m', 'implicit_jax.tune', *TUNE_ARGS, f'--workdir={workdir}'], cwd=ROOT,
                            env=user_env(), capture_output=True, text=True, timeout=900, check=False)
     lines = [line for line in err.splitlines() if line.strip()]

@@ -74,8 +74,12 @@ def make_predict(method, replicated, sharded):
                          out_shardings=replicated if jax.process_count() > 1 else sharded)
 
 
-def train_and_evaluate(config, workdir: str) -> dict:
+def train_and_evaluate(config, workdir: str, on_epoch=None) -> dict:
   """Trains ``config.method`` on ``config.task``, selects the best epoch on dev, evaluates test once.
+
+  ``on_epoch(epoch, dev_metrics)``, when given, is called after each epoch's dev evaluation and checkpoint (the dev
+  figures are on the host by then: no extra sync): an exception it raises stops the run there, which the same call
+  resumes from that checkpoint (``implicit_jax.tune`` prunes its trials so).
 
   Resumes from ``workdir`` when it holds a checkpoint of the same run (see ``checkpoints.py``); a resumed run
   ends with exactly the parameters and metrics of an uninterrupted one. Writes ``workdir/metrics.json`` and
@@ -103,7 +107,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   multihost.sync('implicit_jax: workdir prepared')
   with workdir_lib.Lock(workdir) if primary else contextlib.nullcontext():
     return _train(_Run(config, workdir, parts, record, task, method, total_steps, steps_per_epoch, replicated,
-                       sharded, primary, digests))
+                       sharded, primary, digests), on_epoch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +130,7 @@ class _Run:
   digests: dict | None = None
 
 
-def _train(run: _Run) -> dict:
+def _train(run: _Run, on_epoch=None) -> dict:
   ckpt, existing = checkpoints.open_run(run.workdir, run.record, run.parts, run.task, run.total_steps,
                                         run.steps_per_epoch, run.primary, run.digests)
   try:
@@ -142,7 +146,7 @@ def _train(run: _Run) -> dict:
     writer.write_hparams(config_lib.flatten(run.record))
   predict_fn = make_predict(run.method, run.replicated, run.sharded)
   try:
-    state = _epochs(run, ckpt, writer, predict_fn, state, loop)
+    state = _epochs(run, ckpt, writer, predict_fn, state, loop, on_epoch)
     # The best epoch's parameters from disk; its dev predictions again (the same compiled function, so the same
     # numbers), the calibration chosen on them; test predicted once and scored under it.
     best_params = ckpt.restore_best(jax.eval_shape(lambda: state.params), loop['best']['step'])
@@ -172,7 +176,7 @@ def _start(run: _Run, ckpt, existing: bool):
   return jax.device_put(state, run.replicated), loop, True
 
 
-def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
+def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict, on_epoch=None):
   """Trains from ``state`` to the last epoch: the steps, a log line every ``log_every``, a dev evaluation each
   epoch, a checkpoint every ``checkpoint_every`` steps and at epoch ends (each, or with ``checkpoint_epoch_ends``
   off the last), the best epoch's parameters kept. ``loop`` (the
@@ -246,6 +250,8 @@ def _epochs(run: _Run, ckpt, writer, predict_fn, state, loop: dict):
       loop['best'] = {select: value, 'epoch': epoch + 1, 'step': step}
     if config.get('checkpoint_epoch_ends', True) or epoch + 1 == config.num_epochs or due(step):
       save()
+    if on_epoch is not None:
+      on_epoch(epoch + 1, dev_metrics)
   return state
 
 
