@@ -137,9 +137,12 @@ def main():
   same_settings = sum(a['params'] == b['params'] for a, b in common)
   both = [(a, b) for a, b in common if a['state'] == b['state'] == 'COMPLETE']
   same_scores = sum(a['score'] == b['score'] for a, b in both)
+  from experiments import records  # pylint: disable=import-outside-toplevel
+  # docs name no path of the machine that made them: the data as ../shared/data, the scratch workdir as WORKDIR
+  made_by = records.portable(shlex.join(['python', '-m', 'benchmarks.tune_budget', *sys.argv[1:]]), workdir='WORKDIR')
   lines = [
       '# The tuner within a 10-minute budget (issue 63)', '',
-      f'Made by `python -m benchmarks.tune_budget {shlex.join(sys.argv[1:])}` on {started} ({os.cpu_count()} CPU '
+      f'Made by `{made_by}` on {started} ({os.cpu_count()} CPU '
       f'cores shared with other jobs; {args.lanes} tunes at a time). Each row is `python -m implicit_jax.tune '
       f'--config=configs/custom.py` (implicit CD as given, the default trial) with `--budget_minutes='
       f'{args.budget_minutes:g}`; wall minutes are measured around the command. Score: dev F1 @0.5 of the selected '
@@ -165,7 +168,7 @@ def main():
       'the pruner\'s decisions depend on which trials had finished when each epoch ended. The choice is the same '
       'when the best trial is among those both made.', '']
   Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-  Path(args.out).write_text('\n'.join(lines))
+  records.write_page(Path(args.out), '\n'.join(lines))
   print('\n'.join(lines))
 
 
