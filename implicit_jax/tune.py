@@ -92,11 +92,12 @@ SPACE = {
 }
 # A dev split of fewer rows than this is too noisy to choose on alone: CV_FOLDS-fold cross-validation instead.
 CV_BELOW = 60
-# Five folds, the usual choice: each run trains on 4/5 of the training rows (three folds would train on 2/3, further
-# from the run the tune keeps) and a trial's score averages every training row's dev prediction once. A trial costs
-# CV_FOLDS runs, but only files under CV_BELOW dev rows (a few hundred rows) are cross-validated, whose epochs take
-# about a second (docs/tune/budget.md), and the pruner can stop a trial at any fold.
-CV_FOLDS = 5
+# Three folds, for the budget. A trial costs about (CV_FOLDS - 1) * N row-epochs (N training rows): 2N at three
+# folds, 4N at five, against 2.7N for the three 90% hold-outs before; docs/tune/budget.md's genbase tune (46 dev rows)
+# made 4 trials in 10 minutes at 2.7N, so five folds would leave two or three, hardly a search. Every training row is
+# scored once whatever the number of folds; three train each run on 2/3 of the rows (five on 4/5), which biases every
+# trial's score alike and matters less for ranking the trials than their number.
+CV_FOLDS = 3
 # The median pruner: no pruning before this many trials finished, nor before this epoch of a trial's run (on each
 # fold: epoch e of fold k is reported as step k * FOLD_STEPS + e).
 PRUNE_AFTER_TRIALS = 2
