@@ -131,6 +131,43 @@ def test_a_tune_without_ray_runs_its_trials_here_and_keeps_the_best_on_dev(tmp_p
   assert calls.count == 3 and again['chosen'] == plan['chosen'] and ends(again) == ends(plan)
 
 
+class MarkedReport(tune_lib.EpochReport):
+  """The tune's epoch hook, which also leaves a file named by its trial and the process that called it in
+  ``MARKS`` (set by the test; the class travels to Ray workers by value)."""
+  MARKS = ''
+
+  def __call__(self, epoch, metrics):
+    Path(self.MARKS, f'{self.trial_id}-{os.getpid()}').touch()
+    return super().__call__(epoch, metrics)
+
+
+@pytest.mark.e2e
+def test_a_tune_on_ray_runs_its_trials_in_ray_workers_and_keeps_the_best(tmp_path, small, monkeypatch):
+  """Issue 63: --ray --parallel=2 runs the trials as Ray tasks on this machine, two at once: each trial's epochs are
+  reported from a worker process (not this one), and the tune ends as without Ray, its choice copied whole."""
+  ray = pytest.importorskip('ray', reason='Ray is not installed (the extra .[scale]): the tune on Ray is untested')
+  ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+  marks = tmp_path / 'marks'
+  marks.mkdir()
+  monkeypatch.setattr(MarkedReport, 'MARKS', str(marks))
+  monkeypatch.setattr(tune_lib, 'EpochReport', MarkedReport)
+  workdir = tmp_path / 'tune'
+  options = tune_lib.ray_options(True, None, 2, cpus_per_run=1.0, gpus_per_run=0.0)
+  plan = tune_lib.tune(_config(), str(workdir), budget_minutes=30, max_trials=2, parallel=2, ray=options)
+  assert len(plan['trials']) == 2 and not ray.is_initialized()  # the Ray started for the tune, stopped after it
+  pids = {}
+  for mark in os.listdir(marks):
+    trial_id, pid = map(int, mark.split('-'))
+    pids.setdefault(trial_id, set()).add(pid)
+  assert len(pids) == 2 and os.getpid() not in set().union(*pids.values()), pids  # every trial, in workers
+  log = (workdir / 'trials' / 'default.log').read_text()
+  assert '== 2 runs on Ray (this machine)' in log, log[-2000:]
+  done = [t for t in plan['trials'] if t['state'] == 'COMPLETE']
+  assert done and plan['chosen'] in {t['name'] for t in done}
+  chosen = next(t for t in done if t['name'] == plan['chosen'])
+  assert json.loads((workdir / 'chosen' / 'metrics.json').read_text())['dev_f1'] == chosen['score']
+
+
 class KillAt:
   """train_and_evaluate whose run ``name`` is killed (KeyboardInterrupt, as a kill leaves the study: the trial
   RUNNING) after its epoch ``epoch``, once."""
