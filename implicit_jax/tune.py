@@ -12,13 +12,16 @@ dev F1 @0.5 after each epoch; the pruner stops one whose curve sits under the me
 same epoch. The budget is wall-clock time from the tune's first start, every process that worked on it counted (a
 killed one too, ``clock.json``): no trial starts that the slowest first epoch so far says cannot show an epoch before
 the deadline, and a trial is stopped at the end of an epoch when the next would pass it (``MARGIN_SECONDS`` kept for
-the end). A file whose dev split is small (under ``CV_BELOW`` rows) is tuned on ``CV_FOLDS`` dev splits instead of
-one: each trial trains once per ``data.split_seed`` = seed, seed + 1, ... (each a fresh seeded hold-out of the
-training rows) and scores the mean of their dev F1.
+the end). A file whose dev split is small (under ``CV_BELOW`` rows) is tuned by ``CV_FOLDS``-fold cross-validation on
+its training rows instead: each trial trains once per fold, ``data.dev_fold`` = 0, 1, ..., ``CV_FOLDS`` - 1 with
+``data.dev_fraction`` = 1 / ``CV_FOLDS`` and the config's ``data.split_seed`` (``splits.kfold_split``: the folds' dev
+rows are disjoint and cover the training rows, so each is scored once; the test rows are no fold's), and scores the
+mean of their dev F1.
 
 The choice is the finished trial of best score (dev F1 @0.5 of its selected epoch, the metric every multi-label run
-selects its epoch on, or its mean over the dev splits; test is never read for it; the default wins a tie), its run
-(the config's own dev split: fold 0) copied to ``WORKDIR/chosen/`` for ``evaluate`` and ``predict``.
+selects its epoch on, or its mean over the folds; test is never read for it; the default wins a tie), its run copied
+to ``WORKDIR/chosen/`` for ``evaluate`` and ``predict``: the run on the config's own dev split, or under
+cross-validation the trial's fold-0 run (trained on the other folds, its dev fold 0: not retrained on all rows).
 ``WORKDIR/trials.md`` tables every trial. The study lives in ``WORKDIR/study.db`` (SQLite, whose transactions
 survive a SIGKILL) or in ``--storage``'s database: killed at any moment, the same command resumes: finished trials
 are kept, the trial cut short is made again with its settings, resuming its runs from their checkpoints.
@@ -87,11 +90,16 @@ SPACE = {
         ('num_epochs', 'int', (10, 80, 10)),
     ],
 }
-# A dev split of fewer rows than this is too noisy to choose on alone: CV_FOLDS dev splits instead.
+# A dev split of fewer rows than this is too noisy to choose on alone: CV_FOLDS-fold cross-validation instead.
 CV_BELOW = 60
+# Three folds, for the budget. A trial costs about (CV_FOLDS - 1) * N row-epochs (N training rows): 2N at three
+# folds, 4N at five, against 2.7N for the three 90% hold-outs before; docs/tune/budget.md's genbase tune (46 dev rows)
+# made 4 trials in 10 minutes at 2.7N, so five folds would leave two or three, hardly a search. Every training row is
+# scored once whatever the number of folds; three train each run on 2/3 of the rows (five on 4/5), which biases every
+# trial's score alike and matters less for ranking the trials than their number.
 CV_FOLDS = 3
 # The median pruner: no pruning before this many trials finished, nor before this epoch of a trial's run (on each
-# dev split: epoch e of split k is reported as step k * FOLD_STEPS + e).
+# fold: epoch e of fold k is reported as step k * FOLD_STEPS + e).
 PRUNE_AFTER_TRIALS = 2
 PRUNE_AFTER_EPOCHS = 3
 FOLD_STEPS = 1000
@@ -183,15 +191,31 @@ def _prepare(workdir: str) -> None:
   os.makedirs(workdir, exist_ok=True)
 
 
+def fold_config(config, fold: int, folds: int):
+  """``config`` on fold ``fold`` of ``folds``-fold cross-validation (``data.dev_fold``, ``data.dev_fraction``)."""
+  run = config.copy_and_resolve_references()
+  run.data.dev_fold, run.data.dev_fraction = fold, 1.0 / folds
+  return run
+
+
 def _folds(config) -> tuple[int, str]:
-  """(dev splits per trial, why): reads the data (a file with a degenerate label set is refused here, before the
-  workdir is touched) and counts its dev rows."""
-  task = config_lib.check(config).make_task(config)
+  """(folds per trial, why): reads the data (a file with a degenerate label set is refused here, before the
+  workdir is touched) and counts its dev rows; a small dev split is cross-validated, each fold's data read here."""
+  parts = config_lib.check(config)
+  task = parts.make_task(config)
   from implicit_jax.engine import data  # pylint: disable=import-outside-toplevel  (jax: once the config is known)
   dev = data.num_examples(task.splits['dev'])
-  if dev < CV_BELOW:
-    return CV_FOLDS, f'{dev} dev rows, under {CV_BELOW}: each trial scores the mean of {CV_FOLDS} dev splits'
-  return 1, f'{dev} dev rows: one dev split'
+  if dev >= CV_BELOW:
+    return 1, f'{dev} dev rows: one dev split'
+  why = f'{dev} dev rows, under {CV_BELOW}'
+  for fold in range(CV_FOLDS):  # each fold's splits checked before the workdir is touched (a dev fold of no label)
+    try:
+      parts.make_task(fold_config(config, fold, CV_FOLDS))
+    except ValueError as e:
+      raise ValueError(f'{why}: the tune cross-validates on {CV_FOLDS} folds (data.dev_fold), and fold {fold}: '
+                       f'{cli.one_line(e)}') from None
+  return CV_FOLDS, (f'{why}: {CV_FOLDS}-fold cross-validation on the training rows, each trial scoring the mean '
+                    f'dev F1 of its {CV_FOLDS} runs (data.dev_fold 0 to {CV_FOLDS - 1}); chosen/ is fold 0\'s run')
 
 
 def _open_plan(config, workdir, budget_minutes, argv, storage, folds) -> dict:
@@ -204,18 +228,25 @@ def _open_plan(config, workdir, budget_minutes, argv, storage, folds) -> dict:
     if not isinstance(plan, dict) or 'config' not in plan or 'study' not in plan:
       raise ValueError(f'{path}: not the record of a tune (or of one made before the tuner was an Optuna study: '
                        'give a new workdir)')
-    if plan['config'] != recorded:
-      differ = sorted((k for k in set(plan['config']) | set(recorded) if plan['config'].get(k) != recorded.get(k)),
+    # a field the plan lacks, added to the code since (data.dev_fold), at its default: the config the plan records
+    defaults = config_lib.flatten(config_lib.recorded(config_lib.base_config(config.task, config.method)))
+    old = {**{k: defaults[k] for k in set(recorded) - set(plan['config']) if k in defaults}, **plan['config']}
+    if old != recorded:
+      differ = sorted((k for k in set(old) | set(recorded) if old.get(k) != recorded.get(k)),
                       key=lambda k: (k.count('.'), k))  # 'method' before the fields of its section
       raise ValueError(f'--workdir {workdir} holds a tune of another config ({", ".join(differ[:5])} differ); give '
                        'the command that started it to resume it, or a new workdir')
+    if plan.get('folds', 1) > 1 and plan.get('cv') != 'kfold':
+      raise ValueError(f'--workdir {workdir} holds a tune whose trials were scored on {plan["folds"]} seeded dev '
+                       'hold-outs, made before the tuner cross-validated in disjoint folds: give a new workdir')
     plan['budget_minutes'] = budget_minutes
     return plan
   digest = hashlib.sha1(json.dumps(recorded, sort_keys=True, default=str).encode()).hexdigest()[:12]
   plan = {'config': recorded, 'config_file': config.config_file, 'method': config.method, 'argv': argv,
           'budget_minutes': budget_minutes, 'started': datetime.datetime.now().isoformat(timespec='seconds'),
           'study': f'tune-{config.method}-{digest}', 'storage': storage or 'sqlite:///WORKDIR/study.db',
-          'seed': int(config.seed), 'folds': folds[0], 'folds_note': folds[1]}
+          'seed': int(config.seed), 'folds': folds[0], 'folds_note': folds[1],
+          **({'cv': 'kfold'} if folds[0] > 1 else {})}
   checkpoints.write_json(path, plan)
   return plan
 
@@ -283,10 +314,10 @@ class EpochReport:
     trial = self._trial()
     if self.fold == 0 and spent is None:  # the time a trial takes to show its first epoch: the budget's estimate
       trial.set_user_attr('first_epoch_seconds', now - self.created)
-    # epoch e of dev split k is step k * FOLD_STEPS + e: compared with the finished trials' on the same split
+    # epoch e of fold k is step k * FOLD_STEPS + e: compared with the finished trials' on the same fold
     trial.report(float(metrics['f1']), self.fold * FOLD_STEPS + epoch)
     if epoch >= PRUNE_AFTER_EPOCHS and trial.should_prune():
-      where = f'epoch {epoch}' + (f' of dev split {self.fold + 1}' if self.fold else '')
+      where = f'epoch {epoch}' + (f' of fold {self.fold}' if self.fold else '')
       trial.set_user_attr('stopped', f'pruned at {where}')
       raise optuna.TrialPruned(f'pruned at {where}')
     # the next epoch is assumed to take what the last did (after the first, whose time holds the compile: then only
@@ -342,15 +373,15 @@ def _ask(study, plan, config, workdir):
 
 
 def _runs(plan, config, workdir, url, trial, params, deadline) -> list:
-  """The runs of a trial: one per dev split (the config's split_seed, then the next ones)."""
+  """The runs of a trial: one on the config's dev split, or one per fold (``data.dev_fold`` = 0, 1, ..., folder
+  NAME for fold 0, NAME-foldK for the others)."""
   name = trial.user_attrs['name']
   runs = []
-  for fold in range(plan['folds']):
-    run = config.copy_and_resolve_references()
+  folds = plan['folds']
+  for fold in range(folds):
+    run = fold_config(config, fold, folds) if folds > 1 else config.copy_and_resolve_references()
     run.update_from_flattened_dict(overrides_of(config, params))
-    folder = os.path.join(workdir, 'trials', name if fold == 0 else f'{name}-split{fold}')
-    if fold:
-      run.data.split_seed = config.data.split_seed + fold
+    folder = os.path.join(workdir, 'trials', name if fold == 0 else f'{name}-fold{fold}')
     hook = EpochReport(url, plan['study'], trial._trial_id, deadline, run.num_epochs,  # pylint: disable=protected-access
                        fold=fold)
     runs.append(runner.Run(os.path.basename(folder), run, f'{folder}.json', folder, on_epoch=hook))
@@ -373,7 +404,8 @@ def _train(runs, ray_options, log_path):
 
 
 def _tell(study, trial, runs, error) -> str:
-  """The trial's end in the study, from its runs' records: complete (its score, the mean dev F1 of its runs),
+  """The trial's end in the study, from its runs' records: complete (its score, the mean dev F1 of its runs; its
+  ``result`` the first run's figures, fold 0's under cross-validation),
   pruned or stopped by the budget (the hook said so), or failed (diverged). Returns a line saying which."""
   import optuna  # pylint: disable=import-outside-toplevel
   from optuna.trial import TrialState  # pylint: disable=import-outside-toplevel
@@ -381,7 +413,7 @@ def _tell(study, trial, runs, error) -> str:
   if all(r is not None for r in records):
     keys = ('best_epoch', 'dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned', 'train_seconds')
     trial.set_user_attr('result', {k: records[0][k] for k in keys})
-    trial.set_user_attr('split_dev_f1', [r['dev_f1'] for r in records])
+    trial.set_user_attr('fold_dev_f1', [r['dev_f1'] for r in records])
     score = sum(r['dev_f1'] for r in records) / len(records)
     study.tell(trial, score)
     return f'dev F1 @0.5 {100 * score:.2f}'
@@ -410,7 +442,8 @@ def _complete(study) -> list:
 
 def _keep_chosen(study, plan, workdir):
   """The finished trial of best score (the first of equal scores: the default, trial 0, wins a tie), its run on the
-  config's own dev split copied to ``WORKDIR/chosen`` (atomically: a copy cut short is made again)."""
+  config's own dev split (under cross-validation its fold-0 run) copied to ``WORKDIR/chosen`` (atomically: a copy cut
+  short is made again)."""
   done = _complete(study)
   if not done:
     raise FloatingPointError(f'no trial of the tune in {workdir} finished within the budget ({len(study.trials)} '
@@ -444,7 +477,8 @@ def _table(study, plan, chosen, elapsed, workdir) -> str:
   lines = [f'# Tune of {plan["config_file"] or "a config"} ({plan["method"]})', '',
            f'Made by `python -m implicit_jax.tune {" ".join(_shown(a) for a in plan["argv"])}` (started '
            f'{plan["started"]}; budget {plan["budget_minutes"]:g} min; {plan["folds_note"]}). Dev F1 @0.5 selects the '
-           'epoch and the trial' + (' (the mean over the dev splits: "score")' if cv else '')
+           'epoch and the trial' + (' (the mean over the folds: "score"; the other figures are fold 0\'s)' if cv
+                                    else '')
            + '; the test figures are listed, never used.', '',
            '| trial | name | state | ' + ('score | ' if cv else '') + 'best epoch | dev @0.5 | dev tuned | test @0.5 | '
            'test tuned | settings |',

@@ -17,7 +17,7 @@ from implicit_jax.tasks.mlc import datasets as mlc_datasets
 from implicit_jax.tasks.mlc.arff import read_mulan
 from implicit_jax.tasks.mlc.datasets import DATA_DIR_ENV, load_embedded_bibtex, load_mlc
 from implicit_jax.tasks import mlc
-from implicit_jax.tasks.mlc.splits import dev_split, fold_sizes, stratified_split
+from implicit_jax.tasks.mlc.splits import dev_split, fold_sizes, kfold_split, stratified_split
 from tests.conftest import ROOT
 from tests.test_arff import FIXTURES, shared_data
 
@@ -59,6 +59,86 @@ def test_dev_split_partition_size_and_determinism():
   assert len(dev_split(5, 0.1, seed=0)[1]) == 1  # a tiny file still gets a dev row
   with pytest.raises(ValueError, match='dev_fraction'):
     dev_split(10, 1.0, seed=0)
+
+
+@pytest.mark.parametrize('n,folds', [(150, 5), (23, 5), (10, 3), (7, 7)])
+def test_kfold_dev_parts_are_disjoint_cover_every_row_and_differ_in_size_by_at_most_one(n, folds):
+  parts = [kfold_split(n, folds, k, seed=3) for k in range(folds)]
+  devs = [dev for _, dev in parts]
+  np.testing.assert_array_equal(np.sort(np.concatenate(devs)), np.arange(n))  # disjoint and covering
+  sizes = [len(dev) for dev in devs]
+  assert max(sizes) - min(sizes) <= 1 and sum(sizes) == n
+  for train, dev in parts:
+    assert_partition((train, dev), n)
+    assert np.all(np.diff(train) > 0) and np.all(np.diff(dev) > 0)
+  # seeded: the same seed the same folds, another seed others
+  np.testing.assert_array_equal(kfold_split(n, folds, 1, seed=3)[1], devs[1])
+  assert not np.array_equal(kfold_split(n, folds, 1, seed=4)[1], devs[1])
+
+
+def test_kfold_split_refuses_a_fold_out_of_range():
+  for folds, fold in ((5, 5), (5, -1), (1, 0)):
+    with pytest.raises(ValueError, match='fold'):
+      kfold_split(20, folds, fold, seed=0)
+
+
+def _numbered(tmp_path, name, rows, first=0):
+  """A MULAN file whose feature ``id`` numbers its rows (first, first + 1, ...), labels alternating so that every
+  split holds a positive one."""
+  lines = ['@relation numbered -C -2', '@attribute id numeric', '@attribute L0 {0,1}', '@attribute L1 {0,1}', '@data']
+  lines += [f'{first + i},{i % 2},{(i + 1) % 2}' for i in range(rows)]
+  (tmp_path / name).write_text('\n'.join(lines) + '\n')
+  return str(tmp_path / name)
+
+
+def test_dev_fold_cuts_the_official_train_split_in_disjoint_dev_folds(tmp_path):
+  kwargs = dict(train_file=_numbered(tmp_path, 'train.arff', 47), test_file=_numbered(tmp_path, 'test.arff', 9, 1000),
+                standardise='never')
+  ids = lambda split: sorted(int(i) for i in split[0][:, 0])  # noqa: E731
+  devs = []
+  for k in range(5):
+    splits, info = load_mlc('custom', '', 'official', 0.2, 7, dev_fold=k, **kwargs)
+    assert ids(splits['test']) == list(range(1000, 1009)) and info['dev_fold'] == k
+    assert sorted(ids(splits['train']) + ids(splits['dev'])) == list(range(47))
+    assert f'fold {k} of 5-fold' in info['split_note']
+    devs.append(ids(splits['dev']))
+  assert sorted(sum(devs, [])) == list(range(47))  # disjoint, their union the official train split
+  assert {len(d) for d in devs} <= {9, 10}
+  # -1 (the default) is the seeded dev_fraction hold-out exactly as before the field
+  old_train, old_dev = dev_split(47, 0.2, 7)
+  splits, info = load_mlc('custom', '', 'official', 0.2, 7, **kwargs)
+  assert ids(splits['dev']) == old_dev.tolist() and ids(splits['train']) == old_train.tolist()
+  assert 'dev_fold' not in info and load_mlc('custom', '', 'official', 0.2, 7, dev_fold=-1, **kwargs)[1] == info
+
+
+def test_dev_fold_without_an_official_test_folds_the_stratified_train_and_dev_rows(tmp_path):
+  kwargs = dict(train_file=_numbered(tmp_path, 'all.arff', 60), standardise='never')
+  ids = lambda split: sorted(int(i) for i in split[0][:, 0])  # noqa: E731
+  plain, _ = load_mlc('custom', '', 'official', 0.2, 0, **kwargs)
+  devs = []
+  for k in range(5):
+    splits, info = load_mlc('custom', '', 'official', 0.2, 0, dev_fold=k, **kwargs)
+    assert ids(splits['test']) == ids(plain['test'])  # the 60/20/20 split's test rows stay the test split
+    assert sorted(ids(splits['train']) + ids(splits['dev'])) == sorted(ids(plain['train']) + ids(plain['dev']))
+    devs.append(ids(splits['dev']))
+    assert 'no official split' in info['split_note'] and f'fold {k} of 5-fold' in info['split_note']
+  assert sorted(sum(devs, [])) == sorted(ids(plain['train']) + ids(plain['dev']))
+
+
+def test_an_out_of_range_dev_fold_is_refused_naming_the_field():
+  for fold, fraction in ((10, 0.1), (-2, 0.1), (5, 0.2), (0, 0.9)):
+    with pytest.raises(ValueError, match=r'data\.dev_fold') as e:
+      load_mlc('bibtex', dev_fraction=fraction, dev_fold=fold)
+    assert '\n' not in str(e.value)
+  config = config_lib.from_file(ROOT / 'configs' / 'custom.py')
+  config.data.dev_fold = 5
+  config.data.dev_fraction = 0.2
+  with pytest.raises(ValueError, match=r'data\.dev_fold must be -1 \(the dev_fraction hold-out\) or a fold in '
+                                       r'\[0, 5\)'):
+    tasks.get_task(config)  # before the data are read
+  # spo_fun's dev is its official valid split: no hold-out of train to cut in folds
+  with pytest.raises(ValueError, match=r"data\.dev_fold=0: this dataset's dev split is its official valid split"):
+    mlc_datasets._official({'train': None, 'valid': None, 'test': None}, 0.2, 0, 0)  # pylint: disable=protected-access
 
 
 def test_fold_sizes_are_within_one_of_the_request():
@@ -223,8 +303,8 @@ def test_mlc_task_from_config():
 def test_default_data_config_fields():
   d = mlc.data_config()
   assert d.to_dict() == {'name': 'bibtex', 'data_dir': '', 'protocol': 'official', 'dev_fraction': 0.1,
-                         'split_seed': 0, 'train_file': '', 'test_file': '', 'xml_file': '', 'num_labels': 0,
-                         'format': 'mulan', 'source': 'raw', 'tfds_dir': '', 'standardise': 'auto',
+                         'split_seed': 0, 'dev_fold': -1, 'train_file': '', 'test_file': '', 'xml_file': '',
+                         'num_labels': 0, 'format': 'mulan', 'source': 'raw', 'tfds_dir': '', 'standardise': 'auto',
                          'empty_f1': 1.0}
 
 

@@ -131,6 +131,43 @@ def test_a_tune_without_ray_runs_its_trials_here_and_keeps_the_best_on_dev(tmp_p
   assert calls.count == 3 and again['chosen'] == plan['chosen'] and ends(again) == ends(plan)
 
 
+class MarkedReport(tune_lib.EpochReport):
+  """The tune's epoch hook, which also leaves a file named by its trial and the process that called it in
+  ``MARKS`` (set by the test; the class travels to Ray workers by value)."""
+  MARKS = ''
+
+  def __call__(self, epoch, metrics):
+    Path(self.MARKS, f'{self.trial_id}-{os.getpid()}').touch()
+    return super().__call__(epoch, metrics)
+
+
+@pytest.mark.e2e
+def test_a_tune_on_ray_runs_its_trials_in_ray_workers_and_keeps_the_best(tmp_path, small, monkeypatch):
+  """Issue 63: --ray --parallel=2 runs the trials as Ray tasks on this machine, two at once: each trial's epochs are
+  reported from a worker process (not this one), and the tune ends as without Ray, its choice copied whole."""
+  ray = pytest.importorskip('ray', reason='Ray is not installed (the extra .[scale]): the tune on Ray is untested')
+  ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+  marks = tmp_path / 'marks'
+  marks.mkdir()
+  monkeypatch.setattr(MarkedReport, 'MARKS', str(marks))
+  monkeypatch.setattr(tune_lib, 'EpochReport', MarkedReport)
+  workdir = tmp_path / 'tune'
+  options = tune_lib.ray_options(True, None, 2, cpus_per_run=1.0, gpus_per_run=0.0)
+  plan = tune_lib.tune(_config(), str(workdir), budget_minutes=30, max_trials=2, parallel=2, ray=options)
+  assert len(plan['trials']) == 2 and not ray.is_initialized()  # the Ray started for the tune, stopped after it
+  pids = {}
+  for mark in os.listdir(marks):
+    trial_id, pid = map(int, mark.split('-'))
+    pids.setdefault(trial_id, set()).add(pid)
+  assert len(pids) == 2 and os.getpid() not in set().union(*pids.values()), pids  # every trial, in workers
+  log = (workdir / 'trials' / 'default.log').read_text()
+  assert '== 2 runs on Ray (this machine)' in log, log[-2000:]
+  done = [t for t in plan['trials'] if t['state'] == 'COMPLETE']
+  assert done and plan['chosen'] in {t['name'] for t in done}
+  chosen = next(t for t in done if t['name'] == plan['chosen'])
+  assert json.loads((workdir / 'chosen' / 'metrics.json').read_text())['dev_f1'] == chosen['score']
+
+
 class KillAt:
   """train_and_evaluate whose run ``name`` is killed (KeyboardInterrupt, as a kill leaves the study: the trial
   RUNNING) after its epoch ``epoch``, once."""
@@ -184,24 +221,48 @@ def test_the_budget_counts_every_start_and_a_budget_no_trial_fits_is_refused(tmp
 
 
 @pytest.mark.e2e
-def test_a_small_dev_split_is_tuned_on_several_dev_splits(tmp_path, monkeypatch):
+def test_a_small_dev_split_is_tuned_by_k_fold_cross_validation_on_the_training_rows(tmp_path, monkeypatch):
+  """Issue 63: a file too small for a trustworthy dev split chooses by k-fold cross-validation on its training rows:
+  a trial's runs are the CV_FOLDS folds (data.dev_fold 0..K-1, one split_seed), their dev rows disjoint and together
+  the training rows, the score their mean dev F1; chosen/ is the best trial's fold-0 run."""
   monkeypatch.setitem(tune_lib.SPACE, 'feedforward', SMALL)
   calls = Calls()
   monkeypatch.setattr(train, 'train_and_evaluate', calls)
   plan = tune_lib.tune(_config(), str(tmp_path / 'cv'), budget_minutes=30, max_trials=1)
-  assert plan['folds'] == tune_lib.CV_FOLDS == calls.count and 'under 60' in plan['folds_note']
-  seeds = [json.loads((tmp_path / 'cv' / 'trials' / f'default{s}' / 'config.json').read_text())['data']['split_seed']
-           for s in ('', '-split1', '-split2')]
-  assert seeds == [0, 1, 2]
-  records = [json.loads((tmp_path / 'cv' / 'trials' / f'default{s}.json').read_text())['dev_f1']
-             for s in ('', '-split1', '-split2')]
-  assert plan['trials'][0]['score'] == pytest.approx(sum(records) / 3)
-  # each split's epochs reported to the pruner, split k's epoch e as step k * FOLD_STEPS + e
+  k = tune_lib.CV_FOLDS
+  assert plan['folds'] == k == calls.count and k >= 3 and 'under 60' in plan['folds_note'] and plan['cv'] == 'kfold'
+  folders = ['default'] + [f'default-fold{j}' for j in range(1, k)]
+  data = [json.loads((tmp_path / 'cv' / 'trials' / f / 'config.json').read_text())['data'] for f in folders]
+  assert [d['dev_fold'] for d in data] == list(range(k))
+  assert {(d['split_seed'], d['dev_fraction']) for d in data} == {(0, 1 / k)}
+  # the folds' dev rows: disjoint, together the rows the config's own split trains and picks epochs on
+  config_lib.check(_config())
+  from implicit_jax import tasks  # pylint: disable=import-outside-toplevel
+  rows = lambda split: {tuple(r) for r in split['x'].tolist()}  # noqa: E731  (the fixture's rows are distinct)
+  own = tasks.get_task(_config()).splits
+  devs = [rows(tasks.get_task(tune_lib.fold_config(_config(), j, k)).splits['dev']) for j in range(k)]
+  assert sum(map(len, devs)) == len(set().union(*devs)) == len(rows(own['train']) | rows(own['dev']))
+  records = [json.loads((tmp_path / 'cv' / 'trials' / f'{f}.json').read_text())['dev_f1'] for f in folders]
+  assert plan['trials'][0]['score'] == pytest.approx(sum(records) / k)
+  assert json.loads((tmp_path / 'cv' / 'chosen' / 'config.json').read_text())['data']['dev_fold'] == 0
+  # each fold's epochs reported to the pruner, fold j's epoch e as step j * FOLD_STEPS + e
   import optuna  # pylint: disable=import-outside-toplevel
   study = optuna.load_study(study_name=plan['study'], storage=f'sqlite:///{tmp_path / "cv" / "study.db"}')
   epochs = plan['trials'][0]['params']['num_epochs']
-  assert sorted(study.trials[0].intermediate_values) == [k * tune_lib.FOLD_STEPS + e for k in range(3)
+  assert sorted(study.trials[0].intermediate_values) == [j * tune_lib.FOLD_STEPS + e for j in range(k)
                                                           for e in range(1, epochs + 1)]
+
+
+def test_a_tune_of_seeded_dev_hold_outs_made_before_k_fold_is_not_resumed(tmp_path, small):
+  """A plan of several dev splits without 'cv': its trials were scored on overlapping seeded hold-outs, which the
+  runs made now (k-fold) would mix with; and a plan lacking a field added since (data.dev_fold) at its default is
+  the same config."""
+  recorded = config_lib.flatten(config_lib.recorded(_config()))
+  del recorded['data.dev_fold'], recorded['overrides']  # as _open_plan records it
+  (tmp_path / 'old').mkdir()
+  (tmp_path / 'old' / 'tune.json').write_text(json.dumps({'config': recorded, 'study': 's', 'folds': 3}))
+  with pytest.raises(ValueError, match=r'holds a tune whose trials were scored on 3 seeded dev hold-outs'):
+    tune_lib.tune(_config(), str(tmp_path / 'old'), budget_minutes=30)
 
 
 def test_a_tune_refuses_another_config_in_its_workdir_and_a_foreign_folder(tmp_path, small):

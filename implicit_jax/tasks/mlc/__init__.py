@@ -41,6 +41,9 @@ def data_config() -> ml_collections.ConfigDict:
   d.protocol = 'official'  # 'official' (the dataset's train/test) or 'resplit' (pool all, stratified 60/20/20)
   d.dev_fraction = 0.1     # official protocol: share of train held out as dev (spo_fun uses its valid split)
   d.split_seed = 0         # seeds the dev hold-out and stratified splits (separate from the model seed)
+  d.dev_fold = -1          # -1: the seeded dev_fraction hold-out; k >= 0: dev is fold k of round(1 / dev_fraction)
+                           # folds of a split_seed permutation of the training rows (k-fold cross-validation, as
+                           # implicit_jax.tune runs on a small file; datasets.py). Refused with spo_fun's valid split
   d.train_file = ''        # custom only: training file, absolute or relative to data_dir
   d.test_file = ''         # custom only: test file; '' = split train stratified 60/20/20
   d.xml_file = ''          # custom only, MULAN: XML label list; '' = MEKA -C header or num_labels
@@ -69,6 +72,8 @@ def check_config(config) -> None:
   if data.protocol == 'official' and not 0 < data.dev_fraction < 1:
     raise ValueError(f'config.data.dev_fraction must be in (0, 1): best-epoch selection and the tuned threshold '
                      f'need a dev split, got {data.dev_fraction}')
+  if 0 < data.dev_fraction < 1:
+    datasets.check_dev_fold(data.get('dev_fold', -1), data.dev_fraction)
   # A shipped dataset's config holds the settings chosen on that dataset, which can move another file's score more
   # than the method does; configs/custom.py's were chosen across datasets (docs/custom_defaults.md). One route.
   chosen_on = config.get('chosen_on', '')
@@ -104,7 +109,8 @@ def make_task(config) -> Task:
   check_config(config)
   d = config.data
   splits, info = datasets.load_mlc(
-      d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, train_file=d.train_file,
+      d.name, d.data_dir, d.protocol, d.dev_fraction, d.split_seed, dev_fold=d.get('dev_fold', -1),
+      train_file=d.train_file,
       test_file=d.test_file, xml_file=d.xml_file, num_labels=d.num_labels, file_format=d.format,
       source=d.source, tfds_dir=d.tfds_dir, standardise=d.standardise)
   # Kept on the task and recorded in data.json (what predict repeats), out of metrics.json.

@@ -16,6 +16,12 @@ Protocols:
   * ``resplit``: all rows pooled (train, then valid, then test) and split 60/20/20 by iterative stratification
     (``splits.stratified_split``) with ``split_seed``, as SEAL and the implicit paper do for bibtex.
 
+k-fold cross-validation (``dev_fold`` >= 0, ``data.dev_fold``; -1, the default, is the hold-out above): dev is fold
+``dev_fold`` of ``round(1 / dev_fraction)`` folds (``splits.kfold_split`` with ``split_seed``) of the training rows,
+train the other folds, test as above. The training rows are the official train split; where the rows are split
+60/20/20 (``resplit``, or no official split) they are that split's train and dev rows together (its test part stays
+the test split). A dataset whose own valid split is the dev split (spo_fun) has no hold-out to cut in folds: refused.
+
 Preprocessing (``standardise``, the ``data.standardise`` setting), always fitted on training rows only:
   * ``'auto'`` (default): mean-impute and z-score every feature (``impute_and_standardise``) unless the training
     features are binary (every value 0 or 1) or sparse (at least ``SPARSE_ZEROS`` of them exactly 0), which are
@@ -106,25 +112,66 @@ def _pool(parts: dict) -> tuple[np.ndarray, np.ndarray]:
   return (np.concatenate([parts[s].x for s in order]), np.concatenate([parts[s].y for s in order]))
 
 
-def _official(parts, dev_fraction, split_seed):
+def num_folds(dev_fraction: float) -> int:
+  """The folds of k-fold cross-validation (``data.dev_fold``) at ``dev_fraction``: ``round(1 / dev_fraction)``."""
+  return int(round(1.0 / dev_fraction))
+
+
+def check_dev_fold(dev_fold, dev_fraction: float) -> None:
+  """``data.dev_fold``: -1 (the seeded ``dev_fraction`` hold-out) or a fold in ``[0, num_folds(dev_fraction))``."""
+  if dev_fold == -1 and not isinstance(dev_fold, bool):
+    return
+  if isinstance(dev_fold, bool) or not isinstance(dev_fold, (int, np.integer)):
+    raise ValueError(f'data.dev_fold: must be -1 (the dev_fraction hold-out) or a fold number, got {dev_fold!r}')
+  folds = num_folds(dev_fraction)
+  if folds < 2:
+    raise ValueError(f'data.dev_fold={dev_fold}: k-fold cross-validation needs round(1 / data.dev_fraction) >= 2 '
+                     f'folds, got data.dev_fraction={dev_fraction}')
+  if not 0 <= dev_fold < folds:
+    raise ValueError(f'data.dev_fold must be -1 (the dev_fraction hold-out) or a fold in [0, {folds}) (round(1 / '
+                     f'data.dev_fraction) folds at data.dev_fraction={dev_fraction}), got {dev_fold}')
+
+
+def _kfold(n, dev_fraction, split_seed, dev_fold):
+  """``(train, dev)`` positions of fold ``dev_fold`` among ``n`` training rows, and the note's words for it."""
+  folds = num_folds(dev_fraction)
+  train_idx, dev_idx = splitlib.kfold_split(n, folds, dev_fold, split_seed)
+  return train_idx, dev_idx, f'dev = fold {dev_fold} of {folds}-fold cross-validation (data.dev_fold, split_seed)'
+
+
+def _official(parts, dev_fraction, split_seed, dev_fold=-1):
   """``(rows {split: (x, y)}, train row numbers, note, features to fit the scaling on or None = train)``."""
   if 'test' not in parts:
-    return _stratified(parts, split_seed, 'no official split: stratified 60/20/20 of all rows by split_seed')
+    return _stratified(parts, split_seed, 'no official split: stratified 60/20/20 of all rows by split_seed',
+                       dev_fraction, dev_fold)
   train, test = parts['train'], parts['test']
   if 'valid' in parts:
+    if dev_fold >= 0:
+      raise ValueError(f'data.dev_fold={dev_fold}: this dataset\'s dev split is its official valid split, not a '
+                       'hold-out of train to cut in folds: leave data.dev_fold at -1')
     valid = parts['valid']
     rows = {'train': (train.x, train.y), 'dev': (valid.x, valid.y), 'test': (test.x, test.y)}
     fit_x = np.concatenate([train.x, valid.x])  # C-HMCNN fits its imputer and scaler on train+valid
     return rows, np.arange(train.num_examples), 'dev = the official valid split', fit_x
-  train_idx, dev_idx = splitlib.dev_split(train.num_examples, dev_fraction, split_seed)
+  if dev_fold >= 0:
+    train_idx, dev_idx, note = _kfold(train.num_examples, dev_fraction, split_seed, dev_fold)
+    note += ' of the official train split'
+  else:
+    train_idx, dev_idx = splitlib.dev_split(train.num_examples, dev_fraction, split_seed)
+    note = 'dev = seeded dev_fraction hold-out of the official train split'
   rows = {'train': (train.x[train_idx], train.y[train_idx]), 'dev': (train.x[dev_idx], train.y[dev_idx]),
           'test': (test.x, test.y)}
-  return rows, train_idx, 'dev = seeded dev_fraction hold-out of the official train split', None
+  return rows, train_idx, note, None
 
 
-def _stratified(parts, split_seed, note):
+def _stratified(parts, split_seed, note, dev_fraction=0.1, dev_fold=-1):
   x, y = _pool(parts)
   folds = splitlib.stratified_split(y, RESPLIT_FRACTIONS, split_seed)
+  if dev_fold >= 0:  # the 60/20/20 split's train and dev rows, cut in folds; its test rows stay the test split
+    rest = np.sort(np.concatenate(folds[:2]))
+    train_pos, dev_pos, how = _kfold(len(rest), dev_fraction, split_seed, dev_fold)
+    folds = (rest[train_pos], rest[dev_pos], folds[2])
+    note += f'; {how} of its train and dev rows'
   rows = {s: (x[idx], y[idx]) for s, idx in zip(('train', 'dev', 'test'), folds)}
   return rows, folds[0], note, None
 
@@ -150,7 +197,7 @@ def _scale(rows: dict, dataset: Dataset, fit_x: np.ndarray | None, standardise: 
 
 
 def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_fraction: float = 0.1,
-             split_seed: int = 0, *, train_file: str = '', test_file: str = '', xml_file: str = '',
+             split_seed: int = 0, *, dev_fold: int = -1, train_file: str = '', test_file: str = '', xml_file: str = '',
              num_labels: int = 0, file_format: str = 'mulan', source: str = 'raw',
              tfds_dir: str = '', standardise: str = 'auto') -> tuple[dict, dict]:
   """Loads a dataset as ``({'train'|'dev'|'test': (x float32 [N, D], y float32 [N, L])}, info)``.
@@ -159,6 +206,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
   absolute or relative to ``data_dir`` (to the working directory when ``data_dir`` is empty).  Errors name
   the config field at fault (``data.name``, ``data.protocol``, ``data.data_dir``, ...).  ``source='tfds'`` reads
   the official splits from the TFDS builders prepared under ``tfds_dir`` ('' = TFDS's default) instead.
+  ``dev_fold`` >= 0: dev is that fold of k-fold cross-validation on the training rows (the module docstring).
   """
   if name != 'custom' and name not in DATASETS:
     raise ValueError(f'data.name: unknown dataset {name!r}; choose one of {sorted(DATASETS) + ["custom"]}')
@@ -166,6 +214,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
     raise ValueError(f'data.protocol: unknown protocol {protocol!r}; choose one of {list(PROTOCOLS)}')
   if not 0.0 < dev_fraction < 1.0:
     raise ValueError(f'data.dev_fraction: must be in (0, 1), got {dev_fraction}')
+  check_dev_fold(dev_fold, dev_fraction)
   given = [f for f, v in (('data.train_file', train_file), ('data.test_file', test_file), ('data.xml_file', xml_file))
            if v]
   if name != 'custom' and given:
@@ -181,10 +230,10 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
   else:
     parts, files, dataset = _load_parts(name, data_dir, train_file, test_file, xml_file, num_labels, file_format)
   if protocol == 'official':
-    rows, train_idx, note, fit_x = _official(parts, dev_fraction, split_seed)
+    rows, train_idx, note, fit_x = _official(parts, dev_fraction, split_seed, dev_fold)
   else:
     note = 'train(+valid)+test rows pooled, stratified 60/20/20 by split_seed'
-    rows, train_idx, note, fit_x = _stratified(parts, split_seed, note)
+    rows, train_idx, note, fit_x = _stratified(parts, split_seed, note, dev_fraction, dev_fold)
   _check_sizes(rows, parts, protocol)
   _check_labels(rows, parts)
   rows, statistics, scaling = _scale(rows, dataset, fit_x, standardise, parts)
@@ -196,6 +245,7 @@ def load_mlc(name: str, data_dir: str = '', protocol: str = 'official', dev_frac
       'num_features': len(first.feature_names), 'num_labels': len(first.label_names),
       'source': source, 'files': files, 'train_sha1': _sha1(train_idx), 'split_note': note, 'preprocessing': scaling,
       'standardised': statistics is not None,
+      **({'dev_fold': int(dev_fold)} if dev_fold >= 0 else {}),  # absent at -1: the info of a run as before the field
       'names': {'x': list(first.feature_names), 'y': list(first.label_names)},  # make_task moves it to Task.names
       # make_task moves it to Task.preprocess (recorded in the workdir's data.json, what predict repeats)
       'preprocess': {'nominal': dict(first.nominal or {}), 'standardisation': statistics},
