@@ -183,12 +183,12 @@ def _await(workdir: str, seconds: float) -> None:
       time.sleep(1.0)
 
 
-def _task(config, workdir: str, fresh: bool, provenance, on_epoch=None):
-  """One run in a Ray worker: trained as ``runner.train`` trains it in the driver; its result and its seconds."""
-  from implicit_jax import runner  # pylint: disable=import-outside-toplevel
+def _task(train_one, config, workdir: str, fresh: bool, provenance, on_epoch=None):
+  """One run in a Ray worker: trained by ``train_one`` (``runner.train``, as in the driver); its result and its
+  seconds."""
   start = time.perf_counter()
   _await(workdir, BUSY_SECONDS)
-  result = runner.train(config, workdir, fresh=fresh, provenance=provenance, on_epoch=on_epoch)
+  result = train_one(config, workdir, fresh=fresh, provenance=provenance, on_epoch=on_epoch)
   return result, time.perf_counter() - start
 
 
@@ -202,10 +202,12 @@ def _cause(error) -> BaseException:
   return cause
 
 
-def train(jobs, options: RayOptions, provenance=None):
-  """Trains ``jobs`` (``(index, run, config, fresh)``) as Ray tasks; yields ``(index, result, seconds, error)`` as
-  each ends, ``error`` the run's own exception or Ray's (a run lost more often than ``retries``). Stopped early
-  (Ctrl-C, the caller's error), it cancels the runs not yet ended: their workdirs keep their last checkpoints."""
+def train(jobs, options: RayOptions, train_one, provenance=None):
+  """Trains ``jobs`` (``(index, run, config, fresh)``) as Ray tasks, each by ``train_one`` (``runner.train``, passed
+  in: the runner imports this module, which so does not import it back); yields ``(index, result, seconds,
+  error)`` as each ends, ``error`` the run's own exception or Ray's (a run lost more often than ``retries``).
+  Stopped early (Ctrl-C, the caller's error), it cancels the runs not yet ended: their workdirs keep their last
+  checkpoints."""
   with session(options) as ray:
     gpus = ray.cluster_resources().get('GPU', 0)
     res = resources(options, gpus)
@@ -219,8 +221,8 @@ def train(jobs, options: RayOptions, provenance=None):
     task = ray.remote(_task)
     placed = dict(res, max_retries=options.retries, retry_exceptions=False,
                   runtime_env={'env_vars': run_env(res['num_gpus'], gpus, os.environ)})
-    refs = {task.options(name=run.name, **placed).remote(config, run.workdir, fresh, provenance,
-                                                                           run.on_epoch): index
+    refs = {task.options(name=run.name, **placed).remote(train_one, config, run.workdir, fresh,
+                                                                           provenance, run.on_epoch): index
             for index, run, config, fresh in jobs}
     try:
       while refs:

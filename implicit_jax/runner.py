@@ -187,7 +187,8 @@ def _on_ray(runs, plan, options, seconds, provenance) -> list[Outcome]:
     return outcomes
   _refuse_shared([runs[i] for i in jobs])
   failures = []
-  trained = ray_runs.train([(i, runs[i], job.config, job.fresh) for i, job in jobs.items()], options, provenance)
+  trained = ray_runs.train([(i, runs[i], job.config, job.fresh) for i, job in jobs.items()], options, train,
+                             provenance)
   try:
     # closed on the way out whatever happens, so that the runs still going are cancelled then, not when the
     # traceback that holds this frame is freed

@@ -84,7 +84,7 @@ def test_an_address_where_nothing_listens_is_refused_at_once_naming_the_flag():
 def _fake_ray(monkeypatch, fail=(), seen=None):
   """ray_runs.train stood in for: each job 'trained' here, in reverse order (the last submitted ends first), the
   runs named in ``fail`` raising their own error; ``seen`` gets the jobs."""
-  def fake(jobs, options, provenance):
+  def fake(jobs, options, train_one, provenance):  # train_one: runner.train, for the Ray worker
     if seen is not None:
       seen.extend(jobs)
     for index, run, config, fresh in reversed(jobs):
@@ -124,7 +124,7 @@ def test_on_ray_nothing_starts_when_every_record_is_there_and_ctrl_c_cancels_the
 
   closed = []
 
-  def two_runs(jobs, options, provenance):
+  def two_runs(jobs, options, train_one, provenance):
     try:
       for index, _, config, _ in jobs:
         yield index, {'seed': config['seed']}, 1.0, None
