@@ -241,6 +241,25 @@ SWEEPS = {
                                           'optimizer.learning_rate': 3e-4}))),
         ('dvn', (('projected-eta1', {'gbi.rule': 'projected'}),
                  ('steps50-eta0.3', {'gbi.steps': 50, 'gbi.rule': 'projected', 'gbi.step_size': 0.3}))))},
+    # Issue 64: SPEN with Belanger & McCallum's (2016) pretraining stage (spen.pretrain_epochs: the energy's feature
+    # network and local term first trained as independent logistic classifiers; spen.clamp_epochs: then the global
+    # term alone), on the 400-unit row as chosen (bibtex-spen-h400's lr3e-4 is its base), 80 epochs in all.
+    'bibtex-spen-pretrain-h400': ('bibtex', {
+        name: {**mlc.BASELINES['spen-h400'], **mlc.DEV_CHOSEN[('bibtex', 'spen-h400')], 'num_epochs': 80, **extra}
+        for name, extra in (('pre10', {'spen.pretrain_epochs': 10}),
+                            ('pre10-clamp10', {'spen.pretrain_epochs': 10, 'spen.clamp_epochs': 10}),
+                            # after those two (dev 40.56, 40.69 against the row's 42.33): the local classifier was
+                            # still rising at epoch 10 (dev 35.15 through GBI), so three times the stage
+                            ('pre30', {'spen.pretrain_epochs': 30}))
+    }),
+    # Issue 64: DVN on delicious at 150 units sat 11 points under SEAL T1 (its dev F1 peaked by epoch 8). Two changes
+    # on its row (40 epochs): bibtex's dev-chosen GBI (mirror descent, step 1; docs/sweeps/bibtex-dvn.md), and a
+    # third of the learning rate.
+    'delicious-dvn': ('delicious', {
+        name: {**mlc.BASELINES['dvn'], 'num_epochs': 40, **extra}
+        for name, extra in (('mirror-eta1', {'gbi.rule': 'mirror', 'gbi.step_size': 1.0}),
+                            ('lr3e-4', {'optimizer.learning_rate': 3e-4}))
+    }),
     # 2026-11-26: SEAL-dynamic NCE at SEAL's sizes sat 1.55 under SEAL T1 on 3 seeds with its 150-unit energy
     # weight (0.3) and 10 samples; SEAL's chosen config weighs the energy term 5.5 with 20 samples.
     'bibtex-seal-nce-h400': ('bibtex', {
