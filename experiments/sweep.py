@@ -260,6 +260,12 @@ SWEEPS = {
         for name, extra in (('mirror-eta1', {'gbi.rule': 'mirror', 'gbi.step_size': 1.0}),
                             ('lr3e-4', {'optimizer.learning_rate': 3e-4}))
     }),
+    # Issue 64: SEAL-static margin on delicious at 150 units sat 3.5 points under SEAL T1, weighing the energy 1 (its
+    # bibtex row chose 0.1 on dev, docs/sweeps/bibtex-seal.md) and selecting epochs 36-39 of its 40: the two changes.
+    'delicious-seal-static-margin': ('delicious', {
+        name: {**mlc.BASELINES['seal-static margin'], 'num_epochs': 40, **extra}
+        for name, extra in (('w0.1', {'seal.energy_weight': 0.1}), ('e80', {'num_epochs': 80}))
+    }),
     # 2026-11-26: SEAL-dynamic NCE at SEAL's sizes sat 1.55 under SEAL T1 on 3 seeds with its 150-unit energy
     # weight (0.3) and 10 samples; SEAL's chosen config weighs the energy term 5.5 with 20 samples.
     'bibtex-seal-nce-h400': ('bibtex', {
