@@ -34,13 +34,13 @@ _SEAL_PUB = lambda s, d: [(compare_methods.SEAL[s][d], 'SEAL T1')] + (  # pylint
     [(compare_methods.IMPLICIT_PAPER[s][d], 'implicit T1')] if d in compare_methods.IMPLICIT_PAPER.get(s, {}) else [])
 _TAG_PUB = lambda d, s: [(v, src) for src, v in reproduce_tagging.PUBLISHED[d][s].items()]  # pylint: disable=unnecessary-lambda-assignment
 _DELICIOUS_NOT_RUN = ('not rerun yet: issue 64\'s session took the knife edge, SPEN\'s pretraining stage, DVN and '
-                      'then the cheapest SEAL row (static margin) first')
+                      'then the cheaper SEAL rows (static margin and NCE) first')
 RIVALS = [
     ('delicious, DVN, 150 units', 'delicious-dvn', 'delicious-dvn-mirror', 'test_f1', _SEAL_PUB('dvn', 'delicious'),
      _DELICIOUS_NOT_RUN),
     ('delicious, SEAL-dynamic NCE, 150 units', 'delicious-seal-dynamic_nce', None, 'test_f1',
      _SEAL_PUB('seal-dynamic nce', 'delicious'), _DELICIOUS_NOT_RUN),
-    ('delicious, SEAL-static NCE, 150 units', 'delicious-seal-static_nce', None, 'test_f1',
+    ('delicious, SEAL-static NCE, 150 units', 'delicious-seal-static_nce', 'delicious-seal-static_nce-w0.1', 'test_f1',
      _SEAL_PUB('seal-static nce', 'delicious'), _DELICIOUS_NOT_RUN),
     ('delicious, SEAL-static margin, 150 units', 'delicious-seal-static_margin', 'delicious-seal-static_margin-w0.1',
      'test_f1',
@@ -113,6 +113,9 @@ TRIED = {
         'two changes on delicious dev (docs/sweeps/delicious-seal-static-margin.md): the energy weighed 0.1 in the '
         'task net\'s loss (bibtex\'s dev choice) and 80 epochs, the first chosen; row '
         '`configs/delicious.py:seal-static_margin-w0.1`'),
+    'delicious-seal-static_nce-w0.1': (
+        'one change on delicious dev (docs/sweeps/delicious-seal-static-nce.md): the energy weighed 0.1 in the task '
+        'net\'s loss (bibtex\'s dev choice); row `configs/delicious.py:seal-static_nce-w0.1`'),
 }
 
 
