@@ -61,6 +61,16 @@ TOLERANCE = 1.5  # F1 points: a baseline further than this from its published bi
 # The table the page leads with: every system at SEAL's network sizes (mlc.SEAL_SIZES; MBCE and the implicit rows at
 # their dev-chosen 400-unit design, mlc.SYSTEMS); then ORDER at 150 units.
 ORDER_H400 = [f'{s}-h400' for s in ORDER]
+ORDER_H400.insert(ORDER_H400.index('spen-h400') + 1, 'spen-pretrain-h400')  # SPEN with its pretraining stage
+# A row that is a published system run another way: the system whose published numbers it stands beside.
+PUBLISHED_AS = {'spen-pretrain': 'spen', 'dvn-mirror': 'dvn', 'seal-static margin-w0.1': 'seal-static margin',
+                'seal-static nce-w0.1': 'seal-static nce'}
+# The 150-unit table: ORDER, and the delicious rows of issue 64 after the rows they stand for (DVN with mirror-descent
+# GBI, SEAL-static margin and NCE with the energy weighed 0.1).
+ORDER_150 = list(ORDER)
+for _after, _row in (('dvn', 'dvn-mirror'), ('seal-static margin', 'seal-static margin-w0.1'),
+                     ('seal-static nce', 'seal-static nce-w0.1')):
+  ORDER_150.insert(ORDER_150.index(_after) + 1, _row)
 # What is known of a 400-unit row's flag beyond the differences every row shares (the table's flag paragraph).
 FLAG_NOTES = _TEXT['flag_notes']
 H400 = '-h400'
@@ -93,6 +103,7 @@ def run_of(dataset, system, seed, args) -> runner.Run:
 def published(system, dataset):
   """``[(value, source, protocol)]``: the published numbers for this row (a 400-unit row: its system's)."""
   system = system.removesuffix(H400)
+  system = PUBLISHED_AS.get(system, system)
   rows = []
   if dataset in SEAL.get(system, {}):
     rows.append((SEAL[system][dataset], 'SEAL T1', 'test_f1'))
@@ -104,7 +115,7 @@ def published(system, dataset):
 def over_mbce(groups, dataset, system) -> str:
   """``ours / SEAL``: @0.5 F1 over MBCE (ours: paired on the seeds both have), against SEAL's over its CE."""
   size = H400 if system.endswith(H400) else ''
-  base = system.removesuffix(size)
+  base = PUBLISHED_AS.get(system.removesuffix(size), system.removesuffix(size))
   if base == 'mbce':
     return ''
   seeds, gains = mlc.paired(groups.get((dataset, system), []), groups.get((dataset, 'mbce' + size), []), 'test_f1')
@@ -164,7 +175,7 @@ def fields(groups) -> dict:
     h400 += ['', f'**Flagged at 400 units** ({len(flagged_h400)}: '
              + ', '.join(f'{s} {min(g, key=abs):+.2f}' for s, g in flagged_h400) + '). '
              + ' '.join(FLAG_NOTES[s] for s, _ in flagged_h400 if s in FLAG_NOTES) + ' ' + _TEXT['text']['why_h400']]
-  body, flagged = table_rows(groups, ORDER, DATASETS)
+  body, flagged = table_rows(groups, ORDER_150, DATASETS)
   if flagged:
     body += ['', _TEXT['text']['why_bibtex']]
   missing = [(d, s) for d in ('bibtex', 'delicious') for s in ORDER if (d, s) not in groups]

@@ -50,7 +50,8 @@ class MLPInferenceNet(nn.Module):
 class MLCEnergy(nn.Module):
   """SPEN multi-label energy. ``__call__(batch, y [..., B, L]) -> energies [..., B]``.
 
-  Leading axes of y (e.g. K negatives) share one evaluation of the feature network b(x).
+  Leading axes of y (e.g. K negatives) share one evaluation of the feature network b(x). ``local=True`` (y unused):
+  the local term's logits instead, ``-W b(x)`` [B, L].
   """
 
   num_labels: int
@@ -59,12 +60,19 @@ class MLCEnergy(nn.Module):
   global_hidden: int = 16
   act: str = 'softplus'
 
+  # ``__call__(batch, None, local=True)``: the local term's per-label logits ``-W b(x)`` [B, L] (low energy = label
+  # on), SPEN's independent-label classifier; it reads the feature network and W only (spen.pretrain_epochs).
+  has_local_logits = True
+
   @nn.compact
-  def __call__(self, batch: dict, y: jax.Array) -> jax.Array:
-    if y.shape[-1] != self.num_labels:
+  def __call__(self, batch: dict, y, local: bool = False) -> jax.Array:
+    if not local and y.shape[-1] != self.num_labels:
       raise ValueError(f'energy: y has {y.shape[-1]} labels, the energy was built for {self.num_labels}')
     b = activation(self.act)(MLP(self.feature_hidden, self.feature_dim, self.act)(batch['x']))
-    local = jnp.sum(y * nn.Dense(self.num_labels, use_bias=False, name='W')(b), axis=-1)
+    per_label = nn.Dense(self.num_labels, use_bias=False, name='W')(b)
+    if local:
+      return -per_label
+    local_term = jnp.sum(y * per_label, axis=-1)
     interactions = nn.softplus(nn.Dense(self.global_hidden, use_bias=False, name='M')(y))
     global_ = nn.Dense(1, use_bias=False, name='v')(interactions)[..., 0]
-    return local + global_
+    return local_term + global_
