@@ -21,6 +21,8 @@ PACKAGE = ROOT / 'implicit_jax'
 ALLOWED = {
     ('tasks/tagging/models.py', 'keys = (None, None) if key is None else tuple(jax.random.split(key))'),
     ('engine/checkpoints.py', 'abstract = jax.eval_shape(method.init, jax.random.key(0)).params'),
+    ('methods/spen.py', 'local = jax.eval_shape(lambda b: energy.init(jax.random.key(0), b, None, local=True), '
+                        'batch)  # shapes only'),
 }
 DERIVATION = re.compile(r'jax\.random\.(split|fold_in|key|PRNGKey|key_data|wrap_key_data)\b')
 
