@@ -533,8 +533,7 @@ def tune(config, workdir: str, budget_minutes: float, argv=(), storage: str = ''
   """Runs (or resumes) the tune in ``workdir``; returns its record (``tune.json``) with ``chosen`` set, and
   ``trials`` (per trial: number, name, state, score, params). ``ray``: ``ray_runs.RayOptions`` or None."""
   space_of(config)  # a config the tuner cannot tune is refused before the data is read or the workdir touched
-  config_lib.check(config)
-  folds = _folds(config)
+  folds = _folds(config)  # checks the config (config_lib.check) and reads the data
   _prepare(workdir)
   with workdir_lib.Lock(workdir):
     plan = _open_plan(config, workdir, budget_minutes, list(argv), storage, folds)
