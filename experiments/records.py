@@ -1,36 +1,37 @@
-"""Run records: what the results scripts commit to docs/ for each run, and reading them back.
+"""Run records: what the results scripts commit to docs/ for each run, reading them back, and writing the pages.
 
-A record keeps what a table or a reader needs: the run's config (in the current format), command, date, device,
-split record (``task_info``), final metrics and seconds, the per-epoch dev history as columns (one row per
-epoch), and, in every record made since they were kept, the compact dev and test predictions of the best epoch
-(``predictions``: implicit_jax/engine/predictions.py), from which experiments/rescore.py recomputes its figures. The
-per-step training log stays in the run's workdir (``metrics.json``), out of git.
+A record keeps the run's config (in the current format), command, date, device, split record (``task_info``), final
+metrics and seconds, the per-epoch dev history as columns, and, in every record made since they were kept, the
+compact dev and test predictions of the best epoch (``predictions``: implicit_jax/engine/predictions.py), from which
+experiments/rescore.py recomputes its figures. The per-step training log stays in the run's workdir, out of git.
 
-  python -m experiments.records --compact docs/   # rewrite older, full records in this form (idempotent)
+  python -m experiments.records           # rewrite docs/**/*.json without the paths of the machines that made them
+  python -m experiments.records --check   # rewrite nothing: list the records that name such a path, exit 1 if any
 """
 
 import argparse
+import datetime
 import json
+import os
+import platform
 import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from implicit_jax.engine import config as config_lib
+from implicit_jax.engine import cli, config as config_lib
 
-# The repository: paths under it are shown relative to it.
 ROOT = Path(__file__).resolve().parents[1]
 
-# Training diagnostics a record keeps in summary (the per-step log itself stays in the workdir).
+# Training diagnostics a record keeps in summary.
 SUMMARISED = ('stationarity', 'cosine', 'explicit_norm', 'implicit_norm', 'residual', 'grad_norm', 'loss_prim',
               'loss_aux')
 
 
 def mean_std(values, scale: float = 100.0, digits: int = 2) -> str:
-  """``'mean ± s'`` of ``scale * values``, ``s`` the sample standard deviation (ddof 1), the spread every results
-  table reports (``spread``); the mean alone for one value, '–' for none. Not ``np.std``'s default (ddof 0, the
-  population one), which is sqrt((N - 1) / N) of it: 1.22x smaller for 3 seeds, 1.41x for 2."""
+  """``'mean ± s'`` of ``scale * values``, ``s`` the sample standard deviation (ddof 1, not ``np.std``'s default,
+  which is 1.22x smaller for 3 seeds); the mean alone for one value, '–' for none."""
   values = scale * np.asarray(values, dtype=float).reshape(-1)
   if values.size == 0:
     return '–'
@@ -40,9 +41,8 @@ def mean_std(values, scale: float = 100.0, digits: int = 2) -> str:
 
 
 def paired(what: str, other: dict, base: dict, metric: str) -> str | None:
-  """``'- WHAT, paired by seed (METRIC): seed 0 +d0, ...; mean +m, k/n seeds positive.'`` for ``{seed: value}`` maps
-  (x 100, ``other - base`` over the seeds both hold), None when they share no seed: the line every table prints
-  under its rows."""
+  """``'- WHAT, paired by seed (METRIC): seed 0 +d0, ...; mean +m, k/n seeds positive.'`` from ``paired_diffs``;
+  None when the ``{seed: value}`` maps share no seed."""
   seeds, diffs = paired_diffs(other, base)
   if not seeds:
     return None
@@ -57,39 +57,33 @@ def paired_diffs(other: dict, base: dict) -> tuple[list, list]:
 
 
 def spread(unit: str = 'seeds') -> str:
-  """What ``mean_std`` shows, in the words every table's caption uses: N is each row's count of ``unit``."""
+  """What ``mean_std`` shows, in the words of every table's caption."""
   return f'mean ± sample standard deviation (ddof 1) over N {unit} (N per row; the value alone where N = 1)'
 
 
 def _cpuinfo() -> tuple[str | None, list[str]]:
   """The first processor's model name and flags in /proc/cpuinfo (Linux); (None, []) where there is none."""
-  model, flags = None, []
   try:
-    for line in Path('/proc/cpuinfo').read_text().splitlines():
-      key, _, value = line.partition(':')
-      if key.strip() == 'model name' and model is None:
-        model = value.strip()
-      elif key.strip() == 'flags' and not flags:
-        flags = value.split()
-      if model is not None and flags:
-        break
+    lines = Path('/proc/cpuinfo').read_text().splitlines()
   except OSError:
-    pass
-  return model, flags
+    return None, []
+  first = {}
+  for key, _, value in (line.partition(':') for line in lines):
+    first.setdefault(key.strip(), value.strip())
+  return first.get('model name'), first.get('flags', '').split()
+
+
+def _model(name: str | None) -> str:
+  return name or platform.processor() or platform.machine()
 
 
 def machine() -> str:
-  """The processor model and core count of this machine, e.g. 'Intel(R) Xeon(R) ..., 2 cores' ('1 of 2 cores' for a
-  pinned process). Records carry it because XLA:CPU's float rounding differs between processors: the same seed's
-  run on another machine can move by a point (bibtex seed 0: 39.54 on an AMD EPYC, 40.52 on an Intel Xeon), so only
-  same-machine pairs are compared. The model name alone does not tell them apart: ``cpu`` adds what it does not say."""
-  import os  # pylint: disable=import-outside-toplevel
-  import platform  # pylint: disable=import-outside-toplevel
-  model = _cpuinfo()[0] or platform.processor() or platform.machine()
+  """The processor model and core count, e.g. 'Intel(R) Xeon(R) ..., 2 cores' ('1 of 2 cores' for a process pinned
+  with taskset, whose s/run is not comparable). Records carry it because XLA:CPU's float rounding differs between
+  processors: the same seed can move by a point on another machine, so only same-machine pairs are compared."""
   total = os.cpu_count()
-  # a run pinned to fewer cores (taskset) is that much slower: its s/run is not comparable with an unpinned one's
   usable = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else total
-  return f'{model}, {total} cores' if usable == total else f'{model}, {usable} of {total} cores'
+  return f'{_model(_cpuinfo()[0])}, {total if usable == total else f"{usable} of {total}"} cores'
 
 
 # The /proc/cpuinfo flags that name a vector instruction set (SSE, AVX, AVX2, AVX-512 and its parts, FMA, AMX).
@@ -98,30 +92,24 @@ _MAX_ISA = re.compile(r'--xla_cpu_max_isa=(\S+)')
 
 
 def cpu() -> dict:
-  """``{'model', 'vector'[, 'xla_max_isa']}``: the processor's model and the vector extensions it offers, and the
-  instruction set XLA was capped at (``XLA_FLAGS=--xla_cpu_max_isa=...``) when it was. A virtual machine may give
-  processors of different generations one name ('AMD EPYC' both for the machine that made the bibtex main job's
-  records and for an AVX-512 one, on which the same seed's test F1 moves by most of a point: README, main job), so
-  the name alone cannot tell a record's reader which of them a rerun should repeat."""
-  import os  # pylint: disable=import-outside-toplevel
-  import platform  # pylint: disable=import-outside-toplevel
+  """``{'model', 'vector'[, 'xla_max_isa']}``: the processor's vector extensions, and the instruction set XLA was
+  capped at (``XLA_FLAGS=--xla_cpu_max_isa=...``). A virtual machine may give processors of different generations
+  one name ('AMD EPYC', with and without AVX-512, on which the same seed's test F1 moves by most of a point)."""
   model, flags = _cpuinfo()
-  out = {'model': model or platform.processor() or platform.machine(),
-         'vector': sorted(f for f in flags if _VECTOR_FLAG.fullmatch(f))}
+  out = {'model': _model(model), 'vector': sorted(f for f in flags if _VECTOR_FLAG.fullmatch(f))}
   pinned = _MAX_ISA.search(os.environ.get('XLA_FLAGS', ''))
   if pinned:
     out['xla_max_isa'] = pinned.group(1)
   return out
 
 
-# The widest vector set a processor offers, by the flag that marks it, widest first, as cpu_kind names it.
+# The widest vector set a processor offers, by the flag that marks it, widest first.
 _KINDS = (('avx512f', 'AVX-512'), ('avx2', 'AVX2'), ('avx', 'AVX'), ('sse4_2', 'SSE4.2'))
 
 
 def cpu_kind(record: dict) -> str | None:
-  """The kind of CPU a record's run was compiled for: its widest vector set ('AVX-512', 'AVX2', ...), the
-  ``xla_max_isa`` cap beside it where there was one ('AVX-512, XLA capped at AVX2'); None for a record made before
-  records named it (``cpu``)."""
+  """The widest vector set of a record's ``cpu`` ('AVX-512', ...), with its XLA cap ('AVX-512, XLA capped at
+  AVX2'); None for a record made before records named it."""
   info = record.get('cpu')
   if not info:
     return None
@@ -131,9 +119,8 @@ def cpu_kind(record: dict) -> str | None:
 
 
 def made_here() -> dict:
-  """What a record says of the process that trained its run: device, machine, CPU and packages. The experiments give it
-  to implicit_jax.runner as ``provenance``, which calls it where the run trained: a Ray worker, not the driver that
-  writes the record (whose JAX must not take the GPU its runs share)."""
+  """The device, machine, CPU and packages of this process: implicit_jax.runner's ``provenance``, called where the
+  run trained (a Ray worker, not the driver, whose JAX must not take the GPU its runs share)."""
   import jax  # pylint: disable=import-outside-toplevel
   return {'device': f'{jax.default_backend()}: {jax.devices()[0].device_kind}', 'machine': machine(), 'cpu': cpu(),
           'packages': packages()}
@@ -143,10 +130,8 @@ MADE = ('device', 'machine', 'cpu', 'packages')
 
 
 def stamp(result: dict) -> dict:
-  """``result`` with what a fresh run's record says of how it was made: command, date, device, machine and CPU (those
-  the runner's ``provenance`` added where the run trained, else this process's). A fresh run's result must hold its
-  predictions, which make the record rescorable (experiments/rescore.py)."""
-  import datetime  # pylint: disable=import-outside-toplevel
+  """``result`` with command, date, and where it was made (the runner's ``provenance``, else this process's); a
+  result without predictions is refused, as its record could not be rescored."""
   if not rescorable(result):
     raise ValueError(f'the {result.get("task")} run\'s result holds no predictions (its evaluator keeps no '
                      'decisions): its record could not be rescored')
@@ -158,10 +143,8 @@ def stamp(result: dict) -> dict:
 
 
 def packages() -> dict:
-  """The versions of the packages that set a run's float arithmetic, beside the machine: bibtex MBCE seed 0, recorded
-  on 2026-11-23 with neither (test F1 @0.5 0.378319), gives 0.381079 from the code of its own commit (cf07fb7) on
-  an AMD EPYC with the packages installed on 2026-11-26; with both recorded, such a drift is traced to one or the
-  other instead of to the code."""
+  """The versions of the packages that set a run's float arithmetic, so that a drift between a record and its rerun
+  on the same machine is traced to them or to the code."""
   from importlib import metadata  # pylint: disable=import-outside-toplevel
   out = {}
   for name in ('jax', 'jaxlib', 'flax', 'optax', 'numpy'):
@@ -174,9 +157,7 @@ def packages() -> dict:
 
 def train_summary(train_log) -> dict:
   """``{metric: {'median', 'first', 'last'}}`` over the logged steps, for the diagnostics in ``SUMMARISED``."""
-  if not train_log:
-    return {}
-  steps = sorted(train_log, key=int)
+  steps = sorted(train_log or {}, key=int)
   out = {}
   for name in SUMMARISED:
     values = [train_log[s][name] for s in steps if name in train_log[s]]
@@ -198,16 +179,14 @@ def compact(result: dict) -> dict:
   return record
 
 
-# How docs show a data directory: every record's data came from the project's shared data (``../shared/data``
-# beside the checkout), whatever the path of the machine that made it: ``/work/shared/data`` or ``shared/data`` on
-# the CPU machine, ``.devdata`` (``/work/main/.devdata``, ``.devdata/data``) on the GPU machine, where it was a copy
-# of the shared data sent along with the code.
+# Every record's data came from the project's shared data (``../shared/data`` beside the checkout), whatever its path
+# on the machine that made it: ``/work/shared/data`` or ``shared/data``, or ``.devdata`` (``.devdata/data``) on the
+# GPU machine, a copy sent along with the code.
 DATA_DIR = '../shared/data'
 _DATA_FLAG = re.compile(r'(--(?:config\.data\.)?data_dir[= ])(\S+)')
 _SHARED_DATA = re.compile(r'(^|.*/)(shared/data|\.devdata(/data)?)/?$')
 _SCRATCH_WORKDIR = re.compile(r' --workdir[= ]/tmp/\S*')
-# A command that ran a file of scripts/ (where these modules lived before), experiments/ or benchmarks/ is shown as
-# the module it is run as today, from the repository's root.
+# A file of scripts/ (where these modules lived before), experiments/ or benchmarks/, as the module run today.
 _AS_MODULE = re.compile(r'\bpython3? (scripts|experiments|benchmarks)/(\w+)\.py\b')
 _ABSOLUTE = re.compile(r'(?<![\w.~])/[\w.+-]+(?:/[\w.+-]+)+')
 # The repository's top-level folders: /anything/<folder>/<file of the repository> names a file of a checkout.
@@ -215,57 +194,49 @@ _TOP_LEVEL = ('benchmarks', 'configs', 'docs', 'examples', 'experiments', 'impli
               'tests')
 
 
-def portable(text: str, workdir: str | None = None, root: Path = ROOT) -> str:
-  """``text`` (a run's command, an override) without the paths of the machine that made it, as docs show it: a
-  data directory of the shared data becomes ``DATA_DIR`` (``../shared/data``); an absolute path to a file of the
-  repository, in this checkout or another (``/work/main/tests/...``), becomes relative to the repository; a
-  ``--workdir`` under /tmp, a reproduce script's scratch folder for a run's per-step log (each script has a default
-  one there), is dropped. ``workdir``: for a command whose --workdir is its input (a run it analyses), the
-  placeholder every --workdir becomes instead (e.g. 'WORKDIR'), which the page then says what run it is."""
+def portable(text: str, workdir: str | None = None) -> str:
+  """``text`` (a run's command, an override) as docs show it: the shared data as ``DATA_DIR``, a file of the
+  repository (in this checkout or another) relative to it, a scratch ``--workdir`` under /tmp dropped. ``workdir``:
+  for a command whose --workdir is its input (a run it analyses), the placeholder every --workdir becomes."""
   text = _DATA_FLAG.sub(lambda m: m.group(1) + (DATA_DIR if _SHARED_DATA.match(m.group(2)) else m.group(2)), text)
   if workdir is None:
     text = _SCRATCH_WORKDIR.sub('', text)
   else:
     text = re.sub(r'(--workdir[= ])\S+', lambda m: m.group(1) + workdir, text)
-  text = _ABSOLUTE.sub(lambda m: _in_repository(m.group(0), root), text)
+  text = _ABSOLUTE.sub(lambda m: _in_repository(m.group(0)), text)
   return _AS_MODULE.sub(lambda m: f'python -m {m.group(1).replace("scripts", "experiments")}.{m.group(2)}', text)
 
 
-# A path, anywhere in a record's text, into the shared data (or the GPU machine's copy of it) or an installed
-# package: what follows it is the same on every machine.
+def _in_repository(path: str) -> str:
+  """``path`` relative to the repository when it names a file of it, from this checkout or another; else as is."""
+  parts = Path(path).parts
+  for k in range(1, len(parts)):
+    rest = Path(*parts[k:])
+    if (ROOT / rest).exists() and (Path(*parts[:k]) == ROOT or rest.parts[0] in _TOP_LEVEL):
+      return rest.as_posix()
+  return path
+
+
+# A path into the shared data (or the GPU machine's copy) or an installed package (.stub: a stand-in install).
 _DATA_PATH = re.compile(r'(?<![\w.~])(?:/[\w.+-]+)*/(?:shared/data|\.devdata(?:/data)?)(?=/|"|\s|$)')
-_PACKAGE_PATH = re.compile(r'(?<![\w.~])(?:/[\w.+-]+)*/(?:site-packages|\.stub)/')  # .stub: a stand-in install
+_PACKAGE_PATH = re.compile(r'(?<![\w.~])(?:/[\w.+-]+)*/(?:site-packages|\.stub)/')
 # Where a machine's path starts in a string: at its start, or after a space or a flag's '='.
 _MACHINE_PATH = re.compile(r'(?:^"|[\s=])/(?:work|root|tmp|home|Users|opt|mnt)/')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # a JSON string literal
 
 
-def portable_record(text: str, root: Path = ROOT) -> str:
-  """A run record's JSON text without the paths of the machine that made it, as ``portable`` writes a command:
-  the shared data as ``DATA_DIR``, files of the repository relative to it, an installed package's files as
-  ``site-packages/...``, and a reproduce script's scratch ``--workdir`` left out of its command. Text-level, so
-  that the record keeps its layout byte for byte elsewhere; a record's data folder is ``--config.data.data_dir``
-  of its rerun, relative to the checkout by default."""
-  checkout = str(root) + '/'  # wherever the checkout lies (CI's need not be under one of _MACHINE_PATH's folders)
+def portable_record(text: str) -> str:
+  """A run record's JSON text with each string ``portable``, an installed package's files as ``site-packages/...``;
+  text-level, so that the record keeps its layout byte for byte elsewhere."""
+  checkout = str(ROOT) + '/'  # CI's checkout need not lie under one of _MACHINE_PATH's folders
 
   def one(m):
     literal = m.group(0)
-    # most literals, encoded arrays among them; the shared data wherever it lies (CI's is beside its checkout)
     if not (_MACHINE_PATH.search(literal) or checkout in literal or _DATA_PATH.search(literal)):
       return literal
-    inner = _PACKAGE_PATH.sub('site-packages/', _DATA_PATH.sub(DATA_DIR, literal[1:-1]))  # before the checkout's
-    return '"' + portable(inner, root=root) + '"'  # without its quotes: a flag's value runs to the end
+    inner = _PACKAGE_PATH.sub('site-packages/', _DATA_PATH.sub(DATA_DIR, literal[1:-1]))
+    return '"' + portable(inner) + '"'  # without its quotes: a flag's value runs to the end
   return _STRING.sub(one, text)
-
-
-def _in_repository(path: str, root: Path) -> str:
-  """``path`` relative to the repository when it names a file of it, from this checkout or another; else as is."""
-  parts = Path(path).parts
-  for k in range(1, len(parts)):
-    rest = Path(*parts[k:])
-    if (root / rest).exists() and (Path(*parts[:k]) == root or rest.parts[0] in _TOP_LEVEL):
-      return rest.as_posix()
-  return path
 
 
 def merge_seeds(commands) -> list[str]:
@@ -284,17 +255,15 @@ def command_list(commands) -> list[str]:
 
 
 def commands_path(page: Path, section: str = '') -> Path:
-  """Where a page's command list goes: beside it, ``<page>.commands.txt`` (docs/mlc_results.md:
-  docs/mlc_results.commands.txt), or ``<page>.<section>.commands.txt`` for a section of the page made by other
-  runs (docs/horses.md's ``--scale=full`` section: docs/horses.full.commands.txt)."""
+  """``<page>.commands.txt`` beside the page, or ``<page>.<section>.commands.txt`` for a section made by other runs
+  (docs/horses.full.commands.txt)."""
   page = Path(page)
   return page.with_name(f'{page.stem}{"." + section if section else ""}.commands.txt')
 
 
 def write_commands(page: Path, commands, section: str = '', write: bool = True) -> str:
-  """Writes ``command_list(commands)``, one command a line, to ``commands_path(page, section)`` (not when
-  ``write`` is False), and returns ``the N commands in [NAME](NAME)`` (``the command in ...`` for one), the link to
-  it from the page: what a page's "made by" paragraph says instead of listing the commands inline."""
+  """Writes ``command_list(commands)`` to ``commands_path(page, section)`` (unless not ``write``); returns the page's
+  link to it, ``the N commands in [NAME](NAME)`` (``the command in ...`` for one)."""
   lines = command_list(commands)
   path = commands_path(page, section)
   if write:
@@ -302,25 +271,29 @@ def write_commands(page: Path, commands, section: str = '', write: bool = True) 
   return f'{"the command" if len(lines) == 1 else f"the {len(lines)} commands"} in [{path.name}]({path.name})'
 
 
-# A line of a page is wrapped before WIDTH columns; a word that would open a markdown block there (a list marker, a
-# heading's #, a quote, a table row, a fence, HTML, a thematic break or setext underline) never starts a wrapped
-# line, nor does the ± of a mean ± spread.
+# A page's prose is wrapped before WIDTH columns; a word that would open a markdown block (a list marker, a heading's
+# #, a quote, a table row, a fence, HTML, a thematic break or setext underline) never starts a wrapped line.
 WIDTH = 120
 OPENS_BLOCK = re.compile(r'(?:[-+*=_#]+|\d+[.)])$|>|\||<|`{3}|~{3}|\[[^\]]*\]:')
 _LIST_MARKER = re.compile(r'\s*(?:[-+*]|\d+[.)])\s+')
+_FIELD = re.compile(r'\{\w+\}')
+
+
+def _prose(line: str) -> bool:
+  """Whether a line is prose: not a table, heading, HTML comment, fence, indented code or a ``{field}`` alone."""
+  bare = line.strip()
+  return bool(bare) and not (bare.startswith(('|', '#', '<!--', '```', '~~~')) or line.startswith(('    ', '\t'))
+                             or _FIELD.fullmatch(bare))
 
 
 def wrap(text: str, width: int = WIDTH) -> str:
-  """``text`` (markdown) with every line of prose longer than ``width`` wrapped at word boundaries, a list item's
-  continuation lines indented under its text; tables, headings, HTML comments, indented and fenced code as they
-  are. Markdown renders the result as it rendered the long lines: a line break inside a paragraph (or a code span)
-  is a space."""
+  """``text`` (markdown) with every prose line longer than ``width`` wrapped at word boundaries, a list item's
+  continuation lines indented under its text; markdown renders it as it rendered the long lines."""
   out, fence = [], False
   for line in text.split('\n'):
     if line.lstrip().startswith(('```', '~~~')):
       fence = not fence
-    if (fence or len(line) <= width or line.lstrip().startswith(('|', '#', '<!--', '```', '~~~'))
-        or line.startswith(('    ', '\t'))):
+    if fence or len(line) <= width or not _prose(line):
       out.append(line)
       continue
     marker = _LIST_MARKER.match(line)
@@ -357,15 +330,9 @@ def _fill(text: str, lead: str, indent: str, width: int) -> list[str]:
   return lines
 
 
-_FIELD = re.compile(r'\{\w+\}')
-
-
 def unwrap(text: str) -> str:
-  """``wrap``'s inverse, for page templates (experiments/tables.py): each paragraph and list item of ``text`` on one
-  line (a continuation line joined to the line before with one space, its indent dropped); headings, tables, HTML
-  comments, code, blank lines and a line that is one ``{field}`` alone stay as they are and end the paragraph
-  before them. A line whose first word opens a block (``OPENS_BLOCK``: a list marker, ...) starts a new one, as
-  ``wrap`` never starts a continuation line with such a word."""
+  """``wrap``'s inverse, for page templates: each paragraph and list item on one line; a line that is not prose
+  (``_prose``) stays as it is, and a line whose first word opens a block starts a new one."""
   out, fence = [], False
   for line in text.split('\n'):
     bare = line.strip()
@@ -378,21 +345,15 @@ def unwrap(text: str) -> str:
   return '\n'.join(out)
 
 
-def _prose(line: str) -> bool:
-  bare = line.strip()
-  return bool(bare) and not (bare.startswith(('|', '#', '<!--', '```', '~~~')) or line.startswith(('    ', '\t'))
-                             or _FIELD.fullmatch(bare))
-
-
 def write_page(path: Path, text: str) -> None:
   """Writes a page of docs/ (``wrap``ped)."""
   Path(path).write_text(wrap(text), encoding='utf-8')
 
 
 def write_block(path: Path, name: str, body: str, required: bool = True) -> bool:
-  """Writes ``body`` (``wrap``ped) between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in ``path`` (a
-  doc the scripts keep tables in), leaving the rest of the file as it is. A file without the markers: ValueError
-  naming it when ``required``, else unchanged. Returns whether it wrote."""
+  """Writes ``body`` (``wrap``ped) between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in ``path``,
+  leaving the rest as it is. A file without the markers: ValueError when ``required``, else unchanged. Returns
+  whether it wrote."""
   start, end = f'<!-- results:{name} -->', f'<!-- /results:{name} -->'
   text = Path(path).read_text(encoding='utf-8')
   if start not in text or end not in text:
@@ -412,16 +373,15 @@ def history(record: dict) -> list[dict]:
 
 
 def last_tenth_gain(record: dict, key: str) -> float:
-  """100 x (the best dev ``key`` over the last tenth of the epochs - the best before): above 0, the run found a new
-  best in its last tenth, so that the model chosen on dev could still improve with more epochs; the one test of
-  "has the dev curve flattened" of every table (NaN for a history of under two tenths)."""
+  """100 x (the best dev ``key`` over the last tenth of the epochs - the best before): above 0, the model chosen on
+  dev could still improve with more epochs (NaN for a history of under two tenths)."""
   dev = [h[key] for h in history(record) if key in h]
   tenth = max(1, len(dev) // 10)
   return 100 * (max(dev[-tenth:]) - max(dev[:-tenth])) if len(dev) > tenth else float('nan')
 
 
 def write(path: Path, result: dict) -> None:
-  """Writes ``compact(result)`` atomically: one line per history row, the rest indented."""
+  """Writes ``compact(result)`` atomically, ``portable_record``: one line per history row, the rest indented."""
   record = compact(result)
   rows = record.pop('history', None)
   text = json.dumps(record, indent=2)
@@ -429,17 +389,20 @@ def write(path: Path, result: dict) -> None:
     body = ',\n'.join('      ' + json.dumps(row) for row in rows['rows'])
     text = (text[:-2] + ',\n  "history": {\n    "columns": ' + json.dumps(rows['columns']) + ',\n    "rows": [\n'
             + body + ('\n' if body else '') + '    ]\n  }\n}')
-  text = portable_record(text)  # docs name no path of the machine that made them
+  _replace(path, portable_record(text) + '\n')
+  assert json.loads(path.read_text())['config'].keys() == record['config'].keys()
+
+
+def _replace(path: Path, text: str) -> None:
   path.parent.mkdir(parents=True, exist_ok=True)
   tmp = path.with_suffix(path.suffix + '.tmp')
-  tmp.write_text(text + '\n')
+  tmp.write_text(text)
   tmp.replace(path)
-  assert json.loads(path.read_text())['config'].keys() == record['config'].keys()
 
 
 def load(path: Path) -> dict:
   """The run record at ``path`` with its per-epoch history read back; ValueError naming the file when it holds
-  JSON that is not a record (an object)."""
+  JSON that is not an object."""
   record = json.loads(Path(path).read_text())
   if not isinstance(record, dict):
     raise ValueError(f'{path}: not a run record (a JSON {type(record).__name__}, not an object)')
@@ -460,7 +423,7 @@ def rescorable(record: dict) -> bool:
 def package_vectors(config) -> None:
   """A record's word-vector file that this machine lacks is read from the package instead: the device runs' files
   (.devdata/glove_ner.txt) held the first 50000 GloVe 6B 50d rows and every CoNLL word, the package's initial table
-  (their commands say so: docs/tagging.commands.txt). Used by whatever rebuilds a run from its record."""
+  (docs/tagging.commands.txt)."""
   model = config.model
   if model.get('embeddings') == 'glove' and model.embeddings_path and not Path(model.embeddings_path).exists():
     print(f'   model.embeddings_path {model.embeddings_path} is not here: the package\'s GloVe 6B 50d instead',
@@ -469,15 +432,13 @@ def package_vectors(config) -> None:
 
 
 def save(path: Path, result: dict) -> None:
-  """A fresh run's record: ``write(path, stamp(result))``, the writer the experiments give implicit_jax.runner."""
+  """A fresh run's record, the writer the experiments give implicit_jax.runner."""
   write(path, stamp(result))
 
 
 def recipe_here(data_dir: str, adapt=None):
-  """The ``recipe`` the experiments give implicit_jax.runner (``--verify``, ``--supersede``): a committed record's
-  config (its row may have changed since), reading its data from ``data_dir`` here (unless its data ship inside
-  the package: ``data.data_dir`` empty, bibtex's official split); ``adapt(config)``, if given, points the record's
-  other inputs at this machine (``package_vectors``)."""
+  """The runner's ``recipe`` (``--verify``, ``--supersede``): a committed record's config, its data read from
+  ``data_dir`` (unless they ship in the package: ``data.data_dir`` empty), then ``adapt(config)`` if given."""
   def recipe(path):
     config = config_lib.from_record(path)
     if config.data.data_dir:
@@ -493,18 +454,16 @@ SAME_COMPUTATION = 'the same computation, its last-bit rounding compounding over
 
 def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str = 'dev_f1',
                 why: str = SAME_COMPUTATION) -> str:
-  """How far reruns of replaced records moved, as a page says it: ``pairs`` are ``(name, old, new)`` records of one
-  config and seed. On the same kind of device, the median |change| of ``metric`` (x 100) and the largest, and
-  where the dev curves (``dev``) part, then ``why`` they part. A rerun on the other kind of device is counted
-  apart: another trajectory from the start."""
+  """How far reruns of replaced records moved (``pairs``: ``(name, old, new)`` records of one config and seed): on
+  the same kind of device, the median and largest |change| of ``metric`` (x 100) and where the ``dev`` curves part,
+  then ``why``; a rerun on the other kind of device counted apart."""
   same = [(n, o, r) for n, o, r in pairs if device_of(o) == device_of(r)]
   text = ''
   if same:
     moves = [100 * (r[metric] - o[metric]) for _, o, r in same]
-
-    def parting(o, r):  # the first epoch whose dev score differs, 0 if none
-      return next((a['epoch'] for a, b in zip(o.get('history', []), r.get('history', [])) if a[dev] != b[dev]), 0)
-    parts = [parting(o, r) for _, o, r in same]
+    # the first epoch whose dev score differs, 0 if none
+    parts = [next((a['epoch'] for a, b in zip(o.get('history', []), r.get('history', [])) if a[dev] != b[dev]), 0)
+             for _, o, r in same]
     worst = max(range(len(same)), key=lambda i: abs(moves[i]))
     text += (f' On the same kind of device ({len(same)} of them), {label} moved by {np.median(np.abs(moves)):.2f}'
              f' (median of |change|; largest {moves[worst]:+.2f}, {same[worst][0]} seed {same[worst][1]["seed"]}). '
@@ -521,10 +480,8 @@ def rerun_moves(pairs, metric: str = 'test_f1', label: str = 'test F1', dev: str
   return text
 
 
-# What a record holds of where and how it was launched, not of what it ran: a row's config today names its own (the
-# data folder, a local copy of the word vectors some NER runs read instead of the package's, and the dataset its
-# settings were chosen on, which records older than the field do not name), and how often the run printed and saved,
-# which leaves every step as it was (tests/test_resume.py).
+# What a record holds of where and how it was launched, not of what it ran (the data folder, a local copy of the word
+# vectors, the dataset its settings were chosen on), and how often it printed and saved (tests/test_resume.py).
 _LAUNCH = {'config_file', 'overrides', 'chosen_on', 'data.data_dir', 'model.embeddings_path', 'log_every',
            'checkpoint_every', 'checkpoint_epoch_ends'}
 
@@ -539,10 +496,8 @@ def row_differences(record: dict, config) -> list[str]:
 
 
 def recipe(config_name: str | None, pattern: str, differences=()) -> str:
-  """A table row's "config" cell: the row's config where its records are that config (``differences``, the fields
-  where any record differs from it, is empty), otherwise its records ``pattern`` (a glob relative to the
-  repository), each of which ``python -m implicit_jax.main --config=<record>.json`` reruns: the runs of a row
-  changed since they were made (today's row named beside), or of a design no row holds (``config_name`` None)."""
+  """A table row's "config" cell: the row's config where its records are that config (no ``differences``), else
+  its records ``pattern`` (each reruns with ``--config=<record>.json``), today's row named beside where there is one."""
   if config_name and not differences:
     return f'`{config_name}`'
   return f'its records `{pattern}`' + (
@@ -554,19 +509,21 @@ RECIPE_NOTE = ('Where a row\'s records differ from its config today (or no confi
                '--config=RECORD --config.data.data_dir=DIR --workdir=DIR2`.')
 
 
-def main():
+def main() -> int:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--compact', required=True, help='folder whose run records (*/runs/*.json and '
-                      'sweeps/*/*.json) are rewritten in the committed form')
+  parser.add_argument('--check', action='store_true', help='list the records a rewrite would change; exit 1 if any')
   args = parser.parse_args()
-  root = Path(args.compact)
-  paths = sorted(set(root.glob('**/runs/*.json')) | set(root.glob('sweeps/*/*.json')))
-  before = sum(p.stat().st_size for p in paths)
-  for p in paths:
-    write(p, json.loads(p.read_text()))
-  after = sum(p.stat().st_size for p in paths)
-  print(f'{len(paths)} records: {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB')
+  changed = []
+  for path in sorted((ROOT / 'docs').rglob('*.json')):
+    text = path.read_text()
+    if portable_record(text) != text:
+      changed.append(path.relative_to(ROOT))
+      if not args.check:
+        _replace(path, portable_record(text))
+  print(f'{len(changed)} records {"name a machine path" if args.check else "rewritten"}'
+        + ''.join(f'\n  {p}' for p in changed[:20]) + ('\n  ...' if len(changed) > 20 else ''))
+  return 1 if args.check and changed else 0
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(cli.guarded(main))

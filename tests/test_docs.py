@@ -104,7 +104,7 @@ RECORD_MACHINE_PATH = re.compile(r'(?<![\w.~])/(?:work|root|home|Users|opt|mnt|t
 
 
 def test_no_committed_record_names_a_path_of_the_machine_that_made_it():
-  """The run records under docs/ are docs too (and their rerun's recipe): python -m experiments.portable_records."""
+  """The run records under docs/ are docs too (and their rerun's recipe): python -m experiments.records."""
   found = [f'{path.relative_to(ROOT)}: {m.group(0)}' for path in sorted((ROOT / 'docs').rglob('*.json'))
            for m in RECORD_MACHINE_PATH.finditer(path.read_text())]
   assert not found, f'{len(found)} paths, e.g. ' + '; '.join(found[:5])
