@@ -1,11 +1,9 @@
 """The paper's experiments, beside the library: run records, results tables, sweeps, the claims ledger, rescoring.
 
-Run from the repository root as modules, e.g. ``python -m experiments.reproduce_mlc --table_only``. The rows each
-table runs are config files and an argument (``--config=configs/bibtex.py:implicit-cd``): the rows themselves are
-written in the config files (``configs/bibtex.py`` holds the multi-label rows, ``configs/pos.py`` the sequence-labeling
-ones, ``configs/cora.py`` and ``configs/horses.py`` their own); the modules here read them from there and keep the
-bookkeeping the library does not know: where each family's records live, how a record names its row, the published
-numbers, and how the tables and README blocks are written. Every script that makes runs hands them to
+Run from the repository root as modules, e.g. ``python -m experiments.reproduce_mlc --table_only``. A table's rows
+are written in the config files and named by an argument (``--config=configs/bibtex.py:implicit-cd``); the modules
+here keep the bookkeeping the library does not know: where each family's records live, how a record names its row,
+the published numbers, and how the tables and README blocks are written. Every script that makes runs hands them to
 implicit_jax.runner and takes its flags (``add_runner_flags``): one run after the other by default, at once on Ray
 with ``--ray``, ``--address``, ``--gpus_per_run`` or ``--cpus_per_run`` (docs/usage.md, "Many runs at once").
 
@@ -23,19 +21,19 @@ import tomllib
 from pathlib import Path
 
 from implicit_jax.engine import rows
-from implicit_jax.engine.rows import arg_name, parse  # noqa: F401  (the scripts' names for them)
+from implicit_jax.engine.rows import arg_name  # noqa: F401  (the scripts' name for it)
 
-# The repository: configs/ and docs/ beside this folder.
 ROOT = Path(__file__).resolve().parents[1]
-# The papers' published numbers and the tables' long prose, as data (published.toml beside this file).
-TEXT = tomllib.loads((Path(__file__).resolve().parent / 'published.toml').read_text(encoding='utf-8'))
+HERE = Path(__file__).resolve().parent
+# The papers' published numbers and the tables' long prose, as data.
+TEXT = tomllib.loads((HERE / 'published.toml').read_text(encoding='utf-8'))
 
 
 def sweeps(family: str) -> dict:
-  """``family``'s named sweeps, from sweeps.toml beside this file: name -> its table, whose ``variants`` maps each
-  variant to its overrides (lists as tuples, as the configs write them); a sweep ``like`` another takes its
-  variants, with ``train_file`` (a path in the repository) as data.train_file of each."""
-  out = tomllib.loads((Path(__file__).resolve().parent / 'sweeps.toml').read_text(encoding='utf-8'))[family]
+  """``family``'s named sweeps (sweeps.toml): name -> its table, whose ``variants`` maps each variant to its
+  overrides (lists as tuples, as the configs write them); a sweep ``like`` another takes its variants, with
+  ``train_file`` (a path in the repository) as data.train_file of each."""
+  out = tomllib.loads((HERE / 'sweeps.toml').read_text(encoding='utf-8'))[family]
   for sweep in out.values():
     if 'like' in sweep:
       extra = {'data.train_file': str(ROOT / sweep['train_file'])} if 'train_file' in sweep else {}
@@ -51,10 +49,8 @@ def config_rows(name: str):
 
 
 def names(choices, empty: bool = False):
-  """An argparse ``type``: a comma-separated list of names, each one of ``choices``; an unknown one (a typo that
-  would otherwise run nothing and exit 0) is refused with the flag named, before any work. ``empty``: an empty
-  list is allowed (a flag whose other flags may give the work, e.g. compare_sklearn's ``--datasets=`` with
-  ``--custom``)."""
+  """An argparse ``type``: a comma-separated list of names, each one of ``choices``, refused before any work where
+  one is unknown (a typo would run nothing and exit 0) or, unless ``empty``, none is given."""
   def parse_names(text: str) -> list[str]:
     values = [v.strip() for v in text.split(',') if v.strip()]
     unknown = [v for v in values if v not in choices]
@@ -110,8 +106,8 @@ def _share(check):
 
 
 def add_runner_flags(parser: argparse.ArgumentParser) -> None:
-  """The flags that make a script's runs at once, as Ray tasks (implicit_jax.runner, implicit_jax.ray_runs); any of
-  them asks for Ray. Without them the runs are made one after the other in the script's process."""
+  """The flags that make a script's runs at once, as Ray tasks (implicit_jax.runner, implicit_jax.ray_runs); without
+  them the runs are made one after the other in the script's process."""
   from implicit_jax import ray_runs  # pylint: disable=import-outside-toplevel
   group = parser.add_argument_group('runs at once, on Ray (the extra: ' + ray_runs.EXTRA + ')')
   group.add_argument('--ray', action=_OnRay, nargs=0, default=False,
@@ -142,19 +138,15 @@ def runs_at_once(text: str) -> int:
 
 
 def ray_options(args, workers: int = 1):
-  """``run_all``'s ``ray`` option from the flags of ``add_runner_flags`` (those ``args`` lacks count as not
-  given): None (one run after the other) unless one of them was given. ``workers`` > 1 (custom_defaults's
-  --workers, from before the runner ran on Ray): that many runs at once on this machine, the same as
-  ``--ray --cpus_per_run=CORES/workers``."""
+  """``run_all``'s ``ray`` option from the flags of ``add_runner_flags`` (those ``args`` lacks count as not given):
+  None unless one was given. ``workers`` > 1 (custom_defaults's --workers, parsed by ``runs_at_once``): that many
+  runs at once on this machine, as ``--ray --cpus_per_run=CORES/workers``."""
   from implicit_jax import ray_runs  # pylint: disable=import-outside-toplevel
   address, gpus, cpus = (getattr(args, k, None) for k in ('address', 'gpus_per_run', 'cpus_per_run'))
   if workers > 1:
     if address or cpus is not None:
       raise ValueError(f'--workers={workers} makes runs at once on this machine; --address and --cpus_per_run say '
                        'it otherwise: give one or the other')
-    if not ray_runs.installed():
-      raise ValueError(f'--workers={workers} makes the runs at once on Ray, which is not installed here: '
-                       f'{ray_runs.EXTRA} (or --workers=1: one after the other)')
     cpus = (os.cpu_count() or 1) / workers
   if not (getattr(args, 'ray', False) or address or gpus is not None or cpus is not None):
     return None
