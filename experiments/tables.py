@@ -1,19 +1,13 @@
 r"""The table builder: every results page of docs/, its command list and the blocks it copies into docs/results.md
-and README.md, from the committed run records and a family's short description, a ``Table``.
-
-A family (experiments/reproduce_mlc.py, reproduce_tagging.py, ...) describes each of its pages once: where its
-records are and which row a record is (``runs``, ``key``), the page's text (a template, ``pages/<name>.md``
-beside this file, whose ``{fields}`` its ``fields`` fills from the records) and what it copies elsewhere
-(``blocks``; ``summary``: its rows of README.md's summary table). ``build`` does the rest alike for every page:
-reads the records, writes the command list beside the page (``records.write_commands``), the page and the blocks.
-A page of several sections, each from records of its own (docs/horses.md), lists the later ones as ``parts``.
+and README.md, from the committed run records and a family's short description, a ``Table``: where its records are
+and which row each is (``runs``, ``key``), its template (``pages/<name>.md``: markdown as the page shows it, its
+paragraphs wrapped anywhere, ``{name}`` a field its ``fields`` fills, ``{{`` a brace; a line that is one field alone
+stays a block of its own) and what it copies elsewhere (``blocks``, ``summary``). ``build`` does the rest alike for
+every page; a page of several sections, each from records of its own (docs/horses.md), lists the later ones as
+``parts``.
 
   python -m experiments.tables                 # every page, from the committed records
   python -m experiments.tables mlc baselines   # some of them (the names: --list)
-
-A page template is markdown as the page shows it: its paragraphs may be wrapped anywhere (the page is re-wrapped
-at ``records.WIDTH`` columns when written), ``{name}`` is a field and ``{{`` a brace; a line that is one field
-alone stays a block of its own (a table, a list).
 """
 
 from __future__ import annotations
@@ -27,13 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from experiments import records
+from experiments import records, summary
 
 ROOT = records.ROOT
 PAGES = Path(__file__).resolve().parent / 'pages'
-# Each module's TABLES, in the order `python -m experiments.tables` builds them (a page that reads another's
-# records comes after it: README's summary takes the baselines' rows from docs/baselines/runs; the claims ledger
-# reads every family's).
+# In build order: a page that reads another's records comes after it (README's summary takes the baselines' rows from
+# docs/baselines/runs; the claims ledger reads every family's).
 MODULES = ('reproduce_mlc', 'ablation_mlc', 'compare_methods', 'compare_sklearn', 'custom_defaults', 'sweep',
            'reproduce_tagging', 'reproduce_cora', 'reproduce_horses', 'rivals', 'claims')
 
@@ -52,23 +45,22 @@ def variant_key(variants) -> Callable[[Path, dict], Any]:
 
 @dataclasses.dataclass(frozen=True)
 class Table:
-  """One page: its records, its text, and what it copies into the shared pages."""
+  """One page. ``fields`` fills the template from the records, beside ``date``, ``command`` (what rebuilds the page),
+  ``commands`` (the command list's link), ``spread`` and ``recipe_note``; ``blocks`` gets them with the filled page,
+  ``page``, and its ``parts``' fields by name. A part is a later section of the page, from its own records, template
+  and command list (``section``), left out without records."""
   name: str  # what `python -m experiments.tables NAME` builds
-  page: str  # the page, relative to the repository
+  page: str  # relative to the repository
   runs: tuple[str, ...]  # globs of its records, relative to the repository (or absolute)
-  # The template's fields from the records; given: ``date``, ``command``, ``commands`` (the command list's link),
-  # ``spread`` and ``recipe_note`` (what every caption says), and to ``blocks`` the filled page, ``page``.
   fields: Callable[[Groups], dict]
-  command: str = ''  # what rebuilds it, for the page's "made by" line (``{command}``)
+  command: str = ''
   key: Callable[[Path, dict], Any] = stem  # a record's row; None leaves the record out of the page
-  template: str = ''  # the template's name under pages/ (default: the page's file name)
-  section: str = ''  # the command list's section (records.commands_path): a part of a page made by other runs
-  blocks: Callable[[Groups, dict], dict] | None = None  # {(file, block name): body} from the groups and fields
+  template: str = ''  # under pages/ (default: the page's file name)
+  section: str = ''
+  blocks: Callable[[Groups, dict], dict] | None = None  # {(file, block name): body}
   summary: tuple[str, Callable[[Groups], list[str]]] | None = None  # (family, its README summary rows)
   after: Callable[[Groups], None] | None = None  # figures drawn from the same records
-  required: bool = True  # a page without records: refused (True) or left as it is
-  # Later sections of the page, each a Table of its own records, fields, template and command list (its ``section``),
-  # appended in order (one without records is left out); their fields go to ``blocks`` as ``parts``, by name.
+  required: bool = True  # a page without records: refused, or left as it is
   parts: tuple[Table, ...] = ()
 
   def load(self) -> Groups:
@@ -82,13 +74,12 @@ class Table:
     return groups
 
   def text(self, groups: Groups, write: bool = True) -> tuple[str, dict]:
-    """The page's text, its parts' after its own, and the fields it was filled with (``page``: its own text);
-    ``write``: the command lists beside it too."""
-    every = [r for rs in groups.values() for r in rs]
+    """The page's text, its parts' after its own, and the fields it was filled with; ``write``: the command lists
+    beside it too."""
+    commands = (r.get('command') for rs in groups.values() for r in rs)
     fields = {'date': datetime.date.today(), 'command': self.command, 'spread': records.spread(),
               'recipe_note': records.RECIPE_NOTE,
-              'commands': records.write_commands(ROOT / self.page, (r.get('command') for r in every), self.section,
-                                                 write=write)}
+              'commands': records.write_commands(ROOT / self.page, commands, self.section, write=write)}
     fields.update(self.fields(groups))
     template = PAGES / (self.template or Path(self.page).name)
     try:
@@ -118,9 +109,7 @@ def build(table: Table, write: bool = True) -> str:
     for (path, name), body in (table.blocks(groups, fields) if table.blocks else {}).items():
       records.write_block(ROOT / path, name, body)
     if table.summary:
-      from experiments import summary  # pylint: disable=import-outside-toplevel
-      family, rows = table.summary
-      summary.update(ROOT / 'README.md', family, rows(groups))
+      summary.update(ROOT / 'README.md', table.summary[0], table.summary[1](groups))
     if table.after:
       table.after(groups)
   return text
@@ -133,11 +122,7 @@ def render(template: str, fields: dict) -> str:
 
 def tables() -> dict[str, Table]:
   """Every page, by name, in build order."""
-  out = {}
-  for module in MODULES:
-    for table in importlib.import_module(f'experiments.{module}').TABLES:
-      out[table.name] = table
-  return out
+  return {table.name: table for module in MODULES for table in importlib.import_module(f'experiments.{module}').TABLES}
 
 
 def main():
