@@ -1,14 +1,13 @@
-r"""The main job on this machine's kind of CPU: seeds of the row the README reports (``mlc.MAIN_ROW``,
-``configs/bibtex.py``), each record in docs/main_job/runs/<kind>/ (kind: the widest vector set the processor offers,
-``records.cpu_kind``, e.g. ``avx-512``), apart from docs/mlc/runs so that no table row mixes machines.
+r"""The main job on this machine's kind of CPU: seeds of the row the README reports (``mlc.MAIN_ROW``), each record in
+docs/main_job/runs/<kind>/ (the widest vector set the processor offers, ``records.cpu_kind``, e.g. ``avx-512``),
+apart from docs/mlc/runs so that no table row mixes machines. A record that exists is not run again.
 
   python -m experiments.main_job --seeds=0,1,2,3,4
 
-XLA:CPU's float rounding differs between kinds of processor, so the same seed's run moves by most of a point from
-one to another (docs/usage.md, "Rerunning a record"); a processor name ('AMD EPYC') does not tell the kinds apart,
-the vector sets in a record's ``cpu`` do. A record that exists is not run again. The README's main-job line
-(``main_job_line``, written by ``python -m experiments.reproduce_mlc --table_only``) gives each kind's figures beside
-the committed runs'.
+XLA:CPU's float rounding differs between kinds of processor, so the same seed moves by most of a point from one to
+another (docs/usage.md, "Rerunning a record"), and a processor's name ('AMD EPYC') does not tell the kinds apart. The
+README's main-job line (``main_job_line``, by ``python -m experiments.reproduce_mlc --table_only``) gives each
+kind's figures beside the committed runs'.
 """
 
 import argparse
@@ -24,6 +23,7 @@ from experiments import mlc, records
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / 'docs' / 'main_job' / 'runs'
 DATASET = 'bibtex'
+NAME = mlc.run_name(DATASET, mlc.MAIN_ROW, 'official')
 
 
 def folder(kind: str) -> str:
@@ -32,17 +32,16 @@ def folder(kind: str) -> str:
 
 
 def run_of(seed: int, kind: str) -> runner.Run:
-  name = mlc.run_name(DATASET, mlc.MAIN_ROW, 'official')
   return runner.Run(f'{DATASET} {mlc.MAIN_ROW} seed {seed} ({kind})',
                     lambda: mlc.row_config(ROOT / 'configs', DATASET, seed, 'official', '', mlc.MAIN_ROW),
-                    RUNS / folder(kind) / f'{name}-seed{seed}.json', f'/tmp/main_job/{folder(kind)}/{name}-{seed}')
+                    RUNS / folder(kind) / f'{NAME}-seed{seed}.json', f'/tmp/main_job/{folder(kind)}/{NAME}-{seed}')
 
 
 def kinds(runs: Path = RUNS) -> dict[str, list[dict]]:
   """``{kind: records}`` of the folders under ``runs``, by seed; a record whose kind is not its folder's (moved by
   hand) is refused, so that no figure of one kind is shown as another's."""
   out = {}
-  for path in sorted(runs.glob(f'*/{mlc.run_name(DATASET, mlc.MAIN_ROW, "official")}-seed*.json')):
+  for path in sorted(runs.glob(f'*/{NAME}-seed*.json')):
     record = records.load(path)
     kind = records.cpu_kind(record)
     if kind is None or folder(kind) != path.parent.name:
@@ -51,26 +50,26 @@ def kinds(runs: Path = RUNS) -> dict[str, list[dict]]:
   return {k: sorted(rs, key=lambda r: r['seed']) for k, rs in out.items()}
 
 
-def main_job_line(committed: list[dict], runs: Path = RUNS) -> str:
-  """README's main-job line: the committed runs' test F1 (docs/mlc/runs), the kind of CPU they name, and each kind's
-  figures from ``runs`` (seed 0 beside the committed seed 0, and the spread over its seeds)."""
-  def kind_of(rs):
-    named = sorted({records.cpu_kind(r) or f'an {r.get("machine", "unnamed machine").split(",")[0]} whose records '
-                    'name no vector set' for r in rs})
-    return ' and '.join(named)
+def _seed0(rs) -> float | None:
+  return next((100 * r['test_f1'] for r in rs if r['seed'] == 0), None)
 
-  f1 = lambda rs: records.mean_std([r['test_f1'] for r in rs])
-  seed0 = lambda rs: next((100 * r['test_f1'] for r in rs if r['seed'] == 0), None)
+
+def main_job_line(committed: list[dict], runs: Path = RUNS) -> str:
+  """README's main-job line: the committed runs' test F1 (docs/mlc/runs) and the kind of CPU they name, then each
+  kind's figures from ``runs`` (the spread over its seeds, and seed 0 beside the committed seed 0)."""
+  made_on = ' and '.join(sorted({records.cpu_kind(r) or f'an {r.get("machine", "unnamed machine").split(",")[0]} '
+                                 'whose records name no vector set' for r in committed}))
   line = (f'Its committed runs ({len(committed)} seeds; `configs/bibtex.py` is the row '
-          f'`{mlc.config_name(DATASET, mlc.MAIN_ROW)}`): test example F1 {f1(committed)} at threshold 0.5, '
+          f'`{mlc.config_name(DATASET, mlc.MAIN_ROW)}`): test example F1 '
+          f'{records.mean_std([r["test_f1"] for r in committed])} at threshold 0.5, '
           f'{records.mean_std([r["test_f1_tuned"] for r in committed])} at the dev-tuned one '
-          f'([docs/mlc_results.md](docs/mlc_results.md)), made on {kind_of(committed)}.')
+          f'([docs/mlc_results.md](docs/mlc_results.md)), made on {made_on}.')
   others = []
   for kind, rs in kinds(runs).items():
-    at0 = seed0(rs)
-    others.append(f'on an {rs[0]["cpu"]["model"]} with {kind}, {f1(rs)} over {len(rs)} seeds'
-                  + (f', seed 0 {at0:.2f} (committed: {seed0(committed):.2f})'
-                     if at0 is not None and seed0(committed) is not None else '')
+    at0, committed0 = _seed0(rs), _seed0(committed)
+    others.append(f'on an {rs[0]["cpu"]["model"]} with {kind}, {records.mean_std([r["test_f1"] for r in rs])} over '
+                  f'{len(rs)} seeds'
+                  + (f', seed 0 {at0:.2f} (committed: {committed0:.2f})' if None not in (at0, committed0) else '')
                   + f' ([docs/main_job/runs/{folder(kind)}](docs/main_job/runs/{folder(kind)}))')
   if others:
     line += (' Another kind of CPU rounds floats differently, and the same seeds give other figures '
