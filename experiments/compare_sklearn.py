@@ -25,9 +25,9 @@ and machine); a record that exists is not run again, and the table is rebuilt fr
   python -m experiments.compare_sklearn --table_only     # docs/sklearn_baseline.md from the records, no training
 """
 
-import argparse
 import dataclasses
 import datetime
+import itertools
 import json
 import sys
 import tempfile
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from implicit_jax import tasks
-from implicit_jax.engine import cli, config as config_lib, train
+from implicit_jax.engine import cli, config as config_lib, rows, train
 import experiments
 from experiments import mlc, records, tables
 
@@ -51,16 +51,12 @@ def custom_file(spec: str, tmpdir: str) -> str:
   if not spec.startswith('make_scaled:'):
     return spec
   try:
-    _, rows, seed = spec.split(':')
-    rows, seed = int(rows), int(seed)
+    _, size, seed = spec.split(':')
+    size, seed = int(size), int(seed)
   except ValueError:
     raise SystemExit(f'--custom entry {spec!r}: expected make_scaled:ROWS:SEED, for example make_scaled:15000:2')
-  # The fixtures' generator (tests/fixtures/mlc/make_scaled.py), loaded by path as a config file is.
-  import importlib.util  # pylint: disable=import-outside-toplevel
-  spec = importlib.util.spec_from_file_location('make_scaled', ROOT / 'tests' / 'fixtures' / 'mlc' / 'make_scaled.py')
-  make_scaled = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(make_scaled)
-  return str(make_scaled.write(rows, seed, Path(tmpdir) / f'scaled_{rows}.arff'))
+  make_scaled = rows.load_module(ROOT / 'tests' / 'fixtures' / 'mlc' / 'make_scaled.py')  # the fixtures' generator
+  return str(make_scaled.write(size, seed, Path(tmpdir) / f'scaled_{size}.arff'))
 
 
 def make_config(name: str, data_dir: str, seed: int, **data):
@@ -89,7 +85,7 @@ def br_logistic(task) -> tuple[dict, float]:
   y = split['train']['y'] > 0.5
   probs = {s: np.zeros((len(x[s]), y.shape[1])) for s in ('dev', 'test')}
   for j in range(y.shape[1]):
-    if y[:, j].all() or not y[:, j].any():
+    if y[:, j].all() or not y[:, j].any():  # constant on train: predicts that constant
       for s in probs:
         probs[s][:, j] = float(y[0, j])
       continue
@@ -131,33 +127,21 @@ def run_one(name: str, data_dir: str, seed: int) -> dict:
   return {'dataset': label_of(name), 'seed': seed,
           'info': {k: info[k] for k in ('sizes', 'preprocessing', 'standardised')},
           'mbce': {k: result[k] for k in ('test_f1', 'test_f1_tuned', 'dev_f1', 'train_seconds')},
-          'never': never,
-          'br': {'test_f1': br['test_f1'], 'test_f1_tuned': br['test_f1_tuned'], 'dev_f1': br['dev_f1'],
-                 'seconds': seconds},
+          'never': never, 'br': {**{k: br[k] for k in ('test_f1', 'test_f1_tuned', 'dev_f1')}, 'seconds': seconds},
           'command': 'python ' + ' '.join(sys.argv), 'date': datetime.datetime.now().isoformat(timespec='seconds'),
           'device': f'{jax.default_backend()}: {jax.devices()[0].device_kind}', 'machine': records.machine()}
 
 
 def row(label: str, rs: list) -> str:
   """One table row from a dataset's records."""
-  info = rs[0]['info']
-  cells = {k: [r[system][field] for r in rs] for k, (system, field) in {
-      'mbce': ('mbce', 'test_f1'), 'mbce_tuned': ('mbce', 'test_f1_tuned'), 'mbce_dev': ('mbce', 'dev_f1'),
-      'br': ('br', 'test_f1'), 'br_tuned': ('br', 'test_f1_tuned'), 'br_dev': ('br', 'dev_f1')}.items()}
+  info, stat = rs[0]['info'], records.mean_std
+  col = lambda system, field: stat([r[system][field] for r in rs])
   never = [r['never']['test_f1'] for r in rs if r['never'] and 'test_f1' in r['never']]
-  diff = 100 * (np.array(cells['mbce']) - np.array(cells['br']))
-  stat = records.mean_std
+  diff = 100 * np.array([r['mbce']['test_f1'] - r['br']['test_f1'] for r in rs])
   return (f'| {label} | {info["sizes"]["train"]}/{info["sizes"]["dev"]}/{info["sizes"]["test"]} | '
-          f'{info["preprocessing"]} | {stat(cells["mbce"])} | {stat(cells["mbce_tuned"])} | '
-          f'{stat(never) if never else "–"} | {stat(cells["br"])} | {stat(cells["br_tuned"])} | '
-          f'{diff.mean():+.2f} ({", ".join(f"{d:+.2f}" for d in diff)}) | {stat(cells["mbce_dev"])} | '
-          f'{stat(cells["br_dev"])} |')
-
-
-TABLE_HEAD = ['| dataset | train/dev/test | preprocessing (auto) | MBCE @0.5 | MBCE tuned | MBCE never @0.5 | '
-              'BR-logistic @0.5 | BR-logistic tuned | MBCE - BR @0.5 (per seed) | MBCE dev @0.5 | '
-              'BR-logistic dev @0.5 |',
-              '|---|---|---|---|---|---|---|---|---|---|---|']
+          f'{info["preprocessing"]} | {col("mbce", "test_f1")} | {col("mbce", "test_f1_tuned")} | '
+          f'{stat(never) if never else "–"} | {col("br", "test_f1")} | {col("br", "test_f1_tuned")} | '
+          f'{mlc.per_seed(diff)} | {col("mbce", "dev_f1")} | {col("br", "dev_f1")} |')
 
 
 def fields(groups) -> dict:
@@ -168,8 +152,7 @@ def fields(groups) -> dict:
   order = lambda d: (d.endswith('.arff'), groups[d][0]['info']['sizes']['train'] if d.endswith('.arff') else 0, d)
   return {'first': dates[0], 'last': dates[-1], 'devices': ', '.join(sorted({r['device'] for r in every})),
           'seeds': sorted({r['seed'] for r in every}),
-          'table': '\n'.join(TABLE_HEAD + [row(d, sorted(groups[d], key=lambda r: r['seed']))
-                                          for d in sorted(groups, key=order)])}
+          'table': '\n'.join(row(d, sorted(groups[d], key=lambda r: r['seed'])) for d in sorted(groups, key=order))}
 
 
 # A record's row is its dataset (a custom file's base name).
@@ -179,29 +162,21 @@ TABLES = [tables.Table('sklearn_baseline', 'docs/sklearn_baseline.md', ('docs/sk
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default='../shared/data')
-  parser.add_argument('--datasets', default='cal500,spo_fun', type=experiments.names(mlc.DATASETS, empty=True))
-  parser.add_argument('--custom', default='', help='comma-separated MULAN files (MEKA -C header or XML beside)')
-  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
-  parser.add_argument('--out', default=str(ROOT / 'docs' / 'sklearn_baseline.md'), help="'-' prints only")
-  parser.add_argument('--table_only', action='store_true', help='rebuild the table from the records, no training')
-  args = parser.parse_args()
+  args = mlc.parse(__doc__, {
+      '--datasets': {'default': 'cal500,spo_fun', 'type': experiments.names(mlc.DATASETS, empty=True)},
+      '--custom': {'default': '', 'help': 'comma-separated MULAN files (MEKA -C header or XML beside)'},
+      '--out': {'default': str(ROOT / 'docs' / 'sklearn_baseline.md'), 'help': "'-' prints only"}}, runner_flags=False)
   if not args.table_only:
-    seeds = args.seeds
-    drawn = tempfile.TemporaryDirectory()  # pylint: disable=consider-using-with
-    names = (args.datasets
-             + [custom_file(c, drawn.name) for c in args.custom.split(',') if c])
-    RUNS.mkdir(parents=True, exist_ok=True)
-    for name in names:
-      for seed in seeds:
+    with tempfile.TemporaryDirectory() as drawn:
+      names = args.datasets + [custom_file(c, drawn) for c in args.custom.split(',') if c]
+      for name, seed in itertools.product(names, args.seeds):
         out = RUNS / f'{label_of(name)}-seed{seed}.json'
         if out.exists():
           continue
         r = run_one(name, args.data_dir, seed)
-        tmp = out.with_suffix('.json.tmp')
-        tmp.write_text(json.dumps(r, indent=2) + '\n')
-        tmp.replace(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix('.json.tmp').write_text(json.dumps(r, indent=2) + '\n')
+        out.with_suffix('.json.tmp').replace(out)
         print(f'{name} seed {seed}: MBCE {r["mbce"]["test_f1"]:.4f} @0.5 ({r["mbce"]["test_f1_tuned"]:.4f} tuned); '
               f'never {(r["never"] or {}).get("test_f1", float("nan")):.4f}; BR-logistic {r["br"]["test_f1"]:.4f} '
               f'@0.5 ({r["br"]["test_f1_tuned"]:.4f} tuned, {r["br"]["seconds"]:.0f}s)', flush=True)
