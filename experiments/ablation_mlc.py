@@ -20,12 +20,8 @@ configs'; 400: SEAL's two 400-unit layers), same seeds, same splits:
   proximal-none  the same with the implicit term dropped
   mbce       the cross-entropy baseline on the same inference network (reference, not an ablation)
 
-Runs are experiments/reproduce_mlc.py's (one record per run in docs/mlc/runs/, reused when present; normal_cg, minres
-and mbce at width 150 and normal_cg and mbce at 400 are the main table's runs). Each record made since the
-diagnostics existed carries a ``train_summary`` (median over the logged steps of inner stationarity
-||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)||, the cosine between the implicit and explicit terms, their
-norms and the undamped solver residual); older records show "–" there. Choices are made on dev: the table shows
-the dev F1 of the selected epoch beside test.
+Runs are experiments/reproduce_mlc.py's (records in docs/mlc/runs/, reused when present: some are the main table's).
+A record's ``train_summary`` holds the diagnostics the table shows (docs/mlc_ablation.md says what each is).
 """
 
 import sys

@@ -6,14 +6,11 @@ Usage (the runs behind docs/baselines.md are recorded in that file):
   python -m experiments.compare_methods --systems=spen,dvn --datasets=bibtex --seeds=0   # a subset
   python -m experiments.compare_methods --table_only                                       # rebuild the table
 
-A system is the row ``configs/<dataset>.py:<system>`` (experiments/mlc.py), nothing else: every
-method shares the dataset's networks, energy, split, seeds, epochs and evaluation (best epoch on dev F1 @0.5, test
-once, F1 at 0.5 and at the dev-tuned threshold). The MBCE and implicit rows are the runs of
-``experiments/reproduce_mlc.py``, which this script calls (same ``run_of``, same rows, same files in docs/mlc/runs);
-the other systems write docs/baselines/runs/<dataset>-<system>-seed<k>.json. A run whose file exists is not
-repeated, so the script can be stopped and restarted. A committed run's recipe is its record, not its row (a row
-names today's design): ``python -m implicit_jax.main --config=docs/baselines/runs/<run>.json --workdir=DIR`` reruns
-it.
+A system is the row ``configs/<dataset>.py:<system>`` (experiments/mlc.py): every method shares the dataset's
+networks, energy, split, seeds, epochs and evaluation. The MBCE and implicit rows are reproduce_mlc's runs (records
+in docs/mlc/runs); the others write docs/baselines/runs/<dataset>-<system>-seed<k>.json. A run whose record exists is
+not repeated. A committed run's recipe is its record: ``python -m implicit_jax.main
+--config=docs/baselines/runs/<run>.json --workdir=DIR`` reruns it.
 """
 
 import os
@@ -47,20 +44,18 @@ SEAL, SEAL_SPREAD = ({system: dict(zip(DATASETS, values)) for system, values in 
 IMPLICIT_PAPER = {s: {d: rows[s] for d, rows in mlc.PAPER.items() if s in rows} for rows in mlc.PAPER.values()
                   for s in rows}  # system -> dataset -> F1
 TOLERANCE = 1.5  # F1 points: a baseline further than this from its published bibtex number is flagged
-# The table the page leads with: every system at SEAL's network sizes (mlc.SEAL_SIZES; MBCE and the implicit rows at
-# their dev-chosen 400-unit design), SPEN with its pretraining stage after SPEN; then ORDER at 150 units, with the
-# delicious rows of issue 64 after the rows they stand for (DVN with mirror-descent GBI, SEAL-static margin and NCE
-# with the energy weighed 0.1).
-H400 = '-h400'
-ORDER_H400 = [f'{s}{H400}' for s in ORDER]
-ORDER_H400.insert(ORDER_H400.index('spen-h400') + 1, 'spen-pretrain-h400')
-ORDER_150 = list(ORDER)
-for _after, _row in (('dvn', 'dvn-mirror'), ('seal-static margin', 'seal-static margin-w0.1'),
-                     ('seal-static nce', 'seal-static nce-w0.1')):
-  ORDER_150.insert(ORDER_150.index(_after) + 1, _row)
 # A row that is a published system run another way: the system whose published numbers it stands beside.
 PUBLISHED_AS = {'spen-pretrain': 'spen', 'dvn-mirror': 'dvn', 'seal-static margin-w0.1': 'seal-static margin',
                 'seal-static nce-w0.1': 'seal-static nce'}
+H400 = '-h400'
+# The table the page leads with: every system at SEAL's network sizes (mlc.SEAL_SIZES; MBCE and the implicit rows at
+# their dev-chosen 400-unit design); then every one at 150 units. A row of PUBLISHED_AS follows its system (SPEN with
+# its pretraining stage; the delicious rows of issue 64: DVN with mirror-descent GBI, SEAL-static margin and NCE with
+# the energy weighed 0.1).
+ORDER_H400, ORDER_150 = [], []
+for _s in ORDER:
+  for order, size in ((ORDER_H400, H400), (ORDER_150, '')):
+    order += [_s + size] + [r + size for r, base in PUBLISHED_AS.items() if base == _s and r + size in SYSTEMS]
 
 
 def run_file(dataset, system, seed, protocol='official') -> Path:
@@ -69,9 +64,8 @@ def run_file(dataset, system, seed, protocol='official') -> Path:
 
 
 def run_of(dataset, system, seed, args) -> runner.Run:
-  """The run of a row on a seed: an implicit row (or MBCE) is reproduce_mlc's run, its record there; a baseline's
-  record goes to docs/baselines/runs. Every baseline updates its networks once per batch, as MBCE does: its row
-  has MBCE's budget, twice the implicit rows' epochs (the dataset config's once_per_batch_epochs)."""
+  """The run of a row on a seed: an implicit row (or MBCE) is reproduce_mlc's run, a baseline's record goes to
+  docs/baselines/runs (its row has MBCE's budget: both update the networks once per batch)."""
   if system in mlc.SYSTEMS:
     return reproduce_mlc.run_of(dataset, system, seed, args)
   return mlc.run_of(dataset, system, seed, args, ROOT / 'docs' / 'baselines' / 'runs', '/tmp/compare_methods')
@@ -110,8 +104,7 @@ def row_of(path, record):
 
 
 def table_rows(groups, order, datasets):
-  """The rows of ``order``'s systems on ``datasets`` (those with records), and the flagged bibtex baselines:
-  ``(lines, [(system, gaps)])``."""
+  """``(lines, [(system, gaps)])``: the rows of ``order``'s systems on ``datasets``, the flagged bibtex baselines."""
   lines, flagged = [], []
   for dataset in datasets:
     for system in order:

@@ -1,28 +1,17 @@
-r"""MBCE with the default settings against scikit-learn's binary-relevance logistic regression, same split.
+r"""MBCE with the default settings against scikit-learn's binary-relevance logistic regression, same split
+(docs/sklearn_baseline.md: what each column is). Needs ``pip install -e '.[compare]'``.
 
 Usage (the run that produced docs/sklearn_baseline.md is recorded at its top):
   python -m experiments.compare_sklearn --data_dir=../shared/data --datasets=cal500,spo_fun --seeds=0,1,2 \
       --custom=tests/fixtures/mlc/scaled.arff
-
-For each dense-feature dataset (and each ``--custom`` MULAN file, read with ``configs/custom.py``, a user's
-starting point; ``make_scaled:ROWS:SEED`` stands for the file ``tests/fixtures/mlc/make_scaled.py`` draws with
-those arguments, written to a temporary directory, so that a larger draw needs no committed file):
-
-* MBCE: ``configs/<name>.py`` with ``method=feedforward`` and every data setting at its default (so
-  ``data.standardise='auto'``), trained by ``train_and_evaluate``; one run per seed.
-* MBCE with ``data.standardise='never'``: the features as read, what the project did before ``auto`` (not for
-  files with missing values, which need imputing).
-* BR-logistic: one ``sklearn.linear_model.LogisticRegression`` (lbfgs, C = 1) per label on the task's own train
-  split, with ``StandardScaler`` fitted on it first (a no-op on features ``auto`` has standardised). A label
-  constant on train predicts that constant. Deterministic: one run.
-
-All are scored by the project's evaluator on the same test split (example F1 at 0.5 and at the threshold tuned on
-dev; the empty-set convention of ``data.empty_f1``, 1 by default). Needs ``pip install -e '.[compare]'``.
-
-Each (dataset, seed) writes its figures to docs/sklearn_baseline/runs/<dataset>-seed<k>.json (with the command, date
-and machine); a record that exists is not run again, and the table is rebuilt from the records:
-
   python -m experiments.compare_sklearn --table_only     # docs/sklearn_baseline.md from the records, no training
+
+A ``--custom`` MULAN file is read with ``configs/custom.py``, a user's starting point; ``make_scaled:ROWS:SEED``
+stands for the file ``tests/fixtures/mlc/make_scaled.py`` draws with those arguments, written to a temporary
+directory, so that a larger draw needs no committed file. MBCE with ``data.standardise='never'`` is not run on files
+with missing values, which need imputing. BR-logistic is deterministic: one run. Each (dataset, seed) writes its
+figures to docs/sklearn_baseline/runs/<dataset>-seed<k>.json (with the command, date and machine); a record that
+exists is not run again.
 """
 
 import dataclasses

@@ -2,23 +2,16 @@ r"""The defaults of configs/custom.py (a user's own multi-label file), chosen on
 dataset the project ships and of the two scaled fixtures, by one grid run through that config.
 
 Usage:
-  python -m experiments.custom_defaults --data_dir=../shared/data [--datasets=cal500,genbase]
+  python -m experiments.custom_defaults --data_dir=../shared/data [--datasets=cal500,genbase] [--workers=N]
   python -m experiments.custom_defaults --table_only
 
-Each run is configs/custom.py pointed at a dataset, with one variant's overrides, for 80 epochs (delicious's
-implicit runs, two variants as a check, 40: the longest runs of the grid, last); its record goes to
-docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json and an existing record is not run again: the runs go
-through implicit_jax.runner, one at a time, or --workers=N at once on this machine (Ray tasks; the runner's flags,
---address and the others, as every script's), each recorded with its own command (implicit_jax.main's, which
-reruns it). The
-learning rate is constant, so a run of E < 80 epochs is the first E epochs of the 80-epoch run: the budgets 20 and
-40 are read from the dev history (the score of the epoch that dev F1 @0.5 selects among the first E), not trained
-again.
-
-docs/custom_defaults.md is rebuilt from the records: per dataset, each variant's dev F1 @0.5 (the selection metric
-of every multi-label run) at each budget, mean over seeds; then each variant's regret (the dataset's best dev
-score minus its own, averaged over the datasets) and the choice: per method, the variant of least regret at the
-full budget, then the fewest epochs within TOLERANCE of it. Test figures are never read.
+Each run is configs/custom.py pointed at a dataset, with one variant's overrides, for 80 epochs (delicious's implicit
+runs, two variants as a check, 40); its record, docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json, holds
+its own command (implicit_jax.main's, which reruns it), and an existing record is not run again. The learning rate is
+constant, so the budgets 20 and 40 are read from the 80-epoch run's dev history (the epoch that dev F1 @0.5 selects
+among the first E), not trained again. docs/custom_defaults.md is rebuilt from the records: the dev scores, each
+variant's regret across datasets and the choice (per method, the least mean regret at the full budget, then the
+fewest epochs within TOLERANCE of it). Test figures are never read.
 """
 
 import itertools

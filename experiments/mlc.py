@@ -1,16 +1,10 @@
 """The multi-label tables' bookkeeping: rows ``configs/<dataset>.py:<system>`` for bibtex, delicious, genbase, cal500
-and spo_fun, their records, names and published numbers, and the command line their scripts share (``parse``,
-``run_of``, ``run``).
+and spo_fun, their records, names and published numbers, and the command line their scripts share.
 
-``SYSTEMS`` are the rows of docs/mlc_results.md and docs/mlc_ablation.md (reproduce_mlc.py, ablation_mlc.py),
-``BASELINES`` the other methods of docs/baselines.md (compare_methods.py), both as configs/bibtex.py writes them: a
-row is today's design, the dataset config with the row's overrides, the settings chosen for it on that dataset's dev
-(``DEV_CHOSEN``) and its epoch budget (configs/bibtex.py's ``overrides``). Variant ``resplit``: the paper's protocol
-(all rows pooled, stratified 60/20/20 by the seed).
-
-A committed run is reproduced from its own record, not from its row: ``python -m implicit_jax.main
---config=docs/mlc/runs/<run>.json`` (``engine/config.py``'s ``from_record``). A row that changed after its runs
-were made names today's design; each run's record keeps what it ran.
+``SYSTEMS`` are the rows of docs/mlc_results.md and docs/mlc_ablation.md, ``BASELINES`` the other methods of
+docs/baselines.md, as configs/bibtex.py writes them: today's design, the dataset config with the row's overrides,
+the settings chosen on that dataset's dev (``DEV_CHOSEN``) and its epoch budget. A committed run is reproduced from
+its own record, not from its row: ``python -m implicit_jax.main --config=docs/mlc/runs/<run>.json``.
 """
 
 from __future__ import annotations
@@ -55,8 +49,8 @@ def config_name(dataset: str, system: str, protocol: str = 'official') -> str:
 
 
 def row_config(configs, dataset: str, seed: int, protocol: str, data_dir: str, system: str | None = None):
-  """configs/<dataset>.py (``configs``: the folder), or its row ``system`` (configs/<dataset>.py:<system>[,resplit]),
-  with the run's seed (which also seeds the dev split), split protocol and data directory."""
+  """configs/<dataset>.py (``configs``: the folder) or its row ``system``, at the run's seed (which also seeds the
+  dev split), split protocol and data directory."""
   if system is None:
     config = config_lib.from_file(Path(configs) / f'{dataset}.py')
   else:
@@ -71,10 +65,8 @@ def row_config(configs, dataset: str, seed: int, protocol: str, data_dir: str, s
 
 
 def recipe(dataset: str, system: str, protocol: str, rs, folder: Path, root: Path) -> str:
-  """A table row's "config" cell (records.recipe): configs/<dataset>.py:<system> where each of its records ``rs``
-  is that row at its seed, else the records, files of ``folder``, each its own recipe: the runs of a row changed
-  since they were made (another solver, width, dropout, sample count or epoch budget). ``root``: the checkout
-  whose configs/ and docs/ the table is built from."""
+  """A table row's "config" cell (records.recipe): the row where each of its records ``rs`` is that row at its
+  seed, else the records (files of ``folder``, in the checkout ``root``), each its own recipe."""
   differs = [key for r in rs for key in records.row_differences(
       r, row_config(Path(root) / 'configs', dataset, r['seed'], protocol, '', system))]
   pattern = f'{Path(folder).relative_to(root)}/{run_name(dataset, system, protocol)}-seed*.json'
@@ -100,8 +92,7 @@ def per_seed(diffs, label: str = '') -> str:
 
 
 def system_of(result):
-  """The row of ``SYSTEMS`` a run record is, from its config (records made before ``config_file`` existed do not
-  name it)."""
+  """The row of ``SYSTEMS`` a run record is, from its config (old records do not name it)."""
   c = config_lib.upgrade(result['config'])  # the reuse policy under today's name, what the rows' names say
   size = '-h400' if list(c['model']['inference_hidden']) == [400, 400] else ''
   if c['method'] == 'feedforward':
@@ -117,7 +108,7 @@ def system_of(result):
 
 def parse(doc: str, flags: dict, runner_flags: bool = True) -> argparse.Namespace:
   """A script's command line, parsed: --data_dir, --seeds, --table_only and ``flags`` ({flag: add_argument's
-  keywords}; one of the first three given here replaces it, None drops it), then the runner's flags."""
+  keywords}, which may replace, or with None drop, the first three), then the runner's flags."""
   parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
   every = {'--data_dir': {'default': str(ROOT.parent / 'shared' / 'data')},
            '--seeds': {'default': '0,1,2', 'type': experiments.seeds}, '--table_only': {'action': 'store_true'},
@@ -127,10 +118,7 @@ def parse(doc: str, flags: dict, runner_flags: bool = True) -> argparse.Namespac
       parser.add_argument(flag, **keywords)
   if runner_flags:
     experiments.add_runner_flags(parser)
-  args = parser.parse_args()
-  if getattr(args, 'verify', False) and getattr(args, 'supersede', False):
-    parser.error('--verify writes nothing and --supersede replaces records: choose one')
-  return args
+  return parser.parse_args()  # the runner refuses --verify with --supersede before any run
 
 
 def run_of(dataset, system, seed, args, folder: Path, scratch: str) -> runner.Run:

@@ -6,16 +6,13 @@ Usage (the commands that made the runs of docs/mlc_results.md are listed in docs
 
   python -m experiments.reproduce_mlc --datasets=bibtex --systems=implicit-cd,mbce --seeds=0,1,2 --verify
 
-Each run writes docs/mlc/runs/<dataset>-<system>-seed<k>.json (its record: train_and_evaluate's result without the
-per-step log, experiments/records.py); an existing file is not run again, so the script can be stopped
-and restarted.
-The table is rebuilt from all run files at the end (--table_only rebuilds it without training). --verify reruns
-runs that have a committed record, from that record's own config (python -m implicit_jax.main
---config=<record>.json does the same), in a scratch workdir, and compares each with it instead of writing anything:
-the regression test of the science after a change to the code. --supersede reruns, from its own record, each
-committed run that keeps no predictions (made before records kept them), so that it can be rescored; the old record
-moves to docs/mlc/runs_superseded/ and the page says how far the reruns moved. A new run takes its row's config,
-configs/<dataset>.py:<system> (today's design); a committed run's recipe is its record.
+Each run writes its record to docs/mlc/runs/<dataset>-<system>-seed<k>.json; an existing one is not run again, so
+the script can be stopped and restarted. The table is rebuilt from all records at the end (--table_only: without
+training). --verify reruns each run that has a committed record from that record's own config, in a scratch workdir,
+and compares the two instead of writing anything: the regression test of the science after a change to the code.
+--supersede reruns, from its own record, each committed run that keeps no predictions, so that it can be rescored;
+the old record moves to docs/mlc/runs_superseded/ and the page says how far the reruns moved. A new run takes its
+row's config, configs/<dataset>.py:<system> (today's design); a committed run's recipe is its record.
 """
 
 import sys
@@ -35,14 +32,12 @@ TEXT = experiments.TEXT['mlc']
 
 
 def run_of(dataset, system, seed, args):
-  """The run of ``dataset``'s row ``system`` on ``seed``: its record under RUNS, its scratch workdir under /tmp
-  (another for --verify, which reruns from scratch)."""
+  """The run of ``dataset``'s row ``system`` on ``seed`` (--verify reruns in a workdir of its own)."""
   scratch = '/tmp/reproduce_mlc_verify' if getattr(args, 'verify', False) else '/tmp/reproduce_mlc'
   return mlc.run_of(dataset, system, seed, args, RUNS, scratch)
 
 
 def run(runs, args):
-  """``runs`` with this script's records (mlc.run; --supersede moves the old ones to SUPERSEDED)."""
   return mlc.run(runs, args, superseded=SUPERSEDED)
 
 
@@ -60,15 +55,14 @@ def superseded_lines() -> list[str]:
 
 
 def row_of(path, record):
-  """A record's row of the table (None for the rows docs/mlc_ablation.md shows: experiments/ablation_mlc.py)."""
+  """A record's row of the table (None for the rows only docs/mlc_ablation.md shows)."""
   system = system_of(record)
   return None if system in ABLATION_ONLY else (record['task'], record['task_info']['protocol'], system)
 
 
 def fields(groups) -> dict:
-  """docs/mlc_results.md's fields: the table, the notes under it and the implicit-vs-MBCE paired differences. Each
-  dataset and split leads with its 400-unit rows (SEAL's task-net width, where the rivals of docs/baselines.md
-  are compared), then the configs' 150-unit rows."""
+  """docs/mlc_results.md's fields: the table (each dataset and split leads with its 400-unit rows, SEAL's width),
+  the notes under it and the implicit-vs-MBCE paired differences."""
   fmt, order = records.mean_std, list(SYSTEMS)
   rows = []
   for (task, protocol, system), rs in sorted(groups.items(), key=lambda kv: (
@@ -87,11 +81,11 @@ def fields(groups) -> dict:
   for task, protocol in sorted({k[:2] for k in groups}):
     for size in ('', '-h400'):
       cd, mbce = (groups.get((task, protocol, system + size), []) for system in ('implicit-cd', 'mbce'))
-      seeds, _ = mlc.paired(cd, mbce, 'test_f1')
+      (seeds, d05), (_, dtu) = (mlc.paired(cd, mbce, key) for key in ('test_f1', 'test_f1_tuned'))
       if seeds:
-        d05, dtu = (100 * np.array(mlc.paired(cd, mbce, key)[1]) for key in ('test_f1', 'test_f1_tuned'))
         paired.append(f'- {task} ({protocol}{", 400-unit nets" if size else ""}, seeds {seeds}): @0.5 '
-                      f'{mlc.per_seed(d05, "per seed ")}; tuned {mlc.per_seed(dtu, "per seed ")}')
+                      f'{mlc.per_seed(100 * np.array(d05), "per seed ")}; tuned '
+                      f'{mlc.per_seed(100 * np.array(dtu), "per seed ")}')
   return {'table': '\n'.join(rows), 'notes': ''.join(f'{line}\n' for line in notes + superseded_lines()),
           'paired': '\n'.join(paired)}
 
@@ -112,8 +106,8 @@ def blocks(groups, fields) -> dict:
 
 
 def summary_rows(groups) -> list[str]:
-  """README summary rows, one per dataset with rows on enough seeds: the implicit rows of the main table against
-  MBCE and every baseline of experiments/compare_methods.py (docs/baselines/runs), official split."""
+  """README summary rows, per dataset (official split): the best implicit row on dev against the best of MBCE and
+  the baselines of docs/baselines/runs."""
   baselines = ROOT / 'docs' / 'baselines' / 'runs'
   rows = []
   for dataset in mlc.DATASETS:
@@ -133,19 +127,6 @@ def summary_rows(groups) -> list[str]:
   return rows
 
 
-def print_verified(outcomes) -> None:
-  """--verify's summary: per row, its seeds, whether each rerun was identical, mean test F1 committed -> rerun."""
-  verified = {}
-  for o in outcomes:
-    if o.status == 'verified':
-      verified.setdefault(o.run.record.stem.rsplit('-seed', 1)[0], []).append(o)
-  for name, os_ in sorted(verified.items()):
-    f1, tuned = (100 * np.mean([o.values[key] for o in os_], axis=0) for key in ('test_f1', 'test_f1_tuned'))
-    print(f'{name}: seeds {[int(o.run.record.stem.rsplit("-seed", 1)[1]) for o in os_]}, identical: '
-          f'{[o.identical for o in os_]}; mean test F1 @0.5 {f1[0]:.2f} -> {f1[1]:.2f}, tuned '
-          f'{tuned[0]:.2f} -> {tuned[1]:.2f}')
-
-
 TABLES = [tables.Table('mlc', 'docs/mlc_results.md', ('docs/mlc/runs/*.json',), fields, key=row_of, blocks=blocks,
                         command='python -m experiments.reproduce_mlc --table_only', summary=('mlc', summary_rows))]
 
@@ -154,15 +135,13 @@ def main():
   args = mlc.parse(__doc__, {
       **mlc.FLAGS,
       '--verify': {'action': 'store_true', 'help': 'rerun runs with a committed record and compare (writes nothing; '
-                   'the summary is printed)'},
+                   'each comparison is printed)'},
       '--supersede': {'action': 'store_true', 'help': 'rerun, from its own record, each committed run that keeps no '
                       'predictions; the new record takes its place and the old one goes to docs/mlc/runs_superseded/'}})
-  # system-major: the MBCE and CD comparison completes first
-  outcomes = [] if args.table_only else run([run_of(dataset, system, seed, args) for dataset in args.datasets
-                                             for system in args.systems for seed in args.seeds], args)
-  if args.verify:
-    print_verified(outcomes)
-  else:
+  if not args.table_only:  # system-major: the MBCE and CD comparison completes first
+    run([run_of(dataset, system, seed, args) for dataset in args.datasets for system in args.systems
+         for seed in args.seeds], args)
+  if not args.verify:  # --verify writes nothing: the runner has printed each comparison
     print(tables.build(TABLES[0]))
 
 
