@@ -57,8 +57,7 @@ STEMS = {f'{d}-{system(row, w)}': (d, w, row) for d in DATASETS for w in WIDTHS 
 
 
 def row_of(path, record):
-  """A record of docs/mlc/runs' row of the table: its file names the row's system and its config is that system
-  (None for every other record)."""
+  """A record's row, where its file names a row's system and its config is that system (else None)."""
   key = STEMS.get(tables.stem(path, record))
   return key if key and mlc.system_of(record) == system(key[2], key[1]) else None
 

@@ -76,8 +76,7 @@ def runs_of(dataset: str):
 
 
 def run_of(dataset, variant, seed, epochs, data_dir) -> runner.Run:
-  """The run: configs/custom.py with its flags, as ``python -m implicit_jax.main --config=configs/custom.py``
-  builds it from them, its paths (relative to the checkout) read from the checkout wherever the script runs."""
+  """configs/custom.py with the run's flags, as implicit_jax.main builds it, its paths read from the checkout."""
   flags = {**DATASETS[dataset][0], **VARIANTS[variant], 'num_epochs': epochs, 'seed': seed, 'data.split_seed': seed}
   if flags.get('data.name', 'bibtex') != 'bibtex':
     flags['data.data_dir'] = data_dir
@@ -121,8 +120,7 @@ def row_of(path, record):
 
 
 def scores(groups):
-  """{(dataset, variant, budget): (mean dev @0.5, mean dev tuned, seeds)} over the records ``groups`` (by
-  ``row_of``)."""
+  """{(dataset, variant, budget): (mean dev @0.5, mean dev tuned, seeds)} over the records ``groups``."""
   table = {}
   for (dataset, variant), rs in groups.items():
     for budget in BUDGETS:
