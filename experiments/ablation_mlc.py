@@ -20,22 +20,17 @@ configs'; 400: SEAL's two 400-unit layers), same seeds, same splits:
   proximal-none  the same with the implicit term dropped
   mbce       the cross-entropy baseline on the same inference network (reference, not an ablation)
 
-Runs are experiments/reproduce_mlc.py's (one record per run in docs/mlc/runs/, reused when present; normal_cg, minres
-and mbce at width 150 and normal_cg and mbce at 400 are the main table's runs). Each record made since the
-diagnostics existed carries a ``train_summary`` (median over the logged steps of inner stationarity
-||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)||, the cosine between the implicit and explicit terms, their
-norms and the undamped solver residual); older records show "–" there. Choices are made on dev: the table shows
-the dev F1 of the selected epoch beside test.
+Runs are experiments/reproduce_mlc.py's (records in docs/mlc/runs/, reused when present: some are the main table's).
+A record's ``train_summary`` holds the diagnostics the table shows (docs/mlc_ablation.md says what each is).
 """
 
-import argparse
 import sys
 
 import numpy as np
 
 from implicit_jax.engine import cli
 import experiments
-from experiments import mlc, records, tables
+from experiments import mlc, records, reproduce_mlc, tables
 
 ROOT = records.ROOT
 ROWS = ('mbce', 'none', 'identity', 'normal_cg', 'minres', 'unrolled', 'best', 'best-none', 'proximal',
@@ -62,14 +57,9 @@ STEMS = {f'{d}-{system(row, w)}': (d, w, row) for d in DATASETS for w in WIDTHS 
 
 
 def row_of(path, record):
-  """A record of docs/mlc/runs' row of the table: its file names the row's system and its config is that system
-  (None for every other record)."""
+  """A record's row, where its file names a row's system and its config is that system (else None)."""
   key = STEMS.get(tables.stem(path, record))
   return key if key and mlc.system_of(record) == system(key[2], key[1]) else None
-
-
-def summary_value(run, metric):
-  return run.get('train_summary', {}).get(metric, {}).get('median')
 
 
 def paired(a_runs, b_runs, field='test_f1'):
@@ -88,38 +78,32 @@ def verdict(diffs) -> str:
   return 'mixed signs across seeds'
 
 
-TABLE_HEAD = ['| dataset | width | row | seeds | dev F1 @0.5 | test F1 @0.5 | test F1 tuned | minus its no-term twin @0.5 '
-              '(per seed) | minus MBCE @0.5 (per seed) | stationarity | cosine | implicit / explicit norm | residual | '
-              's/run | device | config |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
-
-
 def table_row(dataset, width, row, runs) -> str:
   """``row``'s line of the table (``runs``: every row's records on ``dataset`` at ``width``)."""
   rs, name = runs[row], system(row, width)
   if not rs:
     return f'| {dataset} | {width} | {row} | 0 | not run | | | | | | | | | | | `{mlc.config_name(dataset, name)}` |'
+  fmt = records.mean_std
+  value = lambda r, metric: r.get('train_summary', {}).get(metric, {}).get('median')
+  med = lambda metric: fmt([v for v in (value(r, metric) for r in rs) if v is not None], 1, 3)
+  ratio = [value(r, 'implicit_norm') / value(r, 'explicit_norm') for r in rs
+           if value(r, 'implicit_norm') is not None and value(r, 'explicit_norm')]
 
   def diff(ref):
     seeds, d = paired(rs, runs[ref])
-    return '–' if row == ref or not seeds else f'{d.mean():+.2f} ({", ".join(f"{x:+.2f}" for x in d)})'
-
-  def med(metric):
-    return records.mean_std([v for v in (summary_value(r, metric) for r in rs) if v is not None], 1, 3)
-  ratio = [summary_value(r, 'implicit_norm') / summary_value(r, 'explicit_norm') for r in rs
-           if summary_value(r, 'implicit_norm') is not None and summary_value(r, 'explicit_norm')]
-  fmt = records.mean_std
+    return '–' if row == ref or not seeds else mlc.per_seed(d)
   return (f'| {dataset} | {width} | {row} | {len(rs)} | {fmt([r["dev_f1"] for r in rs])} | '
           f'{fmt([r["test_f1"] for r in rs])} | {fmt([r["test_f1_tuned"] for r in rs])} | '
           f'{diff(TWINS.get(row, "none")) if row not in ("mbce", "best-none", "proximal-none") else "–"} | '
           f'{diff("mbce")} | {med("stationarity")} | {med("cosine")} | {fmt(ratio, 1, 3)} | '
           f'{med("residual") if row != "mbce" else "–"} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
           f'{", ".join(sorted({mlc.device_of(r) for r in rs}))} | '
-          f'{mlc.recipe(dataset, name, "official", rs, ROOT / "docs" / "mlc" / "runs", ROOT)} |')
+          f'{mlc.recipe(dataset, name, "official", rs, reproduce_mlc.RUNS, ROOT)} |')
 
 
 def fields(groups) -> dict:
   """docs/mlc_ablation.md's fields: the table (every row, run or not) and the paired differences of ``PAIRS``."""
-  lines, claims = list(TABLE_HEAD), []
+  lines, claims = [], []
   for dataset in DATASETS:
     for width in WIDTHS:
       runs = {row: groups.get((dataset, width, row), []) for row in ROWS}
@@ -137,8 +121,8 @@ def fields(groups) -> dict:
 def blocks(groups, fields) -> dict:  # pylint: disable=unused-argument
   """The paired differences, copied into docs/results.md's results:ablation block."""
   return {('docs/results.md', 'ablation'): '\n'.join([
-      '', 'Paired test F1 differences x 100 (same seeds and splits; written by `experiments/ablation_mlc.py`, table in '
-      '[mlc_ablation.md](mlc_ablation.md)):', '', fields['paired']])}
+      '', 'Paired test F1 differences x 100 (same seeds and splits; written by `experiments/ablation_mlc.py`, table '
+      'in [mlc_ablation.md](mlc_ablation.md)):', '', fields['paired']])}
 
 
 TABLES = [tables.Table('ablation', 'docs/mlc_ablation.md', ('docs/mlc/runs/*.json',), fields, key=row_of,
@@ -146,22 +130,13 @@ TABLES = [tables.Table('ablation', 'docs/mlc_ablation.md', ('docs/mlc/runs/*.jso
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'))
-  parser.add_argument('--datasets', default='bibtex,delicious', type=experiments.names(mlc.DATASETS))
-  parser.add_argument('--widths', default='150,400', type=experiments.names(('150', '400')))
-  parser.add_argument('--rows', default=','.join(ROWS), type=experiments.names(ROWS))
-  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
-  parser.add_argument('--table_only', action='store_true')
-  experiments.add_runner_flags(parser)
-  args = parser.parse_args()
-  datasets, widths = args.datasets, [int(w) for w in args.widths]
-  if not args.table_only:
-    # Training goes through reproduce_mlc's runs (same rows, records and files)
-    from experiments import reproduce_mlc  # pylint: disable=import-outside-toplevel
-    run_args = argparse.Namespace(**vars(args), protocol='official', verify=False, epochs=0)
-    reproduce_mlc.run([reproduce_mlc.run_of(dataset, system(row, width), seed, run_args) for dataset in datasets
-                       for width in widths for row in args.rows for seed in args.seeds], run_args)
+  args = mlc.parse(__doc__, {'--datasets': mlc.FLAGS['--datasets'],
+                             '--widths': {'default': '150,400', 'type': experiments.names(('150', '400'))},
+                             '--rows': {'default': ','.join(ROWS), 'type': experiments.names(ROWS)}})
+  if not args.table_only:  # reproduce_mlc's runs: the same rows, records and files
+    args.protocol, args.epochs = 'official', 0
+    reproduce_mlc.run([reproduce_mlc.run_of(dataset, system(row, int(width)), seed, args) for dataset in args.datasets
+                       for width in args.widths for row in args.rows for seed in args.seeds], args)
   print(tables.build(TABLES[0]))
 
 

@@ -1,33 +1,22 @@
-r"""MBCE with the default settings against scikit-learn's binary-relevance logistic regression, same split.
+r"""MBCE with the default settings against scikit-learn's binary-relevance logistic regression, same split
+(docs/sklearn_baseline.md: what each column is). Needs ``pip install -e '.[compare]'``.
 
 Usage (the run that produced docs/sklearn_baseline.md is recorded at its top):
   python -m experiments.compare_sklearn --data_dir=../shared/data --datasets=cal500,spo_fun --seeds=0,1,2 \
       --custom=tests/fixtures/mlc/scaled.arff
-
-For each dense-feature dataset (and each ``--custom`` MULAN file, read with ``configs/custom.py``, a user's
-starting point; ``make_scaled:ROWS:SEED`` stands for the file ``tests/fixtures/mlc/make_scaled.py`` draws with
-those arguments, written to a temporary directory, so that a larger draw needs no committed file):
-
-* MBCE: ``configs/<name>.py`` with ``method=feedforward`` and every data setting at its default (so
-  ``data.standardise='auto'``), trained by ``train_and_evaluate``; one run per seed.
-* MBCE with ``data.standardise='never'``: the features as read, what the project did before ``auto`` (not for
-  files with missing values, which need imputing).
-* BR-logistic: one ``sklearn.linear_model.LogisticRegression`` (lbfgs, C = 1) per label on the task's own train
-  split, with ``StandardScaler`` fitted on it first (a no-op on features ``auto`` has standardised). A label
-  constant on train predicts that constant. Deterministic: one run.
-
-All are scored by the project's evaluator on the same test split (example F1 at 0.5 and at the threshold tuned on
-dev; the empty-set convention of ``data.empty_f1``, 1 by default). Needs ``pip install -e '.[compare]'``.
-
-Each (dataset, seed) writes its figures to docs/sklearn_baseline/runs/<dataset>-seed<k>.json (with the command, date
-and machine); a record that exists is not run again, and the table is rebuilt from the records:
-
   python -m experiments.compare_sklearn --table_only     # docs/sklearn_baseline.md from the records, no training
+
+A ``--custom`` MULAN file is read with ``configs/custom.py``, a user's starting point; ``make_scaled:ROWS:SEED``
+stands for the file ``tests/fixtures/mlc/make_scaled.py`` draws with those arguments, written to a temporary
+directory, so that a larger draw needs no committed file. MBCE with ``data.standardise='never'`` is not run on files
+with missing values, which need imputing. BR-logistic is deterministic: one run. Each (dataset, seed) writes its
+figures to docs/sklearn_baseline/runs/<dataset>-seed<k>.json (with the command, date and machine); a record that
+exists is not run again.
 """
 
-import argparse
 import dataclasses
 import datetime
+import itertools
 import json
 import sys
 import tempfile
@@ -38,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from implicit_jax import tasks
-from implicit_jax.engine import cli, config as config_lib, train
+from implicit_jax.engine import cli, config as config_lib, rows, train
 import experiments
 from experiments import mlc, records, tables
 
@@ -51,16 +40,12 @@ def custom_file(spec: str, tmpdir: str) -> str:
   if not spec.startswith('make_scaled:'):
     return spec
   try:
-    _, rows, seed = spec.split(':')
-    rows, seed = int(rows), int(seed)
+    _, size, seed = spec.split(':')
+    size, seed = int(size), int(seed)
   except ValueError:
     raise SystemExit(f'--custom entry {spec!r}: expected make_scaled:ROWS:SEED, for example make_scaled:15000:2')
-  # The fixtures' generator (tests/fixtures/mlc/make_scaled.py), loaded by path as a config file is.
-  import importlib.util  # pylint: disable=import-outside-toplevel
-  spec = importlib.util.spec_from_file_location('make_scaled', ROOT / 'tests' / 'fixtures' / 'mlc' / 'make_scaled.py')
-  make_scaled = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(make_scaled)
-  return str(make_scaled.write(rows, seed, Path(tmpdir) / f'scaled_{rows}.arff'))
+  make_scaled = rows.load_module(ROOT / 'tests' / 'fixtures' / 'mlc' / 'make_scaled.py')  # the fixtures' generator
+  return str(make_scaled.write(size, seed, Path(tmpdir) / f'scaled_{size}.arff'))
 
 
 def make_config(name: str, data_dir: str, seed: int, **data):
@@ -89,7 +74,7 @@ def br_logistic(task) -> tuple[dict, float]:
   y = split['train']['y'] > 0.5
   probs = {s: np.zeros((len(x[s]), y.shape[1])) for s in ('dev', 'test')}
   for j in range(y.shape[1]):
-    if y[:, j].all() or not y[:, j].any():
+    if y[:, j].all() or not y[:, j].any():  # constant on train: predicts that constant
       for s in probs:
         probs[s][:, j] = float(y[0, j])
       continue
@@ -131,33 +116,21 @@ def run_one(name: str, data_dir: str, seed: int) -> dict:
   return {'dataset': label_of(name), 'seed': seed,
           'info': {k: info[k] for k in ('sizes', 'preprocessing', 'standardised')},
           'mbce': {k: result[k] for k in ('test_f1', 'test_f1_tuned', 'dev_f1', 'train_seconds')},
-          'never': never,
-          'br': {'test_f1': br['test_f1'], 'test_f1_tuned': br['test_f1_tuned'], 'dev_f1': br['dev_f1'],
-                 'seconds': seconds},
+          'never': never, 'br': {**{k: br[k] for k in ('test_f1', 'test_f1_tuned', 'dev_f1')}, 'seconds': seconds},
           'command': 'python ' + ' '.join(sys.argv), 'date': datetime.datetime.now().isoformat(timespec='seconds'),
           'device': f'{jax.default_backend()}: {jax.devices()[0].device_kind}', 'machine': records.machine()}
 
 
 def row(label: str, rs: list) -> str:
   """One table row from a dataset's records."""
-  info = rs[0]['info']
-  cells = {k: [r[system][field] for r in rs] for k, (system, field) in {
-      'mbce': ('mbce', 'test_f1'), 'mbce_tuned': ('mbce', 'test_f1_tuned'), 'mbce_dev': ('mbce', 'dev_f1'),
-      'br': ('br', 'test_f1'), 'br_tuned': ('br', 'test_f1_tuned'), 'br_dev': ('br', 'dev_f1')}.items()}
+  info, stat = rs[0]['info'], records.mean_std
+  col = lambda system, field: stat([r[system][field] for r in rs])
   never = [r['never']['test_f1'] for r in rs if r['never'] and 'test_f1' in r['never']]
-  diff = 100 * (np.array(cells['mbce']) - np.array(cells['br']))
-  stat = records.mean_std
+  diff = 100 * np.array([r['mbce']['test_f1'] - r['br']['test_f1'] for r in rs])
   return (f'| {label} | {info["sizes"]["train"]}/{info["sizes"]["dev"]}/{info["sizes"]["test"]} | '
-          f'{info["preprocessing"]} | {stat(cells["mbce"])} | {stat(cells["mbce_tuned"])} | '
-          f'{stat(never) if never else "–"} | {stat(cells["br"])} | {stat(cells["br_tuned"])} | '
-          f'{diff.mean():+.2f} ({", ".join(f"{d:+.2f}" for d in diff)}) | {stat(cells["mbce_dev"])} | '
-          f'{stat(cells["br_dev"])} |')
-
-
-TABLE_HEAD = ['| dataset | train/dev/test | preprocessing (auto) | MBCE @0.5 | MBCE tuned | MBCE never @0.5 | '
-              'BR-logistic @0.5 | BR-logistic tuned | MBCE - BR @0.5 (per seed) | MBCE dev @0.5 | '
-              'BR-logistic dev @0.5 |',
-              '|---|---|---|---|---|---|---|---|---|---|---|']
+          f'{info["preprocessing"]} | {col("mbce", "test_f1")} | {col("mbce", "test_f1_tuned")} | '
+          f'{stat(never) if never else "–"} | {col("br", "test_f1")} | {col("br", "test_f1_tuned")} | '
+          f'{mlc.per_seed(diff)} | {col("mbce", "dev_f1")} | {col("br", "dev_f1")} |')
 
 
 def fields(groups) -> dict:
@@ -168,8 +141,7 @@ def fields(groups) -> dict:
   order = lambda d: (d.endswith('.arff'), groups[d][0]['info']['sizes']['train'] if d.endswith('.arff') else 0, d)
   return {'first': dates[0], 'last': dates[-1], 'devices': ', '.join(sorted({r['device'] for r in every})),
           'seeds': sorted({r['seed'] for r in every}),
-          'table': '\n'.join(TABLE_HEAD + [row(d, sorted(groups[d], key=lambda r: r['seed']))
-                                          for d in sorted(groups, key=order)])}
+          'table': '\n'.join(row(d, sorted(groups[d], key=lambda r: r['seed'])) for d in sorted(groups, key=order))}
 
 
 # A record's row is its dataset (a custom file's base name).
@@ -179,29 +151,21 @@ TABLES = [tables.Table('sklearn_baseline', 'docs/sklearn_baseline.md', ('docs/sk
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default='../shared/data')
-  parser.add_argument('--datasets', default='cal500,spo_fun', type=experiments.names(mlc.DATASETS, empty=True))
-  parser.add_argument('--custom', default='', help='comma-separated MULAN files (MEKA -C header or XML beside)')
-  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
-  parser.add_argument('--out', default=str(ROOT / 'docs' / 'sklearn_baseline.md'), help="'-' prints only")
-  parser.add_argument('--table_only', action='store_true', help='rebuild the table from the records, no training')
-  args = parser.parse_args()
+  args = mlc.parse(__doc__, {
+      '--datasets': {'default': 'cal500,spo_fun', 'type': experiments.names(mlc.DATASETS, empty=True)},
+      '--custom': {'default': '', 'help': 'comma-separated MULAN files (MEKA -C header or XML beside)'},
+      '--out': {'default': str(ROOT / 'docs' / 'sklearn_baseline.md'), 'help': "'-' prints only"}}, runner_flags=False)
   if not args.table_only:
-    seeds = args.seeds
-    drawn = tempfile.TemporaryDirectory()  # pylint: disable=consider-using-with
-    names = (args.datasets
-             + [custom_file(c, drawn.name) for c in args.custom.split(',') if c])
-    RUNS.mkdir(parents=True, exist_ok=True)
-    for name in names:
-      for seed in seeds:
+    with tempfile.TemporaryDirectory() as drawn:
+      names = args.datasets + [custom_file(c, drawn) for c in args.custom.split(',') if c]
+      for name, seed in itertools.product(names, args.seeds):
         out = RUNS / f'{label_of(name)}-seed{seed}.json'
         if out.exists():
           continue
         r = run_one(name, args.data_dir, seed)
-        tmp = out.with_suffix('.json.tmp')
-        tmp.write_text(json.dumps(r, indent=2) + '\n')
-        tmp.replace(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix('.json.tmp').write_text(json.dumps(r, indent=2) + '\n')
+        out.with_suffix('.json.tmp').replace(out)
         print(f'{name} seed {seed}: MBCE {r["mbce"]["test_f1"]:.4f} @0.5 ({r["mbce"]["test_f1_tuned"]:.4f} tuned); '
               f'never {(r["never"] or {}).get("test_f1", float("nan")):.4f}; BR-logistic {r["br"]["test_f1"]:.4f} '
               f'@0.5 ({r["br"]["test_f1_tuned"]:.4f} tuned, {r["br"]["seconds"]:.0f}s)', flush=True)

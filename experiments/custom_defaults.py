@@ -2,26 +2,19 @@ r"""The defaults of configs/custom.py (a user's own multi-label file), chosen on
 dataset the project ships and of the two scaled fixtures, by one grid run through that config.
 
 Usage:
-  python -m experiments.custom_defaults --data_dir=../shared/data [--datasets=cal500,genbase]
+  python -m experiments.custom_defaults --data_dir=../shared/data [--datasets=cal500,genbase] [--workers=N]
   python -m experiments.custom_defaults --table_only
 
-Each run is configs/custom.py pointed at a dataset, with one variant's overrides, for 80 epochs (delicious's
-implicit runs, two variants as a check, 40: the longest runs of the grid, last); its record goes to
-docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json and an existing record is not run again: the runs go
-through implicit_jax.runner, one at a time, or --workers=N at once on this machine (Ray tasks; the runner's flags,
---address and the others, as every script's), each recorded with its own command (implicit_jax.main's, which
-reruns it). The
-learning rate is constant, so a run of E < 80 epochs is the first E epochs of the 80-epoch run: the budgets 20 and
-40 are read from the dev history (the score of the epoch that dev F1 @0.5 selects among the first E), not trained
-again.
-
-docs/custom_defaults.md is rebuilt from the records: per dataset, each variant's dev F1 @0.5 (the selection metric
-of every multi-label run) at each budget, mean over seeds; then each variant's regret (the dataset's best dev
-score minus its own, averaged over the datasets) and the choice: per method, the variant of least regret at the
-full budget, then the fewest epochs within TOLERANCE of it. Test figures are never read.
+Each run is configs/custom.py pointed at a dataset, with one variant's overrides, for 80 epochs (delicious's implicit
+runs, two variants as a check, 40); its record, docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json, holds
+its own command (implicit_jax.main's, which reruns it), and an existing record is not run again. The learning rate is
+constant, so the budgets 20 and 40 are read from the 80-epoch run's dev history (the epoch that dev F1 @0.5 selects
+among the first E), not trained again. docs/custom_defaults.md is rebuilt from the records: the dev scores, each
+variant's regret across datasets and the choice (per method, the least mean regret at the full budget, then the
+fewest epochs within TOLERANCE of it). Test figures are never read.
 """
 
-import argparse
+import itertools
 import os
 import sys
 
@@ -34,26 +27,18 @@ from experiments import mlc, records, tables
 
 ROOT = records.ROOT
 OUT = ROOT / 'docs' / 'sweeps' / 'custom-defaults'
-# dataset -> (overrides that point configs/custom.py at it, seeds). The shipped datasets by name (their own split
-# files; the seed draws the dev split from train), the fixtures as a user's file (60/20/20 by data.split_seed).
-FIXTURES = 'tests/fixtures/mlc'
-DATASETS = {  # small files first: the grid runs in this order
-    'scaled': ({'data.train_file': f'{FIXTURES}/scaled.arff'}, (0, 1, 2)),
-    'scaled_1500': ({'data.train_file': f'{FIXTURES}/scaled_1500.arff'}, (0, 1, 2)),
-    'genbase': ({'data.name': 'genbase'}, (0, 1, 2)),
-    'cal500': ({'data.name': 'cal500'}, (0, 1, 2)),
-    'spo_fun': ({'data.name': 'spo_fun'}, (0, 1, 2)),
-    'bibtex': ({'data.name': 'bibtex'}, (0,)),
-    'delicious': ({'data.name': 'delicious'}, (0,)),
-}
+# dataset -> (overrides that point configs/custom.py at it, seeds), small files first: the grid runs in this order.
+# The fixtures as a user's file (60/20/20 by data.split_seed), the shipped datasets by name (their own split files;
+# the seed draws the dev split from train).
+DATASETS = {**{name: ({'data.train_file': f'tests/fixtures/mlc/{name}.arff'}, (0, 1, 2))
+               for name in ('scaled', 'scaled_1500')},
+            **{name: ({'data.name': name}, (0, 1, 2)) for name in ('genbase', 'cal500', 'spo_fun')},
+            **{name: ({'data.name': name}, (0,)) for name in ('bibtex', 'delicious')}}
 EPOCHS = 80
 BUDGETS = (20, 40, 80)
 TOLERANCE = 0.25  # F1 points of mean regret a shorter budget may add to be chosen over a longer one
 # variant -> overrides: dropout and the learning rate for MBCE; dropout and the implicit term's solver (bibtex's one
 # fused GCR pass, or normal_cg's 11 HVPs) for implicit CD, whose inner rate stays bibtex's 3e-4.
-# configs/custom.py, a user's own file: the grid of this script (run through that config on every shipped
-# dataset and the two scaled fixtures), the variant chosen per method on dev across them (least mean regret,
-# docs/custom_defaults.md; tests/test_custom_defaults.py checks that it is the table's choice),.
 _GCR1 = {'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
 CUSTOM_GRID = {
     **{f'mbce-d{d}-lr{lr:g}': {'method': 'feedforward', 'model.dropout': d, 'optimizer.learning_rate': lr}
@@ -61,9 +46,9 @@ CUSTOM_GRID = {
     **{f'cd-d{d}-{name}': {'method': 'implicit', 'model.dropout': d, **solver}
        for d in (0.0, 0.2, 0.5) for name, solver in (('gcr1', _GCR1), ('ncg5', mlc.NORMAL_CG))},
 }
-# method -> (variant, epochs)
-CUSTOM = {'implicit': ('cd-d0.2-gcr1', 80), 'feedforward': ('mbce-d0.0-lr0.003', 40)}
 VARIANTS = CUSTOM_GRID
+# method -> (variant, epochs): configs/custom.py's defaults, the grid's choice (tests/test_custom_defaults.py)
+CUSTOM = {'implicit': ('cd-d0.2-gcr1', 80), 'feedforward': ('mbce-d0.0-lr0.003', 40)}
 # delicious's implicit runs are the grid's longest (tens of CPU minutes each): two, at 40 epochs, a check on the choice
 # made where every variant ran (regrets: common_datasets), not part of it.
 DELICIOUS_CD = ('cd-d0.2-gcr1', 'cd-d0.5-gcr1')
@@ -73,32 +58,28 @@ def method_of(variant: str) -> str:
   return variant.split('-')[0]
 
 
+def variants_of(method: str) -> list[str]:
+  return [v for v in VARIANTS if method_of(v) == method]
+
+
+def methods() -> list[str]:
+  return sorted({method_of(v) for v in VARIANTS})
+
+
 def runs_of(dataset: str):
   """(variant, seed, epochs) of every run the grid holds for ``dataset``."""
   for variant in VARIANTS:
-    if dataset == 'delicious' and method_of(variant) == 'cd' and variant not in DELICIOUS_CD:
-      continue
-    epochs = 40 if dataset == 'delicious' and method_of(variant) == 'cd' else EPOCHS
-    for seed in DATASETS[dataset][1]:
-      yield variant, seed, epochs
-
-
-def path_of(dataset, variant, seed):
-  return OUT / f'{dataset}-{variant}-seed{seed}.json'
-
-
-def flags_of(dataset, variant, seed, epochs, data_dir) -> dict:
-  """The run's overrides of configs/custom.py, ``--config.<field>=<value>`` of its documented command line."""
-  flags = {**DATASETS[dataset][0], **VARIANTS[variant], 'num_epochs': epochs, 'seed': seed, 'data.split_seed': seed}
-  if 'data.name' in flags and flags['data.name'] != 'bibtex':
-    flags['data.data_dir'] = data_dir
-  return flags
+    cd_on_delicious = dataset == 'delicious' and method_of(variant) == 'cd'
+    if not cd_on_delicious or variant in DELICIOUS_CD:
+      for seed in DATASETS[dataset][1]:
+        yield variant, seed, 40 if cd_on_delicious else EPOCHS
 
 
 def run_of(dataset, variant, seed, epochs, data_dir) -> runner.Run:
-  """The run: configs/custom.py with ``flags_of``, as ``python -m implicit_jax.main --config=configs/custom.py``
-  builds it from them, its paths (relative to the checkout) read from the checkout wherever the script runs."""
-  flags = flags_of(dataset, variant, seed, epochs, data_dir)
+  """configs/custom.py with the run's flags, as implicit_jax.main builds it, its paths read from the checkout."""
+  flags = {**DATASETS[dataset][0], **VARIANTS[variant], 'num_epochs': epochs, 'seed': seed, 'data.split_seed': seed}
+  if flags.get('data.name', 'bibtex') != 'bibtex':
+    flags['data.data_dir'] = data_dir
 
   def config():
     config = config_lib.from_file(ROOT / 'configs' / 'custom.py')
@@ -106,7 +87,7 @@ def run_of(dataset, variant, seed, epochs, data_dir) -> runner.Run:
                                        else v for k, v in flags.items()})
     config.config_file, config.overrides = 'configs/custom.py', cli.overrides(flags)
     return config
-  out = path_of(dataset, variant, seed)
+  out = OUT / f'{dataset}-{variant}-seed{seed}.json'
   return runner.Run(f'{dataset} {variant} seed {seed}', config, out, f'/tmp/custom-defaults/{out.stem}')
 
 
@@ -139,54 +120,45 @@ def row_of(path, record):
 
 
 def scores(groups):
-  """{(dataset, variant, budget): (mean dev @0.5, mean dev tuned, seeds)} over the records ``groups`` (by
-  ``row_of``)."""
+  """{(dataset, variant, budget): (mean dev @0.5, mean dev tuned, seeds)} over the records ``groups``."""
   table = {}
-  for dataset in DATASETS:
-    for variant in VARIANTS:
-      for budget in BUDGETS:
-        pairs = [at_budget(r, budget) for r in groups.get((dataset, variant), [])]
-        pairs = [p for p in pairs if not np.isnan(p[0])]
-        if pairs:
-          table[dataset, variant, budget] = (np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs]),
-                                             len(pairs))
+  for (dataset, variant), rs in groups.items():
+    for budget in BUDGETS:
+      pairs = [p for p in (at_budget(r, budget) for r in rs) if not np.isnan(p[0])]
+      if pairs:
+        table[dataset, variant, budget] = (np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs]), len(pairs))
   return table
 
 
 def common_datasets(table, method: str) -> list[str]:
   """The datasets on which every variant of ``method`` has a full-budget score: regrets compare variants there,
   so that a variant is not ranked on datasets another never ran on."""
-  variants = [v for v in VARIANTS if method_of(v) == method]
-  return [d for d in DATASETS if all((d, v, EPOCHS) in table for v in variants)]
+  return [d for d in DATASETS if all((d, v, EPOCHS) in table for v in variants_of(method))]
 
 
 def regrets(table):
   """{(variant, budget): (mean regret, datasets)}: over the datasets every variant of its method ran on
   (``common_datasets``), each dataset's best dev @0.5 over the method's variants and budgets minus this one's."""
   out = {}
-  for method in {method_of(v) for v in VARIANTS}:
-    variants = [v for v in VARIANTS if method_of(v) == method]
+  for method in methods():
     for d in common_datasets(table, method):
-      best = max(table[d, v, b][0] for v in variants for b in BUDGETS if (d, v, b) in table)
-      for v in variants:
-        for b in BUDGETS:
-          if (d, v, b) in table:
-            out.setdefault((v, b), []).append(best - table[d, v, b][0])
+      runs = [(v, b) for v, b in itertools.product(variants_of(method), BUDGETS) if (d, v, b) in table]
+      best = max(table[d, v, b][0] for v, b in runs)
+      for v, b in runs:
+        out.setdefault((v, b), []).append(best - table[d, v, b][0])
   return {key: (float(np.mean(gaps)), len(gaps)) for key, gaps in out.items()}
 
 
 def choose(table):
   """{method: (variant, budget)}: least mean regret at the full budget, then the fewest epochs whose regret is
   within TOLERANCE of it."""
-  reg = regrets(table)
-  chosen = {}
-  for method in sorted({method_of(v) for v in VARIANTS}):
-    full = {v: reg[v, EPOCHS][0] for v in VARIANTS if method_of(v) == method and (v, EPOCHS) in reg}
-    if not full:
-      continue
-    variant = min(full, key=full.get)
-    budget = min(b for b in BUDGETS if (variant, b) in reg and reg[variant, b][0] <= full[variant] + TOLERANCE)
-    chosen[method] = variant, budget
+  reg, chosen = regrets(table), {}
+  for method in methods():
+    full = {v: reg[v, EPOCHS][0] for v in variants_of(method) if (v, EPOCHS) in reg}
+    if full:
+      variant = min(full, key=full.get)
+      chosen[method] = variant, min(b for b in BUDGETS if (variant, b) in reg
+                                    and reg[variant, b][0] <= full[variant] + TOLERANCE)
   return chosen
 
 
@@ -210,10 +182,9 @@ def fields(groups) -> dict:
   cells = {v: [reg.get((v, b)) for b in BUDGETS] for v in VARIANTS}
   rows = {v: ' | '.join(f'{x[0]:.2f}' if x else '-' for x in c) + f' | {max(x[1] for x in c if x)}'
           for v, c in cells.items() if any(c)}
-  common = {m: common_datasets(table, m) for m in sorted({method_of(v) for v in VARIANTS})}
   delicious_cd = any(d == 'delicious' and method_of(v) == 'cd' for d, v, _ in table)
   return {'datasets': '\n\n'.join(sections), 'epochs': EPOCHS, 'tolerance': TOLERANCE,
-          'common': '; '.join(f'{m}: {", ".join(ds)}' for m, ds in common.items()),
+          'common': '; '.join(f'{m}: {", ".join(common_datasets(table, m))}' for m in methods()),
           'delicious': ('at 40 epochs for two variants, are a check shown above, not in the mean.' if delicious_cd
                         else 'the longest of the grid, were not made: implicit CD\'s choice rests on the others.'),
           'regrets': '\n'.join(score_table(' | '.join(f'{b} ep' for b in BUDGETS) + ' | datasets', rows)),
@@ -225,24 +196,19 @@ TABLES = [tables.Table('custom_defaults', 'docs/custom_defaults.md', ('docs/swee
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', '../shared/data'))
-  parser.add_argument('--datasets', default=','.join(DATASETS), type=experiments.names(list(DATASETS)))
-  parser.add_argument('--workers', type=experiments.runs_at_once, default=1,
-                      help='runs at once on this machine: 1, one after the other; more, as Ray tasks (the same as '
-                           '--ray --cpus_per_run=CORES/N)')
-  parser.add_argument('--table_only', action='store_true')
-  experiments.add_runner_flags(parser)
-  args = parser.parse_args()
-  datasets = args.datasets
+  args = mlc.parse(__doc__, {
+      '--data_dir': {'default': os.environ.get('IMPLICIT_JAX_DATA_DIR', '../shared/data')}, '--seeds': None,
+      '--datasets': {'default': ','.join(DATASETS), 'type': experiments.names(list(DATASETS))},
+      '--workers': {'type': experiments.runs_at_once, 'default': 1, 'help': 'runs at once on this machine: 1, one '
+                    'after the other; more, as Ray tasks (the same as --ray --cpus_per_run=CORES/N)'}})
   if not args.table_only:
     # relative to the checkout, as the documented commands give it: the records then name no path of this machine
     data_dir = os.path.relpath(os.path.abspath(args.data_dir), ROOT)
-    runs = [run_of(d, *run, data_dir) for d in datasets for run in runs_of(d)]
+    runs = [run_of(d, *run, data_dir) for d in args.datasets for run in runs_of(d)]
     print(f'{len(runs)} runs, {sum(not r.record.exists() for r in runs)} to make', flush=True)
-    runner.run_all(runs, writer=save, seconds=True, provenance=records.made_here,
-                   ray=experiments.ray_options(args, workers=args.workers))
+    mlc.run(runs, args, writer=save)
   print(tables.build(TABLES[0]))
+
 
 if __name__ == '__main__':
   sys.exit(cli.guarded(main))
