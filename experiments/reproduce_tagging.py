@@ -1,68 +1,53 @@
 """Sequence labeling: every method on Twitter POS, CoNLL-2003 NER and NER+, over seeds, beside the published numbers.
 
-  python -m experiments.reproduce_tagging --dataset=pos --data_dir=../shared/data --seeds=0,1,2   # train what is
-                                                                        # missing, then write docs/tagging.md
-  python -m experiments.reproduce_tagging --dataset=pos --sweep=pos-ff --seeds=0                  # a dev sweep
-  python -m experiments.reproduce_tagging --table_only
-  python -m experiments.reproduce_tagging --pending | xargs -P 12 -I{} sh -c '{}'         # what is left of the
-  python -m experiments.reproduce_tagging --table_only                    # NER / NER+ tables, 12 at a time, then the
-                                                                      # tables once (parallel runs write none)
+  python -m experiments.reproduce_tagging --dataset=pos --data_dir=../shared/data --seeds=0,1,2  # train what is missing
+  python -m experiments.reproduce_tagging --sweep=pos-ff --seeds=0                               # a dev sweep
+  python -m experiments.reproduce_tagging --table_only                                           # the tables alone
+  python -m experiments.reproduce_tagging --pending | xargs -P 12 -I{} sh -c '{}'  # the NER / NER+ runs left, 12 at
+  python -m experiments.reproduce_tagging --table_only                            # a time (they write no tables)
 
-Each run is configs/<dataset>.py (pos, ner, ner_fixed, ner_plus) with the system's overrides and the seed; ner_fixed
-is ner with the word vectors frozen, as InfNet+ ran NER, beside ner's trainable ones. A run's compact
-record goes to docs/tagging/runs/<dataset>-<system>-seed<k>.json (per-step logs stay in the workdir under /tmp); a
-record that exists is not run again, so the script resumes where it was stopped; with --supersede a record that
-keeps no predictions (made before they were recorded, or on a device that did not keep them) is, from its own record,
-and the old one moves to docs/tagging/runs_superseded/ (implicit_jax/runner.py). Sweeps (``SWEEPS``) write to docs/tagging/sweeps/<sweep>/ and a table
-docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
+A run is configs/<dataset>.py:<system> (pos, ner, ner_fixed, ner_plus; experiments/tagging.py) on a seed; ner_fixed
+is ner with the word vectors frozen, as InfNet+ ran NER. Its compact record goes to
+docs/tagging/runs/<dataset>-<system>-seed<k>.json and is not run again; with --supersede one that keeps no
+predictions is, from its own record, the old one moving to docs/tagging/runs_superseded/. A sweep (sweeps.toml
+[tagging.*]) writes docs/tagging/sweeps/<sweep>/ and <sweep>.md, whose dev column is what choices use.
 
-The table (docs/tagging.md, its text experiments/pages/tagging.md; blocks results:tagging and results:margins of
-docs/results.md; rows of README's summary; each sweep's page: ``TABLES``, experiments/tables.py) reports the test
-score (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample std (ddof 1) over seeds, the paired
-differences with the BiLSTM, and flags every baseline more than 1.5 points from each of its published numbers. The
-papers used 100d embeddings (skip-gram on tweets for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained
-vectors on the package index.
+The tables (docs/tagging.md, from pages/tagging.md; docs/results.md's tagging, margins and tagging-ssvm blocks;
+README's summary rows) report test scores (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample
+std over seeds, the paired differences with the BiLSTM, and flag each baseline more than TOLERANCE points from every
+published number. The papers used 100d embeddings; ours are GloVe 6B 50d, the only pretrained vectors on the package
+index.
 """
 
 import argparse
 import functools
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_tagging_xla_cache')
-ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-import experiments  # pylint: disable=wrong-import-position
-from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-# The rows: configs/<dataset>.py:<system> applies experiments/tagging.py's overrides (SYSTEMS:
-# system -> (label, overrides), in table order).
-from experiments import summary, tables, tagging  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
+from experiments import records, summary, tables, tagging  # pylint: disable=wrong-import-position
 from experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
 
+ROOT = records.ROOT
 # Runs of the implicit rows' design until 2026-11-26 (five inner steps at 1e-3, normal_cg with 5 iterations: 11
 # HVPs, the term on every step), no paper's system: no config holds that design any more, so each record is its own
 # recipe. The tables set them apart and pair each with its row of today's design. name -> (label, today's row).
 EARLIER = {'implicit-ssvm-before': ('implicit SSVM, before (T_inner 5, normal_cg)', 'implicit-ssvm'),
            'implicit-cd-before': ('implicit CD, before (T_inner 5, normal_cg)', 'implicit-cd')}
-
-
-def label_of(system: str) -> str:
-  return SYSTEMS[system][0] if system in SYSTEMS else EARLIER[system][0]
-
 DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk F1; trainable word vectors)',
             'ner_fixed': 'CoNLL-2003 NER, fixed word vectors as InfNet+ (chunk F1; configs/ner_fixed.py)',
             'ner_plus': 'CoNLL-2003 NER+ (chunk F1; caps, POS and chunk inputs)'}
 # The dev metric that picked each run's best epoch, and the test metric the flags and paired lines use. NER keeps
 # strict chunk F1 ('f1'): every committed NER / NER+ record was selected on it and none keeps predictions to rescore,
 # so switching to conlleval's ('f1_conlleval', data.chunk_select) needs every record of a row rerun; until then a
-# row mixing the two would compare epochs chosen by different rules, which dataset_section refuses.
-SELECT = {'pos': 'accuracy', 'ner': 'f1', 'ner_plus': 'f1'}
-SELECT['ner_fixed'] = SELECT['ner']  # its config is ner.py's but for the frozen tables, data.chunk_select included
+# row mixing the two would compare epochs chosen by different rules, which row_line refuses.
+SELECT = {'pos': 'accuracy', 'ner': 'f1', 'ner_fixed': 'f1', 'ner_plus': 'f1'}
 # The papers' own chunk metric, shown first on NER / NER+ where the records have it (runs from this commit on).
 CONLLEVAL = 'f1_conlleval'
 # Published test numbers (x 100), experiments/published.toml: implicit paper Tables 3 and 9 ("impl"), InfNet+
@@ -79,9 +64,8 @@ for _published in PUBLISHED.values():  # the papers' implicit CD number stands b
   if 'implicit-cd' in _published:
     _published['implicit-cd-r1'] = _published['implicit-cd']
 TOLERANCE = 1.5
-# The notes under the tables (published.toml): on the earlier design, and on each dataset's flagged rows.
-EARLIER_NOTE = experiments.TEXT['tagging']['text']['earlier_note']
-FLAG_REASONS = {d: experiments.TEXT['tagging']['text'][f'flag_{d}'] for d in ('pos', 'ner', 'ner_fixed', 'ner_plus')}
+# The prose under the tables (published.toml): on the earlier design, each dataset's flagged rows, GPU runs, SSVM.
+TEXT = experiments.TEXT['tagging']['text']
 RUNS = ROOT / 'docs' / 'tagging' / 'runs'
 # Records replaced by a rerun of the same config and seed (issue 33: the NER / NER+ rows recorded before conlleval's
 # F1 and the predictions were kept), kept to show how far a rerun moves a committed figure.
@@ -89,6 +73,10 @@ SUPERSEDED = ROOT / 'docs' / 'tagging' / 'runs_superseded'
 SWEEP_DIR = ROOT / 'docs' / 'tagging' / 'sweeps'
 # sweep -> (dataset, {variant: overrides}), experiments/sweeps.toml [tagging.*]; choices read the dev column only.
 SWEEPS = {name: (sweep['dataset'], sweep['variants']) for name, sweep in experiments.sweeps('tagging').items()}
+
+
+def label_of(system: str) -> str:
+  return SYSTEMS[system][0] if system in SYSTEMS else EARLIER[system][0]
 
 
 def base_config(dataset, seed, data_dir, row):
@@ -105,50 +93,54 @@ def base_config(dataset, seed, data_dir, row):
   return config
 
 
-def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str, int]]:
-  """(dataset, system, seed) of every row beside the published numbers (a row whose config repeats an earlier one's
-  is not) whose record on that seed is absent or keeps no predictions to rescore: what is left before the
-  tables are like for like and every cell rescorable."""
+def pending(datasets, seeds, folder=None) -> list[tuple[str, str, int]]:
+  """(dataset, system, seed) of every row beside the published numbers (not one that repeats an earlier row's
+  config) whose record is absent or keeps no predictions to rescore: what is left before every cell is rescorable."""
   def left(path):
     return not path.exists() or not records.rescorable(records.load(path))
   return [(dataset, system, seed) for dataset in datasets for system in SYSTEMS if not duplicate_of(dataset, system)
           for seed in seeds if left((folder or RUNS) / f'{dataset}-{system}-seed{seed}.json')]
 
 
-def run_of(dataset, system, seed, args) -> runner.Run:
-  """The run of ``dataset``'s row ``system`` on ``seed``: its record under RUNS, its workdir under --workdir."""
+def run_of(dataset, system, seed, args, sweep: str = '') -> runner.Run:
+  """The run of ``dataset``'s row ``system`` (with ``sweep``: of its variant ``system``) on ``seed``: its record
+  under RUNS (SWEEP_DIR), its workdir under --workdir."""
+  if sweep:
+    dataset, variants = SWEEPS[sweep]
+
   def config():
-    config = base_config(dataset, seed, args.data_dir, system)
+    config = base_config(dataset, seed, args.data_dir, variants[system] if sweep else system)
     if args.epochs:
       config.num_epochs = args.epochs
     return config
-  return runner.Run(f'{dataset} {system} seed {seed}', config, RUNS / f'{dataset}-{system}-seed{seed}.json',
-                    f'{args.workdir}/{dataset}-{system}-{seed}')
+  record = SWEEP_DIR / sweep / f'{system}-seed{seed}.json' if sweep else RUNS / f'{dataset}-{system}-seed{seed}.json'
+  return runner.Run(f'{sweep or dataset} {system} seed {seed}', config, record,
+                    f'{args.workdir}/{sweep or dataset}-{system}-{seed}')
 
 
 def run(runs, args) -> list[runner.Outcome]:
-  """``runs`` through implicit_jax.runner with this script's records; --supersede reruns those that keep no
-  predictions from their own records (the old ones to SUPERSEDED), the word vectors read from the package where
-  a record's file is not here."""
+  """``runs`` through implicit_jax.runner; --supersede reruns those that keep no predictions from their own records
+  (the old ones to SUPERSEDED), the word vectors read from the package where a record's file is not here."""
   return runner.run_all(runs, writer=records.save, supersede=SUPERSEDED if args.supersede else None,
                         recipe=records.recipe_here(args.data_dir, adapt=records.package_vectors),
                         ray=experiments.ray_options(args), provenance=records.made_here)
 
 
 def selected_on(record) -> str:
-  """The dev metric that chose the record's epoch: data.chunk_select for NER (absent, as in every record before
-  it existed: strict 'f1'), token accuracy for POS."""
+  """The dev metric that chose the record's epoch: NER's data.chunk_select (strict 'f1' in records before it)."""
   data = record.get('config', {}).get('data', {})
   return data.get('chunk_select', 'f1') if data.get('name') == 'conll2003' else 'accuracy'
 
 
-def conlleval_cell(rs) -> str:
-  """Test conlleval chunk F1 over the seeds whose records hold it; records made before it was recorded have no
-  predictions to rescore, so they are counted, not guessed."""
-  have = [r[f'test_{CONLLEVAL}'] for r in rs if f'test_{CONLLEVAL}' in r]
-  if not have:
-    return 'not recorded'
-  return records.mean_std(have) + ('' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)')
+def compared_on(dataset, rs) -> str:
+  """The test metric a row is set beside the papers' on: conlleval's F1, theirs, where every record holds it (older
+  NER records keep no predictions to rescore), else the selection metric."""
+  return CONLLEVAL if dataset != 'pos' and all(f'test_{CONLLEVAL}' in r for r in rs) else SELECT[dataset]
+
+
+def headline(dataset) -> str:
+  """The dataset's test metric in the papers' terms: token accuracy, conlleval's chunk F1."""
+  return SELECT[dataset] if dataset == 'pos' else CONLLEVAL
 
 
 def by_seed(runs, dataset: str, system: str, metric: str) -> dict:
@@ -156,50 +148,65 @@ def by_seed(runs, dataset: str, system: str, metric: str) -> dict:
   return {r['seed']: r[f'test_{metric}'] for r in runs.get(f'{dataset}-{system}', []) if f'test_{metric}' in r}
 
 
+def versus(runs, dataset, system, other, metric) -> tuple[list, list]:
+  """The seeds both rows hold and ``system - other`` on each (test ``metric`` x 100)."""
+  return records.paired_diffs(by_seed(runs, dataset, system, metric), by_seed(runs, dataset, other, metric))
+
+
+def gains(diffs) -> tuple[str, str]:
+  """The mean difference and 'k/n', how many of them are positive."""
+  return f'{np.mean(diffs):+.2f}', f'{sum(d > 0 for d in diffs)}/{len(diffs)}'
+
+
+def conlleval_cell(rs) -> str:
+  """Test conlleval F1 over the seeds whose records hold it: older records are counted, not guessed."""
+  have = [r[f'test_{CONLLEVAL}'] for r in rs if f'test_{CONLLEVAL}' in r]
+  if not have:
+    return 'not recorded'
+  return records.mean_std(have) + ('' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)')
+
+
 def stray_cell(rs) -> str:
-  """Test chunks conlleval counts and strict BIOES does not (the mean over the records that hold both counts): for
-  the most part a stray I-/E- tag, which conlleval opens as a chunk, a false positive, and strict drops. A tagger
-  that takes each token's argmax makes them; a decoder that scores tag transitions (Viterbi, GBI on Eq. 7's) seldom."""
+  """Test chunks conlleval counts and strict BIOES does not (mean over the records that hold both counts): for the
+  most part a stray I-/E- tag, which conlleval opens as a chunk, a false positive, and strict drops. A tagger that
+  takes each token's argmax makes them; a decoder that scores tag transitions (Viterbi, GBI on Eq. 7's) seldom."""
   have = [r['test_num_pred_conlleval'] - r['test_num_pred'] for r in rs if 'test_num_pred_conlleval' in r]
   return f'{np.mean(have):.0f}' if have else '–'
 
 
 def dataset_section(dataset, runs) -> tuple[list, list]:
-  """``dataset``'s section of docs/tagging.md (its lines) and the labels of its flagged rows (``row_line``): the
-  table of its rows, then that of the earlier design's (where recorded) paired with today's, the differences with
-  the BiLSTM and the notes."""
-  key, header = SELECT[dataset], table_header(dataset)
+  """``dataset``'s section of docs/tagging.md (its lines) and the labels of its flagged rows: the table of its rows,
+  that of the earlier design's (where recorded) paired with today's, the differences with the BiLSTM, the notes."""
+  key = SELECT[dataset]
   duplicates = {system: duplicate_of(dataset, system) for system in SYSTEMS if duplicate_of(dataset, system)}
+  if dataset == 'pos':
+    header = [f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
+              '|---|---|---|---|---|---|---|---|']
+  else:
+    header = [f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks (test) | '
+              f'published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | config |',
+              '|---|---|---|---|---|---|---|---|---|---|']
   flagged = []
 
   def row(system):
     return row_line(dataset, system, sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed']), flagged)
+
+  def paired(system, base):
+    base_label = 'BiLSTM' if base == 'bilstm' else label_of(base)
+    return records.paired(f'{label_of(system)} minus {base_label}', by_seed(runs, dataset, system, key),
+                          by_seed(runs, dataset, base, key), f'test {key}')
   lines = [f'## {DATASETS[dataset]}', '', *header, *(row(system) for system in SYSTEMS if system not in duplicates)]
   earlier = [row(system) for system in EARLIER if runs.get(f'{dataset}-{system}')]
-  of = lambda name: by_seed(runs, dataset, name, key)  # pylint: disable=unnecessary-lambda-assignment
   if earlier:
-    lines += ['', EARLIER_NOTE, '', *header, *earlier, '']
-    lines += [line for before, (label, now) in EARLIER.items()
-              if (line := records.paired(f'{SYSTEMS[now][0]} minus {label}', of(now), of(before), f'test {key}'))]
+    lines += ['', TEXT['earlier_note'], '', *header, *earlier, '']
+    lines += [line for before, (_, now) in EARLIER.items() if (line := paired(now, before))]
   lines.append('')
   if dataset != 'pos':
     lines += paired_table(dataset, runs, duplicates) + ['']
   else:
     lines += [line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf',
-                                  'infnet-plus-stacked')
-              if (line := records.paired(f'{label_of(system)} minus BiLSTM', of(system), of('bilstm'), f'test {key}'))]
+                                  'infnet-plus-stacked') if (line := paired(system, 'bilstm'))]
   return lines + notes(dataset, runs, duplicates) + [''], flagged
-
-
-def table_header(dataset) -> list[str]:
-  """The head of ``dataset``'s tables: NER's show both chunk F1s and the stray chunks."""
-  if dataset != 'pos':
-    return [f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks (test) | '
-            f'published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | config |',
-            '|---|---|---|---|---|---|---|---|---|---|']
-  key = SELECT[dataset]
-  return [f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
-          '|---|---|---|---|---|---|---|---|']
 
 
 def notes(dataset, runs, duplicates) -> list[str]:
@@ -209,13 +216,8 @@ def notes(dataset, runs, duplicates) -> list[str]:
            f'same config: {SYSTEMS[system][0]}), so it is not a row of its own.' for system, twin in duplicates.items()]
   gpu = [label_of(system) for system in (*SYSTEMS, *EARLIER) if gpu_mark(runs.get(f'{dataset}-{system}', []))]
   if gpu:
-    both_gpu = gpu_mark(runs.get(f'{dataset}-bilstm', []))
-    lines.append(f'- Ran on one NVIDIA GPU, same config and seeds (s/run marked GPU): {", ".join(gpu)}. '
-                 + ('The BiLSTM ran there too, so the paired differences compare GPU runs.' if both_gpu else
-                    'Their paired differences set GPU runs against the BiLSTM\'s CPU runs: the same computation in '
-                    'another floating-point order, not the same trajectory.')
-                 + ' GPU seconds were counted with other runs sharing the card (up to 42 at once), so they measure '
-                 'no method\'s speed.')
+    pairing = TEXT['gpu_both' if gpu_mark(runs.get(f'{dataset}-bilstm', [])) else 'gpu_mixed']
+    lines.append(TEXT['gpu'].format(rows=', '.join(gpu), pairing=pairing))
   lines += superseded_lines(dataset, runs)
   return lines + [line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER)
                   if (line := diagnostics_line(label_of(system), runs.get(f'{dataset}-{system}', [])))]
@@ -224,9 +226,7 @@ def notes(dataset, runs, duplicates) -> list[str]:
 def row_line(dataset, system, rs, flagged) -> str:
   """The table row of ``system``'s records ``rs`` (sorted by seed); its label joins ``flagged`` when its mean is more
   than TOLERANCE from every published number."""
-  key = SELECT[dataset]
-  chunked = dataset != 'pos'
-  label = label_of(system)
+  key, chunked, label = SELECT[dataset], dataset != 'pos', label_of(system)
   pub = PUBLISHED[dataset].get(system, {})
   shown = ', '.join(f'{v:.1f} ({k})' for k, v in pub.items()) or '—'
   if not rs:
@@ -246,27 +246,26 @@ def row_line(dataset, system, rs, flagged) -> str:
 
 
 def within_cell(dataset, rs, pub) -> str:
-  """'yes' when the row's mean test score is within TOLERANCE of one of its published numbers ``pub``, '**no** (d
-  above|below)' when of none, '—' without one. The papers report conlleval's F1: a NER row whose every record holds
-  it is compared on it; older rows (no predictions to rescore) on strict F1, and the cell says which."""
+  """'yes' when the row's mean test score (``compared_on``) is within TOLERANCE of one of its published numbers
+  ``pub``, '**no** (d above|below)' when of none, '—' without one; on NER the metric named."""
   if not pub:
     return '—'
-  conll = dataset != 'pos' and all(f'test_{CONLLEVAL}' in r for r in rs)
-  mean = 100 * np.mean([r[f'test_{CONLLEVAL if conll else SELECT[dataset]}'] for r in rs])
+  metric = compared_on(dataset, rs)
+  mean = 100 * np.mean([r[f'test_{metric}'] for r in rs])
   nearest = min(pub.values(), key=lambda v: abs(mean - v))
   mark = 'yes' if abs(mean - nearest) <= TOLERANCE else (
       f'**no** ({abs(mean - nearest):.1f} {"above" if mean > nearest else "below"})')
-  return mark + ('' if dataset == 'pos' else ' (conlleval)' if conll else ' (strict)')
+  return mark + ('' if dataset == 'pos' else ' (conlleval)' if metric == CONLLEVAL else ' (strict)')
 
 
 def recipe_cell(dataset, system, rs) -> str:
   """The row's config where its records are that config at their seeds, else the records (records.recipe)."""
+  pattern = f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json'
   if system in EARLIER:
-    return records.recipe(None, f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json')
-  differs = [key for r in rs if 'config' in r for key in records.row_differences(r, base_config(dataset, r['seed'], '',
-                                                                                                  system))]
-  return records.recipe(tagging.config_name(dataset, system),
-                        f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json', differs)
+    return records.recipe(None, pattern)
+  differs = [key for r in rs if 'config' in r
+             for key in records.row_differences(r, base_config(dataset, r['seed'], '', system))]
+  return records.recipe(tagging.config_name(dataset, system), pattern, differs)
 
 
 @functools.cache
@@ -286,38 +285,32 @@ def duplicate_of(dataset: str, system: str) -> str | None:
 def paired_table(dataset, runs, duplicates) -> list[str]:
   """Every row against the BiLSTM seed by seed (test F1 x 100, the row minus the BiLSTM over the seeds both hold), on
   conlleval's F1 (the papers' metric) and on strict F1."""
-  of = lambda name, metric: by_seed(runs, dataset, name, metric)  # pylint: disable=unnecessary-lambda-assignment
   def cells(system, metric):
-    seeds, diffs = records.paired_diffs(of(system, metric), of('bilstm', metric))
+    seeds, diffs = versus(runs, dataset, system, 'bilstm', metric)
     if not seeds:
       return ['–', '–']
-    each = ', '.join(f'{d:+.2f}' for d in diffs)
-    if seeds != list(range(len(seeds))):
-      each = ', '.join(f'seed {k} {d:+.2f}' for k, d in zip(seeds, diffs))
-    return [each, f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)})']
+    each = ', '.join(f'{d:+.2f}' if seeds == list(range(len(seeds))) else f'seed {k} {d:+.2f}'
+                     for k, d in zip(seeds, diffs))
+    return [each, '{} ({})'.format(*gains(diffs))]
   lines = ['Paired by seed against the BiLSTM (test F1 x 100: the row minus the BiLSTM on each seed both hold, then '
            'their mean and how many are positive):', '',
            '| method | conlleval, by seed | conlleval, mean | strict, by seed | strict, mean |', '|---|---|---|---|---|']
-  for system in (*SYSTEMS, *EARLIER):
-    if system == 'bilstm' or system in duplicates or not runs.get(f'{dataset}-{system}'):
-      continue
-    lines.append('| ' + ' | '.join([label_of(system)] + cells(system, CONLLEVAL) + cells(system, 'f1')) + ' |')
-  return lines
+  return lines + ['| ' + ' | '.join([label_of(system), *cells(system, CONLLEVAL), *cells(system, 'f1')]) + ' |'
+                  for system in (*SYSTEMS, *EARLIER)
+                  if system != 'bilstm' and system not in duplicates and runs.get(f'{dataset}-{system}')]
 
 
 def superseded_lines(dataset, runs) -> list[str]:
   """How far the reruns of replaced records (SUPERSEDED) moved: same config and seed, same device kind."""
-  old = {}
+  pairs = []
   for path in sorted(SUPERSEDED.glob(f'{dataset}-*.json')):
-    old.setdefault(tables.stem(path, {}), []).append(records.load(path))
-  pairs = [(name, o, new) for name, rs in old.items() for o in rs for new in runs.get(name, [])
-           if new['seed'] == o['seed']]
+    old, name = records.load(path), tables.stem(path, {})
+    pairs += [(name, old, new) for new in runs.get(name, []) if new['seed'] == old['seed']]
   if not pairs:
     return []
-  line = (f'- Reruns: {len(pairs)} records made before conlleval\'s F1 and the predictions were kept were rerun with '
-          'the same config and seed (the replaced ones are in docs/tagging/runs_superseded/).')
-  line += records.rerun_moves(pairs, 'test_f1', 'test F1 strict')
-  return [line]
+  return [f'- Reruns: {len(pairs)} records made before conlleval\'s F1 and the predictions were kept were rerun with '
+          'the same config and seed (the replaced ones are in docs/tagging/runs_superseded/).'
+          + records.rerun_moves(pairs, 'test_f1', 'test F1 strict')]
 
 
 def gpu_mark(rs) -> str:
@@ -327,39 +320,40 @@ def gpu_mark(rs) -> str:
   return '' if not k else ' (GPU)' if k == len(rs) else f' ({k} of {len(rs)} on a GPU)'
 
 
+def term_ratio(summary_: dict) -> float:
+  """|implicit| / |explicit| in a run's train summary (medians over its logged steps)."""
+  return summary_['implicit_norm']['median'] / summary_['explicit_norm']['median']
+
+
 def diagnostics_line(label, rs) -> str:
   """What the implicit term was during training: the IFT premise (stationarity) and its weight against the
   explicit term, each the median over a run's logged steps, then the mean over seeds."""
   summaries = [r['train_summary'] for r in rs if 'stationarity' in r.get('train_summary', {})]
   if not summaries:
     return ''
-  mean = lambda f: np.mean([f(t) for t in summaries])  # pylint: disable=unnecessary-lambda-assignment
+  stationarity = {k: np.mean([t['stationarity'][k] for t in summaries]) for k in ('median', 'first', 'last')}
   n = len(summaries)
   return (f'- {label} training diagnostics (median over logged steps, mean over {n} seed{"s" * (n > 1)}): inner '
-          f'stationarity {mean(lambda t: t["stationarity"]["median"]):.2f} (first '
-          f'{mean(lambda t: t["stationarity"]["first"]):.2f}, last {mean(lambda t: t["stationarity"]["last"]):.2f}), '
-          'cosine(implicit, explicit) '
-          f'{mean(lambda t: t["cosine"]["median"]):+.2f}, |implicit| / |explicit| '
-          f'{mean(lambda t: t["implicit_norm"]["median"] / t["explicit_norm"]["median"]):.2f}.')
+          f'stationarity {stationarity["median"]:.2f} (first {stationarity["first"]:.2f}, last '
+          f'{stationarity["last"]:.2f}), cosine(implicit, explicit) '
+          f'{np.mean([t["cosine"]["median"] for t in summaries]):+.2f}, |implicit| / |explicit| '
+          f'{np.mean([term_ratio(t) for t in summaries]):.2f}.')
 
 
 def base_phrase(dataset, groups) -> str:
   """Where the BiLSTM, the base every method starts from, sits against its published number, from its records:
   what a flagged row's gap shares with it."""
   rs = groups.get(f'{dataset}-bilstm', [])
-  key = 'test_f1_conlleval' if dataset != 'pos' and rs and all('test_f1_conlleval' in r for r in rs) else \
-      f'test_{SELECT[dataset]}'
-  pub = PUBLISHED[dataset]['bilstm']
   if not rs:
     return 'our BiLSTM has no record'
-  mean = 100 * np.mean([r[key] for r in rs])
+  metric, pub = compared_on(dataset, rs), PUBLISHED[dataset]['bilstm']
+  mean = 100 * np.mean([r[f'test_{metric}'] for r in rs])
   side = 'above' if all(mean > v for v in pub.values()) else 'below' if all(mean < v for v in pub.values()) else \
       'between'
   where = ' and '.join(f'{v:.1f} ({k})' for k, v in pub.items())
-  gap = 'so every method shares a stronger base' if side == 'above' else \
-      'so a flagged row shares part of its gap with the base every method starts from' if side == 'below' else ''
-  return f'our BiLSTM ({mean:.2f}, {key.removeprefix("test_")}) is itself {side} its published {where}' + \
-      (f', {gap}' if gap else '')
+  gap = {'above': ', so every method shares a stronger base',
+         'below': ', so a flagged row shares part of its gap with the base every method starts from'}.get(side, '')
+  return f'our BiLSTM ({mean:.2f}, {metric}) is itself {side} its published {where}{gap}'
 
 
 def fields(groups) -> dict:
@@ -373,7 +367,7 @@ def fields(groups) -> dict:
       sections += lines
       if flags:
         flagged.append(f'Flagged on {dataset} (more than {TOLERANCE:g} points from every published number): '
-                       f'{", ".join(flags)}. ' + FLAG_REASONS[dataset].format(base=base_phrase(dataset, groups)))
+                       f'{", ".join(flags)}. ' + TEXT[f'flag_{dataset}'].format(base=base_phrase(dataset, groups)))
   return {'first': min(r['date'] for r in every)[:10], 'last': max(r['date'] for r in every)[:10],
           'devices': ', '.join(sorted({r['device'] for r in every})), 'sections': '\n'.join(sections),
           'flagged': '\n\n'.join(flagged)}
@@ -384,39 +378,25 @@ def fields(groups) -> dict:
 COPIED = ('|', '- ', '## ', '**Emb', 'Flagged', 'Paired', 'Earlier')
 
 
-def _versus(groups, dataset, a, b) -> str:
-  """``a - b`` on the dataset's headline figure (conlleval F1 where both rows' records hold it), paired by seed:
-  "+0.62, 2 of 3 seeds positive"."""
-  key = 'test_accuracy' if dataset == 'pos' else 'test_f1_conlleval'
-  first, second = ({r['seed']: r[key] for r in groups[f'{dataset}-{s}']} for s in (a, b))
-  d = [100 * (first[k] - second[k]) for k in sorted(set(first) & set(second))]
-  return f'{np.mean(d):+.2f}, {sum(x > 0 for x in d)} of {len(d)} seeds positive'
-
-
 def ssvm_lines(groups) -> list[str]:
   """results.md's bullet on implicit SSVM, every number from the records of its rows and implicit CD's."""
-  def figure(dataset, system):
-    key = 'test_accuracy' if dataset == 'pos' else 'test_f1_conlleval'
-    return records.mean_std([r[key] for r in groups[f'{dataset}-{system}']])
-
-  def ratio(dataset, system):
-    summaries = [r['train_summary'] for r in groups[f'{dataset}-{system}']]
-    return np.mean([t['implicit_norm']['median'] / t['explicit_norm']['median'] for t in summaries])
   datasets = [d for d in ('ner', 'ner_plus', 'pos') if f'{d}-implicit-ssvm' in groups and f'{d}-implicit-cd' in groups]
   if not datasets:
     return []
+
+  def figure(dataset, system):
+    return records.mean_std([r[f'test_{headline(dataset)}'] for r in groups[f'{dataset}-{system}']])
+
+  def gain(dataset, other):
+    mean, positive = gains(versus(groups, dataset, 'implicit-ssvm', other, headline(dataset))[1])
+    return '{}, {} of {} seeds positive'.format(mean, *positive.split('/'))
   names = {'ner': 'NER (conlleval F1)', 'ner_plus': 'NER+ (conlleval F1)', 'pos': 'POS (accuracy)'}
   each = '; '.join(f'on {names[d]} {figure(d, "implicit-ssvm")} against implicit CD\'s {figure(d, "implicit-cd")} '
-                   f'({_versus(groups, d, "implicit-ssvm", "implicit-cd")}), over the BiLSTM '
-                   f'{_versus(groups, d, "implicit-ssvm", "bilstm")}' for d in datasets)
-  ssvm, cd = ([ratio(d, s) for d in datasets] for s in ('implicit-ssvm', 'implicit-cd'))
-  return [f'- *Implicit SSVM*, on the configs\' design as implicit CD is (`configs/<dataset>.py:implicit-ssvm` against '
-          f'`:implicit-cd`, paired by seed): {each}. Its implicit term is {100 * min(ssvm):.1f}-{100 * max(ssvm):.1f}% '
-          f'of the explicit one in norm (median over logged steps, mean over seeds; implicit CD\'s '
-          f'{100 * min(cd):.0f}-{100 * max(cd):.0f}%), so its energy follows almost only the explicit gradient; no '
-          'SSVM run without the term was made to say what that share is worth. The papers report no SSVM tagging '
-          'number (the implicit paper\'s Tables 3 and 9 name SSVM in their captions but list CD alone), so none '
-          'stands beside it.']
+                   f'({gain(d, "implicit-cd")}), over the BiLSTM {gain(d, "bilstm")}' for d in datasets)
+  ssvm, cd = ([np.mean([term_ratio(r['train_summary']) for r in groups[f'{d}-{s}']]) for d in datasets]
+              for s in ('implicit-ssvm', 'implicit-cd'))
+  return [TEXT['ssvm'].format(each=each, ssvm=f'{100 * min(ssvm):.1f}-{100 * max(ssvm):.1f}',
+                              cd=f'{100 * min(cd):.0f}-{100 * max(cd):.0f}')]
 
 
 def blocks(groups, fields) -> dict:
@@ -464,17 +444,16 @@ def margins_lines(runs) -> list[str]:
   lines = ['| dataset | paper: implicit CD - BiLSTM | here: implicit CD - BiLSTM, paired | best row by dev here '
            '| its test - BiLSTM, paired | rows above implicit CD on test (3+ seeds, mean) |', '|---|---|---|---|---|---|']
   for dataset, title in DATASETS.items():
-    metric = CONLLEVAL if dataset != 'pos' else SELECT[dataset]
-    of = lambda name, m=metric, d=dataset: by_seed(runs, d, name, m)  # pylint: disable=unnecessary-lambda-assignment
-    def cell(name, of=of):
-      seeds, diffs = records.paired_diffs(of(name), of('bilstm'))
-      return f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)} seeds)' if seeds else 'not recorded'
+    metric = headline(dataset)
+
+    def cell(system, dataset=dataset, metric=metric):
+      seeds, diffs = versus(runs, dataset, system, 'bilstm', metric)
+      return '{} ({} seeds)'.format(*gains(diffs)) if seeds else 'not recorded'
     cd, base = PUBLISHED[dataset]['implicit-cd'], PUBLISHED[dataset]['bilstm']
     paper = ', '.join(f'{cd[t] - base[t]:+.1f} ({t})' for t in cd if t in base) or '–'
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS if system != 'bilstm'}
-    best = summary.best(groups, f'dev_{SELECT[dataset]}')
-    means = {system: 100 * np.mean([r[f'test_{metric}'] for r in rs])
-             for system, rs in ((s, runs.get(f'{dataset}-{s}', [])) for s in SYSTEMS)
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS}
+    best = summary.best({s: rs for s, rs in groups.items() if s != 'bilstm'}, f'dev_{SELECT[dataset]}')
+    means = {system: 100 * np.mean([r[f'test_{metric}'] for r in rs]) for system, rs in groups.items()
              if len(rs) >= summary.MIN_RUNS and all(f'test_{metric}' in r for r in rs)}
     above = [f'{SYSTEMS[system][0].split(" (")[0]} {m:.2f}' for system, m in sorted(means.items(), key=lambda i: -i[1])
              if 'implicit-cd' in means and m > means['implicit-cd']]
@@ -489,9 +468,9 @@ def summary_rows(runs) -> list[str]:
   that selects their epochs."""
   rows = []
   for dataset, title in DATASETS.items():
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS}
-    implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit') and rs}
-    rivals = {s: rs for s, rs in groups.items() if not s.startswith('implicit') and rs}
+    groups = {system: rs for system in SYSTEMS if (rs := runs.get(f'{dataset}-{system}'))}
+    implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit')}
+    rivals = {s: rs for s, rs in groups.items() if not s.startswith('implicit')}
     key = SELECT[dataset]
     a, b = summary.best(implicit, f'dev_{key}'), summary.best(rivals, f'dev_{key}')
     if a and b:
@@ -530,29 +509,23 @@ def main():
                            'record is absent or keeps no predictions (run them in parallel with xargs -P), and exit')
   experiments.add_runner_flags(parser)
   args = parser.parse_args()
-  seeds = args.seeds
   if args.pending:
-    left = pending(('ner', 'ner_plus'), seeds)
+    left = pending(('ner', 'ner_plus'), args.seeds)
     for dataset, system, seed in left:
       print(f'python -m experiments.reproduce_tagging --dataset={dataset} --systems={system} --seeds={seed} --supersede '
             f'--no_table --data_dir={args.data_dir} --workdir={args.workdir}')
     # On stderr, so that stdout stays one command a line for xargs, and an empty list reads as done, not as a failure.
-    print(f'{len(left)} NER / NER+ run(s) left on seeds {",".join(map(str, seeds))}', file=sys.stderr)
+    print(f'{len(left)} NER / NER+ run(s) left on seeds {",".join(map(str, args.seeds))}', file=sys.stderr)
     return
   if args.sweep:
-    dataset, variants = SWEEPS[args.sweep]
-    chosen = experiments.chosen_variants(parser, args.only, variants)
+    chosen = experiments.chosen_variants(parser, args.only, SWEEPS[args.sweep][1])
     if not args.table_only:
-      runner.run_all([runner.Run(f'{args.sweep} {variant} seed {seed}',
-                                 functools.partial(base_config, dataset, seed, args.data_dir, variants[variant]),
-                                 SWEEP_DIR / args.sweep / f'{variant}-seed{seed}.json',
-                                 f'{args.workdir}/{args.sweep}-{variant}-{seed}')
-                      for seed in seeds for variant in chosen],
+      runner.run_all([run_of('', variant, seed, args, sweep=args.sweep) for seed in args.seeds for variant in chosen],
                      writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
     print(tables.build(SWEEP_TABLES[args.sweep]))
     return
   if not args.table_only:
-    run([run_of(args.dataset, system, seed, args) for seed in seeds for system in args.systems], args)
+    run([run_of(args.dataset, system, seed, args) for seed in args.seeds for system in args.systems], args)
     if args.no_table:
       return
   print(tables.build(TABLES[0]))
