@@ -378,13 +378,12 @@ def sweep_table(sweep: str) -> tables.Table:
   key = SELECT[dataset]
 
   def fields(groups):
-    lines = [f'| variant | overrides | seed | best epoch | dev {key} | test {key} | s/run |',
-             '|---|---|---|---|---|---|---|']
+    lines = []
     for variant, overrides in variants.items():
       shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items()))
       lines += [f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r[f"dev_{key}"]:.2f} | '
                 f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |' for r in groups.get(variant, [])]
-    return {'sweep': sweep, 'dataset': dataset, 'table': '\n'.join(lines)}
+    return {'sweep': sweep, 'dataset': dataset, 'key': key, 'table': '\n'.join(lines)}
   folder = f'docs/tagging/sweeps/{sweep}'
   return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields,
                       key=tables.variant_key(variants), template='tagging_sweep.md',
