@@ -146,14 +146,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
   earlier design's (where recorded) paired with today's, the differences with the BiLSTM, the notes."""
   key = SELECT[dataset]
   duplicates = {system: twin for system in SYSTEMS if (twin := duplicate_of(dataset, system))}
-  if dataset == 'pos':
-    header = [f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
-              '|---|---|---|---|---|---|---|---|']
-  else:
-    header = [f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks '
-              f'(test) | published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | '
-              'config |',
-              '|---|---|---|---|---|---|---|---|---|---|']
+  header = TEXT['head_pos' if dataset == 'pos' else 'head_ner'].format(key=key, tolerance=f'{TOLERANCE:g}')
   flagged = []
 
   def row(system):
@@ -162,9 +155,9 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
   def paired(system, base):
     return records.paired(f'{LABELS[system]} minus {"BiLSTM" if base == "bilstm" else LABELS[base]}',
                           by_seed(runs, dataset, system, key), by_seed(runs, dataset, base, key), f'test {key}')
-  lines = [f'## {DATASETS[dataset]}', '', *header, *(row(system) for system in SYSTEMS if system not in duplicates)]
+  lines = [f'## {DATASETS[dataset]}', '', header, *(row(system) for system in SYSTEMS if system not in duplicates)]
   if earlier := [row(system) for system in EARLIER if runs.get(f'{dataset}-{system}')]:
-    lines += ['', TEXT['earlier_note'], '', *header, *earlier, '']
+    lines += ['', TEXT['earlier_note'], '', header, *earlier, '']
     lines += [line for before, (_, now) in EARLIER.items() if (line := paired(now, before))]
   lines.append('')
   if dataset != 'pos':
@@ -178,8 +171,8 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
 def notes(dataset, runs, duplicates) -> list[str]:
   """The lines under ``dataset``'s tables: the rows that are another's config, the runs made on a GPU, how far the
   reruns moved, and what the implicit term was during training."""
-  lines = [f'- `{tagging.config_name(dataset, system)}` is `{tagging.config_name(dataset, twin)}` on this dataset (the '
-           f'same config: {LABELS[system]}), so it is not a row of its own.' for system, twin in duplicates.items()]
+  lines = [TEXT['duplicate'].format(row=tagging.config_name(dataset, system), twin=tagging.config_name(dataset, twin),
+                                    label=LABELS[system]) for system, twin in duplicates.items()]
   if gpu := [LABELS[system] for system in LABELS if gpu_mark(runs.get(f'{dataset}-{system}', []))]:
     pairing = TEXT['gpu_both' if gpu_mark(runs.get(f'{dataset}-bilstm', [])) else 'gpu_mixed']
     lines.append(TEXT['gpu'].format(rows=', '.join(gpu), pairing=pairing))
@@ -257,13 +250,9 @@ def paired_table(dataset, runs, duplicates) -> list[str]:
     each = ', '.join(f'{d:+.2f}' if seeds == list(range(len(seeds))) else f'seed {k} {d:+.2f}'
                      for k, d in zip(seeds, diffs))
     return [each, '{} ({}/{})'.format(*gains(diffs))]
-  lines = ['Paired by seed against the BiLSTM (test F1 x 100: the row minus the BiLSTM on each seed both hold, then '
-           'their mean and how many are positive):', '',
-           '| method | conlleval, by seed | conlleval, mean | strict, by seed | strict, mean |',
-           '|---|---|---|---|---|']
-  return lines + ['| ' + ' | '.join([LABELS[system], *cells(system, CONLLEVAL), *cells(system, 'f1')]) + ' |'
-                  for system in LABELS if system != 'bilstm' and system not in duplicates
-                  and runs.get(f'{dataset}-{system}')]
+  shown = [s for s in LABELS if s != 'bilstm' and s not in duplicates and runs.get(f'{dataset}-{s}')]
+  return [TEXT['paired_head'], *(f'| {LABELS[s]} | ' + ' | '.join(cells(s, CONLLEVAL) + cells(s, 'f1')) + ' |'
+                                 for s in shown)]
 
 
 def superseded_lines(dataset, runs) -> list[str]:
@@ -274,9 +263,7 @@ def superseded_lines(dataset, runs) -> list[str]:
     pairs += [(name, old, new) for new in runs.get(name, []) if new['seed'] == old['seed']]
   if not pairs:
     return []
-  return [f'- Reruns: {len(pairs)} records made before conlleval\'s F1 and the predictions were kept were rerun with '
-          'the same config and seed (the replaced ones are in docs/tagging/runs_superseded/).'
-          + records.rerun_moves(pairs, 'test_f1', 'test F1 strict')]
+  return [TEXT['reruns'].format(n=len(pairs)) + records.rerun_moves(pairs, 'test_f1', 'test F1 strict')]
 
 
 def gpu_mark(rs) -> str:
@@ -296,12 +283,9 @@ def diagnostics_line(label, rs) -> str:
   if not summaries:
     return ''
   stationarity = {k: np.mean([t['stationarity'][k] for t in summaries]) for k in ('median', 'first', 'last')}
-  n = len(summaries)
-  return (f'- {label} training diagnostics (median over logged steps, mean over {n} seed{"s" * (n > 1)}): inner '
-          f'stationarity {stationarity["median"]:.2f} (first {stationarity["first"]:.2f}, last '
-          f'{stationarity["last"]:.2f}), cosine(implicit, explicit) '
-          f'{np.mean([t["cosine"]["median"] for t in summaries]):+.2f}, |implicit| / |explicit| '
-          f'{np.mean([term_ratio(t) for t in summaries]):.2f}.')
+  return TEXT['diagnostics'].format(label=label, seeds=f'{len(summaries)} seed' + 's' * (len(summaries) > 1),
+                                    cosine=np.mean([t['cosine']['median'] for t in summaries]),
+                                    ratio=np.mean([term_ratio(t) for t in summaries]), **stationarity)
 
 
 def base_phrase(dataset, groups) -> str:
@@ -326,8 +310,8 @@ def fields(groups) -> dict:
     lines, flags = dataset_section(dataset, groups)
     sections += lines
     if flags:
-      flagged.append(f'Flagged on {dataset} (more than {TOLERANCE:g} points from every published number): '
-                     f'{", ".join(flags)}. ' + TEXT[f'flag_{dataset}'].format(base=base_phrase(dataset, groups)))
+      flagged.append(TEXT['flagged'].format(dataset=dataset, tolerance=f'{TOLERANCE:g}', rows=', '.join(flags))
+                     + TEXT[f'flag_{dataset}'].format(base=base_phrase(dataset, groups)))
   return {'first': min(r['date'] for r in every)[:10], 'last': max(r['date'] for r in every)[:10],
           'devices': ', '.join(sorted({r['device'] for r in every})), 'sections': '\n'.join(sections),
           'flagged': '\n\n'.join(flagged)}
@@ -365,9 +349,7 @@ def blocks(groups, fields) -> dict:
   """docs/results.md's tagging block (the lines of the page it COPIES), its margins block and SSVM bullet."""
   kept = [form.format(line.removeprefix('## ')) for line in fields['page'].splitlines()
           for start, form in COPIED.items() if line.startswith(start)]
-  return {('docs/results.md', 'tagging'): f'\nTest scores x 100, {fields["spread"]}, from the committed runs '
-                                          '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
-                                          + '\n'.join(kept),
+  return {('docs/results.md', 'tagging'): TEXT['results_head'].format(spread=fields['spread']) + '\n'.join(kept),
           ('docs/results.md', 'margins'): '\n' + '\n'.join(margins_lines(groups)) + '\n',
           ('docs/results.md', 'tagging-ssvm'): '\n'.join(ssvm_lines(groups))}
 
@@ -393,9 +375,7 @@ def sweep_table(sweep: str) -> tables.Table:
 def margins_lines(runs) -> list[str]:
   """docs/results.md's "where the papers' margins go": the implicit paper's implicit CD minus its BiLSTM beside
   ours, paired by seed on the papers' metric, and the row best on dev here (summary.MIN_RUNS seeds) against it."""
-  lines = ['| dataset | paper: implicit CD - BiLSTM | here: implicit CD - BiLSTM, paired | best row by dev here '
-           '| its test - BiLSTM, paired | rows above implicit CD on test (3+ seeds, mean) |',
-           '|---|---|---|---|---|---|']
+  lines = [TEXT['margins_head']]
   for dataset, title in DATASETS.items():
     metric, groups = headline(dataset), {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS}
 
