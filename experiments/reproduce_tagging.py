@@ -419,8 +419,7 @@ TABLES = [tables.Table('tagging', 'docs/tagging.md', ('docs/tagging/runs/*.json'
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--dataset', default='pos', choices=sorted(DATASETS))
-  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
-                                                                                         'data')))
+  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared/data')))
   parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
   parser.add_argument('--systems', default=','.join(SYSTEMS), type=experiments.names(list(SYSTEMS)))
   parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS))
@@ -428,12 +427,9 @@ def main():
   parser.add_argument('--epochs', type=int, default=0, help='override the config\'s num_epochs')
   parser.add_argument('--workdir', default='/tmp/reproduce_tagging')
   parser.add_argument('--table_only', action='store_true')
-  parser.add_argument('--supersede', action='store_true', help='rerun, from its own record, a record that keeps no '
-                      'predictions; the old one goes to docs/tagging/runs_superseded/ when the new one is written')
-  parser.add_argument('--no_table', action='store_true', help='train and write the records only: runs in parallel '
-                      'would each rewrite the tables and the README at once')
-  parser.add_argument('--pending', action='store_true', help='print, one per line, the command for each NER / NER+ '
-                      'row and seed of --seeds whose record is absent or keeps no predictions, and exit')
+  parser.add_argument('--supersede', action='store_true', help='rerun a record that keeps no predictions from itself')
+  parser.add_argument('--no_table', action='store_true', help='write the records only (for runs in parallel)')
+  parser.add_argument('--pending', action='store_true', help='print the command of each NER / NER+ run left, and exit')
   experiments.add_runner_flags(parser)
   args = parser.parse_args()
   if args.pending:

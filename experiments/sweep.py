@@ -77,8 +77,7 @@ TABLES = [tables.Table(name, f'docs/sweeps/{name}.md', (f'docs/sweeps/{name}/*.j
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--sweep', required=True, choices=sorted(SWEEPS))
-  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
-                                                                                         'data')))
+  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared/data')))
   parser.add_argument('--only', default='', help='comma-separated variants (default: all)')
   parser.add_argument('--seeds', default='0', type=experiments.seeds)
   parser.add_argument('--table_only', action='store_true')

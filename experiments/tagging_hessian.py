@@ -4,13 +4,11 @@ Usage:
   python -m experiments.tagging_hessian --workdir=/tmp/reproduce_tagging/pos-implicit-cd-0 [--split=dev]
       [--at=pred|gold] [--max_sentences=0] [--out_dir=docs/tagging] [--data_dir=DIR]
 
-Loads the run's best-on-dev parameters and averages, over the adjacent real token pairs (t, t+1) of the split, the
-mixed second derivative d^2 E / dy_t dy_{t+1} (tags x tags) of the learned energy at the relaxed prediction
-A_theta(x) (``--at=pred``; a CRF's Viterbi one-hot) or at the gold tags. It is taken by autodiff, not read from the
-energy's parameters, so it measures any energy; for the paper's Eq. 7 it must equal the transition matrix W (checked).
-Its negation (lower energy = more compatible) is correlated (Pearson, Spearman, over all entries) with the training
-split's add-one smoothed log P(tag_{t+1} = j | tag_t = i). Writes <out_dir>/cross_hessian_<dataset>.png (the two
-heatmaps) and .md (from pages/cross_hessian.md: command, date, run, correlations).
+Averages, over the adjacent real token pairs (t, t+1) of the split, the mixed second derivative d^2 E / dy_t dy_{t+1}
+(tags x tags) of the run's best-on-dev energy at the relaxed prediction A_theta(x) (a CRF's Viterbi one-hot) or the
+gold tags, by autodiff, so for any energy (Eq. 7's must give its transition matrix W: checked), and correlates its
+negation (lower energy = more compatible) with the training split's add-one smoothed log P(tag_{t+1} | tag_t).
+Writes <out_dir>/cross_hessian_<dataset>.png (both heatmaps) and .md (pages/cross_hessian.md).
 """
 
 import argparse
