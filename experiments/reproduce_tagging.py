@@ -1,99 +1,72 @@
 """Sequence labeling: every method on Twitter POS, CoNLL-2003 NER and NER+, over seeds, beside the published numbers.
 
-  python -m experiments.reproduce_tagging --dataset=pos --data_dir=../shared/data --seeds=0,1,2   # train what is
-                                                                        # missing, then write docs/tagging.md
-  python -m experiments.reproduce_tagging --dataset=pos --sweep=pos-ff --seeds=0                  # a dev sweep
-  python -m experiments.reproduce_tagging --table_only
-  python -m experiments.reproduce_tagging --pending | xargs -P 12 -I{} sh -c '{}'         # what is left of the
-  python -m experiments.reproduce_tagging --table_only                    # NER / NER+ tables, 12 at a time, then the
-                                                                      # tables once (parallel runs write none)
+  python -m experiments.reproduce_tagging --dataset=pos --data_dir=../shared/data --seeds=0,1,2  # train what is missing
+  python -m experiments.reproduce_tagging --sweep=pos-ff --seeds=0                               # a dev sweep
+  python -m experiments.reproduce_tagging --table_only                                           # the tables alone
+  python -m experiments.reproduce_tagging --pending | xargs -P 12 -I{} sh -c '{}'  # the NER / NER+ runs left, 12 at
+  python -m experiments.reproduce_tagging --table_only                            # a time (they write no tables)
 
-Each run is configs/<dataset>.py (pos, ner, ner_fixed, ner_plus) with the system's overrides and the seed; ner_fixed
-is ner with the word vectors frozen, as InfNet+ ran NER, beside ner's trainable ones. A run's compact
-record goes to docs/tagging/runs/<dataset>-<system>-seed<k>.json (per-step logs stay in the workdir under /tmp); a
-record that exists is not run again, so the script resumes where it was stopped; with --supersede a record that
-keeps no predictions (made before they were recorded, or on a device that did not keep them) is, from its own record,
-and the old one moves to docs/tagging/runs_superseded/ (implicit_jax/runner.py). Sweeps (``SWEEPS``) write to docs/tagging/sweeps/<sweep>/ and a table
-docs/tagging/sweeps/<sweep>.md whose dev column is what choices use.
-
-The table (docs/tagging.md, its text experiments/pages/tagging.md; blocks results:tagging and results:margins of
-docs/results.md; rows of README's summary; each sweep's page: ``TABLES``, experiments/tables.py) reports the test
-score (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample std (ddof 1) over seeds, the paired
-differences with the BiLSTM, and flags every baseline more than 1.5 points from each of its published numbers. The
-papers used 100d embeddings (skip-gram on tweets for POS, GloVe for NER); ours are GloVe 6B 50d, the only pretrained
-vectors on the package index.
+A run is configs/<dataset>.py:<system> (experiments/tagging.py) on a seed; ner_fixed is ner with the word vectors
+frozen, as InfNet+ ran NER. Its record, docs/tagging/runs/<dataset>-<system>-seed<k>.json, is not run again but with
+--supersede where it keeps no predictions (rerun from itself, the old one to docs/tagging/runs_superseded/). A sweep
+(sweeps.toml [tagging.*]) writes docs/tagging/sweeps/<sweep>/ and <sweep>.md, whose dev column is what choices use.
+The tables (docs/tagging.md; docs/results.md's tagging, margins and tagging-ssvm blocks; README's summary) give test
+scores (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample std over seeds, the paired differences
+with the BiLSTM, and flag each baseline more than TOLERANCE points from every published number.
 """
 
 import argparse
 import functools
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_tagging_xla_cache')
-ROOT = Path(__file__).resolve().parents[1]
 from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-import experiments  # pylint: disable=wrong-import-position
-from experiments import records  # pylint: disable=wrong-import-position
 from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-# The rows: configs/<dataset>.py:<system> applies experiments/tagging.py's overrides (SYSTEMS:
-# system -> (label, overrides), in table order).
-from experiments import summary, tables, tagging  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
+from experiments import records, summary, tables, tagging  # pylint: disable=wrong-import-position
 from experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
 
+ROOT = records.ROOT
 # Runs of the implicit rows' design until 2026-11-26 (five inner steps at 1e-3, normal_cg with 5 iterations: 11
 # HVPs, the term on every step), no paper's system: no config holds that design any more, so each record is its own
 # recipe. The tables set them apart and pair each with its row of today's design. name -> (label, today's row).
 EARLIER = {'implicit-ssvm-before': ('implicit SSVM, before (T_inner 5, normal_cg)', 'implicit-ssvm'),
            'implicit-cd-before': ('implicit CD, before (T_inner 5, normal_cg)', 'implicit-cd')}
-
-
-def label_of(system: str) -> str:
-  return SYSTEMS[system][0] if system in SYSTEMS else EARLIER[system][0]
-
+LABELS = {system: label for system, (label, _) in {**SYSTEMS, **EARLIER}.items()}
 DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk F1; trainable word vectors)',
             'ner_fixed': 'CoNLL-2003 NER, fixed word vectors as InfNet+ (chunk F1; configs/ner_fixed.py)',
             'ner_plus': 'CoNLL-2003 NER+ (chunk F1; caps, POS and chunk inputs)'}
-# The dev metric that picked each run's best epoch, and the test metric the flags and paired lines use. NER keeps
-# strict chunk F1 ('f1'): every committed NER / NER+ record was selected on it and none keeps predictions to rescore,
-# so switching to conlleval's ('f1_conlleval', data.chunk_select) needs every record of a row rerun; until then a
-# row mixing the two would compare epochs chosen by different rules, which dataset_section refuses.
-SELECT = {'pos': 'accuracy', 'ner': 'f1', 'ner_plus': 'f1'}
-SELECT['ner_fixed'] = SELECT['ner']  # its config is ner.py's but for the frozen tables, data.chunk_select included
-# The papers' own chunk metric, shown first on NER / NER+ where the records have it (runs from this commit on).
-CONLLEVAL = 'f1_conlleval'
-# Published test numbers (x 100), experiments/published.toml: implicit paper Tables 3 and 9 ("impl"), InfNet+
-# Tables 2 and 4 ("InfNet+"). InfNet (2018) is Tu & Gimpel's 2018 method: InfNet+ Table 2's "SPENs with inference
-# networks (Tu and Gimpel, 2018)" margin-rescaled row (Table 1's starred setting) gives it on all three datasets. The
-# implicit paper's Table 9 InfNet (89.7 on POS) cites another paper, Tu & Gimpel 2019 (arXiv:1904.01138, not among
-# the papers here), and equals InfNet+'s "separated" row; it is kept, under its own citation, because that is what
-# the paper compares with.
+# The dev metric that picked each run's best epoch. NER keeps strict chunk F1: every committed NER record was selected
+# on it and none keeps predictions to rescore, so conlleval's ('f1_conlleval', data.chunk_select) needs every record
+# of a row rerun; until then a row mixing the two would compare epochs chosen by different rules (row_line refuses).
+SELECT = {'pos': 'accuracy', 'ner': 'f1', 'ner_fixed': 'f1', 'ner_plus': 'f1'}
+CONLLEVAL = 'f1_conlleval'  # the papers' chunk metric, in the records from when predictions were kept
+# Published test numbers (x 100), published.toml. InfNet (2018) is InfNet+ Table 2's "SPENs with inference networks
+# (Tu and Gimpel, 2018)" margin-rescaled row on all three datasets. The implicit paper's Table 9 InfNet (89.7 on POS)
+# cites Tu & Gimpel 2019 (arXiv:1904.01138, not among the papers here) and equals InfNet+'s "separated" row; it is
+# kept, under its own citation, because that is what the paper compares with.
 _INFNET_2018 = 'InfNet+ T2, Tu & Gimpel 2018'
 PUBLISHED = experiments.TEXT['tagging']['published']
-# InfNet+ ran NER with fixed pretrained vectors (issue 33): the published NER numbers stand beside both settings.
-PUBLISHED['ner_fixed'] = dict(PUBLISHED['ner'])
+PUBLISHED['ner_fixed'] = dict(PUBLISHED['ner'])  # InfNet+ ran NER with fixed vectors (issue 33): beside both settings
 for _published in PUBLISHED.values():  # the papers' implicit CD number stands beside both schedules of the term
   if 'implicit-cd' in _published:
     _published['implicit-cd-r1'] = _published['implicit-cd']
 TOLERANCE = 1.5
-# The notes under the tables (published.toml): on the earlier design, and on each dataset's flagged rows.
-EARLIER_NOTE = experiments.TEXT['tagging']['text']['earlier_note']
-FLAG_REASONS = {d: experiments.TEXT['tagging']['text'][f'flag_{d}'] for d in ('pos', 'ner', 'ner_fixed', 'ner_plus')}
+TEXT = experiments.TEXT['tagging']['text']  # the prose under the tables
 RUNS = ROOT / 'docs' / 'tagging' / 'runs'
-# Records replaced by a rerun of the same config and seed (issue 33: the NER / NER+ rows recorded before conlleval's
-# F1 and the predictions were kept), kept to show how far a rerun moves a committed figure.
+# Records replaced by a rerun of the same config and seed (issue 33: NER / NER+ records made before conlleval's F1 and
+# the predictions were kept), kept to show how far a rerun moves a committed figure.
 SUPERSEDED = ROOT / 'docs' / 'tagging' / 'runs_superseded'
 SWEEP_DIR = ROOT / 'docs' / 'tagging' / 'sweeps'
-# sweep -> (dataset, {variant: overrides}), experiments/sweeps.toml [tagging.*]; choices read the dev column only.
 SWEEPS = {name: (sweep['dataset'], sweep['variants']) for name, sweep in experiments.sweeps('tagging').items()}
 
 
 def base_config(dataset, seed, data_dir, row):
-  """The run's config: ``row`` a system, configs/<dataset>.py:<row>, or a sweep variant's overrides (a dict) on
-  configs/<dataset>.py."""
+  """``row`` a system (configs/<dataset>.py:<row>) or a sweep variant's overrides on configs/<dataset>.py."""
   if isinstance(row, str):
     config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py', arg=row)
     config.config_file = tagging.config_name(dataset, row)
@@ -105,175 +78,160 @@ def base_config(dataset, seed, data_dir, row):
   return config
 
 
-def pending(datasets, seeds, folder: Path | None = None) -> list[tuple[str, str, int]]:
-  """(dataset, system, seed) of every row beside the published numbers (a row whose config repeats an earlier one's
-  is not) whose record on that seed is absent or keeps no predictions to rescore: what is left before the
-  tables are like for like and every cell rescorable."""
+def pending(datasets, seeds, folder=None) -> list[tuple[str, str, int]]:
+  """(dataset, system, seed) of every row beside the published numbers (not one that repeats an earlier row's
+  config) whose record is absent or keeps no predictions to rescore."""
   def left(path):
     return not path.exists() or not records.rescorable(records.load(path))
   return [(dataset, system, seed) for dataset in datasets for system in SYSTEMS if not duplicate_of(dataset, system)
           for seed in seeds if left((folder or RUNS) / f'{dataset}-{system}-seed{seed}.json')]
 
 
-def run_of(dataset, system, seed, args) -> runner.Run:
-  """The run of ``dataset``'s row ``system`` on ``seed``: its record under RUNS, its workdir under --workdir."""
+def run_of(dataset, system, seed, args, sweep: str = '') -> runner.Run:
+  """The run of ``dataset``'s row ``system`` (of ``sweep``'s variant ``system``) on ``seed``."""
+  if sweep:
+    dataset, variants = SWEEPS[sweep]
+
   def config():
-    config = base_config(dataset, seed, args.data_dir, system)
+    config = base_config(dataset, seed, args.data_dir, variants[system] if sweep else system)
     if args.epochs:
       config.num_epochs = args.epochs
     return config
-  return runner.Run(f'{dataset} {system} seed {seed}', config, RUNS / f'{dataset}-{system}-seed{seed}.json',
-                    f'{args.workdir}/{dataset}-{system}-{seed}')
+  record = SWEEP_DIR / sweep / f'{system}-seed{seed}.json' if sweep else RUNS / f'{dataset}-{system}-seed{seed}.json'
+  return runner.Run(f'{sweep or dataset} {system} seed {seed}', config, record,
+                    f'{args.workdir}/{sweep or dataset}-{system}-{seed}')
 
 
 def run(runs, args) -> list[runner.Outcome]:
-  """``runs`` through implicit_jax.runner with this script's records; --supersede reruns those that keep no
-  predictions from their own records (the old ones to SUPERSEDED), the word vectors read from the package where
-  a record's file is not here."""
+  """--supersede reruns a record that keeps no predictions from itself (the word vectors read from the package
+  where its file is not here), the old one moving to SUPERSEDED."""
   return runner.run_all(runs, writer=records.save, supersede=SUPERSEDED if args.supersede else None,
                         recipe=records.recipe_here(args.data_dir, adapt=records.package_vectors),
                         ray=experiments.ray_options(args), provenance=records.made_here)
 
 
-def selected_on(record) -> str:
-  """The dev metric that chose the record's epoch: data.chunk_select for NER (absent, as in every record before
-  it existed: strict 'f1'), token accuracy for POS."""
-  data = record.get('config', {}).get('data', {})
-  return data.get('chunk_select', 'f1') if data.get('name') == 'conll2003' else 'accuracy'
+def compared_on(dataset, rs) -> str:
+  """The test metric a row is set beside the papers' on: their conlleval F1 where every record holds it."""
+  return CONLLEVAL if dataset != 'pos' and all(f'test_{CONLLEVAL}' in r for r in rs) else SELECT[dataset]
 
 
-def conlleval_cell(rs) -> str:
-  """Test conlleval chunk F1 over the seeds whose records hold it; records made before it was recorded have no
-  predictions to rescore, so they are counted, not guessed."""
-  have = [r[f'test_{CONLLEVAL}'] for r in rs if f'test_{CONLLEVAL}' in r]
-  if not have:
-    return 'not recorded'
-  return records.mean_std(have) + ('' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)')
+def headline(dataset) -> str:
+  return SELECT[dataset] if dataset == 'pos' else CONLLEVAL
 
 
 def by_seed(runs, dataset: str, system: str, metric: str) -> dict:
-  """``{seed: test metric}`` of a row's records that hold the metric: what the paired differences compare."""
   return {r['seed']: r[f'test_{metric}'] for r in runs.get(f'{dataset}-{system}', []) if f'test_{metric}' in r}
 
 
+def versus(runs, dataset, system, other, metric) -> tuple[list, list]:
+  """The seeds both rows hold and ``system - other`` on each (test ``metric`` x 100)."""
+  return records.paired_diffs(by_seed(runs, dataset, system, metric), by_seed(runs, dataset, other, metric))
+
+
+def gains(diffs) -> tuple[str, int, int]:
+  """The mean difference, how many are positive and of how many."""
+  return f'{np.mean(diffs):+.2f}', sum(d > 0 for d in diffs), len(diffs)
+
+
 def stray_cell(rs) -> str:
-  """Test chunks conlleval counts and strict BIOES does not (the mean over the records that hold both counts): for
-  the most part a stray I-/E- tag, which conlleval opens as a chunk, a false positive, and strict drops. A tagger
-  that takes each token's argmax makes them; a decoder that scores tag transitions (Viterbi, GBI on Eq. 7's) seldom."""
+  """Test chunks conlleval counts and strict BIOES does not (mean over the records that hold both counts): for the
+  most part a stray I-/E- tag, which conlleval opens as a chunk, a false positive, and strict drops. A tagger that
+  takes each token's argmax makes them; a decoder that scores tag transitions (Viterbi, GBI on Eq. 7's) seldom."""
   have = [r['test_num_pred_conlleval'] - r['test_num_pred'] for r in rs if 'test_num_pred_conlleval' in r]
   return f'{np.mean(have):.0f}' if have else '–'
 
 
 def dataset_section(dataset, runs) -> tuple[list, list]:
-  """``dataset``'s section of docs/tagging.md (its lines) and the labels of its flagged rows (``row_line``): the
-  table of its rows, then that of the earlier design's (where recorded) paired with today's, the differences with
-  the BiLSTM and the notes."""
-  key, header = SELECT[dataset], table_header(dataset)
-  duplicates = {system: duplicate_of(dataset, system) for system in SYSTEMS if duplicate_of(dataset, system)}
+  """``dataset``'s section of docs/tagging.md and the labels of its flagged rows: the table of its rows, that of the
+  earlier design's (where recorded) paired with today's, the differences with the BiLSTM, the notes."""
+  key = SELECT[dataset]
+  duplicates = {system: twin for system in SYSTEMS if (twin := duplicate_of(dataset, system))}
+  header = TEXT['head_pos' if dataset == 'pos' else 'head_ner'].format(key=key, tolerance=f'{TOLERANCE:g}')
   flagged = []
 
   def row(system):
     return row_line(dataset, system, sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed']), flagged)
-  lines = [f'## {DATASETS[dataset]}', '', *header, *(row(system) for system in SYSTEMS if system not in duplicates)]
-  earlier = [row(system) for system in EARLIER if runs.get(f'{dataset}-{system}')]
-  of = lambda name: by_seed(runs, dataset, name, key)  # pylint: disable=unnecessary-lambda-assignment
-  if earlier:
-    lines += ['', EARLIER_NOTE, '', *header, *earlier, '']
-    lines += [line for before, (label, now) in EARLIER.items()
-              if (line := records.paired(f'{SYSTEMS[now][0]} minus {label}', of(now), of(before), f'test {key}'))]
+
+  def paired(system, base):
+    return records.paired(f'{LABELS[system]} minus {"BiLSTM" if base == "bilstm" else LABELS[base]}',
+                          by_seed(runs, dataset, system, key), by_seed(runs, dataset, base, key), f'test {key}')
+  lines = [f'## {DATASETS[dataset]}', '', header, *(row(system) for system in SYSTEMS if system not in duplicates)]
+  if earlier := [row(system) for system in EARLIER if runs.get(f'{dataset}-{system}')]:
+    lines += ['', TEXT['earlier_note'], '', header, *earlier, '']
+    lines += [line for before, (_, now) in EARLIER.items() if (line := paired(now, before))]
   lines.append('')
   if dataset != 'pos':
     lines += paired_table(dataset, runs, duplicates) + ['']
   else:
     lines += [line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf',
-                                  'infnet-plus-stacked')
-              if (line := records.paired(f'{label_of(system)} minus BiLSTM', of(system), of('bilstm'), f'test {key}'))]
+                                  'infnet-plus-stacked') if (line := paired(system, 'bilstm'))]
   return lines + notes(dataset, runs, duplicates) + [''], flagged
-
-
-def table_header(dataset) -> list[str]:
-  """The head of ``dataset``'s tables: NER's show both chunk F1s and the stray chunks."""
-  if dataset != 'pos':
-    return [f'| method | seeds | test F1 conlleval | test F1 strict | dev F1 strict (selects) | stray chunks (test) | '
-            f'published (test, conlleval) | within {TOLERANCE:g} (conlleval where recorded) | s/run | config |',
-            '|---|---|---|---|---|---|---|---|---|---|']
-  key = SELECT[dataset]
-  return [f'| method | seeds | test {key} | dev {key} | published (test) | within {TOLERANCE:g} | s/run | config |',
-          '|---|---|---|---|---|---|---|---|']
 
 
 def notes(dataset, runs, duplicates) -> list[str]:
   """The lines under ``dataset``'s tables: the rows that are another's config, the runs made on a GPU, how far the
   reruns moved, and what the implicit term was during training."""
-  lines = [f'- `{tagging.config_name(dataset, system)}` is `{tagging.config_name(dataset, twin)}` on this dataset (the '
-           f'same config: {SYSTEMS[system][0]}), so it is not a row of its own.' for system, twin in duplicates.items()]
-  gpu = [label_of(system) for system in (*SYSTEMS, *EARLIER) if gpu_mark(runs.get(f'{dataset}-{system}', []))]
-  if gpu:
-    both_gpu = gpu_mark(runs.get(f'{dataset}-bilstm', []))
-    lines.append(f'- Ran on one NVIDIA GPU, same config and seeds (s/run marked GPU): {", ".join(gpu)}. '
-                 + ('The BiLSTM ran there too, so the paired differences compare GPU runs.' if both_gpu else
-                    'Their paired differences set GPU runs against the BiLSTM\'s CPU runs: the same computation in '
-                    'another floating-point order, not the same trajectory.')
-                 + ' GPU seconds were counted with other runs sharing the card (up to 42 at once), so they measure '
-                 'no method\'s speed.')
-  lines += superseded_lines(dataset, runs)
-  return lines + [line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER)
-                  if (line := diagnostics_line(label_of(system), runs.get(f'{dataset}-{system}', [])))]
+  lines = [TEXT['duplicate'].format(row=tagging.config_name(dataset, system), twin=tagging.config_name(dataset, twin),
+                                    label=LABELS[system]) for system, twin in duplicates.items()]
+  if gpu := [LABELS[system] for system in LABELS if gpu_mark(runs.get(f'{dataset}-{system}', []))]:
+    pairing = TEXT['gpu_both' if gpu_mark(runs.get(f'{dataset}-bilstm', [])) else 'gpu_mixed']
+    lines.append(TEXT['gpu'].format(rows=', '.join(gpu), pairing=pairing))
+  return lines + superseded_lines(dataset, runs) + [
+      line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER)
+      if (line := diagnostics_line(LABELS[system], runs.get(f'{dataset}-{system}', [])))]
 
 
 def row_line(dataset, system, rs, flagged) -> str:
   """The table row of ``system``'s records ``rs`` (sorted by seed); its label joins ``flagged`` when its mean is more
   than TOLERANCE from every published number."""
-  key = SELECT[dataset]
-  chunked = dataset != 'pos'
-  label = label_of(system)
+  key, chunked, label = SELECT[dataset], dataset != 'pos', LABELS[system]
   pub = PUBLISHED[dataset].get(system, {})
   shown = ', '.join(f'{v:.1f} ({k})' for k, v in pub.items()) or '—'
   if not rs:
-    return (f'| {label} | 0 | not run |{" |" * (2 * chunked)} | {shown} | | | '
-            f'`{tagging.config_name(dataset, system)}` |')
-  mixed = sorted({selected_on(r) for r in rs} - {key})
-  if mixed:
+    return f'| {label} | 0 | not run |{" |" * (2 * chunked)} | {shown} | | | `{tagging.config_name(dataset, system)}` |'
+  # the dev metric that chose each record's epoch: NER's data.chunk_select, strict 'f1' in records before it
+  chosen = {r.get('config', {}).get('data', {}).get('chunk_select', 'f1') if chunked else key for r in rs}
+  if mixed := sorted(chosen - {key}):
     raise SystemExit(f'{dataset}-{system}: records selected on dev {mixed}, the table on dev {key}: rerun the '
                      'row\'s other records alike, or set SELECT with every record rerun')
   mark = within_cell(dataset, rs, pub)
   if mark.startswith('**no**'):
     flagged.append(label)
-  return (f'| {label} | {len(rs)} | {conlleval_cell(rs) + " | " if chunked else ""}'
-          f'{records.mean_std([r[f"test_{key}"] for r in rs])} | {records.mean_std([r[f"dev_{key}"] for r in rs])} | '
-          f'{stray_cell(rs) + " | " if chunked else ""}{shown} | {mark} | '
-          f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)} | {recipe_cell(dataset, system, rs)} |')
+  cells = [records.mean_std([r[f'test_{key}'] for r in rs]), records.mean_std([r[f'dev_{key}'] for r in rs])]
+  if chunked:  # conlleval's F1 over the seeds whose records hold it, older ones counted, not guessed
+    have = [r[f'test_{CONLLEVAL}'] for r in rs if f'test_{CONLLEVAL}' in r]
+    part = '' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)'
+    cells = [records.mean_std(have) + part if have else 'not recorded', *cells, stray_cell(rs)]
+  cells += [shown, mark, f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)}',
+            recipe_cell(dataset, system, rs)]
+  return f'| {label} | {len(rs)} | {" | ".join(cells)} |'
 
 
 def within_cell(dataset, rs, pub) -> str:
-  """'yes' when the row's mean test score is within TOLERANCE of one of its published numbers ``pub``, '**no** (d
-  above|below)' when of none, '—' without one. The papers report conlleval's F1: a NER row whose every record holds
-  it is compared on it; older rows (no predictions to rescore) on strict F1, and the cell says which."""
+  """'yes' when the row's mean test score is within TOLERANCE of one of its published numbers, '**no** (d
+  above|below)' when of none, '—' without one; on NER the metric named."""
   if not pub:
     return '—'
-  conll = dataset != 'pos' and all(f'test_{CONLLEVAL}' in r for r in rs)
-  mean = 100 * np.mean([r[f'test_{CONLLEVAL if conll else SELECT[dataset]}'] for r in rs])
-  nearest = min(pub.values(), key=lambda v: abs(mean - v))
-  mark = 'yes' if abs(mean - nearest) <= TOLERANCE else (
-      f'**no** ({abs(mean - nearest):.1f} {"above" if mean > nearest else "below"})')
-  return mark + ('' if dataset == 'pos' else ' (conlleval)' if conll else ' (strict)')
+  metric = compared_on(dataset, rs)
+  mean = 100 * np.mean([r[f'test_{metric}'] for r in rs])
+  gap = mean - min(pub.values(), key=lambda v: abs(mean - v))
+  mark = 'yes' if abs(gap) <= TOLERANCE else f'**no** ({abs(gap):.1f} {"above" if gap > 0 else "below"})'
+  return mark + ('' if dataset == 'pos' else ' (conlleval)' if metric == CONLLEVAL else ' (strict)')
 
 
 def recipe_cell(dataset, system, rs) -> str:
   """The row's config where its records are that config at their seeds, else the records (records.recipe)."""
+  pattern = f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json'
   if system in EARLIER:
-    return records.recipe(None, f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json')
-  differs = [key for r in rs if 'config' in r for key in records.row_differences(r, base_config(dataset, r['seed'], '',
-                                                                                                  system))]
-  return records.recipe(tagging.config_name(dataset, system),
-                        f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json', differs)
+    return records.recipe(None, pattern)
+  differs = [key for r in rs if 'config' in r
+             for key in records.row_differences(r, base_config(dataset, r['seed'], '', system))]
+  return records.recipe(tagging.config_name(dataset, system), pattern, differs)
 
 
 @functools.cache
 def _row_config(dataset: str, system: str) -> str:
-  config = base_config(dataset, 0, '', system).to_dict()
-  config.pop('config_file', None)
-  return repr(config)
+  return repr({k: v for k, v in base_config(dataset, 0, '', system).to_dict().items() if k != 'config_file'})
 
 
 def duplicate_of(dataset: str, system: str) -> str | None:
@@ -284,47 +242,38 @@ def duplicate_of(dataset: str, system: str) -> str | None:
 
 
 def paired_table(dataset, runs, duplicates) -> list[str]:
-  """Every row against the BiLSTM seed by seed (test F1 x 100, the row minus the BiLSTM over the seeds both hold), on
-  conlleval's F1 (the papers' metric) and on strict F1."""
-  of = lambda name, metric: by_seed(runs, dataset, name, metric)  # pylint: disable=unnecessary-lambda-assignment
+  """Every row against the BiLSTM seed by seed, on conlleval's F1 (the papers' metric) and on strict F1."""
   def cells(system, metric):
-    seeds, diffs = records.paired_diffs(of(system, metric), of('bilstm', metric))
+    seeds, diffs = versus(runs, dataset, system, 'bilstm', metric)
     if not seeds:
       return ['–', '–']
-    each = ', '.join(f'{d:+.2f}' for d in diffs)
-    if seeds != list(range(len(seeds))):
-      each = ', '.join(f'seed {k} {d:+.2f}' for k, d in zip(seeds, diffs))
-    return [each, f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)})']
-  lines = ['Paired by seed against the BiLSTM (test F1 x 100: the row minus the BiLSTM on each seed both hold, then '
-           'their mean and how many are positive):', '',
-           '| method | conlleval, by seed | conlleval, mean | strict, by seed | strict, mean |', '|---|---|---|---|---|']
-  for system in (*SYSTEMS, *EARLIER):
-    if system == 'bilstm' or system in duplicates or not runs.get(f'{dataset}-{system}'):
-      continue
-    lines.append('| ' + ' | '.join([label_of(system)] + cells(system, CONLLEVAL) + cells(system, 'f1')) + ' |')
-  return lines
+    each = ', '.join(f'{d:+.2f}' if seeds == list(range(len(seeds))) else f'seed {k} {d:+.2f}'
+                     for k, d in zip(seeds, diffs))
+    return [each, '{} ({}/{})'.format(*gains(diffs))]
+  shown = [s for s in LABELS if s != 'bilstm' and s not in duplicates and runs.get(f'{dataset}-{s}')]
+  return [TEXT['paired_head'], *(f'| {LABELS[s]} | ' + ' | '.join(cells(s, CONLLEVAL) + cells(s, 'f1')) + ' |'
+                                 for s in shown)]
 
 
 def superseded_lines(dataset, runs) -> list[str]:
   """How far the reruns of replaced records (SUPERSEDED) moved: same config and seed, same device kind."""
-  old = {}
+  pairs = []
   for path in sorted(SUPERSEDED.glob(f'{dataset}-*.json')):
-    old.setdefault(tables.stem(path, {}), []).append(records.load(path))
-  pairs = [(name, o, new) for name, rs in old.items() for o in rs for new in runs.get(name, [])
-           if new['seed'] == o['seed']]
+    old, name = records.load(path), tables.stem(path, {})
+    pairs += [(name, old, new) for new in runs.get(name, []) if new['seed'] == old['seed']]
   if not pairs:
     return []
-  line = (f'- Reruns: {len(pairs)} records made before conlleval\'s F1 and the predictions were kept were rerun with '
-          'the same config and seed (the replaced ones are in docs/tagging/runs_superseded/).')
-  line += records.rerun_moves(pairs, 'test_f1', 'test F1 strict')
-  return [line]
+  return [TEXT['reruns'].format(n=len(pairs)) + records.rerun_moves(pairs, 'test_f1', 'test F1 strict')]
 
 
 def gpu_mark(rs) -> str:
-  """' (GPU)' when a row's runs were made on a GPU, ' (k of n on a GPU)' when some were: their seconds are not the
-  2-core CPU's of the other rows."""
+  """' (GPU)' or ' (k of n on a GPU)': their seconds are not the 2-core CPU's of the other rows."""
   k = sum(records.device_of(r) == 'gpu' for r in rs)
   return '' if not k else ' (GPU)' if k == len(rs) else f' ({k} of {len(rs)} on a GPU)'
+
+
+def term_ratio(summary_: dict) -> float:
+  return summary_['implicit_norm']['median'] / summary_['explicit_norm']['median']
 
 
 def diagnostics_line(label, rs) -> str:
@@ -333,107 +282,74 @@ def diagnostics_line(label, rs) -> str:
   summaries = [r['train_summary'] for r in rs if 'stationarity' in r.get('train_summary', {})]
   if not summaries:
     return ''
-  mean = lambda f: np.mean([f(t) for t in summaries])  # pylint: disable=unnecessary-lambda-assignment
-  n = len(summaries)
-  return (f'- {label} training diagnostics (median over logged steps, mean over {n} seed{"s" * (n > 1)}): inner '
-          f'stationarity {mean(lambda t: t["stationarity"]["median"]):.2f} (first '
-          f'{mean(lambda t: t["stationarity"]["first"]):.2f}, last {mean(lambda t: t["stationarity"]["last"]):.2f}), '
-          'cosine(implicit, explicit) '
-          f'{mean(lambda t: t["cosine"]["median"]):+.2f}, |implicit| / |explicit| '
-          f'{mean(lambda t: t["implicit_norm"]["median"] / t["explicit_norm"]["median"]):.2f}.')
+  stationarity = {k: np.mean([t['stationarity'][k] for t in summaries]) for k in ('median', 'first', 'last')}
+  return TEXT['diagnostics'].format(label=label, seeds=f'{len(summaries)} seed' + 's' * (len(summaries) > 1),
+                                    cosine=np.mean([t['cosine']['median'] for t in summaries]),
+                                    ratio=np.mean([term_ratio(t) for t in summaries]), **stationarity)
 
 
 def base_phrase(dataset, groups) -> str:
-  """Where the BiLSTM, the base every method starts from, sits against its published number, from its records:
-  what a flagged row's gap shares with it."""
-  rs = groups.get(f'{dataset}-bilstm', [])
-  key = 'test_f1_conlleval' if dataset != 'pos' and rs and all('test_f1_conlleval' in r for r in rs) else \
-      f'test_{SELECT[dataset]}'
-  pub = PUBLISHED[dataset]['bilstm']
-  if not rs:
+  """Where the BiLSTM, the base every method starts from, sits against its published numbers."""
+  if not (rs := groups.get(f'{dataset}-bilstm', [])):
     return 'our BiLSTM has no record'
-  mean = 100 * np.mean([r[key] for r in rs])
+  metric, pub = compared_on(dataset, rs), PUBLISHED[dataset]['bilstm']
+  mean = 100 * np.mean([r[f'test_{metric}'] for r in rs])
   side = 'above' if all(mean > v for v in pub.values()) else 'below' if all(mean < v for v in pub.values()) else \
       'between'
+  gap = {'above': ', so every method shares a stronger base',
+         'below': ', so a flagged row shares part of its gap with the base every method starts from'}.get(side, '')
   where = ' and '.join(f'{v:.1f} ({k})' for k, v in pub.items())
-  gap = 'so every method shares a stronger base' if side == 'above' else \
-      'so a flagged row shares part of its gap with the base every method starts from' if side == 'below' else ''
-  return f'our BiLSTM ({mean:.2f}, {key.removeprefix("test_")}) is itself {side} its published {where}' + \
-      (f', {gap}' if gap else '')
+  return f'our BiLSTM ({mean:.2f}, {metric}) is itself {side} its published {where}{gap}'
 
 
 def fields(groups) -> dict:
-  """docs/tagging.md's fields: the runs' dates and devices, a section for each dataset with records, and what the
-  flagged rows of each have in common."""
+  """docs/tagging.md's fields: the runs' dates and devices, a section for each dataset with records, its flags."""
   every = [r for rs in groups.values() for r in rs]
   sections, flagged = [], []
-  for dataset in DATASETS:
-    if any(name.startswith(f'{dataset}-') for name in groups):
-      lines, flags = dataset_section(dataset, groups)
-      sections += lines
-      if flags:
-        flagged.append(f'Flagged on {dataset} (more than {TOLERANCE:g} points from every published number): '
-                       f'{", ".join(flags)}. ' + FLAG_REASONS[dataset].format(base=base_phrase(dataset, groups)))
+  for dataset in (d for d in DATASETS if any(name.startswith(f'{d}-') for name in groups)):
+    lines, flags = dataset_section(dataset, groups)
+    sections += lines
+    if flags:
+      flagged.append(TEXT['flagged'].format(dataset=dataset, tolerance=f'{TOLERANCE:g}', rows=', '.join(flags))
+                     + TEXT[f'flag_{dataset}'].format(base=base_phrase(dataset, groups)))
   return {'first': min(r['date'] for r in every)[:10], 'last': max(r['date'] for r in every)[:10],
           'devices': ', '.join(sorted({r['device'] for r in every})), 'sections': '\n'.join(sections),
           'flagged': '\n\n'.join(flagged)}
 
 
-# The lines of docs/tagging.md that docs/results.md's tagging block copies: the paragraph on the embeddings, the
-# tables and the lines under them, the notes on earlier designs and the flags.
-COPIED = ('|', '- ', '## ', '**Emb', 'Flagged', 'Paired', 'Earlier')
-
-
-def _versus(groups, dataset, a, b) -> str:
-  """``a - b`` on the dataset's headline figure (conlleval F1 where both rows' records hold it), paired by seed:
-  "+0.62, 2 of 3 seeds positive"."""
-  key = 'test_accuracy' if dataset == 'pos' else 'test_f1_conlleval'
-  first, second = ({r['seed']: r[key] for r in groups[f'{dataset}-{s}']} for s in (a, b))
-  d = [100 * (first[k] - second[k]) for k in sorted(set(first) & set(second))]
-  return f'{np.mean(d):+.2f}, {sum(x > 0 for x in d)} of {len(d)} seeds positive'
-
-
 def ssvm_lines(groups) -> list[str]:
   """results.md's bullet on implicit SSVM, every number from the records of its rows and implicit CD's."""
-  def figure(dataset, system):
-    key = 'test_accuracy' if dataset == 'pos' else 'test_f1_conlleval'
-    return records.mean_std([r[key] for r in groups[f'{dataset}-{system}']])
-
-  def ratio(dataset, system):
-    summaries = [r['train_summary'] for r in groups[f'{dataset}-{system}']]
-    return np.mean([t['implicit_norm']['median'] / t['explicit_norm']['median'] for t in summaries])
   datasets = [d for d in ('ner', 'ner_plus', 'pos') if f'{d}-implicit-ssvm' in groups and f'{d}-implicit-cd' in groups]
   if not datasets:
     return []
+
+  def figure(dataset, system):
+    return records.mean_std([r[f'test_{headline(dataset)}'] for r in groups[f'{dataset}-{system}']])
+
+  def gain(dataset, other):
+    return '{}, {} of {} seeds positive'.format(*gains(versus(groups, dataset, 'implicit-ssvm', other,
+                                                              headline(dataset))[1]))
   names = {'ner': 'NER (conlleval F1)', 'ner_plus': 'NER+ (conlleval F1)', 'pos': 'POS (accuracy)'}
   each = '; '.join(f'on {names[d]} {figure(d, "implicit-ssvm")} against implicit CD\'s {figure(d, "implicit-cd")} '
-                   f'({_versus(groups, d, "implicit-ssvm", "implicit-cd")}), over the BiLSTM '
-                   f'{_versus(groups, d, "implicit-ssvm", "bilstm")}' for d in datasets)
-  ssvm, cd = ([ratio(d, s) for d in datasets] for s in ('implicit-ssvm', 'implicit-cd'))
-  return [f'- *Implicit SSVM*, on the configs\' design as implicit CD is (`configs/<dataset>.py:implicit-ssvm` against '
-          f'`:implicit-cd`, paired by seed): {each}. Its implicit term is {100 * min(ssvm):.1f}-{100 * max(ssvm):.1f}% '
-          f'of the explicit one in norm (median over logged steps, mean over seeds; implicit CD\'s '
-          f'{100 * min(cd):.0f}-{100 * max(cd):.0f}%), so its energy follows almost only the explicit gradient; no '
-          'SSVM run without the term was made to say what that share is worth. The papers report no SSVM tagging '
-          'number (the implicit paper\'s Tables 3 and 9 name SSVM in their captions but list CD alone), so none '
-          'stands beside it.']
+                   f'({gain(d, "implicit-cd")}), over the BiLSTM {gain(d, "bilstm")}' for d in datasets)
+  ssvm, cd = ([np.mean([term_ratio(r['train_summary']) for r in groups[f'{d}-{s}']]) for d in datasets]
+              for s in ('implicit-ssvm', 'implicit-cd'))
+  return [TEXT['ssvm'].format(each=each, ssvm=f'{100 * min(ssvm):.1f}-{100 * max(ssvm):.1f}',
+                              cd=f'{100 * min(cd):.0f}-{100 * max(cd):.0f}')]
+
+
+# The lines of docs/tagging.md that docs/results.md's tagging block copies (the paragraph on the embeddings, the
+# tables and the lines under them, the notes on earlier designs and the flags), by how each is spaced there (markdown:
+# headings, paragraphs and tables need blank lines between them; headings in bold).
+COPIED = {'|': '{}', '- ': '{}', '## ': '\n**{}**\n', '**Emb': '{}\n', 'Flagged': '\n{}', 'Paired': '\n{}\n',
+          'Earlier': '\n{}'}
 
 
 def blocks(groups, fields) -> dict:
-  """docs/results.md's tagging block (the page's tables and the lines under them, its headings in bold), its
-  margins block and its bullet on implicit SSVM."""
-  def spaced(line):  # markdown: headings, paragraphs and tables need blank lines between them
-    if line.startswith('## '):
-      return f'\n**{line[3:]}**\n'
-    if line.startswith('**Emb'):
-      return f'{line}\n'
-    if line.startswith('Paired'):
-      return f'\n{line}\n'
-    return f'\n{line}' if line.startswith(('Flagged', 'Earlier')) else line
-  kept = [spaced(line) for line in fields['page'].splitlines() if line.startswith(COPIED)]
-  return {('docs/results.md', 'tagging'): f'\nTest scores x 100, {fields["spread"]}, from the committed runs '
-                                          '([tagging.md](tagging.md): commands, flags, published numbers).\n\n'
-                                          + '\n'.join(kept),
+  """docs/results.md's tagging block (the lines of the page it COPIES), its margins block and SSVM bullet."""
+  kept = [form.format(line.removeprefix('## ')) for line in fields['page'].splitlines()
+          for start, form in COPIED.items() if line.startswith(start)]
+  return {('docs/results.md', 'tagging'): TEXT['results_head'].format(spread=fields['spread']) + '\n'.join(kept),
           ('docs/results.md', 'margins'): '\n' + '\n'.join(margins_lines(groups)) + '\n',
           ('docs/results.md', 'tagging-ssvm'): '\n'.join(ssvm_lines(groups))}
 
@@ -444,58 +360,51 @@ def sweep_table(sweep: str) -> tables.Table:
   key = SELECT[dataset]
 
   def fields(groups):
-    lines = [f'| variant | overrides | seed | best epoch | dev {key} | test {key} | s/run |',
-             '|---|---|---|---|---|---|---|']
+    lines = []
     for variant, overrides in variants.items():
       shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items()))
       lines += [f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r[f"dev_{key}"]:.2f} | '
                 f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |' for r in groups.get(variant, [])]
-    return {'sweep': sweep, 'dataset': dataset, 'table': '\n'.join(lines)}
+    return {'sweep': sweep, 'dataset': dataset, 'key': key, 'table': '\n'.join(lines)}
   folder = f'docs/tagging/sweeps/{sweep}'
-  return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields, key=tables.variant_key(variants),
-                      template='tagging_sweep.md',
+  return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields,
+                      key=tables.variant_key(variants), template='tagging_sweep.md',
                       command=f'python -m experiments.reproduce_tagging --sweep={sweep} --table_only')
 
 
 def margins_lines(runs) -> list[str]:
-  """The implicit paper's margin (its implicit CD minus its BiLSTM, one table) beside ours, paired by seed on the
-  papers' metric, and the row with the best mean dev score here (at least summary.MIN_RUNS seeds) against the same
-  BiLSTM: docs/results.md's "where the papers' margins go"."""
-  lines = ['| dataset | paper: implicit CD - BiLSTM | here: implicit CD - BiLSTM, paired | best row by dev here '
-           '| its test - BiLSTM, paired | rows above implicit CD on test (3+ seeds, mean) |', '|---|---|---|---|---|---|']
+  """docs/results.md's "where the papers' margins go": the implicit paper's implicit CD minus its BiLSTM beside
+  ours, paired by seed on the papers' metric, and the row best on dev here (summary.MIN_RUNS seeds) against it."""
+  lines = [TEXT['margins_head']]
   for dataset, title in DATASETS.items():
-    metric = CONLLEVAL if dataset != 'pos' else SELECT[dataset]
-    of = lambda name, m=metric, d=dataset: by_seed(runs, d, name, m)  # pylint: disable=unnecessary-lambda-assignment
-    def cell(name, of=of):
-      seeds, diffs = records.paired_diffs(of(name), of('bilstm'))
-      return f'{np.mean(diffs):+.2f} ({sum(d > 0 for d in diffs)}/{len(diffs)} seeds)' if seeds else 'not recorded'
+    metric, groups = headline(dataset), {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS}
+
+    def cell(system, dataset=dataset, metric=metric):
+      seeds, diffs = versus(runs, dataset, system, 'bilstm', metric)
+      return '{} ({}/{} seeds)'.format(*gains(diffs)) if seeds else 'not recorded'
     cd, base = PUBLISHED[dataset]['implicit-cd'], PUBLISHED[dataset]['bilstm']
     paper = ', '.join(f'{cd[t] - base[t]:+.1f} ({t})' for t in cd if t in base) or '–'
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS if system != 'bilstm'}
-    best = summary.best(groups, f'dev_{SELECT[dataset]}')
-    means = {system: 100 * np.mean([r[f'test_{metric}'] for r in rs])
-             for system, rs in ((s, runs.get(f'{dataset}-{s}', [])) for s in SYSTEMS)
+    best = summary.best({s: rs for s, rs in groups.items() if s != 'bilstm'}, f'dev_{SELECT[dataset]}')
+    means = {system: 100 * np.mean([r[f'test_{metric}'] for r in rs]) for system, rs in groups.items()
              if len(rs) >= summary.MIN_RUNS and all(f'test_{metric}' in r for r in rs)}
-    above = [f'{SYSTEMS[system][0].split(" (")[0]} {m:.2f}' for system, m in sorted(means.items(), key=lambda i: -i[1])
+    above = [f'{LABELS[system].split(" (")[0]} {m:.2f}' for system, m in sorted(means.items(), key=lambda i: -i[1])
              if 'implicit-cd' in means and m > means['implicit-cd']]
     lines.append(f'| {title.split(" (")[0]}{" (conlleval F1)" if dataset != "pos" else " (accuracy)"} | {paper} | '
-                 f'{cell("implicit-cd")} | {SYSTEMS[best][0] if best else "–"} | {cell(best) if best else "–"} | '
+                 f'{cell("implicit-cd")} | {LABELS[best] if best else "–"} | {cell(best) if best else "–"} | '
                  f'{", ".join(above) or ("none" if "implicit-cd" in means else "–")} |')
   return lines
 
 
 def summary_rows(runs) -> list[str]:
-  """README summary rows, one per dataset: the best implicit row against the best other one, on the dev metric
-  that selects their epochs."""
+  """README summary rows: per dataset, the best implicit row against the best other one on the dev metric."""
   rows = []
   for dataset, title in DATASETS.items():
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS}
-    implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit') and rs}
-    rivals = {s: rs for s, rs in groups.items() if not s.startswith('implicit') and rs}
+    groups = {system: rs for system in SYSTEMS if (rs := runs.get(f'{dataset}-{system}'))}
+    implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit')}
+    rivals = {s: rs for s, rs in groups.items() if s not in implicit}
     key = SELECT[dataset]
-    a, b = summary.best(implicit, f'dev_{key}'), summary.best(rivals, f'dev_{key}')
-    if a and b:
-      published = ', '.join(f'{v:.1f}' for v in PUBLISHED.get(dataset, {}).get('implicit-cd', {}).values()) or '–'
+    if (a := summary.best(implicit, f'dev_{key}')) and (b := summary.best(rivals, f'dev_{key}')):
+      published = ', '.join(f'{v:.1f}' for v in PUBLISHED[dataset].get('implicit-cd', {}).values()) or '–'
       rows.append(summary.row('tagging', title, (tagging.config_name(dataset, a), implicit[a]),
                               (tagging.config_name(dataset, b), rivals[b]), f'test_{key}', published,
                               extra='' if dataset == 'pos' else f'test_{CONLLEVAL}'))
@@ -510,8 +419,7 @@ TABLES = [tables.Table('tagging', 'docs/tagging.md', ('docs/tagging/runs/*.json'
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--dataset', default='pos', choices=sorted(DATASETS))
-  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
-                                                                                         'data')))
+  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared/data')))
   parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
   parser.add_argument('--systems', default=','.join(SYSTEMS), type=experiments.names(list(SYSTEMS)))
   parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS))
@@ -519,43 +427,29 @@ def main():
   parser.add_argument('--epochs', type=int, default=0, help='override the config\'s num_epochs')
   parser.add_argument('--workdir', default='/tmp/reproduce_tagging')
   parser.add_argument('--table_only', action='store_true')
-  parser.add_argument('--supersede', action='store_true',
-                      help='rerun, from its own record, a record that keeps no predictions; the old one goes to '
-                           'docs/tagging/runs_superseded/ when the new one is written')
-  parser.add_argument('--no_table', action='store_true',
-                      help='train and write the records only: runs in parallel would each rewrite the tables and '
-                           'the README at once')
-  parser.add_argument('--pending', action='store_true',
-                      help='print, one per line, the command for each NER / NER+ row and seed of --seeds whose '
-                           'record is absent or keeps no predictions (run them in parallel with xargs -P), and exit')
+  parser.add_argument('--supersede', action='store_true', help='rerun a record that keeps no predictions from itself')
+  parser.add_argument('--no_table', action='store_true', help='write the records only (for runs in parallel)')
+  parser.add_argument('--pending', action='store_true', help='print the command of each NER / NER+ run left, and exit')
   experiments.add_runner_flags(parser)
   args = parser.parse_args()
-  seeds = args.seeds
   if args.pending:
-    left = pending(('ner', 'ner_plus'), seeds)
+    left = pending(('ner', 'ner_plus'), args.seeds)
     for dataset, system, seed in left:
-      print(f'python -m experiments.reproduce_tagging --dataset={dataset} --systems={system} --seeds={seed} --supersede '
-            f'--no_table --data_dir={args.data_dir} --workdir={args.workdir}')
+      print(f'python -m experiments.reproduce_tagging --dataset={dataset} --systems={system} --seeds={seed} '
+            f'--supersede --no_table --data_dir={args.data_dir} --workdir={args.workdir}')
     # On stderr, so that stdout stays one command a line for xargs, and an empty list reads as done, not as a failure.
-    print(f'{len(left)} NER / NER+ run(s) left on seeds {",".join(map(str, seeds))}', file=sys.stderr)
-    return
-  if args.sweep:
-    dataset, variants = SWEEPS[args.sweep]
-    chosen = experiments.chosen_variants(parser, args.only, variants)
+    print(f'{len(left)} NER / NER+ run(s) left on seeds {",".join(map(str, args.seeds))}', file=sys.stderr)
+  elif args.sweep:
+    chosen = experiments.chosen_variants(parser, args.only, SWEEPS[args.sweep][1])
     if not args.table_only:
-      runner.run_all([runner.Run(f'{args.sweep} {variant} seed {seed}',
-                                 functools.partial(base_config, dataset, seed, args.data_dir, variants[variant]),
-                                 SWEEP_DIR / args.sweep / f'{variant}-seed{seed}.json',
-                                 f'{args.workdir}/{args.sweep}-{variant}-{seed}')
-                      for seed in seeds for variant in chosen],
+      runner.run_all([run_of('', variant, seed, args, sweep=args.sweep) for seed in args.seeds for variant in chosen],
                      writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
     print(tables.build(SWEEP_TABLES[args.sweep]))
-    return
-  if not args.table_only:
-    run([run_of(args.dataset, system, seed, args) for seed in seeds for system in args.systems], args)
-    if args.no_table:
-      return
-  print(tables.build(TABLES[0]))
+  else:
+    if not args.table_only:
+      run([run_of(args.dataset, system, seed, args) for seed in args.seeds for system in args.systems], args)
+    if args.table_only or not args.no_table:
+      print(tables.build(TABLES[0]))
 
 
 if __name__ == '__main__':

@@ -4,12 +4,10 @@ Usage:
   python -m experiments.sweep --sweep=delicious-cd --data_dir=../shared/data [--only=lam0.1,lr3e-4] [--seeds=0]
   python -m experiments.sweep --sweep=delicious-cd --table_only
 
-Each run writes docs/sweeps/<sweep>/<variant>-seed<k>.json (its record, experiments/records.py:
-config, command, date, per-epoch dev history and final metrics); an existing file is not run again.
-docs/sweeps/<sweep>.md is rebuilt from the run files: the dev numbers are what a choice may use; test is listed
-only so the record is complete. The sweeps and their variants are experiments/sweeps.toml [mlc.*]. A variant is an
-override of today's dataset config; a committed run's recipe is its own record: python -m implicit_jax.main
---config=docs/sweeps/<sweep>/<variant>-seed<k>.json --workdir=DIR reruns it.
+The sweeps and their variants (overrides of today's dataset config) are experiments/sweeps.toml [mlc.*]. Each run
+writes its record (experiments/records.py) to docs/sweeps/<sweep>/<variant>-seed<k>.json, not run again once there,
+and rerun by python -m implicit_jax.main --config=THAT_RECORD --workdir=DIR. docs/sweeps/<sweep>.md is rebuilt from
+them: a choice may use its dev numbers only; test is listed so that the record is complete.
 """
 
 import argparse
@@ -25,19 +23,11 @@ import experiments
 from experiments import mlc, records, tables
 
 ROOT = records.ROOT
-
-# sweep name -> (dataset config, {variant: overrides on top of it}), experiments/sweeps.toml [mlc.*] (where each
-# sweep says why it was made and what it found).
+# sweep name -> (dataset config, {variant: overrides}); sweeps.toml says why each sweep was made and what it found.
 SWEEPS = {name: (sweep['dataset'], sweep['variants']) for name, sweep in experiments.sweeps('mlc').items()}
-
-
 # The row a dataset's sweeps start from, where it is not the dataset config as it is: bibtex's sweeps were all made
 # on its five-step design, configs/bibtex.py as it was until issue 45 moved its main job to mlc.MAIN_ROW.
 BASE_ROW = {'bibtex': 'implicit-cd-gcr'}
-
-
-def base_name(dataset: str) -> str:
-  return f'configs/{dataset}.py' + (f':{BASE_ROW[dataset]}' if dataset in BASE_ROW else '')
 
 
 def run_of(sweep, variant, seed, args) -> runner.Run:
@@ -53,15 +43,11 @@ def run_of(sweep, variant, seed, args) -> runner.Run:
                     f'{variant}-seed{seed}.json', f'/tmp/sweep/{sweep}-{variant}-{seed}')
 
 
-TABLE_HEAD = ['| variant | overrides | seed | best epoch | dev @0.5 | dev tuned (sel.) | dev tuned (max) | test @0.5 | '
-              'test tuned | device | s/run |', '|---|---|---|---|---|---|---|---|---|---|---|']
-
-
 def fields(sweep, groups) -> dict:
-  """A sweep page's fields: its name, its base row and the table of its runs, variant by variant, then the means of
-  the variants run on several seeds."""
+  """A sweep page's fields: its base row and its runs, variant by variant, then the means of those run on several
+  seeds."""
   dataset, variants = SWEEPS[sweep]
-  lines, means = list(TABLE_HEAD), []
+  lines, means = [], []
   for variant, overrides in variants.items():
     rs = groups.get(variant, [])
     shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items())) or '(config as committed)'
@@ -71,17 +57,18 @@ def fields(sweep, groups) -> dict:
                    f'{100 * r["dev_f1_tuned"]:.2f} | {100 * tuned_max:.2f} | {100 * r["test_f1"]:.2f} | '
                    f'{100 * r["test_f1_tuned"]:.2f} | {mlc.device_of(r)} | {r["train_seconds"]:.0f} |')
     if len(rs) > 1:
-      mean = {k: 100 * np.mean([r[k] for r in rs]) for k in ('dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned')}
-      means.append(f'| {variant} | {len(rs)} | {mean["dev_f1"]:.2f} | {mean["dev_f1_tuned"]:.2f} | '
-                   f'{mean["test_f1"]:.2f} | {mean["test_f1_tuned"]:.2f} |')
+      mean = (f'{100 * np.mean([r[k] for r in rs]):.2f}' for k in ('dev_f1', 'dev_f1_tuned', 'test_f1',
+                                                                    'test_f1_tuned'))
+      means.append(f'| {variant} | {len(rs)} | {" | ".join(mean)} |')
   if means:
     lines += ['', 'Variants run with several seeds, mean over seeds:', '',
               '| variant | seeds | dev @0.5 | dev tuned (sel.) | test @0.5 | test tuned |', '|---|---|---|---|---|---|',
               *means]
-  return {'sweep': sweep, 'base': base_name(dataset), 'table': '\n'.join(lines)}
+  base = f'configs/{dataset}.py' + (f':{BASE_ROW[dataset]}' if dataset in BASE_ROW else '')
+  return {'sweep': sweep, 'base': base, 'table': '\n'.join(lines)}
 
 
-# One page a sweep, docs/sweeps/<sweep>.md, from one template (pages/sweep.md); a sweep not run yet has none.
+# One page a sweep, docs/sweeps/<sweep>.md (template pages/sweep.md); a sweep not run yet has none.
 TABLES = [tables.Table(name, f'docs/sweeps/{name}.md', (f'docs/sweeps/{name}/*.json',), functools.partial(fields, name),
                        key=tables.variant_key(SWEEPS[name][1]), template='sweep.md', required=False,
                        command=f'python -m experiments.sweep --sweep={name} --table_only') for name in SWEEPS]
@@ -90,8 +77,7 @@ TABLES = [tables.Table(name, f'docs/sweeps/{name}.md', (f'docs/sweeps/{name}/*.j
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--sweep', required=True, choices=sorted(SWEEPS))
-  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
-                                                                                         'data')))
+  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared/data')))
   parser.add_argument('--only', default='', help='comma-separated variants (default: all)')
   parser.add_argument('--seeds', default='0', type=experiments.seeds)
   parser.add_argument('--table_only', action='store_true')
@@ -99,8 +85,7 @@ def main():
   args = parser.parse_args()
   chosen = experiments.chosen_variants(parser, args.only, SWEEPS[args.sweep][1])
   if not args.table_only:
-    runner.run_all([run_of(args.sweep, variant, seed, args) for seed in args.seeds
-                    for variant in chosen],
+    runner.run_all([run_of(args.sweep, variant, seed, args) for seed in args.seeds for variant in chosen],
                    writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
   print(tables.build(next(t for t in TABLES if t.name == args.sweep)))
 

@@ -4,16 +4,11 @@ Usage:
   python -m experiments.tagging_hessian --workdir=/tmp/reproduce_tagging/pos-implicit-cd-0 [--split=dev]
       [--at=pred|gold] [--max_sentences=0] [--out_dir=docs/tagging] [--data_dir=DIR]
 
-Loads the run's best-on-dev parameters and averages, over the adjacent real token pairs (t, t+1) of the split, the
-mixed second derivative d^2 E / dy_t dy_{t+1} (a tags x tags matrix) of the learned energy, taken at the relaxed
-prediction A_theta(x) (``--at=pred``; the CRF's Viterbi one-hot for a CRF run) or at the gold tags. It is computed by
-autodiff (jvp of the gradient, one tangent per position and tag), not read from the energy's parameters, so it
-measures any energy; for the paper's Eq. 7 it must equal the transition matrix W, and the script checks that.
-
-The empirical side is the training split's tag bigrams as add-one smoothed log P(tag_{t+1} = j | tag_t = i). Lower
-energy = more compatible, so the score -d^2E is compared with it: Pearson and Spearman correlation over all
-tags x tags entries. Writes <out_dir>/cross_hessian_<dataset>.png (the two heatmaps) and .md (command, date, run,
-correlations).
+Averages, over the adjacent real token pairs (t, t+1) of the split, the mixed second derivative d^2 E / dy_t dy_{t+1}
+(tags x tags) of the run's best-on-dev energy at the relaxed prediction A_theta(x) (a CRF's Viterbi one-hot) or the
+gold tags, by autodiff, so for any energy (Eq. 7's must give its transition matrix W: checked), and correlates its
+negation (lower energy = more compatible) with the training split's add-one smoothed log P(tag_{t+1} | tag_t).
+Writes <out_dir>/cross_hessian_<dataset>.png (both heatmaps) and .md (pages/cross_hessian.md).
 """
 
 import argparse
@@ -26,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from implicit_jax.engine import cli
-from experiments import records
+from experiments import records, tables
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = records.ROOT
 
 
 def fail(message: str):
@@ -69,9 +64,7 @@ def analyse(run, split: str = 'dev', at: str = 'pred', max_sentences: int = 0, b
   import scipy.stats  # pylint: disable=import-outside-toplevel
   from implicit_jax.engine import data  # pylint: disable=import-outside-toplevel
   task, energy, phi = run.task, run.modules['energy'], run.params['phi']
-  arrays = task.splits[split]
-  if max_sentences:
-    arrays = {k: v[:max_sentences] for k, v in arrays.items()}
+  arrays = {k: v[:max_sentences or None] for k, v in task.splits[split].items()}
 
   @jax.jit
   def batch_hessian(batch, y):
@@ -90,33 +83,28 @@ def analyse(run, split: str = 'dev', at: str = 'pred', max_sentences: int = 0, b
     total, count = total + np.asarray(h, np.float64), count + float(n)
   hessian = total / max(count, 1.0)
   bigrams = bigram_log_probs(np.asarray(task.splits['train']['y']), task.space.units)
-  score = -hessian
-  pearson = scipy.stats.pearsonr(score.ravel(), bigrams.ravel())
-  spearman = scipy.stats.spearmanr(score.ravel(), bigrams.ravel())
-  out = {'hessian': hessian, 'bigrams': bigrams, 'pairs': int(count), 'pearson': float(pearson[0]),
-         'pearson_p': float(pearson[1]), 'spearman': float(spearman[0]), 'spearman_p': float(spearman[1])}
-  w = phi.get('params', {}).get('W')
-  if w is not None:  # Eq. 7's pairwise term is bilinear: its cross-Hessian is W at every point
+  out = {'hessian': hessian, 'bigrams': bigrams, 'pairs': int(count)}
+  for name in ('pearson', 'spearman'):
+    out[name], out[f'{name}_p'] = map(float, getattr(scipy.stats, f'{name}r')(-hessian.ravel(), bigrams.ravel()))
+  if (w := phi.get('params', {}).get('W')) is not None:  # Eq. 7's pairwise term is bilinear: its cross-Hessian is W
     out['max_abs_diff_to_W'] = float(np.max(np.abs(hessian - np.asarray(w))))
   return out
 
 
 def figure(result: dict, names, title: str, path: Path) -> None:
   from implicit_jax.engine import plots  # pylint: disable=import-outside-toplevel
-  fig_cls = plots.import_figure()
-  fig = fig_cls(figsize=(14, 6.4))
-  panels = ((-result['hessian'], 'learned score  -d²E / dy_t dy_{t+1}'),
-            (result['bigrams'], 'training bigrams  log P(tag_{t+1} | tag_t)'))
-  for k, (matrix, label) in enumerate(panels):
+  fig = plots.import_figure()(figsize=(14, 6.4))
+  bound = np.abs(result['hessian']).max()
+  panels = ((-result['hessian'], 'learned score  -d²E / dy_t dy_{t+1}', {'cmap': 'RdBu_r', 'vmin': -bound,
+                                                                           'vmax': bound}),
+            (result['bigrams'], 'training bigrams  log P(tag_{t+1} | tag_t)', {'cmap': 'viridis'}))
+  for k, (matrix, label, style) in enumerate(panels):
     ax = fig.add_subplot(1, 2, k + 1)
-    image = ax.imshow(matrix, cmap='RdBu_r' if k == 0 else 'viridis',
-                      **({'vmin': -np.abs(matrix).max(), 'vmax': np.abs(matrix).max()} if k == 0 else {}))
+    fig.colorbar(ax.imshow(matrix, **style), ax=ax, fraction=0.046)
     ax.set_title(label, fontsize=10)
+    ax.set(xlabel='tag at t+1', ylabel='tag at t')
     ax.set_xticks(range(len(names)), names, fontsize=7)
     ax.set_yticks(range(len(names)), names, fontsize=7)
-    ax.set_xlabel('tag at t+1')
-    ax.set_ylabel('tag at t')
-    fig.colorbar(image, ax=ax, fraction=0.046)
   fig.suptitle(title, fontsize=11)
   fig.tight_layout()
   path.parent.mkdir(parents=True, exist_ok=True)
@@ -145,33 +133,23 @@ def main(argv=None):
   if args.split not in run.task.splits:
     fail(f'--split={args.split!r}: the task has splits {sorted(run.task.splits)}')
   result = analyse(run, args.split, args.at, args.max_sentences)
-  names = run.task.names.get('y') or [str(k) for k in range(run.task.space.units)]
   method = run.config.method + (f'-{run.config.implicit.primary_loss}' if run.config.method == 'implicit' else '')
-  dataset = run.task.name
-  out_dir = Path(args.out_dir)
-  title = (f'{dataset}, {method}: Pearson r = {result["pearson"]:+.3f}, Spearman rho = {result["spearman"]:+.3f} '
-           f'({args.split}, at {args.at}, {result["pairs"]} token pairs)')
-  figure(result, names, title, out_dir / f'cross_hessian_{dataset}.png')
-  command = 'python ' + ' '.join(shlex.quote(a) for a in ([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])))
+  dataset, out_dir = run.task.name, Path(args.out_dir)
+  figure(result, run.task.names.get('y') or [str(k) for k in range(run.task.space.units)],
+         f'{dataset}, {method}: Pearson r = {result["pearson"]:+.3f}, Spearman rho = {result["spearman"]:+.3f} '
+         f'({args.split}, at {args.at}, {result["pairs"]} token pairs)', out_dir / f'cross_hessian_{dataset}.png')
+  command = shlex.join(['python', sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
   score = (run.metrics or {}).get(f'test_{run.task.evaluator.select}')
-  lines = [f'# Learned tag interactions vs tag bigrams: {dataset}, {method}', '',
-           f'Produced by `{records.portable(command, workdir="WORKDIR")}` on '
-           f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the run in WORKDIR, a trained '
-           f'run\'s workdir (seed {run.config.seed}'
-           + (f', test {run.task.evaluator.select} {score:.4f}' if score is not None else '') + ').', '',
-           f'Mean cross-Hessian d²E / dy_t dy_(t+1) over the {result["pairs"]} adjacent real token pairs of the '
-           f'{args.split} split, at {"A_theta(x)" if args.at == "pred" else "the gold tags"}, by autodiff; its '
-           'negation (a score: lower energy = more compatible) against the add-one smoothed training bigrams '
-           'log P(tag_(t+1) | tag_t), over all tags x tags entries:', '',
-           '| Pearson r | Spearman rho | entries |', '|---|---|---|',
-           f'| {result["pearson"]:+.3f} (p={result["pearson_p"]:.1e}) | {result["spearman"]:+.3f} '
-           f'(p={result["spearman_p"]:.1e}) | {result["hessian"].size} |', '',
-           f'![cross-Hessian](cross_hessian_{dataset}.png)', '']
-  if 'max_abs_diff_to_W' in result:
-    lines += [f'Check: the energy is Eq. 7, whose cross-Hessian is its transition matrix W everywhere; the autodiff '
-              f'average differs from W by at most {result["max_abs_diff_to_W"]:.1e}.', '']
-  records.write_page(out_dir / f'cross_hessian_{dataset}.md', '\n'.join(lines))
-  print('\n'.join(lines))
+  check = ('' if 'max_abs_diff_to_W' not in result else 'Check: the energy is Eq. 7, whose cross-Hessian is its '
+           'transition matrix W everywhere; the autodiff average differs from W by at most '
+           f'{result["max_abs_diff_to_W"]:.1e}.')
+  text = tables.render((tables.PAGES / 'cross_hessian.md').read_text(encoding='utf-8'), {
+      **result, 'dataset': dataset, 'method': method, 'command': records.portable(command, workdir='WORKDIR'),
+      'date': f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}', 'seed': run.config.seed,
+      'score': '' if score is None else f', test {run.task.evaluator.select} {score:.4f}', 'split': args.split,
+      'at': 'A_theta(x)' if args.at == 'pred' else 'the gold tags', 'entries': result['hessian'].size, 'check': check})
+  records.write_page(out_dir / f'cross_hessian_{dataset}.md', text.rstrip('\n') + '\n')
+  print(text)
   return result
 
 
