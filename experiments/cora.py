@@ -2,12 +2,10 @@
 them. A run also sets the labeled-set size and its draw, ``--config.data.labeled=N --config.data.draw=K
 --config.seed=K`` (the labeled subset and the run's initialisation vary together)."""
 
-from __future__ import annotations
-
 import experiments
 
 _CONFIG = experiments.config_rows('cora')
-# system -> (label, overrides; None: no training, computed by reproduce_cora.py). Order = table order.
+# system -> (label, overrides; None: no training, computed by reproduce_cora.py), in table order; TRAINED: the others.
 SYSTEMS, TRAINED = _CONFIG.SYSTEMS, _CONFIG.TRAINED
 
 

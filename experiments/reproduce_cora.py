@@ -1,21 +1,15 @@
 """Cora citation fields, indirectly supervised: every method at 5, 10 and 50 labeled citations over 5 labeled
-draws, beside the paper's Table 4.
+draws, beside the paper's Table 4 (docs/cora.md; block results:cora of docs/results.md; rows of README's summary).
 
   python -m experiments.reproduce_cora --data_dir=../shared/data               # train what is missing, write the table
   python -m experiments.reproduce_cora --systems=bilstm,crf --sizes=5 --draws=0,1
   python -m experiments.reproduce_cora --table_only
   python -m experiments.reproduce_cora --sweep=cd-10                           # the dev sweep behind configs/cora.py
 
-Each run is configs/cora.py with the system's overrides, ``data.labeled`` = size and ``data.draw`` = seed = the
-draw (the labeled subset and the run's initialisation vary together). A run's compact record goes to
-docs/cora/runs/cora-<system>-l<size>-d<draw>.json; a record that exists is not run again, so the script resumes.
-The rules decoder (``rules.decode``: the best reward under contiguous fields) needs no training and no labels: its
-test accuracy is computed here, the same for every draw.
-
-The table (docs/cora.md; block results:cora of docs/results.md; rows of README's summary) reports test token
-accuracy, mean ± sample std (ddof 1) over the draws, the epoch chosen on dev accuracy, the paired differences of
-implicit CD against the other methods, and, on dev and test, each design tried against the one configs/cora.py held
-until 2026-11-28 (``CHOICES``).
+A run is configs/cora.py:<system> with ``data.labeled`` = size and ``data.draw`` = seed = the draw (the labeled
+subset and the run's initialisation vary together); its record, docs/cora/runs/cora-<system>-l<size>-d<draw>.json, is
+not made again, so the script resumes. The rules decoder (``rules.decode``: the best reward under contiguous fields)
+needs no training and no labels: its test accuracy is computed here, the same for every draw.
 """
 
 import argparse
@@ -27,23 +21,19 @@ from pathlib import Path
 import numpy as np
 
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_cora_xla_cache')
-ROOT = Path(__file__).resolve().parents[1]
-from implicit_jax import runner  # pylint: disable=wrong-import-position
-from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-import experiments  # pylint: disable=wrong-import-position
-from experiments import records, tables  # pylint: disable=wrong-import-position
-from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-# The rows: configs/cora.py:<system> applies experiments/cora.py's overrides (SYSTEMS: system ->
-# (label, overrides or None: no training), in table order).
-from experiments import cora, summary  # pylint: disable=wrong-import-position
-from experiments.cora import SYSTEMS  # pylint: disable=wrong-import-position
+# pylint: disable=wrong-import-position
+from implicit_jax import runner
+from implicit_jax.engine import cli, config as config_lib
+import experiments
+from experiments import cora, records, summary, tables
+from experiments.cora import SYSTEMS
+# pylint: enable=wrong-import-position
 
+ROOT = experiments.ROOT
 SIZES = (5, 10, 50)
 DRAWS = (0, 1, 2, 3, 4)
-# Paper Table 4 (token accuracy at 5 / 10 / 50 labeled; 1000 unlabeled citations): experiments/published.toml.
-PUBLISHED = experiments.TEXT['cora']['published']
+PUBLISHED = experiments.TEXT['cora']['published']  # paper Table 4: token accuracy at 5 / 10 / 50 labeled
 RUNS = ROOT / 'docs' / 'cora' / 'runs'
-# Where the Cora data are by default (--data_dir): the rules row is computed from them.
 DATA_DIR = os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' / 'data'))
 # (row, other) for the paired differences on test: implicit CD against the others, and the reward's part at each
 # design (implicit CD against the same without the unlabeled citations).
@@ -53,9 +43,8 @@ PAIRED = [('implicit-cd', other) for other in ('bilstm', 'implicit-cd-labeled', 
 CHOICES = [(row, 'implicit-cd-t5') for row in ('implicit-cd', 'implicit-cd-gcr', 'implicit-cd-gcr-t5', 'implicit-cd-r3',
                                                'implicit-cd-t1-r3', 'implicit-cd-t1-lr5-r3')]
 CHOICES += [('dvn', 'dvn-e15'), ('rspen', 'rspen-e15')]
-SWEEP_DIR = ROOT / 'docs' / 'cora' / 'sweeps'
 # sweep -> (size, draw, {variant: overrides}), experiments/sweeps.toml [cora.*]; choices read the dev column only.
-# The cd-* sweeps ran on configs/cora.py's implicit design until 2026-11-28 (row implicit-cd-t5); their records are
+# The cd-* sweeps ran on configs/cora.py's implicit design until 2026-11-28 (row implicit-cd-t5): their records are
 # their recipe.
 SWEEPS = {name: (s['size'], s['draw'], s['variants']) for name, s in experiments.sweeps('cora').items()}
 
@@ -80,23 +69,13 @@ def run_of(system, size, draw, args) -> runner.Run:
   return runner.Run(f'{system} labeled {size} draw {draw}', lambda: base_config(size, draw, args.data_dir, system),
                     RUNS / f'cora-{system}-l{size}-d{draw}.json', f'{args.workdir}/{system}-l{size}-d{draw}')
 
-def run_sweep(name, args) -> str:
-  """Runs the sweep's variants that have no record (not with --table_only), then writes its page."""
-  size, draw, variants = SWEEPS[name]
-  if not args.table_only:
-    runner.run_all([runner.Run(f'sweep {name} {variant}', functools.partial(base_config, size, draw, args.data_dir,
-                                                                           overrides),
-                               SWEEP_DIR / name / f'{variant}.json', f'{args.workdir}/sweep-{name}-{variant}')
-                    for variant, overrides in variants.items()],
-                   writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
-  return tables.build(sweep_table(name))
-
 
 def sweep_fields(name, groups) -> dict:
   """docs/cora/sweeps/<name>.md's fields: its setting, and one row per variant that has a record, in SWEEPS order."""
   size, draw, variants = SWEEPS[name]
   rows = [f'| {variant} | {overrides} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | '
-          f'{100 * r["test_accuracy"]:.2f} |' for variant, overrides in variants.items() for r in groups.get(variant, [])]
+          f'{100 * r["test_accuracy"]:.2f} |'
+          for variant, overrides in variants.items() for r in groups.get(variant, [])]
   return {'name': name, 'size': size, 'draw': draw, 'rows': '\n'.join(rows)}
 
 
@@ -117,24 +96,15 @@ def rules_accuracy(data_dir) -> float | None:
     return None
   d = config_lib.from_file(ROOT / 'configs' / 'cora.py').data
   d.data_dir = data_dir
-  splits, _, _ = citations.load(d)
-  test = splits['test']
-  right = total = 0
-  for ev, joined, y, mask in zip(test['evidence'], test['joined'], test['y'], test['mask']):
-    n = int(mask.sum())
-    right += int(np.sum(rules.decode(ev[:n], joined[:n]) == y[:n]))
-    total += n
-  return right / total
+  test = citations.load(d)[0]['test']
+  hits = [rules.decode(ev[:n], joined[:n]) == y[:n]
+          for ev, joined, y, n in zip(test['evidence'], test['joined'], test['y'], test['mask'].sum(-1).astype(int))]
+  return float(np.mean(np.concatenate(hits)))
 
 
 def system_of(path: Path) -> str:
   """The row of a record ``cora-<system>-l<size>-d<draw>.json``."""
   return path.stem[len('cora-'):].rsplit('-l', 1)[0]
-
-
-def row_of(path: Path, record: dict) -> tuple:
-  """A record's cell of the table: its row and labeled-set size."""
-  return system_of(path), record['config']['data']['labeled']
 
 
 def paired(a, b, field: str = 'test_accuracy') -> str:
@@ -147,6 +117,14 @@ def paired(a, b, field: str = 'test_accuracy') -> str:
           f'{sum(x > 0 for x in d)}/{len(d)} positive)')
 
 
+def pair_lines(groups, pairs, *metrics) -> list[str]:
+  """``- N labeled: A minus B: `` and ``paired`` of each (name, field) of ``metrics``, for each size and each
+  (A, B) of ``pairs`` that both have records there."""
+  return [f'- {size} labeled: {SYSTEMS[row][0]} minus {SYSTEMS[base][0]}: '
+          + '; '.join(name + paired(groups[(row, size)], groups[(base, size)], field) for name, field in metrics)
+          for size in SIZES for row, base in pairs if groups.get((row, size)) and groups.get((base, size))]
+
+
 def fields(groups, data_dir: str = DATA_DIR) -> dict:
   """docs/cora.md's fields: the table (its rules row from ``data_dir``), the published one, the rule list, the paired
   differences, the design choices and whether each dev curve flattened."""
@@ -155,10 +133,7 @@ def fields(groups, data_dir: str = DATA_DIR) -> dict:
           'published': '\n'.join(f'| {name} | {a} | {b} | {c} |' for name, (a, b, c) in PUBLISHED.items()),
           'rules': '\n'.join(f'- `{r.name}` -> {r.field}: {r.doc}' for r in rules.TOKEN_RULES),
           'boundary': f'{rules.BOUNDARY_WEIGHT:g}', 'contiguous': f'{rules.CONTIGUOUS_WEIGHT:g}',
-          'paired': '\n'.join(f'- {size} labeled: {SYSTEMS[row][0]} minus {SYSTEMS[other][0]}: '
-                              f'{paired(groups[(row, size)], groups[(other, size)])}'
-                              for size in SIZES for row, other in PAIRED
-                              if groups.get((row, size)) and groups.get((other, size))),
+          'paired': '\n'.join(pair_lines(groups, PAIRED, ('', 'test_accuracy'))),
           'choices': '\n'.join(choice_lines(groups)), 'flattened': '; '.join(
               f'{SYSTEMS[s][0]} {np.mean([records.last_tenth_gain(r, "dev_accuracy") for r in rs]):+.2f} (best '
               f'epoch {np.median([r["best_epoch"] for r in rs]):.0f} of {rs[0]["config"]["num_epochs"]})'
@@ -171,8 +146,7 @@ def table_rows(groups, rules_acc: float | None) -> list[str]:
   for system, (label, _) in SYSTEMS.items():
     if system == 'rules':
       if rules_acc is not None:
-        cell = f'{100 * rules_acc:.2f}'
-        rows.append(f'| {label} | {cell} | {cell} | {cell} | – | 0 | – (no training: `rules.decode`) |')
+        rows.append(f'| {label} | ' + f'{100 * rules_acc:.2f} | ' * 3 + '– | 0 | – (no training: `rules.decode`) |')
       continue
     cells = [groups.get((system, size), []) for size in SIZES]
     tests = [f'{records.mean_std([r["test_accuracy"] for r in rs])} ({len(rs)})' if rs else 'not run' for rs in cells]
@@ -186,10 +160,7 @@ def table_rows(groups, rules_acc: float | None) -> list[str]:
 def choice_lines(groups) -> list[str]:
   """Each design against the one it was chosen against (CHOICES), on dev and test, and what DVN's and R-SPEN's 30
   epochs add to their first 15."""
-  lines = [f'- {size} labeled: {SYSTEMS[row][0]} minus {SYSTEMS[base][0]}: dev '
-           f'{paired(groups[(row, size)], groups[(base, size)], "dev_accuracy")}; test '
-           f'{paired(groups[(row, size)], groups[(base, size)])}'
-           for size in SIZES for row, base in CHOICES if groups.get((row, size)) and groups.get((base, size))]
+  lines = pair_lines(groups, CHOICES, ('dev ', 'dev_accuracy'), ('test ', 'test_accuracy'))
   # A 30-epoch run repeats today's 15-epoch run for its first 15 epochs, so what the longer schedule adds is read off
   # its own history; a 15-epoch record made by earlier code may differ from those epochs (round-off, then chaos).
   for row in ('dvn', 'rspen'):
@@ -201,10 +172,9 @@ def choice_lines(groups) -> list[str]:
   return lines
 
 
-def best_dev(record: dict, epochs: int | None = None) -> float:
-  """The best dev accuracy of a record's history, over its first ``epochs`` epochs (all for None)."""
-  return max(h['dev_accuracy'] for h in records.history(record)
-             if 'dev_accuracy' in h and (epochs is None or h['epoch'] <= epochs))
+def best_dev(record: dict, epochs: int = 10**9) -> float:
+  """The best dev accuracy over a record's first ``epochs`` epochs."""
+  return max(h['dev_accuracy'] for h in records.history(record) if 'dev_accuracy' in h and h['epoch'] <= epochs)
 
 
 def plot(groups, data_dir: str = DATA_DIR) -> None:
@@ -253,14 +223,12 @@ def summary_rows(groups) -> list[str]:
   accuracy, over the labeled draws."""
   rows = []
   for k, size in enumerate(SIZES):
-    cell = {system: groups.get((system, size), []) for system in cora.TRAINED}
-    implicit = {s: rs for s, rs in cell.items() if s.startswith('implicit') and rs}
-    rivals = {s: rs for s, rs in cell.items() if not s.startswith('implicit') and rs}
-    a, b = summary.best(implicit, 'dev_accuracy'), summary.best(rivals, 'dev_accuracy')
+    cell = {s: groups[(s, size)] for s in cora.TRAINED if groups.get((s, size))}
+    a = summary.best({s: rs for s, rs in cell.items() if s.startswith('implicit')}, 'dev_accuracy')
+    b = summary.best({s: rs for s, rs in cell.items() if not s.startswith('implicit')}, 'dev_accuracy')
     if a and b:
-      rows.append(summary.row('cora', f'Cora, {size} labeled, token accuracy', (cora.config_name(a), implicit[a]),
-                              (cora.config_name(b), rivals[b]), 'test_accuracy',
-                              f'{PUBLISHED["implicit CD"][k]:.1f}'))
+      rows.append(summary.row('cora', f'Cora, {size} labeled, token accuracy', (cora.config_name(a), cell[a]),
+                              (cora.config_name(b), cell[b]), 'test_accuracy', f'{PUBLISHED["implicit CD"][k]:.1f}'))
   return rows
 
 
@@ -268,7 +236,8 @@ def table(data_dir: str = DATA_DIR) -> tables.Table:
   """docs/cora.md, its figure, docs/results.md's cora block and README's cora rows; the rules row from the Cora data
   in ``data_dir`` (left out where it has none)."""
   return tables.Table('cora', 'docs/cora.md', ('docs/cora/runs/*.json',), functools.partial(fields, data_dir=data_dir),
-                      key=row_of, command='python -m experiments.reproduce_cora --table_only', blocks=blocks,
+                      key=lambda path, record: (system_of(path), record['config']['data']['labeled']),
+                      command='python -m experiments.reproduce_cora --table_only', blocks=blocks,
                       summary=('cora', summary_rows), after=functools.partial(plot, data_dir=data_dir))
 
 
@@ -277,26 +246,26 @@ TABLES = [table(), *(sweep_table(name) for name in SWEEPS)]
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' /
-                                                                                         'data')))
+  parser.add_argument('--data_dir', default=DATA_DIR)
   parser.add_argument('--systems', default=','.join(SYSTEMS), type=experiments.names(list(SYSTEMS)))
   parser.add_argument('--sizes', default=','.join(map(str, SIZES)), type=experiments.integers)
   parser.add_argument('--draws', default=','.join(map(str, DRAWS)), type=experiments.integers)
   parser.add_argument('--workdir', default='/tmp/reproduce_cora')
   parser.add_argument('--table_only', action='store_true')
-  parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS))
+  parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS), help='run and write this sweep instead')
   experiments.add_runner_flags(parser)
   args = parser.parse_args()
   if args.sweep:
-    print(run_sweep(args.sweep, args))
-    return
+    size, draw, variants = SWEEPS[args.sweep]
+    runs = [runner.Run(f'sweep {args.sweep} {variant}', functools.partial(base_config, size, draw, args.data_dir, o),
+                       ROOT / 'docs' / 'cora' / 'sweeps' / args.sweep / f'{variant}.json',
+                       f'{args.workdir}/sweep-{args.sweep}-{variant}') for variant, o in variants.items()]
+  else:  # a row without a config (rules) is not run
+    runs = [run_of(system, size, draw, args) for size in args.sizes for draw in args.draws for system in args.systems
+            if SYSTEMS[system][1] is not None]
   if not args.table_only:
-    RUNS.mkdir(parents=True, exist_ok=True)
-    runner.run_all([run_of(system, size, draw, args) for size in args.sizes for draw in args.draws
-                    for system in args.systems
-                    if SYSTEMS[system][1] is not None],  # a row without a config is not run
-                   writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
-  print(tables.build(table(args.data_dir)))
+    runner.run_all(runs, writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
+  print(tables.build(sweep_table(args.sweep) if args.sweep else table(args.data_dir)))
 
 
 if __name__ == '__main__':

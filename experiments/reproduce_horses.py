@@ -1,20 +1,15 @@
-"""Weizmann horses 32x32: every segmentation method over seeds, beside the published mean IoU.
+"""Weizmann horses 32x32: every segmentation method over seeds, beside the published mean IoU (docs/horses.md).
 
-  python -m experiments.reproduce_horses --data_dir=../shared/data --seeds=0,1,2     # train what is missing, then
-                                                                                  # write docs/horses.md
-  python -m experiments.reproduce_horses --table_only                                 # the table from the records
+  python -m experiments.reproduce_horses --data_dir=../shared/data --seeds=0,1,2  # train what is missing, then the page
+  python -m experiments.reproduce_horses --data_dir=../shared/data --scale=seal --systems=fcn,implicit-cd --no_table
+  python -m experiments.reproduce_horses --table_only                              # the page from the records
 
-Each run is configs/horses.py with the system's overrides and the seed (the split stays split_seed 0: one split, several
-initialisations and data orders). A run's compact record goes to docs/horses/runs/<system>-seed<k>.json (the per-step
-log stays in its workdir under /tmp); a system and seed with a record is not run again, so the script resumes where it
-was stopped. The table reports test mean IoU (threshold 0.5) as mean ± sample std (ddof 1) over seeds, global IoU beside
-it, the implicit method's paired difference with the FCN, and flags every baseline more than 2 IoU from each of its
-published numbers.
-
-SEAL's crop protocol (data.crop=24: random 24x24 crops in training, 36 crops averaged at test) is a system of its own,
-'<system>-crops' for fcn, dvn, seal-regression, seal-nce and implicit-cd, run only when named:
-
-  python -m experiments.reproduce_horses --data_dir=../shared/data --seeds=0,1,2 --systems=fcn-crops,seal-regression-crops
+A run is configs/horses.py:<system>[,<scale>] at a seed (the split stays split_seed 0: one split, several
+initialisations and data orders). Its compact record goes to the scale's folder (SCALES: docs/horses/runs*/
+<system>-seed<k>.json) and a run with a record is not made again, so the script resumes where it was stopped. Each
+--scale is a section of the page: test mean IoU (threshold 0.5) as mean ± sample std (ddof 1) over seeds beside the
+published numbers (flagged more than 2 IoU from each), global and dev IoU, and the paired differences. The
+'<system>-crops' rows (SEAL's 24x24 training crops and 36-crop test averaging, data.crop=24) run only when named.
 """
 
 import argparse
@@ -22,67 +17,50 @@ import dataclasses
 import functools
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 
 # Runs of one system differ only in the seed: their programs are the same, so compile each once.
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_horses_xla_cache')
-ROOT = Path(__file__).resolve().parents[1]
-from implicit_jax import runner  # pylint: disable=wrong-import-position
-from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-import experiments  # pylint: disable=wrong-import-position
-from experiments import records, tables  # pylint: disable=wrong-import-position
-from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
-# The rows: configs/horses.py:<system>[,full] applies experiments/horses.py's overrides (SYSTEMS:
-# system -> (label, overrides), in table order; VARIANTS: the scales).
-from experiments import horses, summary  # pylint: disable=wrong-import-position
-from experiments.horses import (  # pylint: disable=wrong-import-position
-    CROPPED, CROPS_SYSTEMS, FULL_ONLY, SEAL_ONLY, SYSTEMS)
+# pylint: disable=wrong-import-position
+from implicit_jax import runner
+from implicit_jax.engine import cli, config as config_lib
+import experiments
+from experiments import horses, records, summary, tables
+from experiments.horses import CROPPED, CROPS_SYSTEMS, FULL_ONLY, SEAL_ONLY, SYSTEMS
+# pylint: enable=wrong-import-position
 
+ROOT = experiments.ROOT
 # Runs of configs/horses.py's implicit design until 2026-11-26 (two inner steps at 1.5e-3, MINRES with 3 HVPs): no
 # config holds it any more, so each record is its own recipe. name -> label; shown after the row named in EARLIER_AFTER.
 EARLIER = {'implicit-cd-before': 'implicit CD, before (T_inner 2, minres)',
            'implicit-dvn': 'implicit DVN-style regression (T_inner 2, minres)'}
 EARLIER_AFTER = 'implicit-cd-t1-gcr'
 ORDER = [s for system in SYSTEMS for s in (system, *(EARLIER if system == EARLIER_AFTER else ()))]  # table order
+# The published numbers and the sections' prose: experiments/published.toml, [horses.*]. PUBLISHED: test mean IoU
+# x 100 of Shankar & Piratla Table 10 and SEAL Table 4; SEAL_T4_SPREAD: the latter's +- (the claims ledger's
+# allowance where it exceeds its 2 points).
+_TEXT = experiments.TEXT['horses']
+PUBLISHED = _TEXT['published'] | {f'{s}-crops': _TEXT['published'][s] for s in CROPPED}
+SEAL_T4_SPREAD = _TEXT['seal_t4_spread']
+SEAL_UNFINISHED = _TEXT['seal_unfinished']  # systems of --scale=seal that left no record, and why
+# --scale -> (the config's variant, the folder of its records); each scale is a section of docs/horses.md.
+SCALES = {scale: (scale if scale != 'half' else '', ROOT / 'docs' / 'horses' / f'runs{folder}')
+          for scale, folder in (('half', ''), ('full', '_full'), ('seal', '_seal'), ('seal-data', '_seal_data'))}
+TOLERANCE = 2.0  # IoU points from a published number
 
 
 def label_of(system: str) -> str:
   return SYSTEMS[system][0] if system in SYSTEMS else EARLIER[system]
 
-# Published test mean IoU (x 100), experiments/published.toml: Shankar & Piratla Table 10 (their split and
-# resolution protocol of Lu & Huang 2020) and SEAL Table 4 (160 training images, 24x24 crops, 36-crop test
-# averaging, DVN's protocol).
-_TEXT = experiments.TEXT['horses']
-PUBLISHED = _TEXT['published']
-PUBLISHED.update({f'{s}-crops': PUBLISHED[s] for s in CROPPED})
-# SEAL Table 4's +- beside each number (x 100): the claims ledger's allowance where it exceeds its 2 points.
-SEAL_T4_SPREAD = _TEXT['seal_t4_spread']
-RUNS = ROOT / 'docs' / 'horses' / 'runs'
-# --scale: 'half' is configs/horses.py as committed (half the published channels, 12 epochs: every method on a 2-core
-# CPU); 'full' is the published channels and a schedule long enough for every dev curve to flatten (an accelerator's
-# work): the config's variant 'full'. Each scale keeps its own records and table section.
-SCALES = {
-    'half': ('', RUNS),
-    'full': ('full', ROOT / 'docs' / 'horses' / 'runs_full'),
-    'seal': ('seal', ROOT / 'docs' / 'horses' / 'runs_seal'),
-    'seal-data': ('seal-data', ROOT / 'docs' / 'horses' / 'runs_seal_data'),
-}
-TOLERANCE = 2.0  # IoU points from a published number
-# What the "Flagged" line under each section's table says of why its rows are far from the published numbers.
-FLAGGED_WHY = _TEXT['flagged_why']
-# Rows of --scale=seal that --scale=seal-data has not run yet, and why.
-SEAL_DATA_UNRUN = _TEXT['text']['seal_data_unrun']
-# Systems of --scale=seal that were run but left no record, and why (their logs: experiments/horses_parallel.sh).
-SEAL_UNFINISHED = _TEXT['seal_unfinished']
 
-
-def scaled_config(system: str, scale: str = 'half'):
-  """configs/horses.py:<system>[,full], the row at the scale (the seed and data_dir are the caller's)."""
+def scaled_config(system: str, scale: str = 'half', seed: int | None = None):
+  """configs/horses.py:<system>[,<scale>] (at ``seed``, if given; the data_dir is the caller's)."""
   path, arg = horses.config_name(system, scale).split(':', 1)
   config = config_lib.from_file(ROOT / path, arg=arg)
   config.config_file = f'{path}:{arg}'
+  if seed is not None:
+    config.seed = seed
   return config
 
 
@@ -91,19 +69,16 @@ def run_of(system, seed, args) -> runner.Run:
   scale = getattr(args, 'scale', 'half')
 
   def config():
-    config = scaled_config(system, scale)
-    config.seed = seed
+    config = scaled_config(system, scale, seed)
     config.data.data_dir = args.data_dir
-    if args.epochs:
-      config.num_epochs = args.epochs
+    config.num_epochs = args.epochs or config.num_epochs
     return config
   return runner.Run(f'{system} seed {seed}', config, SCALES[scale][1] / f'{system}-seed{seed}.json',
                     f'{args.workdir}/{scale}-{system}-{seed}')
 
 
 def section_fields(scale: str, groups) -> dict:
-  """The fields of the docs/horses.md section of one scale: when and where its runs were made, their schedule and
-  split, the table, the paired differences, the flagged rows, the dev curves' ends and the training times."""
+  """The fields of the docs/horses.md section of one scale."""
   first = next(iter(groups.values()))[0]
   cfg, info = first['config'], first['task_info']
   every = [r for rs in groups.values() for r in rs]
@@ -118,13 +93,13 @@ def section_fields(scale: str, groups) -> dict:
       'epochs': cfg['num_epochs'], 'batch': cfg['batch_size'], 'steps': first.get('steps'),
       'channels': tuple(cfg['model']['channels']), 'energy_channels': tuple(cfg['model'].get('energy_channels', ())),
       'split': info['split'], 'size': info['size'], 'dev': len(info.get('ids', {}).get('dev', ())),
-      'rows': '\n'.join(rows), 'unrun': SEAL_DATA_UNRUN.format(rows=', '.join(unrun)) if unrun else '',
+      'rows': '\n'.join(rows), 'unrun': _TEXT['text']['seal_data_unrun'].format(rows=', '.join(unrun)) if unrun else '',
       'paired': '\n'.join(paired_lines(scale, groups)),
       'flagged': (f'Flagged (more than {TOLERANCE:g} IoU from every published number): {", ".join(flagged)}. '
-                  + FLAGGED_WHY[scale]) if flagged else '',
+                  + _TEXT['flagged_why'][scale]) if flagged else '',
       'flattened': '' if scale == 'half' else '; '.join(
-          f'{label_of(s)} {np.mean([records.last_tenth_gain(r, "dev_mean_iou") for r in rs]):+.2f} '
-          f'(best epoch {np.median([r["best_epoch"] for r in rs]):.0f})' for s, rs in groups.items()),
+          f'{label_of(s)} {_tenth(rs):+.2f} (best epoch {np.median([r["best_epoch"] for r in rs]):.0f})'
+          for s, rs in groups.items()),
       'seconds': ', '.join(f'{label_of(s)} {seconds[s]:.0f}' + (f' ({kinds[s]})' if mixed else '')
                            for s in ORDER if s in seconds),
       'shared': ' The runs shared their device with other runs: a cost indication, not a speed measurement.'
@@ -135,36 +110,40 @@ def table_rows(scale: str, groups) -> tuple[list[str], list[str], list[str]]:
   """The section's rows in ORDER, the labels of those flagged (more than TOLERANCE from every published number)
   and, on SEAL's data, of the rows of SEAL's protocol not run there yet."""
   rows, flagged, unrun = [], [], []
-  elsewhere = set(SECTIONS['seal'].load()) | set(SEAL_UNFINISHED) if scale == 'seal-data' else set()  # to name
+  elsewhere = set(SECTIONS['seal'].load()) | set(SEAL_UNFINISHED) if scale == 'seal-data' else set()
   for system in ORDER:
-    label, config = label_of(system), f'`{horses.config_name(system, scale)}` |'
+    label, config = label_of(system), f'`{horses.config_name(system, scale)}`'
     rs = sorted(groups.get(system, []), key=lambda r: r['seed'])
-    if not rs and system in EARLIER:
-      continue
     if not rs:
-      if scale == 'half' and system not in CROPS_SYSTEMS + FULL_ONLY + SEAL_ONLY:  # optional: shown once run
-        rows.append(f'| {label} | 0 | not run | | | | | {config}')
-      if scale == 'seal' and system in SEAL_UNFINISHED:
-        there = SECTIONS['seal-data'].load().get(system)
-        seal_data = (f'test mean IoU {records.mean_std([r["test_mean_iou"] for r in there])} over {len(there)} seeds '
-                     'in the section above') if there else 'no record there yet'
-        rows.append(f'| {label} | 0 | no record: {SEAL_UNFINISHED[system].format(seal_data=seal_data)} | | | | | '
-                    f'{config}')
+      why = '' if system in EARLIER else missing(system, scale, system in elsewhere)
+      if why:
+        rows.append(f'| {label} | 0 | {why} | | | | | {config} |')
       if system in elsewhere:
         unrun.append(label)
-        rows.append(f'| {label} | 0 | not run yet (the line below the table) | | | | | {config}')
       continue
     mean, pub = 100 * np.mean([r['test_mean_iou'] for r in rs]), PUBLISHED[system]
-    mark = '—'
-    if pub:
-      near = any(abs(mean - v) <= TOLERANCE for v in pub.values())
-      mark = 'yes' if near else f'**no** ({min(abs(mean - v) for v in pub.values()):.1f} away)'
-      if not near:
-        flagged.append(label)
+    gap = min((abs(mean - v) for v in pub.values()), default=0)
+    mark = '—' if not pub else 'yes' if gap <= TOLERANCE else f'**no** ({gap:.1f} away)'
+    if gap > TOLERANCE:
+      flagged.append(label)
     scores = [records.mean_std([r[k] for r in rs]) for k in ('test_mean_iou', 'test_global_iou', 'dev_mean_iou')]
     shown = ', '.join(f'{v:.2f} ({k})' for k, v in pub.items()) or '—'
     rows.append(f'| {label} | {len(rs)} | {" | ".join(scores)} | {shown} | {mark} | {recipe_cell(system, scale, rs)} |')
   return rows, flagged, unrun
+
+
+def missing(system: str, scale: str, elsewhere: bool) -> str:
+  """What the row of a system without records says, '' to leave it out."""
+  if elsewhere:  # on SEAL's data, a row of SEAL's protocol
+    return 'not run yet (the line below the table)'
+  if scale == 'half' and system not in CROPS_SYSTEMS + FULL_ONLY + SEAL_ONLY:  # the optional rows: shown once run
+    return 'not run'
+  if scale != 'seal' or system not in SEAL_UNFINISHED:
+    return ''
+  there = SECTIONS['seal-data'].load().get(system)
+  seal_data = (f'test mean IoU {records.mean_std([r["test_mean_iou"] for r in there])} over {len(there)} seeds '
+               'in the section above') if there else 'no record there yet'
+  return f'no record: {SEAL_UNFINISHED[system].format(seal_data=seal_data)}'
 
 
 def paired_lines(scale: str, groups) -> list[str]:
@@ -193,44 +172,34 @@ def recipe_cell(system: str, scale: str, rs) -> str:
   pattern = f'{SCALES[scale][1].relative_to(ROOT)}/{system}-seed*.json'
   if system in EARLIER:
     return records.recipe(None, pattern)
-  def row(seed):
-    config = scaled_config(system, scale)
-    config.seed = seed
-    return config
-  return records.recipe(horses.config_name(system, scale), pattern,
-                        [key for r in rs if 'config' in r for key in records.row_differences(r, row(r['seed']))])
-
-
-def plot_curves(scale: str, groups) -> None:
-  """docs/horses/curves_<scale>.png: dev mean IoU per epoch of every system of a section (mean over seeds, band =
-  min..max), from its records."""
-  import matplotlib  # pylint: disable=import-outside-toplevel
-  matplotlib.use('Agg')
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-  fig, ax = plt.subplots(figsize=(7, 4.2))
-  for system, rs in groups.items():
-    curves = [[h['dev_mean_iou'] for h in records.history(r)] for r in rs]
-    n = min(len(c) for c in curves)
-    curves = 100 * np.array([c[:n] for c in curves])
-    epochs = np.arange(1, n + 1)
-    line, = ax.plot(epochs, curves.mean(0), label=f'{label_of(system)} ({len(rs)} seeds)')
-    ax.fill_between(epochs, curves.min(0), curves.max(0), color=line.get_color(), alpha=0.15)
-  ax.set_xlabel('epoch')
-  ax.set_ylabel('dev mean IoU x 100')
-  ax.set_title(f'Weizmann horses, --scale={scale}: dev curves')
-  ax.grid(alpha=0.3)
-  ax.legend(fontsize=7)
-  fig.tight_layout()
-  fig.savefig(ROOT / 'docs' / 'horses' / f'curves_{scale}.png', dpi=110)
-  plt.close(fig)
+  return records.recipe(horses.config_name(system, scale), pattern, [
+      key for r in rs if 'config' in r for key in records.row_differences(r, scaled_config(system, scale, r['seed']))])
 
 
 def draw_curves(groups) -> None:  # pylint: disable=unused-argument
-  """The dev curves of each later section of docs/horses.md that has records."""
+  """docs/horses/curves_<scale>.png of each later section that has records: dev mean IoU per epoch of every system
+  (mean over seeds, band = min..max)."""
+  from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
   for scale, table in SECTIONS.items():
     runs = table.load()
-    if runs:
-      plot_curves(scale, runs)
+    if not runs:
+      continue
+    fig = Figure(figsize=(7, 4.2))
+    ax = fig.add_subplot()
+    for system, rs in runs.items():
+      curves = [[h['dev_mean_iou'] for h in records.history(r)] for r in rs]
+      n = min(len(c) for c in curves)
+      curves = 100 * np.array([c[:n] for c in curves])
+      epochs = np.arange(1, n + 1)
+      line, = ax.plot(epochs, curves.mean(0), label=f'{label_of(system)} ({len(rs)} seeds)')
+      ax.fill_between(epochs, curves.min(0), curves.max(0), color=line.get_color(), alpha=0.15)
+    ax.set_xlabel('epoch')
+    ax.set_ylabel('dev mean IoU x 100')
+    ax.set_title(f'Weizmann horses, --scale={scale}: dev curves')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(ROOT / 'docs' / 'horses' / f'curves_{scale}.png', dpi=110)
 
 
 # SEAL Table 4's rows that we run (the weight-as-printed regression is our variant of one of them) and the implicit
@@ -246,21 +215,18 @@ def summary_scale() -> str:
 
 
 def summary_rows(runs, scale: str = 'seal') -> list[str]:
-  """The README summary row, from a SEAL-protocol section (docs/horses.md "At SEAL's protocol": the setting of
-  the published rival numbers; the half-width CPU section and the earlier full-width one are not): the best implicit
-  row against the best other one, on dev mean IoU."""
-  implicit = {s: rs for s, rs in runs.items() if s.startswith('implicit')}
-  rivals = {s: rs for s, rs in runs.items() if not s.startswith('implicit')}
-  a, b = summary.best(implicit, 'dev_mean_iou'), summary.best(rivals, 'dev_mean_iou')
+  """The README summary row, from a SEAL-protocol section (the setting of the published rival numbers): the best
+  implicit row against the best other one, on dev mean IoU."""
+  a = summary.best({s: rs for s, rs in runs.items() if s.startswith('implicit')}, 'dev_mean_iou')
+  b = summary.best({s: rs for s, rs in runs.items() if not s.startswith('implicit')}, 'dev_mean_iou')
   if not (a and b):
     return []
-  devices = sorted({records.device_of(r).upper() for r in implicit[a] + rivals[b]})
+  devices = sorted({records.device_of(r).upper() for r in runs[a] + runs[b]})
   data = ', SEAL\'s data' if scale == 'seal-data' else ''
   task = (f'Weizmann horses 32x32, mean IoU (docs/horses.md, section "At SEAL\'s protocol{data}": 24x24 crops, '
           f'36-crop test, {horses.VARIANTS[scale]["num_epochs"]} epochs, {" and ".join(devices)})')
-  return [summary.row('horses', task, (horses.config_name(a, scale), implicit[a]),
-                      (horses.config_name(b, scale), rivals[b]), 'test_mean_iou',
-                      f'{PUBLISHED["implicit-cd"]["implicit T10"]:.1f}')]
+  return [summary.row('horses', task, (horses.config_name(a, scale), runs[a]), (horses.config_name(b, scale), runs[b]),
+                      'test_mean_iou', f'{PUBLISHED["implicit-cd"]["implicit T10"]:.1f}')]
 
 
 def readme_rows(groups) -> list[str]:  # pylint: disable=unused-argument
@@ -269,18 +235,13 @@ def readme_rows(groups) -> list[str]:  # pylint: disable=unused-argument
   return summary_rows(SECTIONS[scale].load(), scale)
 
 
-# docs/results.md's horses block: what it says of each later section before the section's tables and paired lines.
-BLOCK_HEADS = _TEXT['block_heads']
-
-
-def _iou(rs, key='test_mean_iou') -> float:
-  return 100 * float(np.mean([r[key] for r in rs]))
+def _iou(rs) -> float:
+  return 100 * float(np.mean([r['test_mean_iou'] for r in rs]))
 
 
 def _paired(a, b) -> tuple[float, int, int]:
   """Mean of ``a - b`` in test mean IoU x 100 over the seeds both have, the seeds it is positive on, and their count."""
-  first, second = ({r['seed']: r['test_mean_iou'] for r in rs} for rs in (a, b))
-  d = [100 * (first[s] - second[s]) for s in sorted(set(first) & set(second))]
+  _, d = records.paired_diffs(*({r['seed']: r['test_mean_iou'] for r in rs} for rs in (a, b)))
   return float(np.mean(d)), sum(x > 0 for x in d), len(d)
 
 
@@ -290,14 +251,15 @@ def _pair_text(a, b) -> str:
   return f'{mean:+.2f}' + ('' if up == n else f' ({up} of {n} seeds positive)')
 
 
-# results.md's reading of the sections names the rows as its prose does.
-SHORT = _TEXT['short']
-
-
 def _over(a, runs, systems) -> str:
   """``a`` over each of ``systems``: "+1.91 over the FCN, +0.97 over SEAL regression and +4.83 over DVN"."""
-  parts = [f'{_pair_text(a, runs[s])} over {SHORT[s]}' for s in systems]
+  parts = [f'{_pair_text(a, runs[s])} over {_TEXT["short"][s]}' for s in systems]
   return ', '.join(parts[:-1]) + f' and {parts[-1]}' if len(parts) > 1 else parts[0]
+
+
+def _tenth(rs) -> float:
+  """How much a row's dev curve still rose over the last tenth of its epochs (records.last_tenth_gain), mean."""
+  return np.mean([records.last_tenth_gain(r, 'dev_mean_iou') for r in rs])
 
 
 def _spread(rs) -> str:
@@ -315,7 +277,7 @@ def _devices(runs: dict) -> str:
   by = {}
   for system, rs in runs.items():
     kind, _, name = sorted({r['device'] for r in rs})[0].partition(': ')
-    by.setdefault('a CPU' if kind == 'cpu' else f'one {name}', []).append(SHORT[system])
+    by.setdefault('a CPU' if kind == 'cpu' else f'one {name}', []).append(_TEXT['short'][system])
   return '; '.join(f'{", ".join(labels)} on {device}' for device, labels in by.items())
 
 
@@ -323,7 +285,7 @@ def reading_fields() -> dict:
   """The fields of results.md's reading of the SEAL-protocol and full-width sections (pages/horses.reading.md),
   every number from the sections' records and the published ones."""
   data, seal, full = (SECTIONS[scale].load() for scale in ('seal-data', 'seal', 'full'))
-  half = TABLES[0].load()
+  half, short = TABLES[0].load(), _TEXT['short']
   pub = {s: PUBLISHED[s]['SEAL T4'] for s in ('fcn', 'dvn', 'seal-regression', 'seal-nce')}
   paper_cd = PUBLISHED['implicit-cd']['implicit T10']
   rivals = ('fcn', 'seal-regression', 'dvn', 'seal-nce')
@@ -332,7 +294,6 @@ def reading_fields() -> dict:
   far = [s for s in rivals if s not in near]
   nce = sorted(100 * r['test_mean_iou'] for r in data['seal-nce'])
   epochs = data['seal-nce'][0]['config']['num_epochs']
-  tenth = lambda rs: np.mean([records.last_tenth_gain(r, 'dev_mean_iou') for r in rs])  # noqa: E731
   implicit = ('implicit-cd', 'implicit-regression')
   lead = all(_paired(data[i], data[s])[1] == _paired(data[i], data[s])[2] for i in implicit for s in rivals)
   seal_rivals = ('fcn', 'seal-regression', 'seal-regression-w', 'seal-nce')
@@ -342,12 +303,13 @@ def reading_fields() -> dict:
   return {
       'data_devices': _devices(data), 'tolerance': f'{TOLERANCE:g}',
       'data_near': {0: 'None', 1: 'One', 2: 'Two', 3: 'Three', 4: 'All four'}[len(near)],
-      'data_near_rows': ', '.join(f'{SHORT[s]} ({_spread(data[s])} against {pub[s]:.2f})' for s in near),
-      'data_far': '; '.join(f'{SHORT[s]} misses ({_spread(data[s])} against {pub[s]:.2f})' for s in far),
+      'data_near_rows': ', '.join(f'{short[s]} ({_spread(data[s])} against {pub[s]:.2f})' for s in near),
+      'data_far': '; '.join(f'{short[s]} misses ({_spread(data[s])} against {pub[s]:.2f})' for s in far),
       'nce_low': f'its lowest seed ends {np.mean(nce[1:]) - nce[0]:.1f} points under the mean of the other two',
       'nce_late': f'{sum(r["best_epoch"] > epochs - 3 for r in data["seal-nce"])} of {len(data["seal-nce"])}',
-      'data_epochs': str(epochs), 'dvn_tenth': f'{tenth(data["dvn"]):+.2f}',
-      'data_lead': 'Both implicit rows lead every rival on every seed' if lead else 'The implicit rows against each rival',
+      'data_epochs': str(epochs), 'dvn_tenth': f'{_tenth(data["dvn"]):+.2f}',
+      'data_lead': ('Both implicit rows lead every rival on every seed' if lead
+                    else 'The implicit rows against each rival'),
       'cd_over': _over(data['implicit-cd'], data, ('fcn', 'seal-regression', 'dvn')),
       'reg_over': _over(data['implicit-regression'], data, ('fcn', 'seal-regression', 'dvn')),
       'over_seal': f'{_paired(data["implicit-cd"], data["seal-regression"])[0]:+.2f}',
@@ -358,7 +320,8 @@ def reading_fields() -> dict:
       'seal_epochs': str(seal['fcn'][0]['config']['num_epochs']), 'seal_devices': _devices(seal).split(' on ')[-1],
       'fcn_rise': f'{_iou(seal["fcn"]) - _iou(full["fcn"]):.1f}',
       'fcn_full_sd': _spread(full['fcn']).split(' ± ')[1], 'fcn_seal_sd': _spread(seal['fcn']).split(' ± ')[1],
-      'fcn_seal': _spread(seal['fcn']), 'sr_rise': f'{_iou(seal["seal-regression"]) - _iou(full["seal-regression"]):.1f}',
+      'fcn_seal': _spread(seal['fcn']),
+      'sr_rise': f'{_iou(seal["seal-regression"]) - _iou(full["seal-regression"]):.1f}',
       'seal_under': _span([pub[s] - _iou(seal[s]) for s in ('fcn', 'seal-regression', 'seal-nce')]),
       'pub_fcn': f'{pub["fcn"]:.2f}', 'pub_sr': f'{pub["seal-regression"]:.2f}', 'pub_nce': f'{pub["seal-nce"]:.2f}',
       'seal_cd': _spread(seal['implicit-cd']),
@@ -368,9 +331,9 @@ def reading_fields() -> dict:
                                                                                  'seal-regression-w')]),
       'sr_fcn': (f'{_pair_text(seal["seal-regression"], seal["fcn"])}, and with its energy weight as printed '
                  f'{_pair_text(seal["seal-regression-w"], seal["fcn"])}'),
-      'seal_tenths': ', '.join(f'{SHORT[s]} {tenth(rs):+.2f}' for s, rs in seal.items()),
+      'seal_tenths': ', '.join(f'{short[s]} {_tenth(rs):+.2f}' for s, rs in seal.items()),
       'full_epochs': str(full['fcn'][0]['config']['num_epochs']), 'full_devices': _devices(full).split(' on ')[-1],
-      'full_gains': ', '.join(f'{SHORT[s]} {g:+.2f}' for s, g in gains.items()),
+      'full_gains': ', '.join(f'{short[s]} {g:+.2f}' for s, g in gains.items()),
       'full_cd': _spread(full['implicit-cd']), 'full_cd_sr': _pair_text(full['implicit-cd'], full['seal-regression']),
       'full_src': _spread(full['seal-regression-crops']),
       'full_cd_src': _pair_text(full['implicit-cd'], full['seal-regression-crops']),
@@ -386,12 +349,12 @@ def reading_fields() -> dict:
 
 
 def blocks(groups, fields) -> dict:  # pylint: disable=unused-argument
-  """docs/results.md's horses block: the tables and paired differences of each section, the half-width one's
+  """docs/results.md's horses block: the tables and paired differences of each section, the full-width one's
   schedule before its table; and its reading of the later sections, from pages/horses.reading.md."""
   kept = [line for line in fields['page'].splitlines() if line.startswith(('|', '- ', '**CPU'))]
   for name, part in fields['parts'].items():
     lines = part['page'].splitlines()
-    head = BLOCK_HEADS[name]
+    head = _TEXT['block_heads'][name]
     if name == 'horses-full':  # its schedule, as the section says it
       head += next(line for line in lines if line.startswith('**Published')).replace('**', '')
     kept += ['', head, ''] + [line for line in lines if line.startswith(('|', '- '))]
@@ -410,8 +373,7 @@ def section(scale: str, **more) -> tables.Table:
                       section='' if half else scale, **more)
 
 
-# The later sections, in page order.
-SECTIONS = {scale: section(scale) for scale in ('seal-data', 'seal', 'full')}
+SECTIONS = {scale: section(scale) for scale in ('seal-data', 'seal', 'full')}  # the later sections, in page order
 TABLES = [dataclasses.replace(section('half'), name='horses', parts=tuple(SECTIONS.values()), blocks=blocks,
                               summary=('horses', readme_rows), after=draw_curves)]
 
@@ -441,9 +403,7 @@ def main():
     for only, scales in ((FULL_ONLY, ('full',)), (SEAL_ONLY, horses.SEAL_VARIANTS)):
       if args.scale not in scales and set(systems) & set(only):
         parser.error(f'--systems: {sorted(set(systems) & set(only))} run at --scale={" or ".join(scales)} only')
-    RUNS.mkdir(parents=True, exist_ok=True)
-    runner.run_all([run_of(system, seed, args) for seed in args.seeds
-                    for system in systems],
+    runner.run_all([run_of(system, seed, args) for seed in args.seeds for system in systems],
                    writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
     if args.no_table:
       return

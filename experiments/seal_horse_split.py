@@ -1,20 +1,15 @@
 """Derive SEAL's Weizmann horses split as ids of the shared PNG pairs, and check how the pairs are resized.
 
-SEAL (iesl/seal-neurips-2022, its data/weizmann_horse_seg/weizmann_horse_{train,val,test}.npy) trains and tests on Li,
-Tarlow & Zemel's 32x32 horses: 328 images and masks already resized, in an order of its own. The project reads the
-327 PNG pairs of the shared data and resizes them itself. This script
-
-1. measures, for each way of resizing a PNG pair, how many of SEAL's mask pixels it reproduces (the project's
-   data.resize: 'bilinear' against 'bicubic'), and
-2. matches each SEAL image to one PNG pair (image RMS distance plus 100 x mask disagreement, one-to-one by
-   scipy's linear_sum_assignment) and prints the split; with --check (the default), exits 1 unless it equals
-   implicit_jax/tasks/segmentation/seal_split.py.
+SEAL (iesl/seal-neurips-2022, data/weizmann_horse_seg/weizmann_horse_{train,val,test}.npy) trains and tests on Li,
+Tarlow & Zemel's 328 horses, already resized to 32x32, in an order of its own; the project resizes the 327 PNG pairs
+of the shared data itself. This script measures how many of SEAL's mask pixels each data.resize reproduces, matches
+each SEAL image to one PNG pair (image RMS distance plus 100 x mask disagreement, one-to-one by scipy's
+linear_sum_assignment) and prints the split; unless --no_check, it exits 1 where the split differs from
+implicit_jax/tasks/segmentation/seal_split.py.
 
   git clone https://github.com/iesl/seal-neurips-2022 /tmp/seal    # or any copy of its data folder
   python -m experiments.seal_horse_split --seal_data=/tmp/seal/data/weizmann_horse_seg --data_dir=../shared/data
 """
-
-from __future__ import annotations
 
 import argparse
 import os
@@ -25,12 +20,11 @@ import numpy as np
 
 from implicit_jax.tasks.segmentation import horses, seal_split
 
-ROOT = Path(__file__).resolve().parents[1]
-
 SPLITS = {'train': 'train', 'val': 'dev', 'test': 'test'}  # SEAL's file name -> the project's split
 
 
 def read_seal(folder: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
+  """SEAL's images, masks and the split of each, in its order."""
   images, masks, names = [], [], []
   for seal_name, ours in SPLITS.items():
     path = folder / f'weizmann_horse_{seal_name}.npy'
@@ -70,16 +64,15 @@ def main():
   print(f'{len(rows)} of SEAL\'s {len(seal_x)} images matched to the {len(ids)} pairs; largest image RMS distance '
         f'{image_rms.max():.2f} of 255')
   for r in horses.RESIZE:
-    same = (seal_y[rows] == y[r][cols]).mean()
-    print(f'data.resize={r!r}: {100 * same:.2f}% of SEAL\'s mask pixels reproduced; horse pixels '
-          f'{int(y[r][cols].sum())} against SEAL\'s {int(seal_y[rows].sum())}')
+    print(f'data.resize={r!r}: {100 * (seal_y[rows] == y[r][cols]).mean():.2f}% of SEAL\'s mask pixels reproduced; '
+          f'horse pixels {int(y[r][cols].sum())} against SEAL\'s {int(seal_y[rows].sum())}')
   split = {ours: [] for ours in SPLITS.values()}
-  for row in range(len(seal_x)):  # SEAL's order within each split
-    found = np.flatnonzero(rows == row)
-    if found.size:
-      split[names[row]].append(int(ids[cols[found[0]]]))
+  matched = dict(zip(rows, cols))
+  for row, name in enumerate(names):  # SEAL's order within each split
+    if row in matched:
+      split[name].append(int(ids[matched[row]]))
     else:
-      print(f'SEAL\'s {names[row]} image {names[:row].count(names[row])} (from 0) has no pair')
+      print(f'SEAL\'s {name} image {names[:row].count(name)} (from 0) has no pair')
   print({k: len(v) for k, v in split.items()})
   print(split)
   if not args.no_check:
