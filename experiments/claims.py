@@ -5,32 +5,27 @@ committed run records.
                                                              # README's claims line
   python -m experiments.tables claims                        # the same, with the default --data_dir and --seed
 
-A claim is "A over B" on one task: two rows of one published table (the implicit paper's, InfNet+'s or SEAL's),
-A the one the paper puts higher, with the paper's difference A - B. Ours is the same difference on test, each row
-at our protocol for that family (the rows of its own table: docs/baselines.md, docs/tagging.md, docs/horses.md "At
-SEAL's protocol", docs/cora.md), paired by seed (Cora: by labeled draw), in the paper's metric x 100: example F1 at
-0.5 (multi-label), token accuracy (POS, Cora), conlleval chunk F1 (NER; strict chunk F1 where a row's records
-predate conlleval's), mean IoU (horses).
+A claim is "A over B" on one task: two rows of one published table (the implicit paper's, InfNet+'s or SEAL's; the
+claims are listed in experiments/published.toml), A the one the paper puts higher, with the paper's difference
+A - B. Ours is the same difference on test, each row at our protocol for its family (the rows of docs/baselines.md,
+docs/tagging.md, docs/horses.md "At SEAL's protocol", docs/cora.md), paired by seed (Cora: by labeled draw), in the
+paper's metric x 100: example F1 at 0.5, token accuracy (POS, Cora), conlleval chunk F1 (NER; strict chunk F1 where
+a row's records predate conlleval's), mean IoU (horses).
 
-The interval is a paired bootstrap (95%, percentiles of ``REPLICATES`` replicates, seeded per claim by ``--seed``
-and the claim's rows, so that a row's interval stays put when another row's records change): each replicate draws
-the seeds and the test examples with replacement, the same for both rows, and recomputes each row's figure from its
-per-example scores (``Evaluator.example_scores`` on the record's kept decisions, through experiments/rescore.py,
-which checks the gold data against the record first; each record's scores must give back its recorded figure, or
-the claim fails with the record named). A claim whose records keep no predictions draws the seeds alone ("seeds
-only": narrower than the test set's sampling error would give); one with a single such seed has no interval.
+The interval is a paired bootstrap (95%, ``REPLICATES`` replicates, seeded per claim by ``--seed`` and the claim's
+rows, so that it stays put when another row's records change): each replicate draws the seeds and the test examples
+with replacement, the same for both rows, and recomputes each row's figure from its per-example scores
+(``Evaluator.example_scores`` on the record's kept decisions, through experiments/rescore.py; they must give back
+the recorded figure, or the claim fails naming the record). Records without kept predictions draw the seeds alone
+("seeds only": narrower than the test set's sampling error would give); a single such seed has no interval.
 
-Each claim is judged on two axes. Direction, against the sign of the published difference: **reproduced** when
-the interval lies on its side of 0 (A ahead), **reversed** when it lies on the other side, **not shown** when it
-holds 0. Size: the published difference **inside** the interval, **above** it (ours is smaller) or **below** it
-(ours is larger). Beside them, whether each row runs at its own published level: within ``AT_LEVEL`` points of its
-number in the same table, or of its published spread where the paper gives a wider one. **not run** when a row has
-no records at that protocol (the note says why).
-
-Across the ledger, Holm's step-down correction: each claim's two-sided p-value from its bootstrap, read off a
-normal curve with the replicates' standard deviation (``p_value``: 2000 replicates cannot resolve a percentile
-p-value under 1/1000, and Holm's first threshold is 0.05 over the number of claims); a direction verdict stands
-after the correction when its adjusted p-value is under 0.05.
+Direction: **reproduced** when the interval lies on the published side of 0, **reversed** on the other side, **not
+shown** when it holds 0. Size: the published difference **inside**, **above** (ours is smaller) or **below** the
+interval. Each row is at its published level within ``AT_LEVEL`` points of its own number (or the paper's wider
++-). Across the ledger, Holm's step-down correction on each claim's two-sided p-value, read off a normal curve with
+the replicates' standard deviation (``p_value``: 2000 replicates cannot resolve a percentile p-value under 1/1000,
+and Holm's first threshold is 0.05 over the number of claims); a direction verdict stands when its adjusted p-value
+is under 0.05.
 """
 
 from __future__ import annotations
@@ -123,104 +118,45 @@ def cora(system, size):
   return Row(system, f'configs/cora.py:{system} (--config.data.labeled={size})', runs, 'test_accuracy')
 
 
-def _published(numbers: dict, *tables_) -> float:
-  """A tagging row's number in the first of ``tables_`` that gives one (a source 'impl T9, cites Tu & Gimpel 2019'
-  is Table 9's)."""
-  return next(v for table in tables_ for source, v in numbers.items() if source.split(',')[0] == table)
-
-
 # The paper's name of each row, as its table prints it (subscripts as L_X), by table and our system
 # (experiments/published.toml).
 ROW_NAMES = experiments.TEXT['claims']['row_names']
+CORA_NAMES = {'implicit-cd': 'implicit CD', 'rspen': 'R-SPEN', 'dvn': 'DVN'}  # reproduce_cora.PUBLISHED's names
 
 
-def _pairs(paper, task, pairs, row, number, spread=None, note=lambda a, b: '') -> list[Claim]:
-  """The claims of table ``paper`` on ``task``, A over B for each pair of systems (the keys of ROW_NAMES[paper]):
-  ``row``, ``number`` and ``spread`` give a system's Row, published number and published +-."""
-  names = ROW_NAMES[paper]
-  return [Claim(paper, task, row(a), row(b), (number(a), number(b)), note=note(a, b), names=(names[a], names[b]),
-                spreads=(spread(a), spread(b)) if spread else ()) for a, b in pairs]
+def _family(table: dict, task: str):
+  """A system's Row and published number in ``table`` on ``task``, and its published +- (None: the table gives
+  none)."""
+  paper, spreads = table['paper'], table.get('spreads')
+  if task in compare_methods.DATASETS:
+    pub = compare_methods.SEAL if paper == 'SEAL T1' else compare_methods.IMPLICIT_PAPER
+    spread = lambda s: compare_methods.SEAL_SPREAD[s][task]
+    return functools.partial(mlc, task), lambda s: pub[s][task], spread if spreads else None
+  if task == 'horses':
+    spread = reproduce_horses.SEAL_T4_SPREAD.get
+    return horses, lambda s: reproduce_horses.PUBLISHED[s][paper], spread if spreads else None
+  if task.startswith('cora'):
+    size = int(task.split()[1])  # 'cora, 5 labeled'
+    i = reproduce_cora.SIZES.index(size)
+    return lambda s: cora(s, size), lambda s: reproduce_cora.PUBLISHED[CORA_NAMES[s]][i], None
+  pub = reproduce_tagging.PUBLISHED[task]  # a source 'impl T9, cites Tu & Gimpel 2019' is Table 9's
+  number = lambda s: next(v for source in table['sources'] for k, v in pub[s].items() if k.split(',')[0] == source)
+  return functools.partial(tagging, task), number, None
 
 
 def claims() -> list[Claim]:
-  """Every comparative claim of the three papers on a task run here, in the order of the papers' tables. A claim is
-  two rows of one table that the paper's text compares (its prose, or its table's stated aim): the rows and tasks
-  it does not run are in NOT_RUN."""
+  """Every comparative claim of the three papers on a task run here (experiments/published.toml, which says why each
+  is one), in the order of the papers' tables; the rows and tasks they do not run are in NOT_RUN."""
   out = []
-  # The implicit paper, Table 1: implicit CD over each system of its table; the same primary loss trained
-  # implicitly or with GBI inference (SSVM is SPEN's loss, DVN's regression is DVN's: "the difference in results is
-  # attributable to our proposed implicit training"); and CD over the other implicit losses ("the contrastive
-  # divergence based objective outperforms the other methods"). Delicious' rivals ran at 150 units only.
-  pairs = [('implicit-cd', rival) for rival in ('mbce', 'spen', 'dvn', 'nce-gbi')]
-  pairs += [('implicit-ssvm', 'spen'), ('implicit-dvn', 'dvn'), ('implicit-cd', 'implicit-ssvm'),
-            ('implicit-cd', 'implicit-dvn')]
-  for dataset in ('bibtex', 'delicious'):
-    out += _pairs('implicit T1', dataset, pairs, functools.partial(mlc, dataset),
-                  lambda s: compare_methods.IMPLICIT_PAPER[s][dataset])
-  # SEAL Table 1, on every dataset of it run here: SEAL-dynamic (its best, NCE) over the cross-entropy task net
-  # ("average gains of SEAL-dynamic over CE"); each energy loss used as SEAL-static's loss-net against the same energy
-  # network predicting by GBI ("when the identical energy network is utilized as a loss-net, the performances
-  # increase": SPEN is the margin loss's, DVN the regression's); SEAL-dynamic against SEAL-static with each loss
-  # ("SEAL-dynamic is always on par or better than the corresponding SEAL-static"); and SEAL-dynamic regression over
-  # DVN, the same regression loss with GBI inference. Genbase, cal500 and spo_fun ran one seed each, before records
-  # kept predictions.
-  pairs = [('seal-dynamic nce', 'mbce'), ('seal-static margin', 'spen'), ('seal-static regression', 'dvn'),
-           ('seal-static nce', 'nce-gbi')]
-  pairs += [(f'seal-dynamic {loss}', f'seal-static {loss}') for loss in ('margin', 'regression', 'nce')]
-  pairs += [('seal-dynamic regression', 'dvn')]
-  seal, spread = compare_methods.SEAL, compare_methods.SEAL_SPREAD
-  for dataset in compare_methods.DATASETS:
-    out += _pairs('SEAL T1', dataset, pairs, functools.partial(mlc, dataset), lambda s: seal[s][dataset],
-                  lambda s: spread[s][dataset])
-  # Sequence labeling: the implicit paper's Tables 3 (NER, NER+) and 9 (POS): implicit CD over every row.
-  # POS's InfNet number in Table 9 cites Tu & Gimpel 2019 (reproduce_tagging.PUBLISHED says why it is kept).
-  t3 = ('bilstm', 'spen', 'infnet', 'infnet-plus-stacked')
-  for dataset, table, rivals in (('pos', 'T9', ('bilstm', 'crf', 'spen', 'infnet')), ('ner', 'T3', t3),
-                                 ('ner_plus', 'T3', t3)):
-    pub = reproduce_tagging.PUBLISHED[dataset]
-    out += _pairs(f'implicit {table}', dataset, [('implicit-cd', rival) for rival in rivals],
-                  functools.partial(tagging, dataset), lambda s: _published(pub[s], f'impl {table}'))
-  # InfNet+ Table 2: its best setting (stacked) over the BiLSTM and over the margin-rescaled SPEN of Tu & Gimpel 2018
-  # (InfNet's number in Table 2: "the compound objective ... outperforms them both"); the shared and separated
-  # parameterizations against that margin-rescaled SPEN ("the shared and stacked parameterizations are more accurate
-  # than the previous objectives"; separated "drops slightly for NER"); and shared and stacked over separated.
-  # Stacked and shared tie in the table.
-  t2 = lambda p: f'infnet-plus-{p}'
-  pairs = [(t2('stacked'), 'bilstm'), (t2('stacked'), 'infnet'), (t2('shared'), 'infnet'), (t2('separated'), 'infnet'),
-           (t2('shared'), t2('separated')), (t2('stacked'), t2('separated'))]
-  for dataset in ('pos', 'ner', 'ner_plus'):
-    pub = reproduce_tagging.PUBLISHED[dataset]
-    out += _pairs('InfNet+ T2', dataset, pairs, functools.partial(tagging, dataset),
-                  lambda s: _published(pub[s], 'InfNet+ T2'))
-  # InfNet+ Table 4 (NER and NER+; NER++ is not run here): each global energy over the stacked SPEN without one (the
-  # table's row "compound, stacked, CE, no truncation" is Table 2's stacked, the same numbers), and the backward
-  # (b) and word-augmented (c) TLMs over the forward one (a) ("improves over using only the forward TLM"), where
-  # the table does not tie them.
-  ge = lambda g: f'infnet-plus-stacked-ge-{g}'
-  pairs = [(ge(g), t2('stacked')) for g in 'abc'] + [(ge(g), ge('a')) for g in 'bc']
-  for dataset in ('ner', 'ner_plus'):
-    pub = reproduce_tagging.PUBLISHED[dataset]
-    number = lambda s: _published(pub[s], 'InfNet+ T4', 'InfNet+ T2')
-    out += _pairs('InfNet+ T4', dataset, [(a, b) for a, b in pairs if number(a) != number(b)],
-                  functools.partial(tagging, dataset), number)
-  # Horses: SEAL Table 4 (SEAL's protocol, which our section follows): SEAL-dynamic regression over the FCN, "SEAL-
-  # dynamic with the NCE loss ... does not improve FCN", "DVN does not outperform feedforward", and regression over
-  # DVN and NCE; the implicit paper's Table 10 (another split and resolution: its difference is set beside ours at
-  # SEAL's protocol).
-  pub = reproduce_horses.PUBLISHED
-  no_dvn = lambda a, b: ('DVN has no record in this section of docs/horses.md "At SEAL\'s protocol" (its row says '
-                         'why)' if 'dvn' in (a, b) else '')
-  pairs = [('seal-regression', 'fcn'), ('seal-nce', 'fcn'), ('fcn', 'dvn'), ('seal-regression', 'dvn'),
-           ('seal-regression', 'seal-nce')]
-  out += _pairs('SEAL T4', 'horses', pairs, horses, lambda s: pub[s]['SEAL T4'], reproduce_horses.SEAL_T4_SPREAD.get,
-                no_dvn)
-  out += _pairs('implicit T10', 'horses', [('implicit-cd', 'dvn')], horses, lambda s: pub[s]['implicit T10'],
-                note=no_dvn)
-  # Cora: the implicit paper's Table 4, implicit CD over R-SPEN and DVN at each labeled-set size.
-  names = {'implicit-cd': 'implicit CD', 'rspen': 'R-SPEN', 'dvn': 'DVN'}
-  for i, size in enumerate(reproduce_cora.SIZES):
-    out += _pairs('implicit T4', f'cora, {size} labeled', [('implicit-cd', 'rspen'), ('implicit-cd', 'dvn')],
-                  lambda s: cora(s, size), lambda s: reproduce_cora.PUBLISHED[names[s]][i])
+  for table in experiments.TEXT['claims']['tested']:
+    names, why = ROW_NAMES[table['paper']], table.get('no_records', {})
+    for task in table['tasks']:
+      row, number, spread = _family(table, task)
+      for a, b in table['pairs']:
+        if number(a) != number(b):  # a tie is no claim
+          out.append(Claim(table['paper'], task, row(a), row(b), (number(a), number(b)),
+                           note=why.get(a, why.get(b, '')), names=(names[a], names[b]),
+                           spreads=(spread(a), spread(b)) if spread else ()))
   return out
 
 
@@ -384,13 +320,9 @@ def verdict_cell(c: Claim) -> str:
   """The direction verdict, naming the row ahead (as its config names it) and by how much where one is."""
   r = c.result
   a, b = (row.label.replace(' ', '_') for row in (c.a, c.b))
-  if r['verdict'] == 'reproduced':
-    return f'**reproduced**: {a} ahead'
-  if r['verdict'] == 'reversed':
-    return f'**reversed**: {b} ahead by {-r["mean"]:.2f}'
-  if r['verdict'] == 'no interval':
-    return f'no interval ({a if r["mean"] > 0 else b} ahead on its one seed)'
-  return '**not shown**'
+  return {'reproduced': f'**reproduced**: {a} ahead', 'reversed': f'**reversed**: {b} ahead by {-r["mean"]:.2f}',
+          'no interval': f'no interval ({a if r["mean"] > 0 else b} ahead on its one seed)'}.get(r['verdict'],
+                                                                                                '**not shown**')
 
 
 def reading_note(r: dict) -> str:
@@ -456,33 +388,26 @@ def counts(items: list[Claim]) -> dict:
   return out
 
 
-def reading_rows(items: list[Claim], data_dir) -> list[dict]:
-  """Each NER / NER+ row of the ledger under both readings: its records' test F1 (x 100) under each."""
+def readings(items: list[Claim], data_dir) -> tuple[list[str], float]:
+  """Each NER / NER+ row of the ledger under both readings, its records' test F1 (x 100) per seed: the table, and the
+  largest change of a seed's F1 between them."""
   rows = {}
   for c in items:
     for row in (c.a, c.b):
       if row.key == 'test_f1_conlleval' and row.runs and 'reading' in c.result:
         rows.setdefault((c.task, row.label), row)
-  out = []
-  for (task, _), row in rows.items():
-    f1 = {reading: [] for reading in READING_NAMES}
-    for seed, path in sorted(row.runs.items()):
-      for reading in READING_NAMES:
-        num, den = _scores(_load(path), path, row.key, data_dir, reading)
-        f1[reading].append(100 * num.sum() / den.sum())
-    out.append({'task': task, 'config': row.config, 'f1': f1})
-  return out
-
-
-def readings_table(rows: list[dict]) -> list[str]:
   head, other = READING_NAMES[HEADLINE_READING], READING_NAMES[OTHER_READING]
   lines = [f'| dataset | row | seeds | conlleval F1, tags {head} | tags {other} | {other} - {head}, per seed |',
            '|---|---|---|---|---|---|']
-  for r in rows:
-    a, b = r['f1'][HEADLINE_READING], r['f1'][OTHER_READING]
-    lines.append(f'| {r["task"]} | `{r["config"]}` | {len(a)} | {records.mean_std(a, scale=1)} | '
+  moves = []
+  for (task, _), row in rows.items():
+    a, b = ([100 * num.sum() / den.sum() for num, den in
+             (_scores(_load(path), path, row.key, data_dir, reading) for _, path in sorted(row.runs.items()))]
+            for reading in (HEADLINE_READING, OTHER_READING))
+    moves += [abs(y - x) for x, y in zip(a, b)]
+    lines.append(f'| {task} | `{row.config}` | {len(a)} | {records.mean_std(a, scale=1)} | '
                  f'{records.mean_std(b, scale=1)} | {", ".join(f"{y - x:+.2f}" for x, y in zip(a, b))} |')
-  return lines
+  return lines, max(moves)
 
 
 class LedgerError(Exception):
@@ -511,13 +436,12 @@ def _ledger() -> list[Claim]:
 
 def fields(groups) -> dict:  # pylint: disable=unused-argument  # the claims read their rows' records themselves
   items = _ledger()
-  rows = reading_rows(items, SETTINGS['data_dir'])
-  moves = [abs(y - x) for r in rows for x, y in zip(r['f1'][HEADLINE_READING], r['f1'][OTHER_READING])]
+  reading_lines, move = readings(items, SETTINGS['data_dir'])
   dependent = [f'#{i}' for i, c in enumerate(items, 1) if c.result.get('depends')]
   ner = [c.result for c in items if 'reading' in c.result]
   return {**{k: str(v) for k, v in counts(items).items()}, 'table': '\n'.join(table(items)),
-          'replicates': str(REPLICATES), 'readings': '\n'.join(readings_table(rows)),
-          'reading_move': f'{max(moves):.2f}', 'reading_claims': str(len(ner)),
+          'replicates': str(REPLICATES), 'readings': '\n'.join(reading_lines),
+          'reading_move': f'{move:.2f}', 'reading_claims': str(len(ner)),
           'dependent': ', '.join(dependent) or 'none', 'n_dependent': str(len(dependent)),
           'ner_direction': tally([r['verdict'] for r in ner]),
           'other_direction': tally([r['reading']['verdict'] for r in ner]),
