@@ -93,31 +93,6 @@ class Claim:
       self.numbers, self.spreads, self.names = self.numbers[::-1], self.spreads[::-1], self.names[::-1]
 
 
-def mlc(dataset, system):
-  """Bibtex's rows at SEAL's network sizes (the rows docs/baselines.md leads with), the other datasets' at 150 units."""
-  system += '-h400' if dataset == 'bibtex' else ''
-  runs = {s: compare_methods.run_file(dataset, system, s) for s in range(10)}
-  return Row(system, compare_methods.mlc.config_name(dataset, system), runs, 'test_f1')
-
-
-def tagging(dataset, system):
-  runs = {s: ROOT / 'docs' / 'tagging' / 'runs' / f'{dataset}-{system}-seed{s}.json' for s in range(10)}
-  key = 'test_accuracy' if dataset == 'pos' else 'test_f1_conlleval'
-  return Row(system, f'configs/{dataset}.py:{system}', runs, key, '' if dataset == 'pos' else 'test_f1')
-
-
-def horses(system):
-  """A row of the horses section at SEAL's protocol that the README's row reads (reproduce_horses.summary_scale)."""
-  scale = reproduce_horses.summary_scale()
-  runs = {s: reproduce_horses.SCALES[scale][1] / f'{system}-seed{s}.json' for s in range(10)}
-  return Row(system, f'configs/horses.py:{system},{scale}', runs, 'test_mean_iou')
-
-
-def cora(system, size):
-  runs = {d: reproduce_cora.RUNS / f'cora-{system}-l{size}-d{d}.json' for d in reproduce_cora.DRAWS}
-  return Row(system, f'configs/cora.py:{system} (--config.data.labeled={size})', runs, 'test_accuracy')
-
-
 # The paper's name of each row, as its table prints it (subscripts as L_X), by table and our system
 # (experiments/published.toml).
 ROW_NAMES = experiments.TEXT['claims']['row_names']
@@ -126,22 +101,34 @@ CORA_NAMES = {'implicit-cd': 'implicit CD', 'rspen': 'R-SPEN', 'dvn': 'DVN'}  # 
 
 def _family(table: dict, task: str):
   """A system's Row and published number in ``table`` on ``task``, and its published +- (None: the table gives
-  none)."""
+  none). Bibtex's rows are at SEAL's network sizes (the rows docs/baselines.md leads with), the other datasets' at
+  150 units; horses' are the section at SEAL's protocol that the README's row reads (reproduce_horses.summary_scale)."""
   paper, spreads = table['paper'], table.get('spreads')
   if task in compare_methods.DATASETS:
     pub = compare_methods.SEAL if paper == 'SEAL T1' else compare_methods.IMPLICIT_PAPER
-    spread = lambda s: compare_methods.SEAL_SPREAD[s][task]
-    return functools.partial(mlc, task), lambda s: pub[s][task], spread if spreads else None
+    width = '-h400' if task == 'bibtex' else ''
+    row = lambda s: Row(s + width, compare_methods.mlc.config_name(task, s + width),
+                        {i: compare_methods.run_file(task, s + width, i) for i in range(10)}, 'test_f1')
+    return row, lambda s: pub[s][task], (lambda s: compare_methods.SEAL_SPREAD[s][task]) if spreads else None
   if task == 'horses':
-    spread = reproduce_horses.SEAL_T4_SPREAD.get
-    return horses, lambda s: reproduce_horses.PUBLISHED[s][paper], spread if spreads else None
+    scale = reproduce_horses.summary_scale()
+    folder = reproduce_horses.SCALES[scale][1]
+    row = lambda s: Row(s, f'configs/horses.py:{s},{scale}', {i: folder / f'{s}-seed{i}.json' for i in range(10)},
+                        'test_mean_iou')
+    return row, lambda s: reproduce_horses.PUBLISHED[s][paper], reproduce_horses.SEAL_T4_SPREAD.get if spreads else None
   if task.startswith('cora'):
     size = int(task.split()[1])  # 'cora, 5 labeled'
-    i = reproduce_cora.SIZES.index(size)
-    return lambda s: cora(s, size), lambda s: reproduce_cora.PUBLISHED[CORA_NAMES[s]][i], None
+    row = lambda s: Row(s, f'configs/cora.py:{s} (--config.data.labeled={size})',
+                        {d: reproduce_cora.RUNS / f'cora-{s}-l{size}-d{d}.json' for d in reproduce_cora.DRAWS},
+                        'test_accuracy')
+    return row, lambda s: reproduce_cora.PUBLISHED[CORA_NAMES[s]][reproduce_cora.SIZES.index(size)], None
   pub = reproduce_tagging.PUBLISHED[task]  # a source 'impl T9, cites Tu & Gimpel 2019' is Table 9's
+  metric, fallback = ('test_accuracy', '') if task == 'pos' else ('test_f1_conlleval', 'test_f1')
+  folder = ROOT / 'docs' / 'tagging' / 'runs'
+  row = lambda s: Row(s, f'configs/{task}.py:{s}', {i: folder / f'{task}-{s}-seed{i}.json' for i in range(10)},
+                      metric, fallback)
   number = lambda s: next(v for source in table['sources'] for k, v in pub[s].items() if k.split(',')[0] == source)
-  return functools.partial(tagging, task), number, None
+  return row, number, None
 
 
 def claims() -> list[Claim]:

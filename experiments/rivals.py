@@ -51,12 +51,10 @@ RIVALS = [
      _seal('seal-static margin', 'delicious'), 'delicious'),
     ('bibtex, SPEN, 400 units (after: with the pretraining stage)', 'bibtex-spen-h400', 'bibtex-spen-pretrain-h400',
      _seal('spen', 'bibtex'), 'pretrain'),
-    *[(f'NER+, {name}', f'ner_plus-{system}', None, _tagging('ner_plus', system), 'ner')
-      for name, system in (('InfNet+ separated', 'infnet-plus-separated'), ('InfNet+ shared', 'infnet-plus-shared'),
-                           ('InfNet+ stacked', 'infnet-plus-stacked'),
-                           ('InfNet+ stacked + global energy (a)', 'infnet-plus-stacked-ge-a'),
-                           ('InfNet+ stacked + global energy (b)', 'infnet-plus-stacked-ge-b'),
-                           ('InfNet+ stacked + global energy (c)', 'infnet-plus-stacked-ge-c'))],
+    *[(f'NER+, InfNet+ {p}', f'ner_plus-infnet-plus-{p}', None, _tagging('ner_plus', f'infnet-plus-{p}'), 'ner')
+      for p in ('separated', 'shared', 'stacked')],
+    *[(f'NER+, InfNet+ stacked + global energy ({g})', f'ner_plus-infnet-plus-stacked-ge-{g}', None,
+       _tagging('ner_plus', f'infnet-plus-stacked-ge-{g}'), 'ner') for g in 'abc'],
     ('NER, fixed word vectors, BiLSTM', 'ner_fixed-bilstm', None, _tagging('ner_fixed', 'bilstm'), 'ner'),
 ]
 # The knife edge's rows, before (seeds 0-2) and after (every seed): (label, stem, published)
