@@ -5,41 +5,33 @@ committed run records.
                                                              # README's claims line
   python -m experiments.tables claims                        # the same, with the default --data_dir and --seed
 
-A claim is "A over B" on one task: two rows of one published table (the implicit paper's, InfNet+'s or SEAL's),
-A the one the paper puts higher, with the paper's difference A - B. Ours is the same difference on test, each row
-at our protocol for that family (the rows of its own table: docs/baselines.md, docs/tagging.md, docs/horses.md "At
-SEAL's protocol", docs/cora.md), paired by seed (Cora: by labeled draw), in the paper's metric x 100: example F1 at
-0.5 (multi-label), token accuracy (POS, Cora), conlleval chunk F1 (NER; strict chunk F1 where a row's records
-predate conlleval's), mean IoU (horses).
+A claim is "A over B" on one task: two rows of one published table (the implicit paper's, InfNet+'s or SEAL's; the
+claims are listed in experiments/published.toml), A the one the paper puts higher, with the paper's difference
+A - B. Ours is the same difference on test, each row at our protocol for its family (the rows of docs/baselines.md,
+docs/tagging.md, docs/horses.md "At SEAL's protocol", docs/cora.md), paired by seed (Cora: by labeled draw), in the
+paper's metric x 100: example F1 at 0.5, token accuracy (POS, Cora), conlleval chunk F1 (NER; strict chunk F1 where
+a row's records predate conlleval's), mean IoU (horses).
 
-The interval is a paired bootstrap (95%, percentiles of ``REPLICATES`` replicates, seeded per claim by ``--seed``
-and the claim's rows, so that a row's interval stays put when another row's records change): each replicate draws
-the seeds and the test examples with replacement, the same examples for both rows and every drawn seed, and
-recomputes each row's figure from its per-example scores (``Evaluator.example_scores``, read from the record's
-kept decisions through experiments/rescore.py, which checks the gold data against the record first); a claim whose
-records keep no predictions (made before records kept them) draws the seeds alone, and says so ("seeds only":
-a narrower interval than the test set's sampling error would give), and one with a single such seed has no
-interval. Each record's per-example scores must give back its recorded figure, or the claim fails with the record
-named.
+The interval is a paired bootstrap (95%, ``REPLICATES`` replicates, seeded per claim by ``--seed`` and the claim's
+rows, so that it stays put when another row's records change): each replicate draws the seeds and the test examples
+with replacement, the same for both rows, and recomputes each row's figure from its per-example scores
+(``Evaluator.example_scores`` on the record's kept decisions, through experiments/rescore.py; they must give back
+the recorded figure, or the claim fails naming the record). Records without kept predictions draw the seeds alone
+("seeds only": narrower than the test set's sampling error would give); a single such seed has no interval.
 
-Each claim is judged on two axes. Direction, against the sign of the published difference: **reproduced** when
-the interval lies on its side of 0 (A ahead), **reversed** when it lies on the other side (B ahead: the row says
-so and by how much), **not shown** when it holds 0. Size: the published difference **inside** the interval,
-**above** it (ours is smaller) or **below** it (ours is larger). Beside them, whether each row runs at its own
-published level: within ``AT_LEVEL`` points of its number in the same table, or of its published spread where the
-paper gives a wider one; a claim whose rival is far under its own number is a weak claim of beating it, one whose
-rows both sit at level is one the paper's setting is tested by. **not run** when a row has no records at that
-protocol (the note says why).
-
-Across the ledger, Holm's step-down correction: each claim's two-sided p-value from its bootstrap, read off a
-normal curve with the replicates' standard deviation (``p_value``: 2000 replicates cannot resolve a percentile
-p-value under 1/1000, and Holm's first threshold is 0.05 over the number of claims), adjusted in Holm's order; a
-direction verdict (reproduced, reversed) stands after the correction when its adjusted p-value is under 0.05.
+Direction: **reproduced** when the interval lies on the published side of 0, **reversed** on the other side, **not
+shown** when it holds 0. Size: the published difference **inside**, **above** (ours is smaller) or **below** the
+interval. Each row is at its published level within ``AT_LEVEL`` points of its own number (or the paper's wider
++-). Across the ledger, Holm's step-down correction on each claim's two-sided p-value, read off a normal curve with
+the replicates' standard deviation (``p_value``: 2000 replicates cannot resolve a percentile p-value under 1/1000,
+and Holm's first threshold is 0.05 over the number of claims); a direction verdict stands when its adjusted p-value
+is under 0.05.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import zlib
@@ -48,19 +40,18 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-# The modules beside this one hold the published numbers and the record files of each family's table.
 import experiments
 from experiments import compare_methods, records, reproduce_cora, reproduce_horses, reproduce_tagging, rescore
 from experiments import tables
 from implicit_jax.engine import cli
 
+ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = str(ROOT.parent / 'shared' / 'data')
 REPLICATES = 2000
 LEVEL = 0.95
 FAMILY_ALPHA = 0.05  # Holm's family-wise error rate
 LEVEL_ALPHA = 1 - LEVEL  # one claim's test at the interval's level
 AT_LEVEL = 2.0  # points from a row's own published number
-RESULTS, README = ROOT / 'docs' / 'results.md', ROOT / 'README.md'
 COMMAND = 'python -m experiments.claims --data_dir=../shared/data'
 DIRECTIONS = ('reproduced', 'not shown', 'reversed')
 SIZES = ('inside', 'above', 'below')
@@ -68,13 +59,16 @@ SIZES = ('inside', 'above', 'below')
 
 @dataclass
 class Row:
-  """One side of a claim: ``runs`` maps a seed (or draw) to its record's path; ``key`` is the recorded test figure
-  in the paper's metric, ``fallback`` the one read where a record lacks ``key``."""
+  """One side of a claim: ``runs`` maps a seed (or draw) to its record's path (seeds without one are dropped);
+  ``key`` is the recorded test figure in the paper's metric, ``fallback`` the one read where a record lacks ``key``."""
   label: str
   config: str
   runs: dict
   key: str
   fallback: str = ''
+
+  def __post_init__(self):
+    self.runs = {seed: path for seed, path in self.runs.items() if path.exists()}
 
 
 @dataclass
@@ -99,145 +93,57 @@ class Claim:
       self.numbers, self.spreads, self.names = self.numbers[::-1], self.spreads[::-1], self.names[::-1]
 
 
-def _existing(paths: dict) -> dict:
-  return {seed: path for seed, path in paths.items() if path.exists()}
-
-
-def mlc(dataset, system):
-  runs = _existing({s: compare_methods.run_file(dataset, system, s) for s in range(10)})
-  return Row(system, compare_methods.mlc.config_name(dataset, system), runs, 'test_f1')
-
-
-def tagging(dataset, system):
-  runs = _existing({s: ROOT / 'docs' / 'tagging' / 'runs' / f'{dataset}-{system}-seed{s}.json' for s in range(10)})
-  key = 'test_accuracy' if dataset == 'pos' else 'test_f1_conlleval'
-  return Row(system, f'configs/{dataset}.py:{system}', runs, key, '' if dataset == 'pos' else 'test_f1')
-
-
-def horses(system):
-  """A row of the horses section at SEAL's protocol that the README's row reads (reproduce_horses.summary_scale)."""
-  scale = reproduce_horses.summary_scale()
-  folder = reproduce_horses.SCALES[scale][1]
-  runs = _existing({s: folder / f'{system}-seed{s}.json' for s in range(10)})
-  return Row(system, f'configs/horses.py:{system},{scale}', runs, 'test_mean_iou')
-
-
-def cora(system, size):
-  runs = _existing({d: reproduce_cora.RUNS / f'cora-{system}-l{size}-d{d}.json' for d in reproduce_cora.DRAWS})
-  return Row(system, f'configs/cora.py:{system} (--config.data.labeled={size})', runs, 'test_accuracy')
-
-
-def _published_tagging(dataset, a, b, source):
-  """(A, B) of one table: ``source`` names B's entry, A's is of the same table."""
-  pub = reproduce_tagging.PUBLISHED[dataset]
-  table = source.split(',')[0]
-  return pub[a][table], pub[b][source]
-
-
-def _seal_spreads(dataset, a, b):
-  spread = compare_methods.SEAL_SPREAD
-  return tuple(spread[s][dataset] for s in (a, b))
-
-
 # The paper's name of each row, as its table prints it (subscripts as L_X), by table and our system
 # (experiments/published.toml).
 ROW_NAMES = experiments.TEXT['claims']['row_names']
+CORA_NAMES = {'implicit-cd': 'implicit CD', 'rspen': 'R-SPEN', 'dvn': 'DVN'}  # reproduce_cora.PUBLISHED's names
 
 
-def _claim(paper, task, a: Row, b: Row, numbers, systems=None, **more) -> Claim:
-  """A claim of table ``paper`` with the paper's own names of its two rows (``systems``: their keys in ROW_NAMES,
-  where they are not the rows' labels)."""
-  names = ROW_NAMES[paper]
-  return Claim(paper, task, a, b, numbers, names=tuple(names[s] for s in (systems or (a.label, b.label))), **more)
+def _family(table: dict, task: str):
+  """A system's Row and published number in ``table`` on ``task``, and its published +- (None: the table gives
+  none). Bibtex's rows are at SEAL's network sizes (the rows docs/baselines.md leads with), the other datasets' at
+  150 units; horses' are the section at SEAL's protocol that the README's row reads (reproduce_horses.summary_scale)."""
+  paper, spreads = table['paper'], table.get('spreads')
+  if task in compare_methods.DATASETS:
+    pub = compare_methods.SEAL if paper == 'SEAL T1' else compare_methods.IMPLICIT_PAPER
+    width = '-h400' if task == 'bibtex' else ''
+    row = lambda s: Row(s + width, compare_methods.mlc.config_name(task, s + width),
+                        {i: compare_methods.run_file(task, s + width, i) for i in range(10)}, 'test_f1')
+    return row, lambda s: pub[s][task], (lambda s: compare_methods.SEAL_SPREAD[s][task]) if spreads else None
+  if task == 'horses':
+    scale = reproduce_horses.summary_scale()
+    folder = reproduce_horses.SCALES[scale][1]
+    row = lambda s: Row(s, f'configs/horses.py:{s},{scale}', {i: folder / f'{s}-seed{i}.json' for i in range(10)},
+                        'test_mean_iou')
+    return row, lambda s: reproduce_horses.PUBLISHED[s][paper], reproduce_horses.SEAL_T4_SPREAD.get if spreads else None
+  if task.startswith('cora'):
+    size = int(task.split()[1])  # 'cora, 5 labeled'
+    row = lambda s: Row(s, f'configs/cora.py:{s} (--config.data.labeled={size})',
+                        {d: reproduce_cora.RUNS / f'cora-{s}-l{size}-d{d}.json' for d in reproduce_cora.DRAWS},
+                        'test_accuracy')
+    return row, lambda s: reproduce_cora.PUBLISHED[CORA_NAMES[s]][reproduce_cora.SIZES.index(size)], None
+  pub = reproduce_tagging.PUBLISHED[task]  # a source 'impl T9, cites Tu & Gimpel 2019' is Table 9's
+  metric, fallback = ('test_accuracy', '') if task == 'pos' else ('test_f1_conlleval', 'test_f1')
+  folder = ROOT / 'docs' / 'tagging' / 'runs'
+  row = lambda s: Row(s, f'configs/{task}.py:{s}', {i: folder / f'{task}-{s}-seed{i}.json' for i in range(10)},
+                      metric, fallback)
+  number = lambda s: next(v for source in table['sources'] for k, v in pub[s].items() if k.split(',')[0] == source)
+  return row, number, None
 
 
 def claims() -> list[Claim]:
-  """Every comparative claim of the three papers on a task run here, in the order of the papers' tables. A claim is
-  two rows of one table that the paper's text compares (its prose, or its table's stated aim): the rows and tasks
-  it does not run are in NOT_RUN."""
+  """Every comparative claim of the three papers on a task run here (experiments/published.toml, which says why each
+  is one), in the order of the papers' tables; the rows and tasks they do not run are in NOT_RUN."""
   out = []
-  seal, impl = compare_methods.SEAL, compare_methods.IMPLICIT_PAPER
-  # The implicit paper, Table 1: implicit CD over each system of its table; the same primary loss trained
-  # implicitly or with GBI inference (SSVM is SPEN's loss, DVN's regression is DVN's: "the difference in results is
-  # attributable to our proposed implicit training"); and CD over the other implicit losses ("the contrastive
-  # divergence based objective outperforms the other methods"). Bibtex at SEAL's network sizes (the rows
-  # docs/baselines.md leads with); delicious' rivals ran at 150 units only, so its pairs are at 150 units.
-  for dataset, width in (('bibtex', '-h400'), ('delicious', '')):
-    pairs = [('implicit-cd', rival) for rival in ('mbce', 'spen', 'dvn', 'nce-gbi')]
-    pairs += [('implicit-ssvm', 'spen'), ('implicit-dvn', 'dvn'), ('implicit-cd', 'implicit-ssvm'),
-              ('implicit-cd', 'implicit-dvn')]
-    for a, b in pairs:
-      out.append(_claim('implicit T1', dataset, mlc(dataset, a + width), mlc(dataset, b + width),
-                        (impl[a][dataset], impl[b][dataset]), (a, b)))
-  # SEAL Table 1, on every dataset of it run here: SEAL-dynamic (its best, NCE) over the cross-entropy task net
-  # ("average gains of SEAL-dynamic over CE"); each energy loss used as SEAL-static's loss-net against the same energy
-  # network predicting by GBI ("when the identical energy network is utilized as a loss-net, the performances
-  # increase": SPEN is the margin loss's, DVN the regression's); SEAL-dynamic against SEAL-static with each loss
-  # ("SEAL-dynamic is always on par or better than the corresponding SEAL-static"); and SEAL-dynamic regression over
-  # DVN, the same regression loss with GBI inference. Bibtex at SEAL's sizes, the others at 150 units; genbase,
-  # cal500 and spo_fun ran one seed each, before records kept predictions.
-  pairs = [('seal-dynamic nce', 'mbce'), ('seal-static margin', 'spen'), ('seal-static regression', 'dvn'),
-           ('seal-static nce', 'nce-gbi')]
-  pairs += [(f'seal-dynamic {loss}', f'seal-static {loss}') for loss in ('margin', 'regression', 'nce')]
-  pairs += [('seal-dynamic regression', 'dvn')]
-  for dataset in compare_methods.DATASETS:
-    width = '-h400' if dataset == 'bibtex' else ''
-    for a, b in pairs:
-      out.append(_claim('SEAL T1', dataset, mlc(dataset, a + width), mlc(dataset, b + width),
-                        (seal[a][dataset], seal[b][dataset]), (a, b), spreads=_seal_spreads(dataset, a, b)))
-  # Sequence labeling: the implicit paper's Tables 3 (NER, NER+) and 9 (POS): implicit CD over every row.
-  # POS's InfNet number in Table 9 cites Tu & Gimpel 2019 (reproduce_tagging.PUBLISHED says why it is kept).
-  ner_rivals = (('bilstm', 'impl T3'), ('spen', 'impl T3'), ('infnet', 'impl T3'), ('infnet-plus-stacked', 'impl T3'))
-  for dataset, rivals in (('pos', (('bilstm', 'impl T9'), ('crf', 'impl T9'), ('spen', 'impl T9'),
-                                   ('infnet', 'impl T9, cites Tu & Gimpel 2019'))),
-                          ('ner', ner_rivals), ('ner_plus', ner_rivals)):
-    for rival, source in rivals:
-      out.append(_claim(f'implicit {source.split()[1].strip(",")}', dataset, tagging(dataset, 'implicit-cd'),
-                        tagging(dataset, rival), _published_tagging(dataset, 'implicit-cd', rival, source)))
-  # InfNet+ Table 2: its best setting (stacked) over the BiLSTM and over the margin-rescaled SPEN of Tu & Gimpel 2018
-  # ("the compound objective ... outperforms them both"); the shared and separated parameterizations against that
-  # margin-rescaled SPEN ("the shared and stacked parameterizations are more accurate than the previous objectives";
-  # separated "drops slightly for NER"); and shared and stacked over separated. Stacked and shared tie in the table.
-  t2 = lambda p: f'infnet-plus-{p}'  # pylint: disable=unnecessary-lambda-assignment
-  for dataset in ('pos', 'ner', 'ner_plus'):
-    pub = reproduce_tagging.PUBLISHED[dataset]
-    margin = reproduce_tagging._INFNET_2018  # pylint: disable=protected-access
-    for a, b, b_source in ((t2('stacked'), 'bilstm', 'InfNet+ T2'), (t2('stacked'), 'infnet', margin),
-                           (t2('shared'), 'infnet', margin), (t2('separated'), 'infnet', margin),
-                           (t2('shared'), t2('separated'), 'InfNet+ T2'),
-                           (t2('stacked'), t2('separated'), 'InfNet+ T2')):
-      out.append(_claim('InfNet+ T2', dataset, tagging(dataset, a), tagging(dataset, b),
-                        (pub[a]['InfNet+ T2'], pub[b][b_source])))
-  # InfNet+ Table 4 (NER and NER+; NER++ is not run here): each global energy over the stacked SPEN without one (the
-  # table's row "compound, stacked, CE, no truncation" is Table 2's stacked, the same numbers), and the backward
-  # (b) and word-augmented (c) TLMs over the forward one (a) ("improves over using only the forward TLM"), where
-  # the table does not tie them.
-  for dataset in ('ner', 'ner_plus'):
-    pub = reproduce_tagging.PUBLISHED[dataset]
-    number = lambda s: pub[s]['InfNet+ T4' if '-ge-' in s else 'InfNet+ T2']  # pylint: disable=unnecessary-lambda-assignment,cell-var-from-loop
-    ge = lambda g: f'infnet-plus-stacked-ge-{g}'  # pylint: disable=unnecessary-lambda-assignment
-    pairs = [(ge(g), t2('stacked')) for g in 'abc'] + [(ge(g), ge('a')) for g in 'bc']
-    for a, b in pairs:
-      if number(a) != number(b):
-        out.append(_claim('InfNet+ T4', dataset, tagging(dataset, a), tagging(dataset, b), (number(a), number(b))))
-  # Horses: SEAL Table 4 (SEAL's protocol, which our section follows): SEAL-dynamic regression over the FCN, "SEAL-
-  # dynamic with the NCE loss ... does not improve FCN", "DVN does not outperform feedforward", and regression over
-  # DVN and NCE; the implicit paper's Table 10 (another split and resolution: its difference is set beside ours at
-  # SEAL's protocol).
-  pub, spread = reproduce_horses.PUBLISHED, reproduce_horses.SEAL_T4_SPREAD
-  no_dvn = 'DVN has no record in this section of docs/horses.md "At SEAL\'s protocol" (its row says why)'
-  for a, b in (('seal-regression', 'fcn'), ('seal-nce', 'fcn'), ('fcn', 'dvn'), ('seal-regression', 'dvn'),
-               ('seal-regression', 'seal-nce')):
-    out.append(_claim('SEAL T4', 'horses', horses(a), horses(b), (pub[a]['SEAL T4'], pub[b]['SEAL T4']),
-                      note=no_dvn if 'dvn' in (a, b) else '', spreads=(spread[a], spread[b])))
-  out.append(_claim('implicit T10', 'horses', horses('implicit-cd'), horses('dvn'),
-                    (pub['implicit-cd']['implicit T10'], pub['dvn']['implicit T10']), note=no_dvn))
-  # Cora: the implicit paper's Table 4, implicit CD over R-SPEN and DVN at each labeled-set size.
-  names = reproduce_cora.PUBLISHED
-  for i, size in enumerate(reproduce_cora.SIZES):
-    for rival, name in (('rspen', 'R-SPEN'), ('dvn', 'DVN')):
-      out.append(_claim('implicit T4', f'cora, {size} labeled', cora('implicit-cd', size), cora(rival, size),
-                        (names['implicit CD'][i], names[name][i])))
+  for table in experiments.TEXT['claims']['tested']:
+    names, why = ROW_NAMES[table['paper']], table.get('no_records', {})
+    for task in table['tasks']:
+      row, number, spread = _family(table, task)
+      for a, b in table['pairs']:
+        if number(a) != number(b):  # a tie is no claim
+          out.append(Claim(table['paper'], task, row(a), row(b), (number(a), number(b)),
+                           note=why.get(a, why.get(b, '')), names=(names[a], names[b]),
+                           spreads=(spread(a), spread(b)) if spread else ()))
   return out
 
 
@@ -260,18 +166,18 @@ READING_NAMES = {HEADLINE_READING: 'IOB2 first', OTHER_READING: 'BIOES as it sta
 def _scores(record, path, key, data_dir, reading: str = HEADLINE_READING):
   """Per-example ``(num, den)`` of the record's test predictions, checked against its recorded ``key``; NER's other
   ``reading`` (not recorded: nothing to check it against) where asked."""
-  if (path, key, reading) in _SCORES:
-    return _SCORES[path, key, reading]
-  task, relaxed = rescore.predicted(record, data_dir)
-  evaluator = task.evaluator
-  if f'test_{evaluator.headline}' != key:
-    raise ValueError(f'{path}: the evaluator\'s headline figure is test_{evaluator.headline}, the claim reads {key}')
-  more = {} if reading == HEADLINE_READING else {'scheme': reading}
-  num, den = (np.asarray(v, np.float64) for v in evaluator.example_scores(relaxed['test'], task.splits['test'], **more))
-  if reading == HEADLINE_READING and abs(num.sum() / den.sum() - record[key]) > 1e-6:
-    raise ValueError(f'{path}: per-example scores give {num.sum() / den.sum():.8f}, the record {record[key]:.8f}')
-  _SCORES[path, key, reading] = num, den
-  return num, den
+  if (path, key, reading) not in _SCORES:
+    task, relaxed = rescore.predicted(record, data_dir)
+    evaluator = task.evaluator
+    if f'test_{evaluator.headline}' != key:
+      raise ValueError(f'{path}: the evaluator\'s headline figure is test_{evaluator.headline}, the claim reads {key}')
+    more = {} if reading == HEADLINE_READING else {'scheme': reading}
+    num, den = (np.asarray(v, np.float64) for v in evaluator.example_scores(relaxed['test'], task.splits['test'],
+                                                                             **more))
+    if reading == HEADLINE_READING and abs(num.sum() / den.sum() - record[key]) > 1e-6:
+      raise ValueError(f'{path}: per-example scores give {num.sum() / den.sum():.8f}, the record {record[key]:.8f}')
+    _SCORES[path, key, reading] = num, den
+  return _SCORES[path, key, reading]
 
 
 def _load(path: Path) -> dict:
@@ -301,9 +207,8 @@ def p_value(observed: float, replicates: np.ndarray) -> float:
 def holm(p_values: list[float]) -> list[float]:
   """Holm's step-down adjusted p-values, in the order given: the k-th smallest of m times (m - k + 1), never below
   the one before it in that order, at most 1."""
-  order = sorted(range(len(p_values)), key=lambda i: p_values[i])
   adjusted, running = [0.0] * len(p_values), 0.0
-  for rank, i in enumerate(order):
+  for rank, i in enumerate(sorted(range(len(p_values)), key=lambda i: p_values[i])):
     running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
     adjusted[i] = running
   return adjusted
@@ -319,36 +224,42 @@ def size(published: float, low: float, high: float) -> str:
   return 'above' if published > high else 'below' if published < low else 'inside'
 
 
+def _interval(published: float, replicates: np.ndarray) -> dict:
+  """The percentile interval of ``replicates`` and both verdicts on it."""
+  low, high = (float(q) for q in np.quantile(replicates, [(1 - LEVEL) / 2, (1 + LEVEL) / 2]))
+  return {'low': low, 'high': high, 'verdict': direction(low, high), 'size': size(published, low, high)}
+
+
 def test_claim(claim: Claim, data_dir, rng) -> dict:
   """Fills ``claim.result``: the paired mean, interval, p-value, seeds agreeing, basis, both verdicts and each row
   against its own published number."""
+  rows = (claim.a, claim.b)
   seeds = sorted(set(claim.a.runs) & set(claim.b.runs))
   if not seeds:
-    missing = [r.label for r in (claim.a, claim.b) if not r.runs]
+    missing = [r.label for r in rows if not r.runs]
     return {'verdict': 'not run', 'why': claim.note or f'no records of {", ".join(missing) or "common seeds"}'}
-  loaded = {side: {s: _load(row.runs[s]) for s in seeds} for side, row in (('a', claim.a), ('b', claim.b))}
+  loaded = [[_load(row.runs[s]) for s in seeds] for row in rows]
   if claim.a.key != claim.b.key:
     raise ValueError(f'{claim.a.label} and {claim.b.label}: rows of one claim read one figure')
   key = claim.a.key  # both rows in the paper's metric, or both in the fallback where one record lacks it
-  if not all(key in r for side in loaded.values() for r in side.values()):
+  if not all(key in r for side in loaded for r in side):
     key = claim.a.fallback
     if not key:
       raise ValueError(f'{claim.a.label} over {claim.b.label}: a record holds no {claim.a.key}')
   metric = {'test_f1_conlleval': 'conlleval F1'}.get(key, 'strict chunk F1' if key != claim.a.key else '')
-  diffs = np.array([100 * (loaded['a'][s][key] - loaded['b'][s][key]) for s in seeds])
+  diffs = np.array([100 * (a[key] - b[key]) for a, b in zip(*loaded)])
   own, level = (), ()
-  if claim.numbers and key == claim.a.key:  # each row against its own published number: a rival far under its own
-    means = [100 * np.mean([r[key] for r in loaded[side].values()]) for side in ('a', 'b')]  # is a weak rival
-    own = tuple(m - n for m, n in zip(means, claim.numbers))
-    spreads = claim.spreads or (None, None)
-    level = tuple(abs(d) <= max(AT_LEVEL, s or 0.0) for d, s in zip(own, spreads))
+  if claim.numbers and key == claim.a.key:  # each row against its own number: a rival far under its own is a weak one
+    own = tuple(100 * np.mean([r[key] for r in side]) - n for side, n in zip(loaded, claim.numbers))
+    level = tuple(abs(d) <= max(AT_LEVEL, s or 0.0) for d, s in zip(own, claim.spreads or (None, None)))
   out = {'own': own, 'level': level, 'mean': float(diffs.mean()), 'seeds': len(seeds),
          'agree': int(np.sum(diffs > 0)), 'metric': metric}
   seed_draw = rng.integers(len(seeds), size=(REPLICATES, len(seeds)))
-  if key == claim.a.key and all(records.rescorable(r) for side in loaded.values() for r in side.values()):
-    per = {side: [_scores(loaded[side][s], row.runs[s], key, data_dir) for s in seeds]
-           for side, row in (('a', claim.a), ('b', claim.b))}
-    sizes = {len(num) for scores in per.values() for num, _ in scores}
+  if key == claim.a.key and all(records.rescorable(r) for side in loaded for r in side):
+    per_example = lambda reading: [[_scores(r, row.runs[s], key, data_dir, reading) for r, s in zip(side, seeds)]
+                                   for row, side in zip(rows, loaded)]
+    per = per_example(HEADLINE_READING)
+    sizes = {len(num) for side in per for num, _ in side}
     if len(sizes) != 1:
       raise ValueError(f'{claim.a.label} over {claim.b.label}: test sets of {sorted(sizes)} examples; a paired '
                        'bootstrap needs one test set')
@@ -356,26 +267,20 @@ def test_claim(claim: Claim, data_dir, rng) -> dict:
     weights = rng.multinomial(n, np.full(n, 1.0 / n), size=REPLICATES).astype(np.float64)  # [R, n]
 
     def resampled(per):
-      figure = {side: np.stack([(weights @ num) / (weights @ den) for num, den in per[side]]) for side in per}  # [S, R]
-      return np.take_along_axis(100 * (figure['a'] - figure['b']).T, seed_draw, axis=1).mean(axis=1)
+      a, b = (np.stack([(weights @ num) / (weights @ den) for num, den in side]) for side in per)  # [S, R]
+      return np.take_along_axis(100 * (a - b).T, seed_draw, axis=1).mean(axis=1)
     replicates = resampled(per)
     out['basis'] = f'examples ({n}) and seeds'
     if key == 'test_f1_conlleval':  # the other reading, on the same draws
-      other = {side: [_scores(loaded[side][s], row.runs[s], key, data_dir, OTHER_READING) for s in seeds]
-               for side, row in (('a', claim.a), ('b', claim.b))}
-      mean = float(np.mean([100 * (a[0].sum() / a[1].sum() - b[0].sum() / b[1].sum())
-                            for a, b in zip(other['a'], other['b'])]))
-      low, high = np.quantile(resampled(other), [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-      out['reading'] = {'mean': mean, 'low': float(low), 'high': float(high), 'verdict': direction(low, high),
-                        'size': size(claim.published, low, high)}
+      other = per_example(OTHER_READING)
+      mean = float(np.mean([100 * (a[0].sum() / a[1].sum() - b[0].sum() / b[1].sum()) for a, b in zip(*other)]))
+      out['reading'] = {'mean': mean, **_interval(claim.published, resampled(other))}
   elif len(seeds) < 2:  # one seed and no test predictions: nothing to resample
     return {**out, 'verdict': 'no interval', 'basis': 'one seed, no predictions kept'}
   else:
     replicates = diffs[seed_draw].mean(axis=1)
     out['basis'] = 'seeds only (records keep no predictions)'
-  low, high = np.quantile(replicates, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-  out.update(low=float(low), high=float(high), p=p_value(out['mean'], replicates), verdict=direction(low, high),
-             size=size(claim.published, low, high))
+  out.update(_interval(claim.published, replicates), p=p_value(out['mean'], replicates))
   out['depends'] = 'reading' in out and (out['reading']['verdict'], out['reading']['size']) != (out['verdict'],
                                                                                                out['size'])
   return out
@@ -402,13 +307,9 @@ def verdict_cell(c: Claim) -> str:
   """The direction verdict, naming the row ahead (as its config names it) and by how much where one is."""
   r = c.result
   a, b = (row.label.replace(' ', '_') for row in (c.a, c.b))
-  if r['verdict'] == 'reproduced':
-    return f'**reproduced**: {a} ahead'
-  if r['verdict'] == 'reversed':
-    return f'**reversed**: {b} ahead by {-r["mean"]:.2f}'
-  if r['verdict'] == 'no interval':
-    return f'no interval ({a if r["mean"] > 0 else b} ahead on its one seed)'
-  return '**not shown**'
+  return {'reproduced': f'**reproduced**: {a} ahead', 'reversed': f'**reversed**: {b} ahead by {-r["mean"]:.2f}',
+          'no interval': f'no interval ({a if r["mean"] > 0 else b} ahead on its one seed)'}.get(r['verdict'],
+                                                                                                '**not shown**')
 
 
 def reading_note(r: dict) -> str:
@@ -420,32 +321,26 @@ def reading_note(r: dict) -> str:
           f'[{o["low"]:+.2f}, {o["high"]:+.2f}], {o["verdict"]}, {o["size"]}')
 
 
-def level_cell(r: dict) -> str:
-  if not r['own']:
-    return '–'
-  return ', '.join(f'{d:+.2f} {"✓" if ok else "✗"}' for d, ok in zip(r['own'], r['level']))
-
-
 def table(items: list[Claim]) -> list[str]:
   lines = ['| # | paper | task | claim: A over B | the paper\'s rows: A; B | published A - B | ours A - B [95% '
            'interval] | seeds agreeing | direction | size: published vs ours | A, B: ours - published (✓ at level) | '
            'Holm p | basis |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
   for i, c in enumerate(items, 1):
     r = c.result
-    claim = f'`{c.a.config}` over `{c.b.config}`'
     quoted = '; '.join(f'"{name}" {number:.2f}' for name, number in zip(c.names, c.numbers))
-    head = f'| {i} | {c.paper} | {c.task} | {claim} | {quoted} | {c.published:+.2f} |'
+    head = f'| {i} | {c.paper} | {c.task} | `{c.a.config}` over `{c.b.config}` | {quoted} | {c.published:+.2f} |'
     if r['verdict'] == 'not run':
       lines.append(f'{head} – | – | not run: {r["why"]} | – | – | – | – |')
       continue
     metric = f' ({r["metric"]})' if r['metric'] else ''
+    level = ', '.join(f'{d:+.2f} {"✓" if ok else "✗"}' for d, ok in zip(r['own'], r['level'])) or '–'
     if 'low' not in r:
       lines.append(f'{head} {r["mean"]:+.2f}{metric} | {r["agree"]} of {r["seeds"]} | {verdict_cell(c)} | – | '
-                   f'{level_cell(r)} | – | {r["basis"]} |')
+                   f'{level} | – | {r["basis"]} |')
       continue
     holm_cell = _p(r['holm']) + (' (not after Holm)' if r['verdict'] != 'not shown' and not r['stands'] else '')
     lines.append(f'{head} {r["mean"]:+.2f} [{r["low"]:+.2f}, {r["high"]:+.2f}]{metric} | {r["agree"]} of '
-                 f'{r["seeds"]} | {verdict_cell(c)}{reading_note(r)} | {r["size"]} | {level_cell(r)} | {holm_cell} | '
+                 f'{r["seeds"]} | {verdict_cell(c)}{reading_note(r)} | {r["size"]} | {level} | {holm_cell} | '
                  f'{r["basis"]} |')
   return lines
 
@@ -454,9 +349,10 @@ def at_level(c: Claim) -> bool:
   return len(c.result.get('level', ())) == 2 and all(c.result['level'])
 
 
-def tally(items: list[Claim], axis: str, order) -> str:
-  got = [c.result.get(axis) for c in items]
-  return ', '.join(f'{got.count(v)} {v}' for v in order)
+def tally(values: list, order=DIRECTIONS, zeros: bool = True) -> str:
+  """How many of ``values`` are each of ``order`` ('3 reproduced, 0 not shown, ...'; without the zeros if not
+  ``zeros``)."""
+  return ', '.join(f'{values.count(v)} {v}' for v in order if zeros or v in values)
 
 
 def counts(items: list[Claim]) -> dict:
@@ -466,106 +362,87 @@ def counts(items: list[Claim]) -> dict:
   level = [c for c in tested if at_level(c)]
   rest = [c for c in tested if not at_level(c)]
   shown = [c for c in tested if c.result['verdict'] != 'not shown']
-  return {'claims': len(items), 'tested': len(tested), 'level': len(level), 'rest': len(rest),
-          'level_direction': tally(level, 'verdict', DIRECTIONS), 'level_size': tally(level, 'size', SIZES),
-          'rest_direction': tally(rest, 'verdict', DIRECTIONS), 'rest_size': tally(rest, 'size', SIZES),
-          'direction': tally(tested, 'verdict', DIRECTIONS), 'size': tally(tested, 'size', SIZES),
-          'shown': len(shown), 'stand': sum(c.result['stands'] for c in shown),
-          'taken_back': ', '.join(f'#{items.index(c) + 1}' for c in shown if not c.result['stands']) or 'none',
-          'disagree': ', '.join(f'#{items.index(c) + 1}' for c in tested
-                                if (c.result['p'] < LEVEL_ALPHA) != (c.result['verdict'] != 'not shown')) or 'none',
-          'no_interval': sum(c.result['verdict'] == 'no interval' for c in items),
-          'not_run': sum(c.result['verdict'] == 'not run' for c in items)}
+  out = {'claims': len(items), 'tested': len(tested), 'level': len(level), 'rest': len(rest),
+         'shown': len(shown), 'stand': sum(c.result['stands'] for c in shown),
+         'taken_back': ', '.join(f'#{items.index(c) + 1}' for c in shown if not c.result['stands']) or 'none',
+         'disagree': ', '.join(f'#{items.index(c) + 1}' for c in tested
+                               if (c.result['p'] < LEVEL_ALPHA) != (c.result['verdict'] != 'not shown')) or 'none',
+         'no_interval': sum(c.result['verdict'] == 'no interval' for c in items),
+         'not_run': sum(c.result['verdict'] == 'not run' for c in items)}
+  for prefix, group in (('level_', level), ('rest_', rest), ('', tested)):
+    out[prefix + 'direction'] = tally([c.result['verdict'] for c in group])
+    out[prefix + 'size'] = tally([c.result['size'] for c in group], SIZES)
+  return out
 
 
-def reading_rows(items: list[Claim], data_dir) -> list[dict]:
-  """Each NER / NER+ row of the ledger under both readings: its records' test F1 (x 100) under each."""
+def readings(items: list[Claim], data_dir) -> tuple[list[str], float]:
+  """Each NER / NER+ row of the ledger under both readings, its records' test F1 (x 100) per seed: the table, and the
+  largest change of a seed's F1 between them."""
   rows = {}
   for c in items:
     for row in (c.a, c.b):
       if row.key == 'test_f1_conlleval' and row.runs and 'reading' in c.result:
         rows.setdefault((c.task, row.label), row)
-  out = []
-  for (task, label), row in rows.items():
-    f1 = {reading: [] for reading in READING_NAMES}
-    for seed, path in sorted(row.runs.items()):
-      for reading in READING_NAMES:
-        num, den = _scores(_load(path), path, row.key, data_dir, reading)
-        f1[reading].append(100 * num.sum() / den.sum())
-    out.append({'task': task, 'label': label, 'config': row.config, 'f1': f1})
-  return out
-
-
-def readings_table(rows: list[dict]) -> list[str]:
   head, other = READING_NAMES[HEADLINE_READING], READING_NAMES[OTHER_READING]
   lines = [f'| dataset | row | seeds | conlleval F1, tags {head} | tags {other} | {other} - {head}, per seed |',
            '|---|---|---|---|---|---|']
-  for r in rows:
-    a, b = r['f1'][HEADLINE_READING], r['f1'][OTHER_READING]
-    lines.append(f'| {r["task"]} | `{r["config"]}` | {len(a)} | {records.mean_std(a, scale=1)} | '
+  moves = []
+  for (task, _), row in rows.items():
+    a, b = ([100 * num.sum() / den.sum() for num, den in
+             (_scores(_load(path), path, row.key, data_dir, reading) for _, path in sorted(row.runs.items()))]
+            for reading in (HEADLINE_READING, OTHER_READING))
+    moves += [abs(y - x) for x, y in zip(a, b)]
+    lines.append(f'| {task} | `{row.config}` | {len(a)} | {records.mean_std(a, scale=1)} | '
                  f'{records.mean_std(b, scale=1)} | {", ".join(f"{y - x:+.2f}" for x, y in zip(a, b))} |')
-  return lines
-
-
-_LEDGER = {}  # (data_dir, seed) -> the tested claims: `python -m experiments.claims` tests them before writing
-
-
-def ledger(data_dir: str | None = None, seed: int = 0) -> list[Claim]:
-  """Every claim, tested on the committed records (a record that cannot be read or rescored raises, naming it)."""
-  data_dir = data_dir or str(ROOT.parent / 'shared' / 'data')
-  if (data_dir, seed) not in _LEDGER:
-    items = claims()
-    for c in items:
-      try:
-        c.result = test_claim(c, data_dir, claim_rng(c, seed))
-      except (ValueError, OSError, rescore.NotRescorable) as e:
-        raise LedgerError(f'{c.paper} {c.task} {c.a.label} over {c.b.label}: {rescore.cause(e)}') from e
-    adjust(items)
-    _LEDGER[data_dir, seed] = items
-  return _LEDGER[data_dir, seed]
+  return lines, max(moves)
 
 
 class LedgerError(Exception):
   """A claim whose records cannot be read or rescored: the message names the claim and the record."""
 
 
-SETTINGS = {'data_dir': None, 'seed': 0}  # what `python -m experiments.claims` was given; the defaults otherwise
+@functools.cache
+def ledger(data_dir: str = DATA_DIR, seed: int = 0) -> list[Claim]:
+  """Every claim, tested on the committed records (a record that cannot be read or rescored raises, naming it)."""
+  items = claims()
+  for c in items:
+    try:
+      c.result = test_claim(c, data_dir, claim_rng(c, seed))
+    except (ValueError, OSError, rescore.NotRescorable) as e:
+      raise LedgerError(f'{c.paper} {c.task} {c.a.label} over {c.b.label}: {rescore.cause(e)}') from e
+  adjust(items)
+  return items
+
+
+SETTINGS = {'data_dir': DATA_DIR, 'seed': 0}  # what `python -m experiments.claims` was given; the defaults otherwise
+
+
+def _ledger() -> list[Claim]:
+  return ledger(SETTINGS['data_dir'], SETTINGS['seed'])
 
 
 def fields(groups) -> dict:  # pylint: disable=unused-argument  # the claims read their rows' records themselves
-  items = ledger(SETTINGS['data_dir'], SETTINGS['seed'])
-  n = counts(items)
-  rows = reading_rows(items, SETTINGS['data_dir'] or str(ROOT.parent / 'shared' / 'data'))
-  moves = [abs(y - x) for r in rows for x, y in zip(r['f1'][HEADLINE_READING], r['f1'][OTHER_READING])]
+  items = _ledger()
+  reading_lines, move = readings(items, SETTINGS['data_dir'])
   dependent = [f'#{i}' for i, c in enumerate(items, 1) if c.result.get('depends')]
-  ner = [c for c in items if 'reading' in c.result]
-  return {**{k: str(v) for k, v in n.items()}, 'table': '\n'.join(table(items)), 'replicates': str(REPLICATES),
-          'readings': '\n'.join(readings_table(rows)), 'reading_move': f'{max(moves):.2f}',
-          'reading_claims': str(len(ner)), 'dependent': ', '.join(dependent) or 'none',
-          'n_dependent': str(len(dependent)),
-          'ner_direction': tally(ner, 'verdict', DIRECTIONS),
-          'other_direction': tally([Claim(c.paper, c.task, c.a, c.b, c.published, result=c.result['reading'])
-                                    for c in ner], 'verdict', DIRECTIONS),
+  ner = [c.result for c in items if 'reading' in c.result]
+  return {**{k: str(v) for k, v in counts(items).items()}, 'table': '\n'.join(table(items)),
+          'replicates': str(REPLICATES), 'readings': '\n'.join(reading_lines),
+          'reading_move': f'{move:.2f}', 'reading_claims': str(len(ner)),
+          'dependent': ', '.join(dependent) or 'none', 'n_dependent': str(len(dependent)),
+          'ner_direction': tally([r['verdict'] for r in ner]),
+          'other_direction': tally([r['reading']['verdict'] for r in ner]),
           'not_run_claims': '\n'.join(f'- {paper}: {claim}. Why not: {why}.' for paper, claim, why in NOT_RUN),
           'level_pct': f'{LEVEL:.0%}', 'at_level': f'{AT_LEVEL:g}', 'alpha': f'{FAMILY_ALPHA:g}'}
 
 
 def blocks(groups, fields_) -> dict:  # pylint: disable=unused-argument
-  """docs/results.md's claims block (the headline and the table, as the page has them) and README's claims line."""
+  """docs/results.md's claims block (the headline and the table, as the page has them) and README's claims line
+  (experiments/published.toml)."""
   ledger_section = fields_['page'].split('\n## The ledger\n', 1)[1].split('\n## ', 1)[0]
   body = (f'Rebuilt by `{COMMAND}` on {fields_["date"]} from the committed run records; the method, Holm\'s '
           f'correction and the command list: [claims.md](claims.md).\n{ledger_section}')
-  n = counts(ledger(SETTINGS['data_dir'], SETTINGS['seed']))
-  summary = ('**The papers\' claims, tested** ([docs/claims.md](docs/claims.md), its table and [forest '
-             'plot](docs/claims.png) also in '
-             f'[docs/results.md](docs/results.md#the-papers-claims-experimentsclaimspy)): {n["claims"]} comparative '
-             f'claims of the three papers on the tasks run here, {n["tested"]} with a paired bootstrap interval over '
-             f'test examples and seeds. Where both rows run within {AT_LEVEL:g} points of their own published '
-             f'numbers ({n["level"]} claims): {n["level_direction"]}; the published difference {n["level_size"]} '
-             f'our interval. The other {n["rest"]} (a row off its published level): {n["rest_direction"]}; '
-             f'{n["rest_size"]}. Holm\'s correction across the ledger keeps {n["stand"]} of the {n["shown"]} '
-             f'reproduced or reversed verdicts. {n["no_interval"]} claims have one seed and no kept predictions '
-             f'(no interval), {n["not_run"]} are not run (`python -m experiments.claims`).')
+  summary = experiments.TEXT['claims']['readme'].format(**counts(_ledger()), at_level=f'{AT_LEVEL:g}')
   return {('docs/results.md', 'claims'): body, ('README.md', 'claims'): summary}
 
 
@@ -576,8 +453,6 @@ PANELS = (('multi-label classification (example F1 @0.5)', lambda c: c.paper.end
           ('sequence labeling (POS token accuracy, NER conlleval F1)', lambda c: c.task in ('pos', 'ner', 'ner_plus')),
           ('Weizmann horses (mean IoU)', lambda c: c.task == 'horses'),
           ('Cora citation fields (token accuracy)', lambda c: c.task.startswith('cora')))
-
-
 TICKS = (-50, -20, -10, -5, -2, -1, 0, 1, 2, 5, 10, 20, 50, 100)
 
 
@@ -607,8 +482,8 @@ def draw(items: list[Claim], path: Path = FIGURE) -> list[str]:
       ax.plot(c.published, y, 'D', color='tab:red', ms=3.5, alpha=0.8)
     ax.axvline(0, color='k', lw=0.6)
     ax.set_xscale('symlog', linthresh=2)  # before the ticks: a new scale resets them
-    ends = [v for _, c in rows for v in (c.published, c.result['mean'], c.result.get('low', 0), c.result.get('high', 0))
-            ] + [0.0]
+    ends = [0.0] + [v for _, c in rows for v in (c.published, c.result['mean'], c.result.get('low', 0),
+                                                  c.result.get('high', 0))]
     left, right = min(ends) - 0.15 * abs(min(ends)) - 0.3, max(ends) + 0.15 * abs(max(ends)) + 0.3
     ax.set_xlim(left, right)
     ax.set_xticks([t for t in TICKS if left <= t <= right])
@@ -635,28 +510,21 @@ def draw(items: list[Claim], path: Path = FIGURE) -> list[str]:
   return [label.get_text() for ax in np.atleast_1d(axes) for label in ax.get_yticklabels()]
 
 
-def after(groups) -> None:  # pylint: disable=unused-argument
-  draw(ledger(SETTINGS['data_dir'], SETTINGS['seed']))
-
-
-def _used_records() -> set:
-  return {Path(p).resolve() for c in claims() for row in (c.a, c.b) for p in row.runs.values()}
-
-
-_USED = []
+@functools.cache
+def _used_records() -> frozenset:
+  return frozenset(Path(p).resolve() for c in claims() for row in (c.a, c.b) for p in row.runs.values())
 
 
 def key(path: Path, record: dict):
   """A record some claim reads is on the page's command list; the other records of the same folders are not."""
-  if not _USED:
-    _USED.append(_used_records())
-  return tables.stem(path, record) if Path(path).resolve() in _USED[0] else None
+  return tables.stem(path, record) if Path(path).resolve() in _used_records() else None
 
 
 TABLES = [tables.Table('claims', 'docs/claims.md', ('docs/mlc/runs/*.json', 'docs/baselines/runs/*.json',
                                                     'docs/tagging/runs/*.json', 'docs/horses/runs_seal*/*.json',
                                                     'docs/cora/runs/*.json'),
-                       fields, command=COMMAND, key=key, blocks=blocks, after=after)]
+                       fields, command=COMMAND, key=key, blocks=blocks,
+                       after=lambda groups: draw(_ledger()))]
 
 
 def knife_edges(ledgers: list[list[Claim]]) -> int:
@@ -670,16 +538,15 @@ def knife_edges(ledgers: list[list[Claim]]) -> int:
                             [v.result['reading']['verdict'] for v in versions if 'reading' in v.result])):
       if len(set(verdicts)) > 1:
         edges += 1
-        tally_ = ', '.join(f'{verdicts.count(v)} {v}' for v in DIRECTIONS if v in verdicts)
-        print(f'#{i} {c.paper} {c.task} {c.a.label} over {c.b.label}{what}: {tally_} of {len(verdicts)} bootstrap '
-              'seeds')
+        print(f'#{i} {c.paper} {c.task} {c.a.label} over {c.b.label}{what}: {tally(verdicts, zeros=False)} of '
+              f'{len(verdicts)} bootstrap seeds')
   print(f'{edges} knife edges over {len(ledgers)} bootstrap seeds')
   return 0
 
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'),
+  parser.add_argument('--data_dir', default=DATA_DIR,
                       help='the data folder the records\' gold is read from (their decisions are scored against it)')
   parser.add_argument('--seed', type=int, default=0, help='the bootstrap\'s seed')
   parser.add_argument('--knife_edges', type=int, default=0, metavar='K',
