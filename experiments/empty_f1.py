@@ -2,13 +2,12 @@ r"""How much the empty-set F1 convention moves delicious's example F1.
 
 Usage: python -m experiments.empty_f1 --data_dir=../shared/data [--seeds=0] [--out docs/empty_f1.md | -]
 
-An example whose gold label set is empty and whose prediction is empty too scores 1 under SPEN's and InfNet's
-convention (``data.empty_f1=1.0``, this project's default) and 0 under scikit-learn's ``f1_score(average=
-'samples')``, which DVN's and SEAL's code use. delicious has test rows with no label. The script trains MBCE
-(``configs/delicious.py``, ``method=feedforward``) per seed under each convention (selection and threshold tuning
-follow the setting) and scores each run's test predictions under both; it also lists every committed delicious run
-record that carries both figures (``test_at_0.5.example_f1_empty{0,1}``). The page's text:
-experiments/pages/empty_f1.md.
+An example whose gold label set and prediction are both empty scores 1 under SPEN's and InfNet's convention
+(``data.empty_f1=1.0``, this project's default) and 0 under scikit-learn's ``f1_score(average='samples')``, which
+DVN's and SEAL's code use; delicious has test rows with no label. Trains MBCE (``configs/delicious.py``,
+``method=feedforward``) per seed under each convention (which also steers selection and threshold tuning), scores
+its test predictions under both, and lists every committed delicious record that carries both
+(``test_at_0.5.example_f1_empty{0,1}``). The page's text: experiments/pages/empty_f1.md.
 """
 
 import argparse

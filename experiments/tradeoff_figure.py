@@ -2,13 +2,10 @@ r"""Dev score against training seconds, every method of a task family one point:
 
 Usage: python -m experiments.tradeoff_figure [--families mlc,pos,ner,horses,cora]
 
-Reads the committed run records only (experiments/records.py: each holds its dev score at the selected
-epoch and the run's training seconds) and writes docs/tradeoff/<family>.png and docs/tradeoff/<family>.md (the points
-as a table; its text experiments/pages/tradeoff.md). A point is the mean over the seeds (or Cora's draws) of a system;
-its bars are the sample standard deviations (ddof 1) of both coordinates. Runs recorded on a GPU are drawn hollow and
-named "(GPU)": their seconds measure another machine. Seconds are wall time on the shared 2-core machine the project
-runs on, so a row run beside another job is slower than its step cost says: benchmarks/implicit_cost.py measures the
-steps side by side.
+From the committed run records only (each holds its dev score at the selected epoch and its training seconds):
+docs/tradeoff/<family>.png and .md (the points as a table; its text experiments/pages/tradeoff.md, which says what
+the seconds measure). A point is a system's mean over seeds (Cora: draws), its bars the sample standard deviations
+(ddof 1); runs recorded on a GPU, whose seconds measure another machine, are drawn hollow and named "(GPU)".
 """
 
 import argparse
@@ -42,11 +39,9 @@ MLC_SYSTEMS = ('mbce', 'implicit-cd', 'implicit-cd-gcr', 'implicit-ssvm', 'impli
                'seal-dynamic_margin', 'seal-dynamic_regression', 'seal-dynamic_regression-s', 'seal-dynamic_nce')
 
 
-def system_of(stem: str, prefix: str, family: str) -> str | None:
-  if not stem.startswith(prefix):
-    return None
-  name = stem[len(prefix):]
-  if family == 'cora':  # cora-<system>-l<size>-d<draw>: the 10-labeled draws only
+def system_of(name: str, family: str) -> str | None:
+  """The system of a record (its file name after the family's prefix), None for a record the figure leaves out."""
+  if family == 'cora':  # <system>-l<size>-d<draw>: the 10-labeled draws only
     match = re.fullmatch(r'(.*)-l10-d\d', name)
     return match and match.group(1)
   name = name.rsplit('-seed', 1)[0]
@@ -58,8 +53,8 @@ def points(family: str) -> dict:
   _, key, sources = FAMILIES[family]
   runs = {}
   for folder, prefix in sources:
-    for path in sorted(folder.glob('*.json')):
-      system = system_of(path.stem, prefix, family)
+    for path in sorted(folder.glob(f'{prefix}*.json')):
+      system = system_of(path.stem[len(prefix):], family)
       record = records.load(path) if system else {}
       if key not in record:
         continue
