@@ -1,6 +1,6 @@
 r"""Print and record how closely the implicit gradient matches independent routes (float64).
 
-Usage: python -m experiments.gradient_checks        -> docs/gradient_checks.md
+Usage: python -m experiments.gradient_checks        -> docs/gradient_checks.md (its text pages/gradient_checks.md)
 
 Uses the problems the tests check (implicit_jax/testing.py, shared with tests/test_bilevel.py and
 tests/test_proximal.py: ridge regression with a closed form; a SPEN-like MLC problem solved to stationarity by
@@ -22,7 +22,7 @@ from implicit_jax import bilevel, testing  # pylint: disable=wrong-import-positi
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit as implicit_lib  # pylint: disable=wrong-import-position
 from implicit_jax.testing import dense_hessian, flat64, rel_err  # pylint: disable=wrong-import-position
-from experiments import ROOT  # pylint: disable=wrong-import-position
+from experiments import ROOT, tables  # pylint: disable=wrong-import-position
 
 Solver = functools.partial(bilevel.Solver, damping=0.0)  # every check solves the undamped system
 
@@ -112,15 +112,10 @@ def main():
   add(f'{what}, unrolled through {2 * testing.PROX_T_INNER} steps', 'cg', ours,
       unrolled.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)[1])
 
-  lines = ['# Implicit-gradient checks (float64)', '',
-           f'Produced by `python -m experiments.gradient_checks` on {datetime.date.today()}. Relative error '
-           '`||ours - reference|| / ||reference||`; residual `||H u - v|| / ||v||` of the solve (undamped H; every '
-           'check here solves without damping).', '',
-           '| check | solver | relative error | residual |', '|---|---|---|---|']
-  lines += [f'| {a} | {b} | {c:.2e} | {d:.1e} |' for a, b, c, d in rows]
-  (ROOT / 'docs' / 'gradient_checks.md').write_text('\n'.join(lines) + '\n')
-  print('\n'.join(lines))
-
+  text = tables.render((tables.PAGES / 'gradient_checks.md').read_text(encoding='utf-8'), {
+      'date': datetime.date.today(), 'rows': '\n'.join(f'| {a} | {b} | {c:.2e} | {d:.1e} |' for a, b, c, d in rows)})
+  (ROOT / 'docs' / 'gradient_checks.md').write_text(text)  # not wrapped: the page keeps its long line
+  print(text, end='')
 
 if __name__ == '__main__':
   sys.exit(cli.guarded(main))
