@@ -28,9 +28,6 @@ from implicit_jax.engine import checkpoints, cli, config as config_lib, data, pl
 from implicit_jax.tasks.mlc import analysis
 from experiments import ROOT, records, tables
 
-COOCCURRENCE = ('correlation', 'npmi', 'frequency')   # the first is the figure's and the headline number's
-
-
 def run_parser(doc: str, workdir_help: str) -> argparse.ArgumentParser:
   """The flags of every analysis of a trained run: --workdir (the run) and --data_dir."""
   parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -87,11 +84,11 @@ def main():
   out = Path(args.out or ROOT / 'docs' / 'energy_analysis' / f'{run.task.name}_hessian_vs_cooccurrence.png')
   stem = out.with_suffix('')
 
-  energy_apply, phi = run.modules['energy'].apply, run.params['phi']
   points = {'gold': y, 'predicted': np.asarray(run.predict(x), np.float32)}
-  scores = {at: -analysis.energy_hessian_y(energy_apply, phi, x, y_at, args.batch_size)   # score = -E
-            for at, y_at in points.items()}
-  coocs = {norm: analysis.label_cooccurrence(y, norm) for norm in COOCCURRENCE}
+  scores = {at: -analysis.energy_hessian_y(run.modules['energy'].apply, run.params['phi'], x, y_at, args.batch_size)
+            for at, y_at in points.items()}  # score = -E
+  # The first normalisation is the figure's and the headline number's.
+  coocs = {norm: analysis.label_cooccurrence(y, norm) for norm in ('correlation', 'npmi', 'frequency')}
   results = {at: {norm: analysis.offdiagonal_correlation(scores[at], c) for norm, c in coocs.items()}
              for at in scores}
 

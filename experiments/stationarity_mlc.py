@@ -24,6 +24,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from implicit_jax import bilevel
 from implicit_jax.engine import cli, data, plots
@@ -33,12 +34,9 @@ from experiments import records, tables
 from experiments.energy_analysis import config_row, made_by, parse_run, run_parser
 
 
-def flat(tree):
-  return jnp.concatenate([jnp.ravel(x) for x in jax.tree.leaves(tree)])
-
-
 def compare(g, ref):
-  g, ref = flat(g), flat(ref)
+  """(||g - ref|| / ||ref||, cosine of g and ref) over every parameter."""
+  g, ref = ravel_pytree(g)[0], ravel_pytree(ref)[0]
   return (float(jnp.linalg.norm(g - ref) / jnp.linalg.norm(ref)),
           float(g @ ref / (jnp.linalg.norm(g) * jnp.linalg.norm(ref))))
 
