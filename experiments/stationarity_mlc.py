@@ -5,14 +5,12 @@ Usage:
   python -m experiments.stationarity_mlc --workdir=W [--steps=1,5,20,100] [--batches=4] [--out=docs/stationarity]
 
 At the run's best-on-dev parameters (theta_0, phi), on a few training batches drawn as a training step draws them
-(negatives, dropout), for each number T of inner steps: the stationarity ||grad L_aux(theta_T)|| /
-||grad L_aux(theta_0)|| (the IFT's premise is 0), and the outer gradient dL_prim/dphi by each route (``none``, the
-explicit term only; the run's solver; MINRES with 5 iterations; ``converged``, MINRES to tol 1e-6: the exact IFT
-gradient at theta_T), its distance ``||g - g_unrolled|| / ||g_unrolled||`` and cosine to ``unrolled`` (reverse mode
-through the T steps, their true derivative) and its implicit term's norm over the explicit one's. The inner
-optimiser's state is warmed first, as in training, by ``--warmup`` steps on other batches (phi fixed): from a fresh
-state Adam's first step is lr * sign(g), whose derivative is zero. Medians over batches go to ``<out>.md`` (its text
-experiments/pages/stationarity.md), the picture to ``<out>.png``.
+(negatives, dropout), for each number T of inner steps: the inner stationarity and the outer gradient dL_prim/dphi
+by each route (the explicit term only, the run's solver, MINRES with 5 iterations, MINRES converged) against
+``unrolled``, reverse mode through the T steps, their true derivative. The inner optimiser's state is warmed first,
+as in training, by ``--warmup`` steps on other batches (phi fixed): from a fresh state Adam's first step is
+lr * sign(g), whose derivative is zero. Medians over batches go to ``<out>.md`` (its text, which says what each
+column measures: experiments/pages/stationarity.md), the picture to ``<out>.png``.
 """
 
 import collections
