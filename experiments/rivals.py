@@ -81,12 +81,17 @@ def _published(pubs):
 
 def rivals_table(groups) -> str:
   lines = ['| rival | metric | before | after | published | gap after (before) | within 2 points (after, else '
-           'before) | what was tried, or why not |', '|---|---|---|---|---|---|---|---|']
+           'before) | the ledger reads (dev before / after) | what was tried, or why not |',
+           '|---|---|---|---|---|---|---|---|---|']
   for label, before, after, pubs, why in RIVALS:
     metric = 'test_f1_conlleval' if before.startswith('ner') else 'test_f1'
     old = [r for r in groups.get(before, []) if r['seed'] in BEFORE_SEEDS]
     new = groups.get(after, [])
     level = 'yes' if min(abs(_mean(new or old, metric) - v) for v, _ in pubs) <= AT_LEVEL else 'no'
+    # claims.dev_chosen's rule: the higher mean dev figure over all of a row's records
+    dev = [_mean(rs, 'dev_f1') for rs in (groups.get(before, []), new) if rs]
+    reads = (f'{"after" if dev[1] > dev[0] else "before"} ({dev[0]:.2f} / {dev[1]:.2f})' if new
+             else 'before (no row after)')
     if new:
       epochs = ', '.join(str(r['best_epoch']) for r in new)
       tried = f'{TEXT["tried"][after]}; epochs selected on dev: {epochs} of {new[0]["config"]["num_epochs"]}'
@@ -96,7 +101,8 @@ def rivals_table(groups) -> str:
           f'; a run of its records: {np.mean([r["train_seconds"] for r in old]):.0f} s on {devices}' if old else '')
     lines.append(f'| {label} | {"conlleval F1" if metric.endswith("conlleval") else "example F1 @0.5"} | '
                  f'{_cell(old, metric)} | {_cell(new, metric)} | {_published(pubs)} | '
-                 f'{_gap(new, metric, pubs) + " " if new else ""}({_gap(old, metric, pubs)}) | {level} | {tried} |')
+                 f'{_gap(new, metric, pubs) + " " if new else ""}({_gap(old, metric, pubs)}) | {level} | {reads} | '
+                 f'{tried} |')
   return '\n'.join(lines)
 
 

@@ -220,7 +220,9 @@ def test_the_ledger_holds_every_claim_the_papers_make_on_the_tasks_run_here():
   NCE. Every claim quotes its two rows as the paper names them and their numbers, none twice, and every table
   a claim is listed under as not run is a table of one of the papers."""
   items = claims.claims()
-  pairs = {(c.paper, c.task, frozenset((c.a.label, c.b.label))) for c in items}
+  # a rival read from its row tried on dev (claims.dev_chosen) stands for the row the paper names
+  base = {alt + w: s + w for s, alts in claims.DEV_ALTERNATIVES.items() for alt in alts for w in ('', '-h400')}
+  pairs = {(c.paper, c.task, frozenset(base.get(r.label, r.label) for r in (c.a, c.b))) for c in items}
   assert len(pairs) == len(items)
   has = lambda paper, task, a, b: (paper, task, frozenset((a, b))) in pairs  # noqa: E731
   for dataset, width in (('bibtex', '-h400'), ('delicious', '')):
@@ -312,3 +314,15 @@ def test_knife_edges_lists_the_claims_whose_verdict_moves_with_the_bootstrap_see
   lines = capsys.readouterr().out.splitlines()
   assert len(lines) == 2 and lines[0].startswith('#1 paper edge e1 over e2: ') and lines[0].endswith(
       'of 20 bootstrap seeds') and lines[1] == '1 knife edges over 20 bootstrap seeds'
+
+
+def test_a_rival_is_read_from_whichever_of_its_rows_scores_higher_on_dev(tmp_path):
+  """claims.dev_chosen picks on the mean dev figure, never on test; a row without records is passed over."""
+  def row(name, devs, tests):
+    for seed, (dev, test) in enumerate(zip(devs, tests)):
+      (tmp_path / f'{name}-seed{seed}.json').write_text(json.dumps({'dev_f1': dev, 'test_f1': test, 'seed': seed}))
+    return claims.Row(name, name, {i: tmp_path / f'{name}-seed{i}.json' for i in range(3)}, 'test_f1')
+  before, after = row('dvn', [0.30, 0.32], [0.50, 0.52]), row('dvn-mirror', [0.40, 0.41], [0.20, 0.21])
+  assert claims.dev_chosen([before, after]).label == 'dvn-mirror'
+  assert claims.dev_chosen([after, before]).label == 'dvn-mirror'
+  assert claims.dev_chosen([before, row('empty', [], [])]).label == 'dvn'
