@@ -40,15 +40,16 @@ def _tagging(dataset, system):
   return [(v, source) for source, v in reproduce_tagging.PUBLISHED[dataset][system].items()]
 
 
-# (label, records' stem before, stem after (None: not rerun), published, why not rerun: a key of TEXT['not_rerun'])
+# (label, records' stem before, stem after (None: not rerun), published, why not rerun: a key of TEXT['not_rerun'],
+# None for a row rerun)
 RIVALS = [
-    ('delicious, DVN, 150 units', 'delicious-dvn', 'delicious-dvn-mirror', _seal('dvn', 'delicious'), 'delicious'),
-    ('delicious, SEAL-dynamic NCE, 150 units', 'delicious-seal-dynamic_nce', None,
-     _seal('seal-dynamic nce', 'delicious'), 'delicious'),
+    ('delicious, DVN, 150 units', 'delicious-dvn', 'delicious-dvn-mirror', _seal('dvn', 'delicious'), None),
+    ('delicious, SEAL-dynamic NCE, 150 units', 'delicious-seal-dynamic_nce', 'delicious-seal-dynamic_nce-e160',
+     _seal('seal-dynamic nce', 'delicious'), None),
     ('delicious, SEAL-static NCE, 150 units', 'delicious-seal-static_nce', 'delicious-seal-static_nce-w0.1',
-     _seal('seal-static nce', 'delicious'), 'delicious'),
+     _seal('seal-static nce', 'delicious'), None),
     ('delicious, SEAL-static margin, 150 units', 'delicious-seal-static_margin', 'delicious-seal-static_margin-w0.1',
-     _seal('seal-static margin', 'delicious'), 'delicious'),
+     _seal('seal-static margin', 'delicious'), None),
     ('bibtex, SPEN, 400 units (after: with the pretraining stage)', 'bibtex-spen-h400', 'bibtex-spen-pretrain-h400',
      _seal('spen', 'bibtex'), 'pretrain'),
     *[(f'NER+, InfNet+ {p}', f'ner_plus-infnet-plus-{p}', None, _tagging('ner_plus', f'infnet-plus-{p}'), 'ner')
