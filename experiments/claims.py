@@ -138,8 +138,11 @@ DEV_ALTERNATIVES = experiments.TEXT['claims']['dev_alternatives']
 
 
 def dev_chosen(candidates: list[Row]) -> Row:
-  """The candidate with records whose mean dev figure (``dev_f1``) is highest; the first where none has records."""
-  scored = [(np.mean([records.load(p)['dev_f1'] for p in c.runs.values()]), -i, c)
+  """The candidate with records whose mean dev figure (``dev_f1``) is highest; the first where none has records or
+  there is no other (its records are then read by the claim, which names itself beside a file it cannot read)."""
+  if len(candidates) == 1:
+    return candidates[0]
+  scored = [(np.mean([_load(p)['dev_f1'] for p in c.runs.values()]), -i, c)
             for i, c in enumerate(candidates) if c.runs]
   return max(scored, key=lambda t: t[:2])[2] if scored else candidates[0]
 

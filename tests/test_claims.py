@@ -11,7 +11,7 @@ from implicit_jax import runner
 from implicit_jax.tasks.mlc.evaluator import F1Evaluator
 from implicit_jax.tasks.segmentation.evaluator import IoUEvaluator
 from implicit_jax.tasks.tagging.evaluator import AccuracyEvaluator, ChunkF1Evaluator
-from experiments import claims
+from experiments import claims, rescore
 from tests.conftest import load_config
 
 TAGS = ('O', 'B-PER', 'I-PER', 'E-PER', 'S-PER', 'B-LOC', 'I-LOC', 'E-LOC', 'S-LOC')
@@ -269,7 +269,6 @@ def test_each_reading_of_a_records_ner_tags_is_what_conllevals_rules_give():
   reading add up to the F1 that conlleval's counting loop gives with that reading's rules (tests/test_tagging_data.py
   transcribes them), the IOB2 one to the record's own test_f1_conlleval; the two differ on this record."""
   from tests.test_tagging_data import BIOES, IOB2, conlleval_pl_counts, tagging_data  # pylint: disable=import-outside-toplevel
-  from experiments import rescore  # pylint: disable=import-outside-toplevel
   from implicit_jax.tasks.tagging.evaluator import sentences  # pylint: disable=import-outside-toplevel
   data = tagging_data('conll2003')
   path = claims.ROOT / 'docs' / 'tagging' / 'runs' / 'ner-bilstm-seed0.json'
@@ -326,3 +325,6 @@ def test_a_rival_is_read_from_whichever_of_its_rows_scores_higher_on_dev(tmp_pat
   assert claims.dev_chosen([before, after]).label == 'dvn-mirror'
   assert claims.dev_chosen([after, before]).label == 'dvn-mirror'
   assert claims.dev_chosen([before, row('empty', [], [])]).label == 'dvn'
+  (tmp_path / 'dvn-seed0.json').write_text('{"dev_f1": 0.3')
+  with pytest.raises(rescore.BadRecord, match='dvn-seed0.json'):
+    claims.dev_chosen([before, after])
