@@ -186,8 +186,9 @@ BASELINES['seal-static margin-w0.1'] = {**BASELINES['seal-static margin'], 'seal
 # (issue 64: on delicious dev, docs/sweeps/delicious-seal-static-nce.md, seed 0: 27.13 @0.5 against the row's 23.37).
 # On bibtex it is that dataset's seal-static nce row.
 BASELINES['seal-static nce-w0.1'] = {**BASELINES['seal-static nce'], 'seal.energy_weight': 0.1}
-# SEAL-dynamic NCE with twice the epochs, for delicious (issue 64: on delicious dev, docs/sweeps/delicious-seal-dynamic-
-# nce.md, seed 0: 28.61 @0.5 against the row's 27.14 and 27.61 with bibtex's weight 0.3 and 20 samples).
+# SEAL-dynamic NCE with twice the epochs, for delicious (issue 64: on delicious dev,
+# docs/sweeps/delicious-seal-dynamic-nce.md, seed 0: 28.61 @0.5 against the row's 27.14, and 27.61 with bibtex's
+# weight 0.3 and 20 samples).
 BASELINES['seal-dynamic nce-e80'] = {**BASELINES['seal-dynamic nce'], 'num_epochs': 80}
 # The same with four times the epochs: twice the epochs took its best epoch last (79 of 80); 160 reached 28.83 @0.5
 # (best epoch 149), the sweep's best on dev.
