@@ -126,8 +126,9 @@ def _family(table: dict, task: str):
   pub = reproduce_tagging.PUBLISHED[task]  # a source 'impl T9, cites Tu & Gimpel 2019' is Table 9's
   metric, fallback = ('test_accuracy', '') if task == 'pos' else ('test_f1_conlleval', 'test_f1')
   folder = ROOT / 'docs' / 'tagging' / 'runs'
-  row = lambda s: Row(s, f'configs/{task}.py:{s}', {i: folder / f'{task}-{s}-seed{i}.json' for i in range(10)},
-                      metric, fallback)
+  tagging_row = lambda s: Row(s, f'configs/{task}.py:{s}',
+                              {i: folder / f'{task}-{s}-seed{i}.json' for i in range(10)}, metric, fallback)
+  row = lambda s: dev_chosen([tagging_row(c) for c in (s, *DEV_ALTERNATIVES.get(s, ()))])
   number = lambda s: next(v for source in table['sources'] for k, v in pub[s].items() if k.split(',')[0] == source)
   return row, number, None
 
@@ -138,13 +139,14 @@ DEV_ALTERNATIVES = experiments.TEXT['claims']['dev_alternatives']
 
 
 def dev_chosen(candidates: list[Row]) -> Row:
-  """The candidate with records whose mean dev figure (``dev_f1``) is highest; the first where none has records or
-  there is no other (its records are then read by the claim, which names itself beside a file it cannot read)."""
-  if len(candidates) == 1:
-    return candidates[0]
-  scored = [(np.mean([_load(p)['dev_f1'] for p in c.runs.values()]), -i, c)
-            for i, c in enumerate(candidates) if c.runs]
-  return max(scored, key=lambda t: t[:2])[2] if scored else candidates[0]
+  """The candidate with records whose mean dev figure (``dev_f1``) is highest; the one with records, or the first,
+  where fewer than two have any (its records are then read by the claim, which names itself beside a file it cannot
+  read)."""
+  held = [c for c in candidates if c.runs]
+  if len(held) < 2:
+    return (held or candidates)[0]
+  scored = [(np.mean([_load(p)['dev_f1'] for p in c.runs.values()]), -i, c) for i, c in enumerate(held)]
+  return max(scored, key=lambda t: t[:2])[2]
 
 
 def claims() -> list[Claim]:

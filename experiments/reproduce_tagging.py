@@ -83,7 +83,8 @@ def pending(datasets, seeds, folder=None) -> list[tuple[str, str, int]]:
   config) whose record is absent or keeps no predictions to rescore."""
   def left(path):
     return not path.exists() or not records.rescorable(records.load(path))
-  return [(dataset, system, seed) for dataset in datasets for system in SYSTEMS if not duplicate_of(dataset, system)
+  return [(dataset, system, seed) for dataset in datasets for system in tagging.systems(dataset)
+          if not duplicate_of(dataset, system)
           for seed in seeds if left((folder or RUNS) / f'{dataset}-{system}-seed{seed}.json')]
 
 
@@ -145,7 +146,7 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
   """``dataset``'s section of docs/tagging.md and the labels of its flagged rows: the table of its rows, that of the
   earlier design's (where recorded) paired with today's, the differences with the BiLSTM, the notes."""
   key = SELECT[dataset]
-  duplicates = {system: twin for system in SYSTEMS if (twin := duplicate_of(dataset, system))}
+  duplicates = {system: twin for system in tagging.systems(dataset) if (twin := duplicate_of(dataset, system))}
   header = TEXT['head_pos' if dataset == 'pos' else 'head_ner'].format(key=key, tolerance=f'{TOLERANCE:g}')
   flagged = []
 
@@ -155,7 +156,8 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
   def paired(system, base):
     return records.paired(f'{LABELS[system]} minus {"BiLSTM" if base == "bilstm" else LABELS[base]}',
                           by_seed(runs, dataset, system, key), by_seed(runs, dataset, base, key), f'test {key}')
-  lines = [f'## {DATASETS[dataset]}', '', header, *(row(system) for system in SYSTEMS if system not in duplicates)]
+  lines = [f'## {DATASETS[dataset]}', '', header,
+           *(row(system) for system in tagging.systems(dataset) if system not in duplicates)]
   if earlier := [row(system) for system in EARLIER if runs.get(f'{dataset}-{system}')]:
     lines += ['', TEXT['earlier_note'], '', header, *earlier, '']
     lines += [line for before, (_, now) in EARLIER.items() if (line := paired(now, before))]
@@ -377,7 +379,8 @@ def margins_lines(runs) -> list[str]:
   ours, paired by seed on the papers' metric, and the row best on dev here (summary.MIN_RUNS seeds) against it."""
   lines = [TEXT['margins_head']]
   for dataset, title in DATASETS.items():
-    metric, groups = headline(dataset), {system: runs.get(f'{dataset}-{system}', []) for system in SYSTEMS}
+    metric = headline(dataset)
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in tagging.systems(dataset)}
 
     def cell(system, dataset=dataset, metric=metric):
       seeds, diffs = versus(runs, dataset, system, 'bilstm', metric)
@@ -399,7 +402,7 @@ def summary_rows(runs) -> list[str]:
   """README summary rows: per dataset, the best implicit row against the best other one on the dev metric."""
   rows = []
   for dataset, title in DATASETS.items():
-    groups = {system: rs for system in SYSTEMS if (rs := runs.get(f'{dataset}-{system}'))}
+    groups = {system: rs for system in tagging.systems(dataset) if (rs := runs.get(f'{dataset}-{system}'))}
     implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit')}
     rivals = {s: rs for s, rs in groups.items() if s not in implicit}
     key = SELECT[dataset]

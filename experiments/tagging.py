@@ -10,6 +10,12 @@ import experiments
 DATASETS = ('pos', 'ner', 'ner_fixed', 'ner_plus')
 # system -> (label, config overrides). Order = table order.
 SYSTEMS = experiments.config_rows('pos').SYSTEMS
+TRIED_ON = experiments.config_rows('pos').TRIED_ON
+
+
+def systems(dataset: str) -> list[str]:
+  """``dataset``'s rows, in table order: SYSTEMS but those tried on other datasets only (TRIED_ON)."""
+  return [s for s in SYSTEMS if dataset in TRIED_ON.get(s, (dataset,))]
 
 
 def config_name(dataset: str, system: str) -> str:

@@ -325,6 +325,10 @@ def test_a_rival_is_read_from_whichever_of_its_rows_scores_higher_on_dev(tmp_pat
   assert claims.dev_chosen([before, after]).label == 'dvn-mirror'
   assert claims.dev_chosen([after, before]).label == 'dvn-mirror'
   assert claims.dev_chosen([before, row('empty', [], [])]).label == 'dvn'
+  # an alternative without records on a task leaves the row as it is, its records unread (POS's hold no dev_f1)
+  (tmp_path / 'pos-seed0.json').write_text(json.dumps({'dev_accuracy': 0.8, 'seed': 0}))
+  pos = claims.Row('pos', 'pos', {0: tmp_path / 'pos-seed0.json'}, 'test_accuracy')
+  assert claims.dev_chosen([pos, row('pos-e30', [], [])]) is pos
   (tmp_path / 'dvn-seed0.json').write_text('{"dev_f1": 0.3')
   with pytest.raises(rescore.BadRecord, match='dvn-seed0.json'):
     claims.dev_chosen([before, after])
