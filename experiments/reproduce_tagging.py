@@ -239,7 +239,8 @@ def _row_config(dataset: str, system: str) -> str:
 def duplicate_of(dataset: str, system: str) -> str | None:
   """The earlier row whose config on ``dataset`` is ``system``'s, or None: configs/ner_plus.py computes the implicit
   term on every step, so its implicit-cd-r1 is its implicit-cd."""
-  earlier = list(SYSTEMS)[:list(SYSTEMS).index(system)]
+  rows = tagging.systems(dataset)
+  earlier = rows[:rows.index(system)]
   return next((other for other in earlier if _row_config(dataset, other) == _row_config(dataset, system)), None)
 
 

@@ -63,7 +63,10 @@ RIVALS = [
 ]
 # The tasks the ledger holds claims on: a rival elsewhere is read by none
 LEDGER_TASKS = {task for table in experiments.TEXT['claims']['tested'] for task in table['tasks']}
+
+
 def _stems(after) -> tuple:
+  """A RIVALS entry's stems after: none, one, or several (TEXT['tried'] keyed by the first)."""
   return (after,) if isinstance(after, str) else after or ()
 
 
@@ -96,8 +99,8 @@ def rivals_table(groups) -> str:
   for label, before, after, pubs, why in RIVALS:
     metric = 'test_f1_conlleval' if before.startswith('ner') else 'test_f1'
     old = [r for r in groups.get(before, []) if r['seed'] in BEFORE_SEEDS]
-    after = max((s for s in _stems(after) if groups.get(s)), key=lambda s: _mean(groups[s], 'dev_f1'), default=None)
-    new = groups.get(after, [])
+    shown = max((s for s in _stems(after) if groups.get(s)), key=lambda s: _mean(groups[s], 'dev_f1'), default=None)
+    new = groups.get(shown, [])
     level = 'yes' if min(abs(_mean(new or old, metric) - v) for v, _ in pubs) <= AT_LEVEL else 'no'
     # claims.dev_chosen's rule: the higher mean dev figure over all of a row's records
     dev = [_mean(rs, 'dev_f1') for rs in (groups.get(before, []), new) if rs]
@@ -105,7 +108,7 @@ def rivals_table(groups) -> str:
              else 'before (no row after)') if before.split('-')[0] in LEDGER_TASKS else 'none (no claim on this task)'
     if new:
       epochs = ', '.join(str(r['best_epoch']) for r in new)
-      tried = f'{TEXT["tried"][after]}; epochs selected on dev: {epochs} of {new[0]["config"]["num_epochs"]}'
+      tried = f'{TEXT["tried"][_stems(after)[0]]}; epochs selected on dev: {epochs} of {new[0]["config"]["num_epochs"]}'
     else:
       devices = ', '.join(sorted({records.device_of(r) for r in old}))
       tried = TEXT['not_rerun'][why] + (
