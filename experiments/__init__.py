@@ -43,6 +43,45 @@ def sweeps(family: str) -> dict:
   return out
 
 
+def row_config(name: str, values: dict | None = None):
+  """The config a run of row ``name`` (``configs/<file>.py[:<arg>]``, as the tables name it) trains: the file's
+  ``get_config(arg)``, named in ``config_file`` where an argument picks a row, with ``values`` (flattened keys:
+  ``seed``, ``data.data_dir``) set after."""
+  from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
+  path, _, arg = name.partition(':')
+  config = config_lib.from_file(ROOT / path, arg=arg or None)
+  if arg:
+    config.config_file = name
+  config.update_from_flattened_dict(values or {})
+  return config
+
+
+def run(runs, args, **options):
+  """``runs`` through implicit_jax.runner, each record written by ``records.save`` (or ``writer``), at once on Ray
+  where the flags of ``add_runner_flags`` (or custom_defaults's --workers) say so."""
+  from implicit_jax import runner  # pylint: disable=import-outside-toplevel
+  from experiments import records  # pylint: disable=import-outside-toplevel
+  options.setdefault('writer', records.save)
+  return runner.run_all(runs, ray=ray_options(args, getattr(args, 'workers', 1)), provenance=records.made_here,
+                        **options)
+
+
+def parse(doc: str, flags: dict, runner_flags: bool = True) -> argparse.Namespace:
+  """A script's command line, parsed: --data_dir, --seeds, --table_only and ``flags`` ({flag: add_argument's
+  keywords}, which may replace, or with None drop, the first three), then the runner's flags."""
+  parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+  every = {'--data_dir': {'default': os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared' / 'data'))},
+           '--seeds': {'default': '0,1,2', 'type': seeds}, '--table_only': {'action': 'store_true'}, **flags}
+  for flag, keywords in every.items():
+    if keywords is not None:
+      parser.add_argument(flag, **keywords)
+  if runner_flags:
+    add_runner_flags(parser)
+  args = parser.parse_args()
+  args.error = parser.error
+  return args
+
+
 def config_rows(name: str):
   """The module of ``configs/<name>.py``, whose rows (``SYSTEMS``, ...) a family's tables are made of."""
   return rows.load_module(ROOT / 'configs' / f'{name}.py')
