@@ -61,20 +61,16 @@ def spread(unit: str = 'seeds') -> str:
   return f'mean ± sample standard deviation (ddof 1) over N {unit} (N per row; the value alone where N = 1)'
 
 
-def _cpuinfo() -> tuple[str | None, list[str]]:
-  """The first processor's model name and flags in /proc/cpuinfo (Linux); (None, []) where there is none."""
+def _cpuinfo() -> tuple[str, list[str]]:
+  """The first processor's model name (else the platform's) and flags, from /proc/cpuinfo where there is one."""
   try:
     lines = Path('/proc/cpuinfo').read_text().splitlines()
   except OSError:
-    return None, []
+    lines = []
   first = {}
   for key, _, value in (line.partition(':') for line in lines):
     first.setdefault(key.strip(), value.strip())
-  return first.get('model name'), first.get('flags', '').split()
-
-
-def _model(name: str | None) -> str:
-  return name or platform.processor() or platform.machine()
+  return first.get('model name') or platform.processor() or platform.machine(), first.get('flags', '').split()
 
 
 def machine() -> str:
@@ -83,7 +79,7 @@ def machine() -> str:
   processors: the same seed can move by a point on another machine, so only same-machine pairs are compared."""
   total = os.cpu_count()
   usable = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else total
-  return f'{_model(_cpuinfo()[0])}, {total if usable == total else f"{usable} of {total}"} cores'
+  return f'{_cpuinfo()[0]}, {total if usable == total else f"{usable} of {total}"} cores'
 
 
 # The /proc/cpuinfo flags that name a vector instruction set (SSE, AVX, AVX2, AVX-512 and its parts, FMA, AMX).
@@ -96,7 +92,7 @@ def cpu() -> dict:
   capped at (``XLA_FLAGS=--xla_cpu_max_isa=...``). A virtual machine may give processors of different generations
   one name ('AMD EPYC', with and without AVX-512, on which the same seed's test F1 moves by most of a point)."""
   model, flags = _cpuinfo()
-  out = {'model': _model(model), 'vector': sorted(f for f in flags if _VECTOR_FLAG.fullmatch(f))}
+  out = {'model': model, 'vector': sorted(f for f in flags if _VECTOR_FLAG.fullmatch(f))}
   pinned = _MAX_ISA.search(os.environ.get('XLA_FLAGS', ''))
   if pinned:
     out['xla_max_isa'] = pinned.group(1)
@@ -350,20 +346,15 @@ def write_page(path: Path, text: str) -> None:
   Path(path).write_text(wrap(text), encoding='utf-8')
 
 
-def write_block(path: Path, name: str, body: str, required: bool = True) -> bool:
+def write_block(path: Path, name: str, body: str) -> None:
   """Writes ``body`` (``wrap``ped) between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in ``path``,
-  leaving the rest as it is. A file without the markers: ValueError when ``required``, else unchanged. Returns
-  whether it wrote."""
+  leaving the rest as it is; ValueError where the file lacks the markers."""
   start, end = f'<!-- results:{name} -->', f'<!-- /results:{name} -->'
   text = Path(path).read_text(encoding='utf-8')
   if start not in text or end not in text:
-    if required:
-      raise ValueError(f'{Path(path).name}: no {start} ... {end} block to write into')
-    return False
+    raise ValueError(f'{Path(path).name}: no {start} ... {end} block to write into')
   head, rest = text.split(start, 1)
-  tail = rest.split(end, 1)[1]
-  Path(path).write_text(f'{head}{start}\n{wrap(body)}\n{end}{tail}', encoding='utf-8')
-  return True
+  Path(path).write_text(f'{head}{start}\n{wrap(body)}\n{end}{rest.split(end, 1)[1]}', encoding='utf-8')
 
 
 def history(record: dict) -> list[dict]:

@@ -580,8 +580,8 @@ def _tune(config, workdir, plan, clock, storage, max_trials, parallel, ray):
         print(f'tune: trial {trial.number} {trial.user_attrs["name"]}: {said}', flush=True)
   chosen = _keep_chosen(study, plan, workdir)
   elapsed = clock.elapsed()
-  with open(os.path.join(workdir, 'trials.md'), 'w') as f:
-    f.write(_table(study, plan, chosen, elapsed, workdir))
+  # atomically, as every file of the workdir: a tune killed while writing it keeps the table of its last round
+  workdir_lib.write_text(os.path.join(workdir, 'trials.md'), _table(study, plan, chosen, elapsed, workdir))
   plan['trials'] = [{'number': t.number, 'name': t.user_attrs.get('name'), 'default': bool(t.user_attrs.get('default')),
                      'state': t.state.name, 'killed': bool(t.user_attrs.get('killed')), 'score': t.value,
                      'stopped': t.user_attrs.get('stopped'), 'params': t.params, 'result': t.user_attrs.get('result')}

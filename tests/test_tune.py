@@ -377,3 +377,19 @@ def test_a_tune_under_ctrl_c_at_random_moments_exits_130_and_its_rerun_ends_as_a
   print(f'\n{sum(t[3] for t in tries)} of {TRIES} clean, {sum(t[4] for t in tries)} of {TRIES} equal (undisturbed: '
         f'{span:.0f} s)' + ''.join(f'\n  {t[:5]}' for t in tries))
   assert all(t[3] and t[4] for t in tries), tries
+
+
+def test_the_trials_table_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+  """trials.md, like every file of a tune's workdir, is replaced atomically: a write that fails (a full disk) keeps
+  the table of the last round and leaves no temporary file."""
+  from implicit_jax.engine import workdir as workdir_lib  # pylint: disable=import-outside-toplevel
+  table = tmp_path / 'trials.md'
+  workdir_lib.write_text(str(table), 'round 1')
+  assert table.read_text() == 'round 1'
+
+  def full_disk(*args):
+    raise OSError(28, 'No space left on device')
+  monkeypatch.setattr(os, 'replace', full_disk)
+  with pytest.raises(OSError, match=f'cannot write {table}'):
+    workdir_lib.write_text(str(table), 'round 2')
+  assert table.read_text() == 'round 1' and not (tmp_path / 'trials.md.tmp').exists()

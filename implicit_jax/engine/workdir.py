@@ -220,10 +220,14 @@ def digest(value) -> str:
 
 
 def write_json(path: str, obj: Any) -> None:
-  """Writes JSON atomically (temporary file, then rename). A write that fails (a full disk) leaves no temporary
+  """Writes JSON atomically (``write_text``)."""
+  write_text(path, json.dumps(obj, indent=2))  # a value JSON cannot hold fails here, before any file is touched
+
+
+def write_text(path: str, text: str) -> None:
+  """Writes ``text`` atomically (temporary file, then rename). A write that fails (a full disk) leaves no temporary
   file and raises an OSError naming ``path``."""
   tmp = f'{path}.tmp'
-  text = json.dumps(obj, indent=2)  # a value JSON cannot hold fails here, before any file is touched
   try:
     with open(tmp, 'w') as f:
       f.write(text)
