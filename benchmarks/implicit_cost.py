@@ -1,7 +1,7 @@
 r"""The implicit method's training step beside every rival of its task, one process per task family.
 
-Usage: python -m benchmarks.implicit_cost --task mlc|pos|ner|horses|horses-seal-data|cora [--data_dir ../shared/data] [--reps 10]
-           [--rivals A,B] [--write [--out docs/benchmarks.md]]
+Usage: python -m benchmarks.implicit_cost --task mlc|pos|ner|horses|horses-seal-data|cora [--data_dir ../shared/data]
+           [--reps 10] [--rivals A,B] [--write [--out docs/benchmarks.md]]
        python -m benchmarks.implicit_cost --summary   # one table over the tasks, docs and README
 
 For one task family: the task's config (configs/bibtex.py, pos.py, ner.py, horses.py, cora.py at 10 labeled;
@@ -15,9 +15,9 @@ against the rival the goal names (``TASKS``), measured in the same process on th
 
 The implicit rows: ``before`` is the design the tables were made with until 2026-11-26 (spelled out in
 ``BEFORE``), ``committed`` whatever the task's config holds now, ``committed, term every 3rd step`` the same with
-``solver.reuse`` 'r3' (``, two programs``: 'r3h'), ``gcr`` the implicit term by one fused GCR pass after one inner step (``FAST``,
-bilevel.implicit_gcr), ``no term`` the no-term ablation on that inner step (the floor of any implicit term);
-``committed until issue 45`` the design a config held before that issue changed it (``PREVIOUS``).
+``solver.reuse`` 'r3' (``, two programs``: 'r3h'), ``gcr`` the implicit term by one fused GCR pass after one inner
+step (``FAST``, bilevel.implicit_gcr), ``no term`` the no-term ablation on that inner step (the floor of any
+implicit term); ``committed until issue 45`` the design a config held before that issue changed it (``PREVIOUS``).
 
 ``--rivals=A,B`` times those rivals only (the goal's is always timed; ``--rivals=`` the goal's alone). On an
 accelerator the section and figures file take the suffix ``_<backend>`` (``implicit_cost_mlc_gpu``), and the table
@@ -192,11 +192,11 @@ def main():
            'horses-seal-data': ":<system>,seal-data (SEAL's protocol on SEAL's data, each rival with SEAL's chosen "
                                "settings: the README's row)"}.get(args.task, '')
   setup = (f'configs/{TASKS[args.task][0]}.py{where}, one '
-           f'training batch of {len(steps[reference].batch["x"])} examples; every row is the training loop\'s jitted step '
-           f'on it, '
-           f'medians of {args.reps} interleaved calls after a compiling call (the mean, for a term refreshed every k-th step, whose steps alternate). Goal: the implicit step at most '
-           f'{goal:g}x {reference}\'s.' + (' The labeled-only rows train on the labeled citations alone: their '
-                                             'batch is the first of that split.' if own_data else ''))
+           f'training batch of {len(steps[reference].batch["x"])} examples; every row is the training loop\'s jitted '
+           f'step on it, medians of {args.reps} interleaved calls after a compiling call (the mean, for a term '
+           f'refreshed every k-th step, whose steps alternate). Goal: the implicit step at most {goal:g}x '
+           f'{reference}\'s.' + (' The labeled-only rows train on the labeled citations alone: their batch is the '
+                                  'first of that split.' if own_data else ''))
   if tag:
     setup += (f' On the {m["backend"].upper()} ({m["device"]}): XLA counts a loop\'s body once, so for a step with '
               f'loops inside (T_inner above 1, an iterative solver) its FLOPs and their share are lower bounds; it '
@@ -246,12 +246,13 @@ def summary_table(out: str, tag: str) -> str:
     every3, host3 = (x(t) if t else 'not measured' for t in (every3, host3))
     rows.append([task, r['reference'], f'{r["goal"]:g}x', x(ms['implicit CD, before']), x(now), every3, host3,
                  x(ms['implicit CD, gcr (T_inner 1, 1 pass)']),
-                 'yes' if now / ref <= r['goal'] else 'no', r['design']['implicit CD, committed'].split(', residual')[0],
-                 r['date']])
+                 'yes' if now / ref <= r['goal'] else 'no',
+                 r['design']['implicit CD, committed'].split(', residual')[0], r['date']])
   table = common.table(['task', 'rival (the goal\'s)', 'goal', 'implicit CD before', 'implicit CD committed',
                         'committed, term every 3rd step (mean step)', 'the same, two programs',
                         'T_inner 1 + one GCR pass', 'committed within goal', 'committed design', 'measured'], rows)
-  body = ('## The implicit step against the goal\'s rival, every task (`python -m benchmarks.implicit_cost --summary`)\n\n'
+  body = ('## The implicit step against the goal\'s rival, every task '
+          '(`python -m benchmarks.implicit_cost --summary`)\n\n'
           + fill('Step time of implicit CD over the rival\'s, each task measured in one process on one batch '
                  '(the task sections below, `--task`). "horses" is configs/horses.py as committed (half the '
                  'published channels, whole images: the CPU default); "horses-seal-data" the README\'s horses row, '
@@ -265,7 +266,8 @@ def summary_table(out: str, tag: str) -> str:
                  'the T_inner 1 + one GCR pass row is the cheapest design that solves the term on every step. A '
                  'design is committed only where it held on dev.') + f'\n\n{table}\n')
   if tag:
-    body = ('## The implicit step against the goal\'s rival on the GPU (`python -m benchmarks.implicit_cost --summary`)\n\n'
+    body = ('## The implicit step against the goal\'s rival on the GPU '
+            '(`python -m benchmarks.implicit_cost --summary`)\n\n'
             + fill('As the table above, from the task sections measured on a GPU (`--task` there; each names its '
                    'device, an H100 or an H200: a ratio is of one process on one device). Steps per second and the '
                    'share of the device\'s matrix rate are in those sections.') + f'\n\n{table}\n')
