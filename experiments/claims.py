@@ -138,15 +138,18 @@ def _family(table: dict, task: str):
 DEV_ALTERNATIVES = experiments.TEXT['claims']['dev_alternatives']
 
 
+def dev_best(devs: list[list[float]]) -> int:
+  """The rule every choice on dev follows: the index of the candidate whose dev figures (none where it has no
+  records) have the highest mean, the first of equals."""
+  return max((i for i, d in enumerate(devs) if len(d)), key=lambda i: (np.mean(devs[i]), -i))
+
+
 def dev_chosen(candidates: list[Row]) -> Row:
-  """The candidate with records whose mean dev figure (``dev_f1``) is highest; the one with records, or the first,
-  where fewer than two have any (its records are then read by the claim, which names itself beside a file it cannot
-  read)."""
-  held = [c for c in candidates if c.runs]
-  if len(held) < 2:
-    return (held or candidates)[0]
-  scored = [(np.mean([_load(p)['dev_f1'] for p in c.runs.values()]), -i, c) for i, c in enumerate(held)]
-  return max(scored, key=lambda t: t[:2])[2]
+  """The candidate ``dev_best`` takes on its records' ``dev_f1``; the one with records, or the first, where fewer
+  than two have any (its records are then read by the claim, which names itself beside a file it cannot read)."""
+  if sum(bool(c.runs) for c in candidates) < 2:
+    return next((c for c in candidates if c.runs), candidates[0])
+  return candidates[dev_best([[_load(p)['dev_f1'] for p in c.runs.values()] for c in candidates])]
 
 
 def claims() -> list[Claim]:

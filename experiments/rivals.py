@@ -29,51 +29,48 @@ TEXT = experiments.TEXT['rivals']
 AT_LEVEL = claims.AT_LEVEL  # points: the ledger's at-level bar, the issue's "within 2 points of its published number"
 
 
-def _seal(system, dataset):
-  """A multi-label row's published numbers [(value, source)]: SEAL Table 1's, and the implicit paper's Table 1's."""
+def published(dataset, system) -> list[tuple[float, str]]:
+  """A row's published numbers [(value, source)]: a multi-label row's in SEAL's Table 1 and the implicit paper's
+  Table 1, a tagging row's as reproduce_tagging.PUBLISHED holds them."""
+  if dataset not in compare_methods.DATASETS:
+    return [(v, source) for source, v in reproduce_tagging.PUBLISHED[dataset][system].items()]
   implicit = compare_methods.IMPLICIT_PAPER.get(system, {})
   return [(compare_methods.SEAL[system][dataset], 'SEAL T1')] + (
       [(implicit[dataset], 'implicit T1')] if dataset in implicit else [])
 
 
-def _tagging(dataset, system):
-  return [(v, source) for source, v in reproduce_tagging.PUBLISHED[dataset][system].items()]
+def stem(dataset, system) -> str:
+  """The records' stem of a row, as claims reads it (bibtex's rows at SEAL's 400-unit sizes)."""
+  return f'{dataset}-{system.replace(" ", "_")}' + ('-h400' if dataset == 'bibtex' else '')
 
 
-# (label, records' stem before, stem after (None: not rerun; several: the one higher on dev), published, why not
-# rerun: a key of TEXT['not_rerun'], None for a row rerun)
+# (label, dataset, system, why not rerun: a key of TEXT['not_rerun'], None for a row rerun). What was tried in a row's
+# place is the ledger's: claims.DEV_ALTERNATIVES (several: the one higher on dev shown; TEXT['tried'] keyed by the
+# first one's stem).
 RIVALS = [
-    ('delicious, DVN, 150 units', 'delicious-dvn', 'delicious-dvn-mirror', _seal('dvn', 'delicious'), None),
-    ('delicious, SEAL-dynamic NCE, 150 units', 'delicious-seal-dynamic_nce', 'delicious-seal-dynamic_nce-e160',
-     _seal('seal-dynamic nce', 'delicious'), None),
-    ('delicious, SEAL-static NCE, 150 units', 'delicious-seal-static_nce', 'delicious-seal-static_nce-w0.1',
-     _seal('seal-static nce', 'delicious'), None),
-    ('delicious, SEAL-static margin, 150 units', 'delicious-seal-static_margin', 'delicious-seal-static_margin-w0.1',
-     _seal('seal-static margin', 'delicious'), None),
-    ('bibtex, SPEN, 400 units (after: with the pretraining stage)', 'bibtex-spen-h400', 'bibtex-spen-pretrain-h400',
-     _seal('spen', 'bibtex'), 'pretrain'),
-    *[(f'NER+, InfNet+ {p}', f'ner_plus-infnet-plus-{p}', None, _tagging('ner_plus', f'infnet-plus-{p}'), 'ner')
-      for p in ('separated', 'shared')],
-    ('NER+, InfNet+ stacked (after: 30 epochs)', 'ner_plus-infnet-plus-stacked', 'ner_plus-infnet-plus-stacked-e30',
-     _tagging('ner_plus', 'infnet-plus-stacked'), None),
-    *[(f'NER+, InfNet+ stacked + global energy ({g})', f'ner_plus-infnet-plus-stacked-ge-{g}', None,
-       _tagging('ner_plus', f'infnet-plus-stacked-ge-{g}'), 'ner') for g in 'abc'],
-    ('NER, fixed word vectors, BiLSTM (after: more epochs)', 'ner_fixed-bilstm',
-     ('ner_fixed-bilstm-e30', 'ner_fixed-bilstm-e60'), _tagging('ner_fixed', 'bilstm'), None),
+    ('delicious, DVN, 150 units', 'delicious', 'dvn', None),
+    ('delicious, SEAL-dynamic NCE, 150 units', 'delicious', 'seal-dynamic nce', None),
+    ('delicious, SEAL-static NCE, 150 units', 'delicious', 'seal-static nce', None),
+    ('delicious, SEAL-static margin, 150 units', 'delicious', 'seal-static margin', None),
+    ('bibtex, SPEN, 400 units (after: with the pretraining stage)', 'bibtex', 'spen', 'pretrain'),
+    *[(f'NER+, InfNet+ {p}', 'ner_plus', f'infnet-plus-{p}', 'ner') for p in ('separated', 'shared')],
+    ('NER+, InfNet+ stacked (after: 30 epochs)', 'ner_plus', 'infnet-plus-stacked', None),
+    *[(f'NER+, InfNet+ stacked + global energy ({g})', 'ner_plus', f'infnet-plus-stacked-ge-{g}', 'ner')
+      for g in 'abc'],
+    ('NER, fixed word vectors, BiLSTM (after: more epochs)', 'ner_fixed', 'bilstm', None),
 ]
 # The tasks the ledger holds claims on: a rival elsewhere is read by none
 LEDGER_TASKS = {task for table in experiments.TEXT['claims']['tested'] for task in table['tasks']}
 
 
-def _stems(after) -> tuple:
-  """A RIVALS entry's stems after: none, one, or several (TEXT['tried'] keyed by the first)."""
-  return (after,) if isinstance(after, str) else after or ()
+def afters(dataset, system) -> list[str]:
+  """The stems of the rows tried in a row's place."""
+  return [stem(dataset, alt) for alt in claims.DEV_ALTERNATIVES.get(system, ())]
 
 
-# The knife edge's rows, before (seeds 0-2) and after (every seed): (label, stem, published)
-KNIFE_ROWS = [(f'bibtex, {s}, 400 units', f'bibtex-{s.replace(" ", "_")}-h400', _seal(s, 'bibtex'))
-              for s in ('seal-dynamic regression', 'seal-static regression')]
-STEMS = {s for _, before, after, *_ in RIVALS for s in (before, *_stems(after))} | {s for _, s, _ in KNIFE_ROWS}
+# The knife edges' rows, before (seeds 0-2) and after (every seed): (label, dataset, system)
+KNIFE_ROWS = [(f'bibtex, {s}, 400 units', 'bibtex', s) for s in ('seal-dynamic regression', 'seal-static regression')]
+STEMS = {s for _, dataset, system, *_ in RIVALS + KNIFE_ROWS for s in (stem(dataset, system), *afters(dataset, system))}
 
 
 def _mean(rs, metric):
@@ -96,34 +93,36 @@ def rivals_table(groups) -> str:
   lines = ['| rival | metric | before | after | published | gap after (before) | within 2 points (after, else '
            'before) | the ledger reads (dev before / after) | what was tried, or why not |',
            '|---|---|---|---|---|---|---|---|---|']
-  for label, before, after, pubs, why in RIVALS:
-    metric = 'test_f1_conlleval' if before.startswith('ner') else 'test_f1'
+  for label, dataset, system, why in RIVALS:
+    before, tried, pubs = stem(dataset, system), afters(dataset, system), published(dataset, system)
+    metric = 'test_f1_conlleval' if dataset.startswith('ner') else 'test_f1'
     old = [r for r in groups.get(before, []) if r['seed'] in BEFORE_SEEDS]
-    shown = max((s for s in _stems(after) if groups.get(s)), key=lambda s: _mean(groups[s], 'dev_f1'), default=None)
-    new = groups.get(shown, [])
+    devs = [[r['dev_f1'] for r in groups.get(s, [])] for s in (before, *tried)]
+    new = groups[(before, *tried)[claims.dev_best([[], *devs[1:]])]] if any(devs[1:]) else []
     level = 'yes' if min(abs(_mean(new or old, metric) - v) for v, _ in pubs) <= AT_LEVEL else 'no'
-    # claims.dev_chosen's rule: the higher mean dev figure over all of a row's records
-    dev = [_mean(rs, 'dev_f1') for rs in (groups.get(before, []), new) if rs]
-    reads = (f'{"after" if dev[1] > dev[0] else "before"} ({dev[0]:.2f} / {dev[1]:.2f})' if new
-             else 'before (no row after)') if before.split('-')[0] in LEDGER_TASKS else 'none (no claim on this task)'
+    reads = 'before (no row after)'  # which row the ledger reads: claims.dev_chosen's
     if new:
+      reads = (f'{"after" if claims.dev_best(devs) else "before"} ({_mean(groups[before], "dev_f1"):.2f} / '
+               f'{_mean(new, "dev_f1"):.2f})')
       epochs = ', '.join(str(r['best_epoch']) for r in new)
-      tried = f'{TEXT["tried"][_stems(after)[0]]}; epochs selected on dev: {epochs} of {new[0]["config"]["num_epochs"]}'
+      what = f'{TEXT["tried"][tried[0]]}; epochs selected on dev: {epochs} of {new[0]["config"]["num_epochs"]}'
     else:
       devices = ', '.join(sorted({records.device_of(r) for r in old}))
-      tried = TEXT['not_rerun'][why] + (
+      what = TEXT['not_rerun'][why] + (
           f'; a run of its records: {np.mean([r["train_seconds"] for r in old]):.0f} s on {devices}' if old else '')
+    if dataset not in LEDGER_TASKS:
+      reads = 'none (no claim on this task)'
     lines.append(f'| {label} | {"conlleval F1" if metric.endswith("conlleval") else "example F1 @0.5"} | '
                  f'{_cell(old, metric)} | {_cell(new, metric)} | {_published(pubs)} | '
                  f'{_gap(new, metric, pubs) + " " if new else ""}({_gap(old, metric, pubs)}) | {level} | {reads} | '
-                 f'{tried} |')
+                 f'{what} |')
   return '\n'.join(lines)
 
 
 def knife_table(groups) -> str:
   lines = ['| row | before (seeds 0-2) | after | published |', '|---|---|---|---|']
-  for label, stem, pubs in KNIFE_ROWS:
-    rs = groups.get(stem, [])
+  for label, dataset, system in KNIFE_ROWS:
+    rs, pubs = groups.get(stem(dataset, system), []), published(dataset, system)
     lines.append(f'| {label} | {_cell([r for r in rs if r["seed"] in BEFORE_SEEDS], "test_f1")} | '
                  f'{_cell(rs, "test_f1")} | {_published(pubs)} |')
   return '\n'.join(lines)
