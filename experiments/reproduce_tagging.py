@@ -15,7 +15,6 @@ scores (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample
 with the BiLSTM, and flag each baseline more than TOLERANCE points from every published number.
 """
 
-import argparse
 import functools
 import os
 import sys
@@ -25,10 +24,9 @@ import numpy as np
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_tagging_xla_cache')
 from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
-from implicit_jax.engine import config as config_lib  # pylint: disable=wrong-import-position
 import experiments  # pylint: disable=wrong-import-position
-from experiments import records, summary, tables, tagging  # pylint: disable=wrong-import-position
-from experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
+from experiments import records, summary, tables  # pylint: disable=wrong-import-position
+from experiments.tagging import SYSTEMS, config_name, systems  # pylint: disable=wrong-import-position
 
 ROOT = records.ROOT
 # Runs of the implicit rows' design until 2026-11-26 (five inner steps at 1e-3, normal_cg with 5 iterations: 11
@@ -36,6 +34,7 @@ ROOT = records.ROOT
 # recipe. The tables set them apart and pair each with its row of today's design. name -> (label, today's row).
 EARLIER = {'implicit-ssvm-before': ('implicit SSVM, before (T_inner 5, normal_cg)', 'implicit-ssvm'),
            'implicit-cd-before': ('implicit CD, before (T_inner 5, normal_cg)', 'implicit-cd')}
+IMPLICIT = ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER)
 LABELS = {system: label for system, (label, _) in {**SYSTEMS, **EARLIER}.items()}
 DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk F1; trainable word vectors)',
             'ner_fixed': 'CoNLL-2003 NER, fixed word vectors as InfNet+ (chunk F1; configs/ner_fixed.py)',
@@ -45,11 +44,11 @@ DATASETS = {'pos': 'Twitter POS (token accuracy)', 'ner': 'CoNLL-2003 NER (chunk
 # of a row rerun; until then a row mixing the two would compare epochs chosen by different rules (row_line refuses).
 SELECT = {'pos': 'accuracy', 'ner': 'f1', 'ner_fixed': 'f1', 'ner_plus': 'f1'}
 CONLLEVAL = 'f1_conlleval'  # the papers' chunk metric, in the records from when predictions were kept
+HEADLINE = {dataset: key if dataset == 'pos' else CONLLEVAL for dataset, key in SELECT.items()}  # the papers' metric
 # Published test numbers (x 100), published.toml. InfNet (2018) is InfNet+ Table 2's "SPENs with inference networks
 # (Tu and Gimpel, 2018)" margin-rescaled row on all three datasets. The implicit paper's Table 9 InfNet (89.7 on POS)
 # cites Tu & Gimpel 2019 (arXiv:1904.01138, not among the papers here) and equals InfNet+'s "separated" row; it is
 # kept, under its own citation, because that is what the paper compares with.
-_INFNET_2018 = 'InfNet+ T2, Tu & Gimpel 2018'
 PUBLISHED = experiments.TEXT['tagging']['published']
 PUBLISHED['ner_fixed'] = dict(PUBLISHED['ner'])  # InfNet+ ran NER with fixed vectors (issue 33): beside both settings
 for _published in PUBLISHED.values():  # the papers' implicit CD number stands beside both schedules of the term
@@ -65,73 +64,56 @@ SWEEP_DIR = ROOT / 'docs' / 'tagging' / 'sweeps'
 SWEEPS = {name: (sweep['dataset'], sweep['variants']) for name, sweep in experiments.sweeps('tagging').items()}
 
 
-def base_config(dataset, seed, data_dir, row):
-  """``row`` a system (configs/<dataset>.py:<row>) or a sweep variant's overrides on configs/<dataset>.py."""
-  if isinstance(row, str):
-    config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py', arg=row)
-    config.config_file = tagging.config_name(dataset, row)
-  else:
-    config = config_lib.from_file(ROOT / 'configs' / f'{dataset}.py')
-    config.update_from_flattened_dict(row)
-  config.seed = seed
-  config.data.data_dir = data_dir
-  return config
+def base_config(dataset, seed, data_dir, row, epochs: int = 0):
+  """``row`` a system (configs/<dataset>.py:<row>) or a sweep variant's overrides on configs/<dataset>.py;
+  ``epochs``, where given, its num_epochs."""
+  name, values = (config_name(dataset, row), {}) if isinstance(row, str) else (f'configs/{dataset}.py', row)
+  return experiments.row_config(name, {**values, 'seed': seed, 'data.data_dir': data_dir,
+                                       **({'num_epochs': epochs} if epochs else {})})
 
 
 def pending(datasets, seeds, folder=None) -> list[tuple[str, str, int]]:
   """(dataset, system, seed) of every row beside the published numbers (not one that repeats an earlier row's
   config) whose record is absent or keeps no predictions to rescore."""
-  def left(path):
-    return not path.exists() or not records.rescorable(records.load(path))
-  return [(dataset, system, seed) for dataset in datasets for system in tagging.systems(dataset)
-          if not duplicate_of(dataset, system)
-          for seed in seeds if left((folder or RUNS) / f'{dataset}-{system}-seed{seed}.json')]
+  paths = {(d, s, k): (folder or RUNS) / f'{d}-{s}-seed{k}.json' for d in datasets for s in systems(d)
+           if not duplicate_of(d, s) for k in seeds}
+  return [run for run, path in paths.items() if not path.exists() or not records.rescorable(records.load(path))]
 
 
 def run_of(dataset, system, seed, args, sweep: str = '') -> runner.Run:
   """The run of ``dataset``'s row ``system`` (of ``sweep``'s variant ``system``) on ``seed``."""
   if sweep:
     dataset, variants = SWEEPS[sweep]
-
-  def config():
-    config = base_config(dataset, seed, args.data_dir, variants[system] if sweep else system)
-    if args.epochs:
-      config.num_epochs = args.epochs
-    return config
+  row = variants[system] if sweep else system
   record = SWEEP_DIR / sweep / f'{system}-seed{seed}.json' if sweep else RUNS / f'{dataset}-{system}-seed{seed}.json'
-  return runner.Run(f'{sweep or dataset} {system} seed {seed}', config, record,
+  return runner.Run(f'{sweep or dataset} {system} seed {seed}',
+                    lambda: base_config(dataset, seed, args.data_dir, row, args.epochs), record,
                     f'{args.workdir}/{sweep or dataset}-{system}-{seed}')
 
 
 def run(runs, args) -> list[runner.Outcome]:
   """--supersede reruns a record that keeps no predictions from itself (the word vectors read from the package
   where its file is not here), the old one moving to SUPERSEDED."""
-  return runner.run_all(runs, writer=records.save, supersede=SUPERSEDED if args.supersede else None,
-                        recipe=records.recipe_here(args.data_dir, adapt=records.package_vectors),
-                        ray=experiments.ray_options(args), provenance=records.made_here)
+  return experiments.run(runs, args, supersede=SUPERSEDED if args.supersede else None,
+                         recipe=records.recipe_here(args.data_dir, adapt=records.package_vectors))
 
 
-def compared_on(dataset, rs) -> str:
-  """The test metric a row is set beside the papers' on: their conlleval F1 where every record holds it."""
-  return CONLLEVAL if dataset != 'pos' and all(f'test_{CONLLEVAL}' in r for r in rs) else SELECT[dataset]
-
-
-def headline(dataset) -> str:
-  return SELECT[dataset] if dataset == 'pos' else CONLLEVAL
+def scored(dataset, rs) -> tuple[str, float]:
+  """The test metric a row is set beside the papers' on (their conlleval F1 where every record holds it) and the
+  row's mean of it (x 100)."""
+  metric = CONLLEVAL if dataset != 'pos' and all(f'test_{CONLLEVAL}' in r for r in rs) else SELECT[dataset]
+  return metric, 100 * np.mean([r[f'test_{metric}'] for r in rs])
 
 
 def by_seed(runs, dataset: str, system: str, metric: str) -> dict:
   return {r['seed']: r[f'test_{metric}'] for r in runs.get(f'{dataset}-{system}', []) if f'test_{metric}' in r}
 
 
-def versus(runs, dataset, system, other, metric) -> tuple[list, list]:
-  """The seeds both rows hold and ``system - other`` on each (test ``metric`` x 100)."""
-  return records.paired_diffs(by_seed(runs, dataset, system, metric), by_seed(runs, dataset, other, metric))
-
-
-def gains(diffs) -> tuple[str, int, int]:
-  """The mean difference, how many are positive and of how many."""
-  return f'{np.mean(diffs):+.2f}', sum(d > 0 for d in diffs), len(diffs)
+def versus(runs, dataset, system, other, metric, form: str = '{} ({}/{})') -> tuple[list, list, str]:
+  """The seeds both rows hold, ``system - other`` on each (test ``metric`` x 100), and ``form`` filled with the
+  mean difference, how many are positive and of how many ('' without a seed in common)."""
+  seeds, diffs = records.paired_diffs(by_seed(runs, dataset, system, metric), by_seed(runs, dataset, other, metric))
+  return seeds, diffs, form.format(f'{np.mean(diffs):+.2f}', sum(d > 0 for d in diffs), len(diffs)) if seeds else ''
 
 
 def stray_cell(rs) -> str:
@@ -144,91 +126,71 @@ def stray_cell(rs) -> str:
 
 def dataset_section(dataset, runs) -> tuple[list, list]:
   """``dataset``'s section of docs/tagging.md and the labels of its flagged rows: the table of its rows, that of the
-  earlier design's (where recorded) paired with today's, the differences with the BiLSTM, the notes."""
+  earlier design's (where recorded) paired with today's, the differences with the BiLSTM, then the notes: the rows
+  that are another's config, the runs made on a GPU, how far the reruns moved, the implicit term during training."""
   key = SELECT[dataset]
-  duplicates = {system: twin for system in tagging.systems(dataset) if (twin := duplicate_of(dataset, system))}
+  of = lambda system: runs.get(f'{dataset}-{system}', [])
+  duplicates = {system: twin for system in systems(dataset) if (twin := duplicate_of(dataset, system))}
   header = TEXT['head_pos' if dataset == 'pos' else 'head_ner'].format(key=key, tolerance=f'{TOLERANCE:g}')
   flagged = []
 
   def row(system):
-    return row_line(dataset, system, sorted(runs.get(f'{dataset}-{system}', []), key=lambda r: r['seed']), flagged)
+    return row_line(dataset, system, sorted(of(system), key=lambda r: r['seed']), flagged)
 
   def paired(system, base):
     return records.paired(f'{LABELS[system]} minus {"BiLSTM" if base == "bilstm" else LABELS[base]}',
                           by_seed(runs, dataset, system, key), by_seed(runs, dataset, base, key), f'test {key}')
   lines = [f'## {DATASETS[dataset]}', '', header,
-           *(row(system) for system in tagging.systems(dataset) if system not in duplicates)]
-  if earlier := [row(system) for system in EARLIER if runs.get(f'{dataset}-{system}')]:
+           *(row(system) for system in systems(dataset) if system not in duplicates)]
+  if earlier := [row(system) for system in EARLIER if of(system)]:
     lines += ['', TEXT['earlier_note'], '', header, *earlier, '']
     lines += [line for before, (_, now) in EARLIER.items() if (line := paired(now, before))]
   lines.append('')
   if dataset != 'pos':
     lines += paired_table(dataset, runs, duplicates) + ['']
   else:
-    lines += [line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER, 'crf',
-                                  'infnet-plus-stacked') if (line := paired(system, 'bilstm'))]
-  return lines + notes(dataset, runs, duplicates) + [''], flagged
-
-
-def notes(dataset, runs, duplicates) -> list[str]:
-  """The lines under ``dataset``'s tables: the rows that are another's config, the runs made on a GPU, how far the
-  reruns moved, and what the implicit term was during training."""
-  lines = [TEXT['duplicate'].format(row=tagging.config_name(dataset, system), twin=tagging.config_name(dataset, twin),
-                                    label=LABELS[system]) for system, twin in duplicates.items()]
-  if gpu := [LABELS[system] for system in LABELS if gpu_mark(runs.get(f'{dataset}-{system}', []))]:
-    pairing = TEXT['gpu_both' if gpu_mark(runs.get(f'{dataset}-bilstm', [])) else 'gpu_mixed']
+    lines += [line for system in (*IMPLICIT, 'crf', 'infnet-plus-stacked') if (line := paired(system, 'bilstm'))]
+  lines += [TEXT['duplicate'].format(row=config_name(dataset, system), twin=config_name(dataset, twin),
+                                     label=LABELS[system]) for system, twin in duplicates.items()]
+  if gpu := [LABELS[system] for system in LABELS if gpu_mark(of(system))]:
+    pairing = TEXT['gpu_both' if gpu_mark(of('bilstm')) else 'gpu_mixed']
     lines.append(TEXT['gpu'].format(rows=', '.join(gpu), pairing=pairing))
-  return lines + superseded_lines(dataset, runs) + [
-      line for system in ('implicit-cd', 'implicit-cd-r1', 'implicit-ssvm', *EARLIER)
-      if (line := diagnostics_line(LABELS[system], runs.get(f'{dataset}-{system}', [])))]
+  lines += superseded_lines(dataset, runs)
+  return lines + [line for system in IMPLICIT if (line := diagnostics_line(LABELS[system], of(system)))] + [''], flagged
 
 
 def row_line(dataset, system, rs, flagged) -> str:
   """The table row of ``system``'s records ``rs`` (sorted by seed); its label joins ``flagged`` when its mean is more
-  than TOLERANCE from every published number."""
+  than TOLERANCE from every published number ('**no**' in the within cell; on NER the metric named)."""
   key, chunked, label = SELECT[dataset], dataset != 'pos', LABELS[system]
   pub = PUBLISHED[dataset].get(system, {})
   shown = ', '.join(f'{v:.1f} ({k})' for k, v in pub.items()) or '—'
   if not rs:
-    return f'| {label} | 0 | not run |{" |" * (2 * chunked)} | {shown} | | | `{tagging.config_name(dataset, system)}` |'
+    return f'| {label} | 0 | not run |{" |" * (2 * chunked)} | {shown} | | | `{config_name(dataset, system)}` |'
   # the dev metric that chose each record's epoch: NER's data.chunk_select, strict 'f1' in records before it
   chosen = {r.get('config', {}).get('data', {}).get('chunk_select', 'f1') if chunked else key for r in rs}
   if mixed := sorted(chosen - {key}):
     raise SystemExit(f'{dataset}-{system}: records selected on dev {mixed}, the table on dev {key}: rerun the '
                      'row\'s other records alike, or set SELECT with every record rerun')
-  mark = within_cell(dataset, rs, pub)
-  if mark.startswith('**no**'):
-    flagged.append(label)
+  mark = '—'
+  if pub:
+    metric, mean = scored(dataset, rs)
+    gap = mean - min(pub.values(), key=lambda v: abs(mean - v))
+    mark = 'yes' if abs(gap) <= TOLERANCE else f'**no** ({abs(gap):.1f} {"above" if gap > 0 else "below"})'
+    mark += '' if dataset == 'pos' else ' (conlleval)' if metric == CONLLEVAL else ' (strict)'
+    if abs(gap) > TOLERANCE:
+      flagged.append(label)
   cells = [records.mean_std([r[f'test_{key}'] for r in rs]), records.mean_std([r[f'dev_{key}'] for r in rs])]
   if chunked:  # conlleval's F1 over the seeds whose records hold it, older ones counted, not guessed
     have = [r[f'test_{CONLLEVAL}'] for r in rs if f'test_{CONLLEVAL}' in r]
     part = '' if len(have) == len(rs) else f' ({len(have)} of {len(rs)} seeds)'
     cells = [records.mean_std(have) + part if have else 'not recorded', *cells, stray_cell(rs)]
+  name = None if system in EARLIER else config_name(dataset, system)
+  differs = [k for r in rs if name and 'config' in r
+             for k in records.row_differences(r, base_config(dataset, r['seed'], '', system))]
   cells += [shown, mark, f'{np.median([r["train_seconds"] for r in rs]):.0f}{gpu_mark(rs)}',
-            recipe_cell(dataset, system, rs)]
+            records.recipe(name, f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json', differs)]
   return f'| {label} | {len(rs)} | {" | ".join(cells)} |'
-
-
-def within_cell(dataset, rs, pub) -> str:
-  """'yes' when the row's mean test score is within TOLERANCE of one of its published numbers, '**no** (d
-  above|below)' when of none, '—' without one; on NER the metric named."""
-  if not pub:
-    return '—'
-  metric = compared_on(dataset, rs)
-  mean = 100 * np.mean([r[f'test_{metric}'] for r in rs])
-  gap = mean - min(pub.values(), key=lambda v: abs(mean - v))
-  mark = 'yes' if abs(gap) <= TOLERANCE else f'**no** ({abs(gap):.1f} {"above" if gap > 0 else "below"})'
-  return mark + ('' if dataset == 'pos' else ' (conlleval)' if metric == CONLLEVAL else ' (strict)')
-
-
-def recipe_cell(dataset, system, rs) -> str:
-  """The row's config where its records are that config at their seeds, else the records (records.recipe)."""
-  pattern = f'{RUNS.relative_to(ROOT)}/{dataset}-{system}-seed*.json'
-  if system in EARLIER:
-    return records.recipe(None, pattern)
-  differs = [key for r in rs if 'config' in r
-             for key in records.row_differences(r, base_config(dataset, r['seed'], '', system))]
-  return records.recipe(tagging.config_name(dataset, system), pattern, differs)
 
 
 @functools.cache
@@ -239,20 +201,18 @@ def _row_config(dataset: str, system: str) -> str:
 def duplicate_of(dataset: str, system: str) -> str | None:
   """The earlier row whose config on ``dataset`` is ``system``'s, or None: configs/ner_plus.py computes the implicit
   term on every step, so its implicit-cd-r1 is its implicit-cd."""
-  rows = tagging.systems(dataset)
-  earlier = rows[:rows.index(system)]
-  return next((other for other in earlier if _row_config(dataset, other) == _row_config(dataset, system)), None)
+  rows = systems(dataset)
+  return next((other for other in rows[:rows.index(system)]
+               if _row_config(dataset, other) == _row_config(dataset, system)), None)
 
 
 def paired_table(dataset, runs, duplicates) -> list[str]:
   """Every row against the BiLSTM seed by seed, on conlleval's F1 (the papers' metric) and on strict F1."""
   def cells(system, metric):
-    seeds, diffs = versus(runs, dataset, system, 'bilstm', metric)
-    if not seeds:
-      return ['–', '–']
+    seeds, diffs, total = versus(runs, dataset, system, 'bilstm', metric)
     each = ', '.join(f'{d:+.2f}' if seeds == list(range(len(seeds))) else f'seed {k} {d:+.2f}'
                      for k, d in zip(seeds, diffs))
-    return [each, '{} ({}/{})'.format(*gains(diffs))]
+    return [each, total] if seeds else ['–', '–']
   shown = [s for s in LABELS if s != 'bilstm' and s not in duplicates and runs.get(f'{dataset}-{s}')]
   return [TEXT['paired_head'], *(f'| {LABELS[s]} | ' + ' | '.join(cells(s, CONLLEVAL) + cells(s, 'f1')) + ' |'
                                  for s in shown)]
@@ -260,10 +220,8 @@ def paired_table(dataset, runs, duplicates) -> list[str]:
 
 def superseded_lines(dataset, runs) -> list[str]:
   """How far the reruns of replaced records (SUPERSEDED) moved: same config and seed, same device kind."""
-  pairs = []
-  for path in sorted(SUPERSEDED.glob(f'{dataset}-*.json')):
-    old, name = records.load(path), tables.stem(path, {})
-    pairs += [(name, old, new) for new in runs.get(name, []) if new['seed'] == old['seed']]
+  olds = [(tables.stem(path, {}), records.load(path)) for path in sorted(SUPERSEDED.glob(f'{dataset}-*.json'))]
+  pairs = [(name, old, new) for name, old in olds for new in runs.get(name, []) if new['seed'] == old['seed']]
   if not pairs:
     return []
   return [TEXT['reruns'].format(n=len(pairs)) + records.rerun_moves(pairs, 'test_f1', 'test F1 strict')]
@@ -295,10 +253,8 @@ def base_phrase(dataset, groups) -> str:
   """Where the BiLSTM, the base every method starts from, sits against its published numbers."""
   if not (rs := groups.get(f'{dataset}-bilstm', [])):
     return 'our BiLSTM has no record'
-  metric, pub = compared_on(dataset, rs), PUBLISHED[dataset]['bilstm']
-  mean = 100 * np.mean([r[f'test_{metric}'] for r in rs])
-  side = 'above' if all(mean > v for v in pub.values()) else 'below' if all(mean < v for v in pub.values()) else \
-      'between'
+  (metric, mean), pub = scored(dataset, rs), PUBLISHED[dataset]['bilstm']
+  side = 'above' if mean > max(pub.values()) else 'below' if mean < min(pub.values()) else 'between'
   gap = {'above': ', so every method shares a stronger base',
          'below': ', so a flagged row shares part of its gap with the base every method starts from'}.get(side, '')
   where = ' and '.join(f'{v:.1f} ({k})' for k, v in pub.items())
@@ -308,16 +264,12 @@ def base_phrase(dataset, groups) -> str:
 def fields(groups) -> dict:
   """docs/tagging.md's fields: the runs' dates and devices, a section for each dataset with records, its flags."""
   every = [r for rs in groups.values() for r in rs]
-  sections, flagged = [], []
-  for dataset in (d for d in DATASETS if any(name.startswith(f'{d}-') for name in groups)):
-    lines, flags = dataset_section(dataset, groups)
-    sections += lines
-    if flags:
-      flagged.append(TEXT['flagged'].format(dataset=dataset, tolerance=f'{TOLERANCE:g}', rows=', '.join(flags))
-                     + TEXT[f'flag_{dataset}'].format(base=base_phrase(dataset, groups)))
+  parts = {d: dataset_section(d, groups) for d in DATASETS if any(name.startswith(f'{d}-') for name in groups)}
+  flagged = [TEXT['flagged'].format(dataset=d, tolerance=f'{TOLERANCE:g}', rows=', '.join(flags))
+             + TEXT[f'flag_{d}'].format(base=base_phrase(d, groups)) for d, (_, flags) in parts.items() if flags]
   return {'first': min(r['date'] for r in every)[:10], 'last': max(r['date'] for r in every)[:10],
-          'devices': ', '.join(sorted({r['device'] for r in every})), 'sections': '\n'.join(sections),
-          'flagged': '\n\n'.join(flagged)}
+          'devices': ', '.join(sorted({r['device'] for r in every})), 'flagged': '\n\n'.join(flagged),
+          'sections': '\n'.join(line for lines, _ in parts.values() for line in lines)}
 
 
 def ssvm_lines(groups) -> list[str]:
@@ -325,14 +277,9 @@ def ssvm_lines(groups) -> list[str]:
   datasets = [d for d in ('ner', 'ner_plus', 'pos') if f'{d}-implicit-ssvm' in groups and f'{d}-implicit-cd' in groups]
   if not datasets:
     return []
-
-  def figure(dataset, system):
-    return records.mean_std([r[f'test_{headline(dataset)}'] for r in groups[f'{dataset}-{system}']])
-
-  def gain(dataset, other):
-    return '{}, {} of {} seeds positive'.format(*gains(versus(groups, dataset, 'implicit-ssvm', other,
-                                                              headline(dataset))[1]))
   names = {'ner': 'NER (conlleval F1)', 'ner_plus': 'NER+ (conlleval F1)', 'pos': 'POS (accuracy)'}
+  figure = lambda d, system: records.mean_std([r[f'test_{HEADLINE[d]}'] for r in groups[f'{d}-{system}']])
+  gain = lambda d, other: versus(groups, d, 'implicit-ssvm', other, HEADLINE[d], '{}, {} of {} seeds positive')[2]
   each = '; '.join(f'on {names[d]} {figure(d, "implicit-ssvm")} against implicit CD\'s {figure(d, "implicit-cd")} '
                    f'({gain(d, "implicit-cd")}), over the BiLSTM {gain(d, "bilstm")}' for d in datasets)
   ssvm, cd = ([np.mean([term_ratio(r['train_summary']) for r in groups[f'{d}-{s}']]) for d in datasets]
@@ -360,16 +307,11 @@ def blocks(groups, fields) -> dict:
 def sweep_table(sweep: str) -> tables.Table:
   """docs/tagging/sweeps/<sweep>.md: a row for each record of the sweep's variants, in their order."""
   dataset, variants = SWEEPS[sweep]
-  key = SELECT[dataset]
-
-  def fields(groups):
-    lines = []
-    for variant, overrides in variants.items():
-      shown = records.portable(', '.join(f'{k}={v}' for k, v in overrides.items()))
-      lines += [f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r[f"dev_{key}"]:.2f} | '
-                f'{100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |' for r in groups.get(variant, [])]
-    return {'sweep': sweep, 'dataset': dataset, 'key': key, 'table': '\n'.join(lines)}
-  folder = f'docs/tagging/sweeps/{sweep}'
+  key, folder = SELECT[dataset], f'docs/tagging/sweeps/{sweep}'
+  fields = lambda groups: {'sweep': sweep, 'dataset': dataset, 'key': key, 'table': '\n'.join(
+      f'| {variant} | {records.portable(", ".join(f"{k}={v}" for k, v in overrides.items()))} | {r["seed"]} | '
+      f'{r["best_epoch"]} | {100 * r[f"dev_{key}"]:.2f} | {100 * r[f"test_{key}"]:.2f} | {r["train_seconds"]:.0f} |'
+      for variant, overrides in variants.items() for r in groups.get(variant, []))}
   return tables.Table(f'tagging-{sweep}', f'{folder}.md', (f'{folder}/*.json',), fields,
                       key=tables.variant_key(variants), template='tagging_sweep.md',
                       command=f'python -m experiments.reproduce_tagging --sweep={sweep} --table_only')
@@ -380,12 +322,9 @@ def margins_lines(runs) -> list[str]:
   ours, paired by seed on the papers' metric, and the row best on dev here (summary.MIN_RUNS seeds) against it."""
   lines = [TEXT['margins_head']]
   for dataset, title in DATASETS.items():
-    metric = headline(dataset)
-    groups = {system: runs.get(f'{dataset}-{system}', []) for system in tagging.systems(dataset)}
-
-    def cell(system, dataset=dataset, metric=metric):
-      seeds, diffs = versus(runs, dataset, system, 'bilstm', metric)
-      return '{} ({}/{} seeds)'.format(*gains(diffs)) if seeds else 'not recorded'
+    metric = HEADLINE[dataset]
+    groups = {system: runs.get(f'{dataset}-{system}', []) for system in systems(dataset)}
+    cell = lambda system: versus(runs, dataset, system, 'bilstm', metric, '{} ({}/{} seeds)')[2] or 'not recorded'
     cd, base = PUBLISHED[dataset]['implicit-cd'], PUBLISHED[dataset]['bilstm']
     paper = ', '.join(f'{cd[t] - base[t]:+.1f} ({t})' for t in cd if t in base) or '–'
     best = summary.best({s: rs for s, rs in groups.items() if s != 'bilstm'}, f'dev_{SELECT[dataset]}')
@@ -403,14 +342,13 @@ def summary_rows(runs) -> list[str]:
   """README summary rows: per dataset, the best implicit row against the best other one on the dev metric."""
   rows = []
   for dataset, title in DATASETS.items():
-    groups = {system: rs for system in tagging.systems(dataset) if (rs := runs.get(f'{dataset}-{system}'))}
+    key, groups = SELECT[dataset], {s: rs for s in systems(dataset) if (rs := runs.get(f'{dataset}-{s}'))}
     implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit')}
     rivals = {s: rs for s, rs in groups.items() if s not in implicit}
-    key = SELECT[dataset]
     if (a := summary.best(implicit, f'dev_{key}')) and (b := summary.best(rivals, f'dev_{key}')):
       published = ', '.join(f'{v:.1f}' for v in PUBLISHED[dataset].get('implicit-cd', {}).values()) or '–'
-      rows.append(summary.row('tagging', title, (tagging.config_name(dataset, a), implicit[a]),
-                              (tagging.config_name(dataset, b), rivals[b]), f'test_{key}', published,
+      rows.append(summary.row('tagging', title, (config_name(dataset, a), implicit[a]),
+                              (config_name(dataset, b), rivals[b]), f'test_{key}', published,
                               extra='' if dataset == 'pos' else f'test_{CONLLEVAL}'))
   return rows
 
@@ -421,21 +359,16 @@ TABLES = [tables.Table('tagging', 'docs/tagging.md', ('docs/tagging/runs/*.json'
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--dataset', default='pos', choices=sorted(DATASETS))
-  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared/data')))
-  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
-  parser.add_argument('--systems', default=','.join(SYSTEMS), type=experiments.names(list(SYSTEMS)))
-  parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS))
-  parser.add_argument('--only', default='', help='--sweep: comma-separated variants (default: all)')
-  parser.add_argument('--epochs', type=int, default=0, help='override the config\'s num_epochs')
-  parser.add_argument('--workdir', default='/tmp/reproduce_tagging')
-  parser.add_argument('--table_only', action='store_true')
-  parser.add_argument('--supersede', action='store_true', help='rerun a record that keeps no predictions from itself')
-  parser.add_argument('--no_table', action='store_true', help='write the records only (for runs in parallel)')
-  parser.add_argument('--pending', action='store_true', help='print the command of each NER / NER+ run left, and exit')
-  experiments.add_runner_flags(parser)
-  args = parser.parse_args()
+  args = experiments.parse(__doc__, {
+      '--dataset': {'default': 'pos', 'choices': sorted(DATASETS)},
+      '--systems': {'default': ','.join(SYSTEMS), 'type': experiments.names(list(SYSTEMS))},
+      '--sweep': {'default': '', 'choices': [''] + sorted(SWEEPS)},
+      '--only': {'default': '', 'help': '--sweep: comma-separated variants (default: all)'},
+      '--epochs': {'type': int, 'default': 0, 'help': 'override the config\'s num_epochs'},
+      '--workdir': {'default': '/tmp/reproduce_tagging'},
+      '--supersede': {'action': 'store_true', 'help': 'rerun a record that keeps no predictions from itself'},
+      '--no_table': {'action': 'store_true', 'help': 'write the records only (for runs in parallel)'},
+      '--pending': {'action': 'store_true', 'help': 'print the command of each NER / NER+ run left, and exit'}})
   if args.pending:
     left = pending(('ner', 'ner_plus'), args.seeds)
     for dataset, system, seed in left:
@@ -444,10 +377,9 @@ def main():
     # On stderr, so that stdout stays one command a line for xargs, and an empty list reads as done, not as a failure.
     print(f'{len(left)} NER / NER+ run(s) left on seeds {",".join(map(str, args.seeds))}', file=sys.stderr)
   elif args.sweep:
-    chosen = experiments.chosen_variants(parser, args.only, SWEEPS[args.sweep][1])
+    chosen = experiments.chosen_variants(args, args.only, SWEEPS[args.sweep][1])
     if not args.table_only:
-      runner.run_all([run_of('', variant, seed, args, sweep=args.sweep) for seed in args.seeds for variant in chosen],
-                     writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
+      experiments.run([run_of('', variant, seed, args, args.sweep) for seed in args.seeds for variant in chosen], args)
     print(tables.build(SWEEP_TABLES[args.sweep]))
   else:
     if not args.table_only:

@@ -1,16 +1,12 @@
-"""The sequence-labeling tables' rows: ``configs/<dataset>.py:<system>`` for pos, ner, ner_fixed and ner_plus
-(docs/tagging.md, reproduce_tagging.py), as configs/pos.py writes them: every row is the dataset config with the
-system's overrides; the table shows each under its label. Today's design only: runs of an earlier one are reproduced
-from their own records (docs/tagging.md names them)."""
-
-from __future__ import annotations
+"""The sequence-labeling tables' rows (docs/tagging.md, reproduce_tagging.py; the benchmarks time them):
+``configs/<dataset>.py:<system>``, as configs/pos.py writes them for every dataset. Today's design only: runs of an
+earlier one are reproduced from their own records (docs/tagging.md names them)."""
 
 import experiments
 
 DATASETS = ('pos', 'ner', 'ner_fixed', 'ner_plus')
-# system -> (label, config overrides). Order = table order.
-SYSTEMS = experiments.config_rows('pos').SYSTEMS
-TRIED_ON = experiments.config_rows('pos').TRIED_ON
+# system -> (label, config overrides), in table order; TRIED_ON: the rows tried on some datasets only.
+SYSTEMS, TRIED_ON = experiments.config_rows('pos').SYSTEMS, experiments.config_rows('pos').TRIED_ON
 
 
 def systems(dataset: str) -> list[str]:

@@ -11,30 +11,23 @@ negation (lower energy = more compatible) with the training split's add-one smoo
 Writes <out_dir>/cross_hessian_<dataset>.png (both heatmaps) and .md (pages/cross_hessian.md).
 """
 
-import argparse
 import datetime
-import os
 import shlex
 import sys
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+import scipy.stats
 
-from implicit_jax.engine import cli
-from experiments import records, tables
-
-ROOT = records.ROOT
-
-
-def fail(message: str):
-  sys.exit(f'tagging_hessian: {message}')
+from implicit_jax.engine import checkpoints, cli, data, plots
+from experiments import ROOT, energy_analysis, records, tables
 
 
 def cross_hessian(energy_fn, y, mask):
   """``(sum over adjacent real pairs of d^2E / dy_t dy_{t+1} [C, C], number of pairs)`` for ``energy_fn(y [B, T,
   C]) -> [B]`` at ``y``: C tangents per position t+1 (vmapped), positions in ``lax.map``."""
-  import jax  # pylint: disable=import-outside-toplevel
-  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
   _, length, num_tags = y.shape
   grad = jax.grad(lambda v: jnp.sum(energy_fn(v)))
 
@@ -60,9 +53,6 @@ def bigram_log_probs(tags: np.ndarray, num_tags: int) -> np.ndarray:
 
 def analyse(run, split: str = 'dev', at: str = 'pred', max_sentences: int = 0, batch_size: int = 64) -> dict:
   """The mean cross-Hessian [C, C], the bigram log-probabilities and their correlations (module doc)."""
-  import jax  # pylint: disable=import-outside-toplevel
-  import scipy.stats  # pylint: disable=import-outside-toplevel
-  from implicit_jax.engine import data  # pylint: disable=import-outside-toplevel
   task, energy, phi = run.task, run.modules['energy'], run.params['phi']
   arrays = {k: v[:max_sentences or None] for k, v in task.splits[split].items()}
 
@@ -72,13 +62,10 @@ def analyse(run, split: str = 'dev', at: str = 'pred', max_sentences: int = 0, b
 
   total, count = 0.0, 0.0
   for inputs, idx in data.prediction_batches(task, arrays, batch_size):
-    if at == 'gold':
-      y = task.space.gold(arrays['y'][idx][:, :inputs['mask'].shape[1]])
-    else:
-      y = np.asarray(run.method.predict(run.params, inputs))
-    inputs = dict(inputs, mask=np.asarray(inputs['mask']) * (np.arange(len(inputs['mask'])) < len(idx))[:, None])
-    if len(y) < len(inputs['mask']):  # the last batch is padded with repeats: they are masked out above
-      y = np.concatenate([y, np.repeat(y[-1:], len(inputs['mask']) - len(y), axis=0)])
+    rows = np.pad(idx, (0, len(inputs['mask']) - len(idx)), mode='edge')  # padded with repeats, masked out below
+    y = (task.space.gold(arrays['y'][rows][:, :inputs['mask'].shape[1]]) if at == 'gold'
+         else run.method.predict(run.params, inputs))
+    inputs = dict(inputs, mask=np.asarray(inputs['mask']) * (np.arange(len(rows)) < len(idx))[:, None])
     h, n = batch_hessian(inputs, np.asarray(y, np.float32))
     total, count = total + np.asarray(h, np.float64), count + float(n)
   hessian = total / max(count, 1.0)
@@ -92,7 +79,6 @@ def analyse(run, split: str = 'dev', at: str = 'pred', max_sentences: int = 0, b
 
 
 def figure(result: dict, names, title: str, path: Path) -> None:
-  from implicit_jax.engine import plots  # pylint: disable=import-outside-toplevel
   fig = plots.import_figure()(figsize=(14, 6.4))
   bound = np.abs(result['hessian']).max()
   panels = ((-result['hessian'], 'learned score  -d²E / dy_t dy_{t+1}', {'cmap': 'RdBu_r', 'vmin': -bound,
@@ -112,26 +98,18 @@ def figure(result: dict, names, title: str, path: Path) -> None:
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--workdir', required=True, help='training workdir of a tagging run with an energy')
+  parser = energy_analysis.run_parser(__doc__, 'training workdir of a tagging run with an energy')
   parser.add_argument('--split', default='dev', choices=('train', 'dev', 'test'))
   parser.add_argument('--at', default='pred', choices=('pred', 'gold'))
   parser.add_argument('--max_sentences', type=int, default=0, help='0 = every sentence of the split')
   parser.add_argument('--out_dir', default=str(ROOT / 'docs' / 'tagging'))
-  parser.add_argument('--data_dir', default=None, help="override the run config's data.data_dir")
   args = parser.parse_args(argv)
-  if not os.path.isdir(args.workdir):
-    fail(f'workdir {args.workdir} does not exist')
-  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
-  try:
-    run = checkpoints.load_trained(args.workdir, {'data.data_dir': args.data_dir} if args.data_dir else None)
-  except (FileNotFoundError, ValueError, KeyError) as e:
-    fail(f'cannot load a trained run from {args.workdir}: {type(e).__name__}: {e}')
+  run = checkpoints.load_trained(args.workdir, {'data.data_dir': args.data_dir} if args.data_dir else None)
   if run.config.task != 'tagging' or 'energy' not in run.modules or 'phi' not in run.params:
-    fail(f'the run in {args.workdir} (task {run.config.task!r}, method {run.config.method!r}) is not a tagging run '
-         'with an energy: train one with --config.method=implicit (or crf, spen, ...)')
+    parser.error(f'--workdir: the run in {args.workdir} (task {run.config.task!r}, method {run.config.method!r}) is '
+                 'not a tagging run with an energy: train one with --config.method=implicit (or crf, spen, ...)')
   if args.split not in run.task.splits:
-    fail(f'--split={args.split!r}: the task has splits {sorted(run.task.splits)}')
+    parser.error(f'--split={args.split!r}: the task has splits {sorted(run.task.splits)}')
   result = analyse(run, args.split, args.at, args.max_sentences)
   method = run.config.method + (f'-{run.config.implicit.primary_loss}' if run.config.method == 'implicit' else '')
   dataset, out_dir = run.task.name, Path(args.out_dir)

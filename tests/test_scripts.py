@@ -230,7 +230,7 @@ def test_tagging_pending_lists_absent_and_unrescorable_records_and_supersede_rer
   assert ('ner', 'bilstm', 0) not in left
   assert ('ner', 'implicit-cd-r1', 0) in left  # NER reuses the term ('r3h'): the every-step row is a row
   assert not {system for _, system, _ in left} & set(reproduce_tagging.EARLIER)  # set apart, beside no paper's row
-  assert len(left) == len(reproduce_tagging.tagging.systems('ner')) - 1  # but bilstm (rescorable)
+  assert len(left) == len(reproduce_tagging.systems('ner')) - 1  # but bilstm (rescorable)
   # --supersede hands the runs to the runner with the superseded folder (a record that keeps no predictions is
   # rerun from itself, an absent one trains from its row: tests/test_runner.py), its recipe reading the word vectors
   # from the package where a record's file is not here
