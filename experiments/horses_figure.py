@@ -8,25 +8,22 @@ draws one row per test image (the first ``--count`` of the split): the image as 
 gold mask, then each method's mask at threshold 0.5 with its IoU on that image.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 from implicit_jax.engine import checkpoints, cli
 from implicit_jax.tasks.segmentation import horses
 from implicit_jax.tasks.segmentation.evaluator import iou_scores
+import experiments
 
-ROOT = Path(__file__).resolve().parents[1]
 METHODS = (('fcn', 'FCN (CE)'), ('dvn', 'DVN (GBI)'), ('implicit-cd', 'implicit CD'))
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--workdir', default='/tmp/reproduce_horses')
-  parser.add_argument('--seed', type=int, default=0)
-  parser.add_argument('--count', type=int, default=8)
-  parser.add_argument('--out', default=str(ROOT / 'docs' / 'horses' / 'examples.png'))
-  args = parser.parse_args()
+  args = experiments.parse(__doc__, {
+      '--data_dir': None, '--seeds': None, '--table_only': None, '--workdir': {'default': '/tmp/reproduce_horses'},
+      '--seed': {'type': int, 'default': 0}, '--count': {'type': int, 'default': 8},
+      '--out': {'default': str(experiments.ROOT / 'docs' / 'horses' / 'examples.png')}}, runner_flags=False)
   from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
 
   runs = {name: checkpoints.load_trained(f'{args.workdir}/{name}-{args.seed}') for name, _ in METHODS}

@@ -12,7 +12,6 @@ not made again, so the script resumes. The rules decoder (``rules.decode``: the 
 needs no training and no labels: its test accuracy is computed here, the same for every draw.
 """
 
-import argparse
 import functools
 import os
 import sys
@@ -23,7 +22,7 @@ import numpy as np
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_cora_xla_cache')
 # pylint: disable=wrong-import-position
 from implicit_jax import runner
-from implicit_jax.engine import cli, config as config_lib
+from implicit_jax.engine import cli
 import experiments
 from experiments import cora, records, summary, tables
 from experiments.cora import SYSTEMS
@@ -52,16 +51,10 @@ SWEEPS = {name: (s['size'], s['draw'], s['variants']) for name, s in experiments
 def base_config(size, draw, data_dir, row):
   """The run's config: ``row`` a system, configs/cora.py:<row>, or a sweep variant's overrides (a dict) on
   configs/cora.py; with the labeled set's size and draw (the draw also seeds the run)."""
+  values = {'seed': draw, 'data.labeled': size, 'data.draw': draw, 'data.data_dir': data_dir}
   if isinstance(row, str):
-    config = config_lib.from_file(ROOT / 'configs' / 'cora.py', arg=row)
-    config.config_file = cora.config_name(row)
-  else:
-    config = config_lib.from_file(ROOT / 'configs' / 'cora.py')
-    config.update_from_flattened_dict(row)
-  config.seed = draw
-  config.data.labeled, config.data.draw = size, draw
-  config.data.data_dir = data_dir
-  return config
+    return experiments.row_config(cora.config_name(row), values)
+  return experiments.row_config('configs/cora.py', {**row, **values})
 
 
 def run_of(system, size, draw, args) -> runner.Run:
@@ -70,20 +63,15 @@ def run_of(system, size, draw, args) -> runner.Run:
                     RUNS / f'cora-{system}-l{size}-d{draw}.json', f'{args.workdir}/{system}-l{size}-d{draw}')
 
 
-def sweep_fields(name, groups) -> dict:
-  """docs/cora/sweeps/<name>.md's fields: its setting, and one row per variant that has a record, in SWEEPS order."""
-  size, draw, variants = SWEEPS[name]
-  rows = [f'| {variant} | {overrides} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | '
-          f'{100 * r["test_accuracy"]:.2f} |'
-          for variant, overrides in variants.items() for r in groups.get(variant, [])]
-  return {'name': name, 'size': size, 'draw': draw, 'rows': '\n'.join(rows)}
-
-
 def sweep_table(name) -> tables.Table:
-  """The page of sweep ``name``, from its records docs/cora/sweeps/<name>/<variant>.json (its variants' only)."""
+  """docs/cora/sweeps/<name>.md: its setting and a row for each record of its variants
+  (docs/cora/sweeps/<name>/<variant>.json), in their order."""
+  size, draw, variants = SWEEPS[name]
+  sweep_fields = lambda groups: {'name': name, 'size': size, 'draw': draw, 'rows': '\n'.join(
+      f'| {variant} | {o} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | {100 * r["test_accuracy"]:.2f} |'
+      for variant, o in variants.items() for r in groups.get(variant, []))}
   return tables.Table(f'cora-sweep-{name}', f'docs/cora/sweeps/{name}.md', (f'docs/cora/sweeps/{name}/*.json',),
-                      functools.partial(sweep_fields, name), template='cora_sweep.md',
-                      key=tables.variant_key(SWEEPS[name][2]),
+                      sweep_fields, template='cora_sweep.md', key=tables.variant_key(variants),
                       command=f'python -m experiments.reproduce_cora --sweep={name} --table_only')
 
 
@@ -94,9 +82,7 @@ def rules_accuracy(data_dir) -> float | None:
   from implicit_jax.tasks.citations import rules  # pylint: disable=import-outside-toplevel
   if not Path(data_dir, 'cora_citation').is_dir():
     return None
-  d = config_lib.from_file(ROOT / 'configs' / 'cora.py').data
-  d.data_dir = data_dir
-  test = citations.load(d)[0]['test']
+  test = citations.load(experiments.row_config('configs/cora.py', {'data.data_dir': data_dir}).data)[0]['test']
   hits = [rules.decode(ev[:n], joined[:n]) == y[:n]
           for ev, joined, y, n in zip(test['evidence'], test['joined'], test['y'], test['mask'].sum(-1).astype(int))]
   return float(np.mean(np.concatenate(hits)))
@@ -126,8 +112,7 @@ def pair_lines(groups, pairs, *metrics) -> list[str]:
 
 
 def fields(groups, data_dir: str = DATA_DIR) -> dict:
-  """docs/cora.md's fields: the table (its rules row from ``data_dir``), the published one, the rule list, the paired
-  differences, the design choices and whether each dev curve flattened."""
+  """docs/cora.md's fields, the rules row from the Cora data in ``data_dir``."""
   from implicit_jax.tasks.citations import rules  # pylint: disable=import-outside-toplevel
   return {'spread': records.spread('labeled draws'), 'rows': '\n'.join(table_rows(groups, rules_accuracy(data_dir))),
           'published': '\n'.join(f'| {name} | {a} | {b} | {c} |' for name, (a, b, c) in PUBLISHED.items()),
@@ -163,18 +148,15 @@ def choice_lines(groups) -> list[str]:
   lines = pair_lines(groups, CHOICES, ('dev ', 'dev_accuracy'), ('test ', 'test_accuracy'))
   # A 30-epoch run repeats today's 15-epoch run for its first 15 epochs, so what the longer schedule adds is read off
   # its own history; a 15-epoch record made by earlier code may differ from those epochs (round-off, then chaos).
+  best = lambda r, epochs=10**9: max(h['dev_accuracy'] for h in records.history(r)
+                                     if 'dev_accuracy' in h and h['epoch'] <= epochs)
   for row in ('dvn', 'rspen'):
-    gains = {size: [100 * (best_dev(r) - best_dev(r, 15)) for r in groups.get((row, size), [])] for size in SIZES}
+    gains = {size: [100 * (best(r) - best(r, 15)) for r in groups.get((row, size), [])] for size in SIZES}
     if all(gains.values()):
       lines.append(f'- {SYSTEMS[row][0]}: best dev over 30 epochs minus the best over the first 15 of the same run, at '
                    + ', '.join(f'{size} labeled {np.mean(g):+.2f} ({sum(x > 0 for x in g)}/{len(g)} higher)'
                                for size, g in gains.items()))
   return lines
-
-
-def best_dev(record: dict, epochs: int = 10**9) -> float:
-  """The best dev accuracy over a record's first ``epochs`` epochs."""
-  return max(h['dev_accuracy'] for h in records.history(record) if 'dev_accuracy' in h and h['epoch'] <= epochs)
 
 
 def plot(groups, data_dir: str = DATA_DIR) -> None:
@@ -201,9 +183,8 @@ def plot(groups, data_dir: str = DATA_DIR) -> None:
   ax.set_xscale('log')
   ax.minorticks_off()
   ax.set_xticks(SIZES, [str(s) for s in SIZES])
-  ax.set_xlabel('labeled citations')
-  ax.set_ylabel('test token accuracy (%)')
-  ax.set_title('Cora citation fields: mean and sample std (ddof 1) over 5 labeled draws')
+  ax.set(xlabel='labeled citations', ylabel='test token accuracy (%)',
+         title='Cora citation fields: mean and sample std (ddof 1) over 5 labeled draws')
   ax.legend(fontsize=7, loc='lower right')
   fig.tight_layout()
   fig.savefig(ROOT / 'docs' / 'cora' / 'accuracy.png', dpi=120)
@@ -219,8 +200,7 @@ def blocks(groups, fields) -> dict:  # pylint: disable=redefined-outer-name,unus
 
 
 def summary_rows(groups) -> list[str]:
-  """README summary rows, one per labeled-set size: the best implicit row against the best other one, on dev
-  accuracy, over the labeled draws."""
+  """README's rows, one per labeled-set size: the best implicit row against the best other one on dev accuracy."""
   rows = []
   for k, size in enumerate(SIZES):
     cell = {s: groups[(s, size)] for s in cora.TRAINED if groups.get((s, size))}
@@ -245,16 +225,12 @@ TABLES = [table(), *(sweep_table(name) for name in SWEEPS)]
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default=DATA_DIR)
-  parser.add_argument('--systems', default=','.join(SYSTEMS), type=experiments.names(list(SYSTEMS)))
-  parser.add_argument('--sizes', default=','.join(map(str, SIZES)), type=experiments.integers)
-  parser.add_argument('--draws', default=','.join(map(str, DRAWS)), type=experiments.integers)
-  parser.add_argument('--workdir', default='/tmp/reproduce_cora')
-  parser.add_argument('--table_only', action='store_true')
-  parser.add_argument('--sweep', default='', choices=[''] + sorted(SWEEPS), help='run and write this sweep instead')
-  experiments.add_runner_flags(parser)
-  args = parser.parse_args()
+  args = experiments.parse(__doc__, {
+      '--seeds': None, '--systems': {'default': ','.join(SYSTEMS), 'type': experiments.names(list(SYSTEMS))},
+      '--sizes': {'default': ','.join(map(str, SIZES)), 'type': experiments.integers},
+      '--draws': {'default': ','.join(map(str, DRAWS)), 'type': experiments.integers},
+      '--workdir': {'default': '/tmp/reproduce_cora'},
+      '--sweep': {'default': '', 'choices': [''] + sorted(SWEEPS), 'help': 'run and write this sweep instead'}})
   if args.sweep:
     size, draw, variants = SWEEPS[args.sweep]
     runs = [runner.Run(f'sweep {args.sweep} {variant}', functools.partial(base_config, size, draw, args.data_dir, o),
@@ -264,7 +240,7 @@ def main():
     runs = [run_of(system, size, draw, args) for size in args.sizes for draw in args.draws for system in args.systems
             if SYSTEMS[system][1] is not None]
   if not args.table_only:
-    runner.run_all(runs, writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
+    experiments.run(runs, args)
   print(tables.build(sweep_table(args.sweep) if args.sweep else table(args.data_dir)))
 
 

@@ -12,7 +12,6 @@ published numbers (flagged more than 2 IoU from each), global and dev IoU, and t
 '<system>-crops' rows (SEAL's 24x24 training crops and 36-crop test averaging, data.crop=24) run only when named.
 """
 
-import argparse
 import dataclasses
 import functools
 import os
@@ -24,7 +23,7 @@ import numpy as np
 os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_horses_xla_cache')
 # pylint: disable=wrong-import-position
 from implicit_jax import runner
-from implicit_jax.engine import cli, config as config_lib
+from implicit_jax.engine import cli
 import experiments
 from experiments import horses, records, summary, tables
 from experiments.horses import CROPPED, CROPS_SYSTEMS, FULL_ONLY, SEAL_ONLY, SYSTEMS
@@ -37,6 +36,7 @@ EARLIER = {'implicit-cd-before': 'implicit CD, before (T_inner 2, minres)',
            'implicit-dvn': 'implicit DVN-style regression (T_inner 2, minres)'}
 EARLIER_AFTER = 'implicit-cd-t1-gcr'
 ORDER = [s for system in SYSTEMS for s in (system, *(EARLIER if system == EARLIER_AFTER else ()))]  # table order
+LABELS = {system: label for system, (label, _) in SYSTEMS.items()} | EARLIER
 # The published numbers and the sections' prose: experiments/published.toml, [horses.*]. PUBLISHED: test mean IoU
 # x 100 of Shankar & Piratla Table 10 and SEAL Table 4; SEAL_T4_SPREAD: the latter's +- (the claims ledger's
 # allowance where it exceeds its 2 points).
@@ -50,31 +50,17 @@ SCALES = {scale: (scale if scale != 'half' else '', ROOT / 'docs' / 'horses' / f
 TOLERANCE = 2.0  # IoU points from a published number
 
 
-def label_of(system: str) -> str:
-  return SYSTEMS[system][0] if system in SYSTEMS else EARLIER[system]
-
-
-def scaled_config(system: str, scale: str = 'half', seed: int | None = None):
-  """configs/horses.py:<system>[,<scale>] (at ``seed``, if given; the data_dir is the caller's)."""
-  path, arg = horses.config_name(system, scale).split(':', 1)
-  config = config_lib.from_file(ROOT / path, arg=arg)
-  config.config_file = f'{path}:{arg}'
-  if seed is not None:
-    config.seed = seed
-  return config
+def scaled_config(system: str, scale: str = 'half', values: dict | None = None):
+  """configs/horses.py:<system>[,<scale>] with ``values`` (flattened keys: seed, data.data_dir) set."""
+  return experiments.row_config(horses.config_name(system, scale), values)
 
 
 def run_of(system, seed, args) -> runner.Run:
   """The run of row ``system`` on ``seed`` at ``--scale``: its record in the scale's folder."""
   scale = getattr(args, 'scale', 'half')
-
-  def config():
-    config = scaled_config(system, scale, seed)
-    config.data.data_dir = args.data_dir
-    config.num_epochs = args.epochs or config.num_epochs
-    return config
-  return runner.Run(f'{system} seed {seed}', config, SCALES[scale][1] / f'{system}-seed{seed}.json',
-                    f'{args.workdir}/{scale}-{system}-{seed}')
+  values = {'seed': seed, 'data.data_dir': args.data_dir, **({'num_epochs': args.epochs} if args.epochs else {})}
+  return runner.Run(f'{system} seed {seed}', functools.partial(scaled_config, system, scale, values),
+                    SCALES[scale][1] / f'{system}-seed{seed}.json', f'{args.workdir}/{scale}-{system}-{seed}')
 
 
 def section_fields(scale: str, groups) -> dict:
@@ -98,9 +84,9 @@ def section_fields(scale: str, groups) -> dict:
       'flagged': (f'Flagged (more than {TOLERANCE:g} IoU from every published number): {", ".join(flagged)}. '
                   + _TEXT['flagged_why'][scale]) if flagged else '',
       'flattened': '' if scale == 'half' else '; '.join(
-          f'{label_of(s)} {_tenth(rs):+.2f} (best epoch {np.median([r["best_epoch"] for r in rs]):.0f})'
+          f'{LABELS[s]} {_tenth(rs):+.2f} (best epoch {np.median([r["best_epoch"] for r in rs]):.0f})'
           for s, rs in groups.items()),
-      'seconds': ', '.join(f'{label_of(s)} {seconds[s]:.0f}' + (f' ({kinds[s]})' if mixed else '')
+      'seconds': ', '.join(f'{LABELS[s]} {seconds[s]:.0f}' + (f' ({kinds[s]})' if mixed else '')
                            for s in ORDER if s in seconds),
       'shared': ' The runs shared their device with other runs: a cost indication, not a speed measurement.'
                 if mixed else ''}
@@ -112,7 +98,7 @@ def table_rows(scale: str, groups) -> tuple[list[str], list[str], list[str]]:
   rows, flagged, unrun = [], [], []
   elsewhere = set(SECTIONS['seal'].load()) | set(SEAL_UNFINISHED) if scale == 'seal-data' else set()
   for system in ORDER:
-    label, config = label_of(system), f'`{horses.config_name(system, scale)}`'
+    label, config = LABELS[system], f'`{horses.config_name(system, scale)}`'
     rs = sorted(groups.get(system, []), key=lambda r: r['seed'])
     if not rs:
       why = '' if system in EARLIER else missing(system, scale, system in elsewhere)
@@ -121,8 +107,8 @@ def table_rows(scale: str, groups) -> tuple[list[str], list[str], list[str]]:
       if system in elsewhere:
         unrun.append(label)
       continue
-    mean, pub = 100 * np.mean([r['test_mean_iou'] for r in rs]), PUBLISHED[system]
-    gap = min((abs(mean - v) for v in pub.values()), default=0)
+    pub = PUBLISHED[system]
+    gap = min((abs(_iou(rs) - v) for v in pub.values()), default=0)
     mark = '—' if not pub else 'yes' if gap <= TOLERANCE else f'**no** ({gap:.1f} away)'
     if gap > TOLERANCE:
       flagged.append(label)
@@ -141,27 +127,27 @@ def missing(system: str, scale: str, elsewhere: bool) -> str:
   if scale != 'seal' or system not in SEAL_UNFINISHED:
     return ''
   there = SECTIONS['seal-data'].load().get(system)
-  seal_data = (f'test mean IoU {records.mean_std([r["test_mean_iou"] for r in there])} over {len(there)} seeds '
-               'in the section above') if there else 'no record there yet'
+  seal_data = (f'test mean IoU {_spread(there)} over {len(there)} seeds in the section above' if there
+               else 'no record there yet')
   return f'no record: {SEAL_UNFINISHED[system].format(seal_data=seal_data)}'
 
 
 def paired_lines(scale: str, groups) -> list[str]:
   """The section's paired differences on test mean IoU (the implicit rows against the rivals, each crop row against
   the same without crops), then the config's design against the one it replaced, on dev (what chose it) and test."""
-  pairs = [(f'{label_of(s)} minus FCN', s, 'fcn') for s in ('implicit-cd', 'implicit-cd-before', 'implicit-cd-t1-gcr',
-                                                          'implicit-dvn', 'seal-regression', 'seal-nce', 'dvn')]
+  minus = lambda a, b: (f'{LABELS[a]} minus {LABELS[b]}', a, b)
+  pairs = [(f'{LABELS[s]} minus FCN', s, 'fcn') for s in ('implicit-cd', 'implicit-cd-before', 'implicit-cd-t1-gcr',
+                                                        'implicit-dvn', 'seal-regression', 'seal-nce', 'dvn')]
   if scale == 'full':  # the implicit paper's claim is over SEAL too: the same pairing against its rows here
-    pairs += [(f'{SYSTEMS["implicit-cd"][0]} minus {SYSTEMS[s][0]}', 'implicit-cd', s)
-              for s in ('seal-regression', 'seal-regression-crops')]
+    pairs += [minus('implicit-cd', s) for s in ('seal-regression', 'seal-regression-crops')]
   if scale in horses.SEAL_VARIANTS:
-    pairs = [(f'{SYSTEMS[i][0]} minus {SYSTEMS[s][0]}', i, s) for i in ('implicit-cd', 'implicit-regression')
+    pairs = [minus(i, s) for i in ('implicit-cd', 'implicit-regression')
              for s in ('fcn', 'seal-regression', 'seal-regression-w', 'seal-nce', 'dvn')]
-    pairs += [(f'{SYSTEMS[s][0]} minus FCN', s, 'fcn') for s in ('seal-regression', 'seal-regression-w', 'seal-nce')]
-  pairs += [(f'{SYSTEMS[s][0]} minus the same without crops', s, s[:-len('-crops')]) for s in CROPS_SYSTEMS]
+    pairs += [(f'{LABELS[s]} minus FCN', s, 'fcn') for s in ('seal-regression', 'seal-regression-w', 'seal-nce')]
+  pairs += [(f'{LABELS[s]} minus the same without crops', s, s[:-len('-crops')]) for s in CROPS_SYSTEMS]
   of = lambda system, key='test_mean_iou': {r['seed']: r[key] for r in groups.get(system, [])}
   lines = [records.paired(what, of(other), of(base), 'test mean IoU') for what, other, base in pairs]
-  design = f'{SYSTEMS["implicit-cd"][0]} minus {SYSTEMS["implicit-cd-r1"][0]}'
+  design = f'{LABELS["implicit-cd"]} minus {LABELS["implicit-cd-r1"]}'
   lines += [records.paired(design, of('implicit-cd', f'{key}_mean_iou'), of('implicit-cd-r1', f'{key}_mean_iou'),
                            f'{key} mean IoU') for key in ('dev', 'test')]
   return [line for line in lines if line]
@@ -172,8 +158,9 @@ def recipe_cell(system: str, scale: str, rs) -> str:
   pattern = f'{SCALES[scale][1].relative_to(ROOT)}/{system}-seed*.json'
   if system in EARLIER:
     return records.recipe(None, pattern)
-  return records.recipe(horses.config_name(system, scale), pattern, [
-      key for r in rs if 'config' in r for key in records.row_differences(r, scaled_config(system, scale, r['seed']))])
+  config = lambda r: scaled_config(system, scale, {'seed': r['seed']})
+  return records.recipe(horses.config_name(system, scale), pattern,
+                        [key for r in rs if 'config' in r for key in records.row_differences(r, config(r))])
 
 
 def draw_curves(groups) -> None:  # pylint: disable=unused-argument
@@ -191,11 +178,9 @@ def draw_curves(groups) -> None:  # pylint: disable=unused-argument
       n = min(len(c) for c in curves)
       curves = 100 * np.array([c[:n] for c in curves])
       epochs = np.arange(1, n + 1)
-      line, = ax.plot(epochs, curves.mean(0), label=f'{label_of(system)} ({len(rs)} seeds)')
+      line, = ax.plot(epochs, curves.mean(0), label=f'{LABELS[system]} ({len(rs)} seeds)')
       ax.fill_between(epochs, curves.min(0), curves.max(0), color=line.get_color(), alpha=0.15)
-    ax.set_xlabel('epoch')
-    ax.set_ylabel('dev mean IoU x 100')
-    ax.set_title(f'Weizmann horses, --scale={scale}: dev curves')
+    ax.set(xlabel='epoch', ylabel='dev mean IoU x 100', title=f'Weizmann horses, --scale={scale}: dev curves')
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -239,31 +224,27 @@ def _iou(rs) -> float:
   return 100 * float(np.mean([r['test_mean_iou'] for r in rs]))
 
 
-def _paired(a, b) -> tuple[float, int, int]:
-  """Mean of ``a - b`` in test mean IoU x 100 over the seeds both have, the seeds it is positive on, and their count."""
+def _spread(rs) -> str:
+  return records.mean_std([r['test_mean_iou'] for r in rs])
+
+
+def _paired(a, b) -> tuple[float, str, bool]:
+  """``a - b`` in test mean IoU x 100, paired by seed: its mean, the mean as text with the seeds it is positive on
+  where it is not all of them, and whether it is all of them."""
   _, d = records.paired_diffs(*({r['seed']: r['test_mean_iou'] for r in rs} for rs in (a, b)))
-  return float(np.mean(d)), sum(x > 0 for x in d), len(d)
-
-
-def _pair_text(a, b) -> str:
-  """``a - b``, paired by seed, with the seeds it is positive on where it is not all of them."""
-  mean, up, n = _paired(a, b)
-  return f'{mean:+.2f}' + ('' if up == n else f' ({up} of {n} seeds positive)')
+  up, n = sum(x > 0 for x in d), len(d)
+  return float(np.mean(d)), f'{np.mean(d):+.2f}' + ('' if up == n else f' ({up} of {n} seeds positive)'), up == n
 
 
 def _over(a, runs, systems) -> str:
   """``a`` over each of ``systems``: "+1.91 over the FCN, +0.97 over SEAL regression and +4.83 over DVN"."""
-  parts = [f'{_pair_text(a, runs[s])} over {_TEXT["short"][s]}' for s in systems]
+  parts = [f'{_paired(a, runs[s])[1]} over {_TEXT["short"][s]}' for s in systems]
   return ', '.join(parts[:-1]) + f' and {parts[-1]}' if len(parts) > 1 else parts[0]
 
 
 def _tenth(rs) -> float:
   """How much a row's dev curve still rose over the last tenth of its epochs (records.last_tenth_gain), mean."""
   return np.mean([records.last_tenth_gain(r, 'dev_mean_iou') for r in rs])
-
-
-def _spread(rs) -> str:
-  return records.mean_std([r['test_mean_iou'] for r in rs])
 
 
 def _span(values) -> str:
@@ -294,12 +275,9 @@ def reading_fields() -> dict:
   far = [s for s in rivals if s not in near]
   nce = sorted(100 * r['test_mean_iou'] for r in data['seal-nce'])
   epochs = data['seal-nce'][0]['config']['num_epochs']
-  implicit = ('implicit-cd', 'implicit-regression')
-  lead = all(_paired(data[i], data[s])[1] == _paired(data[i], data[s])[2] for i in implicit for s in rivals)
+  lead = all(_paired(data[i], data[s])[2] for i in ('implicit-cd', 'implicit-regression') for s in rivals)
   seal_rivals = ('fcn', 'seal-regression', 'seal-regression-w', 'seal-nce')
-  seal_lead = all(_paired(seal['implicit-cd'], seal[s])[1] == 3 for s in seal_rivals)
   gains = {s: _iou(full[s]) - _iou(half[s]) for s in ('implicit-cd', 'implicit-dvn', 'seal-regression', 'fcn', 'dvn')}
-  fcn_seeds = sorted(100 * r['test_mean_iou'] for r in full['fcn'])
   return {
       'data_devices': _devices(data), 'tolerance': f'{TOLERANCE:g}',
       'data_near': {0: 'None', 1: 'One', 2: 'Two', 3: 'Three', 4: 'All four'}[len(near)],
@@ -315,7 +293,7 @@ def reading_fields() -> dict:
       'over_seal': f'{_paired(data["implicit-cd"], data["seal-regression"])[0]:+.2f}',
       'paper_over_seal': f'{paper_cd - pub["seal-regression"]:+.1f}', 'paper_cd': f'{paper_cd:.1f}',
       'cd_under': f'{paper_cd - _iou(data["implicit-cd"]):.1f}',
-      'seal_over_fcn': _pair_text(data['seal-regression'], data['fcn']),
+      'seal_over_fcn': _paired(data['seal-regression'], data['fcn'])[1],
       'seal_published_over_fcn': f'{pub["seal-regression"] - pub["fcn"]:+.2f}',
       'seal_epochs': str(seal['fcn'][0]['config']['num_epochs']), 'seal_devices': _devices(seal).split(' on ')[-1],
       'fcn_rise': f'{_iou(seal["fcn"]) - _iou(full["fcn"]):.1f}',
@@ -325,21 +303,23 @@ def reading_fields() -> dict:
       'seal_under': _span([pub[s] - _iou(seal[s]) for s in ('fcn', 'seal-regression', 'seal-nce')]),
       'pub_fcn': f'{pub["fcn"]:.2f}', 'pub_sr': f'{pub["seal-regression"]:.2f}', 'pub_nce': f'{pub["seal-nce"]:.2f}',
       'seal_cd': _spread(seal['implicit-cd']),
-      'seal_lead': 'leads every rival on every seed' if seal_lead else 'against each rival',
+      'seal_lead': ('leads every rival on every seed' if all(_paired(seal['implicit-cd'], seal[s])[2]
+                                                             for s in seal_rivals) else 'against each rival'),
       'seal_cd_over': _over(seal['implicit-cd'], seal, seal_rivals),
       'seal_over_seal': _span([_paired(seal['implicit-cd'], seal[s])[0] for s in ('seal-regression',
                                                                                  'seal-regression-w')]),
-      'sr_fcn': (f'{_pair_text(seal["seal-regression"], seal["fcn"])}, and with its energy weight as printed '
-                 f'{_pair_text(seal["seal-regression-w"], seal["fcn"])}'),
+      'sr_fcn': (f'{_paired(seal["seal-regression"], seal["fcn"])[1]}, and with its energy weight as printed '
+                 f'{_paired(seal["seal-regression-w"], seal["fcn"])[1]}'),
       'seal_tenths': ', '.join(f'{short[s]} {_tenth(rs):+.2f}' for s, rs in seal.items()),
       'full_epochs': str(full['fcn'][0]['config']['num_epochs']), 'full_devices': _devices(full).split(' on ')[-1],
       'full_gains': ', '.join(f'{short[s]} {g:+.2f}' for s, g in gains.items()),
-      'full_cd': _spread(full['implicit-cd']), 'full_cd_sr': _pair_text(full['implicit-cd'], full['seal-regression']),
+      'full_cd': _spread(full['implicit-cd']), 'full_cd_sr': _paired(full['implicit-cd'], full['seal-regression'])[1],
       'full_src': _spread(full['seal-regression-crops']),
-      'full_cd_src': _pair_text(full['implicit-cd'], full['seal-regression-crops']),
+      'full_cd_src': _paired(full['implicit-cd'], full['seal-regression-crops'])[1],
       'full_cd_src_mean': f'{_paired(full["implicit-cd"], full["seal-regression-crops"])[0]:+.2f}',
-      'full_reg_cd': _pair_text(full['implicit-dvn'], full['implicit-cd']),
-      'full_fcn': _spread(full['fcn']), 'full_fcn_seeds': ', '.join(f'{v:.2f}' for v in fcn_seeds),
+      'full_reg_cd': _paired(full['implicit-dvn'], full['implicit-cd'])[1],
+      'full_fcn': _spread(full['fcn']),
+      'full_fcn_seeds': ', '.join(f'{v:.2f}' for v in sorted(100 * r['test_mean_iou'] for r in full['fcn'])),
       'full_fcn200': _spread(full['fcn-200']),
       'full_dvn_best': f'{np.median([r["best_epoch"] for r in full["dvn"]]):.0f}',
       'full_cd_under': f'{paper_cd - _iou(full["implicit-cd"]):.1f}',
@@ -379,32 +359,26 @@ TABLES = [dataclasses.replace(section('half'), name='horses', parts=tuple(SECTIO
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', ''))
-  parser.add_argument('--seeds', default='0,1,2', type=experiments.seeds)
-  parser.add_argument('--systems', type=experiments.names(list(SYSTEMS)),
-                      help=f'default: every system but the crop rows ({",".join(CROPS_SYSTEMS)}), which run when '
-                      f'named, and at --scale=half but {",".join(FULL_ONLY)} (rows of --scale=full only)')
-  parser.add_argument('--epochs', type=int, default=0, help='override configs/horses.py num_epochs')
-  parser.add_argument('--scale', default='half', choices=sorted(SCALES),
-                      help="half: configs/horses.py as committed (CPU); full: published channels, 100 epochs; "
-                      "seal: SEAL's protocol (24x24 crops, 36-crop test, its split sizes and chosen settings); "
-                      "seal-data: the same on SEAL's split and Li et al.'s resizing (data.split, data.resize)")
-  parser.add_argument('--workdir', default='/tmp/reproduce_horses')
-  parser.add_argument('--table_only', action='store_true')
-  parser.add_argument('--no_table', action='store_true',
-                      help='train and write the records only (parallel runs: one table at the end, --table_only)')
-  experiments.add_runner_flags(parser)
-  args = parser.parse_args()
+  args = experiments.parse(__doc__, {
+      '--systems': {'type': experiments.names(list(SYSTEMS)),
+                    'help': f'default: every system but the crop rows ({",".join(CROPS_SYSTEMS)}), which run when '
+                            f'named, and at --scale=half but {",".join(FULL_ONLY)} (rows of --scale=full only)'},
+      '--epochs': {'type': int, 'default': 0, 'help': 'override configs/horses.py num_epochs'},
+      '--scale': {'default': 'half', 'choices': sorted(SCALES),
+                  'help': "half: configs/horses.py as committed (CPU); full: published channels, 100 epochs; seal: "
+                          "SEAL's protocol (24x24 crops, 36-crop test, its split sizes and chosen settings); "
+                          "seal-data: the same on SEAL's split and Li et al.'s resizing (data.split, data.resize)"},
+      '--workdir': {'default': '/tmp/reproduce_horses'},
+      '--no_table': {'action': 'store_true',
+                     'help': 'train and write the records only (parallel runs: one table at the end, --table_only)'}})
   if not args.table_only:
     systems = args.systems or [
         s for s in SYSTEMS if s not in CROPS_SYSTEMS and (args.scale == 'full' or s not in FULL_ONLY)
         and (args.scale in horses.SEAL_VARIANTS or s not in SEAL_ONLY)]
     for only, scales in ((FULL_ONLY, ('full',)), (SEAL_ONLY, horses.SEAL_VARIANTS)):
       if args.scale not in scales and set(systems) & set(only):
-        parser.error(f'--systems: {sorted(set(systems) & set(only))} run at --scale={" or ".join(scales)} only')
-    runner.run_all([run_of(system, seed, args) for seed in args.seeds for system in systems],
-                   writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
+        args.error(f'--systems: {sorted(set(systems) & set(only))} run at --scale={" or ".join(scales)} only')
+    experiments.run([run_of(system, seed, args) for seed in args.seeds for system in systems], args)
     if args.no_table:
       return
   print(tables.build(TABLES[0]))
