@@ -1,11 +1,11 @@
 """The horses figure, docs/horses/examples.png: test images with the gold mask and the masks predicted by the FCN,
 DVN and implicit CD.
 
-  python -m experiments.horses_figure [--workdir /tmp/reproduce_horses] [--seed 0] [--count 8]
+  python -m experiments.horses_figure [--workdir /tmp/reproduce_horses] [--scale half] [--seed 0] [--count 8]
 
-Reads the runs that experiments/reproduce_horses.py trained in ``--workdir`` (their best-on-dev parameters) and
-draws one row per test image (the first ``--count`` of the split): the image as read (before standardisation), the
-gold mask, then each method's mask at threshold 0.5 with its IoU on that image.
+Reads the runs that experiments/reproduce_horses.py trained in ``--workdir`` at ``--scale`` (their best-on-dev
+parameters) and draws one row per test image (the first ``--count`` of the split): the image as read (before
+standardisation), the gold mask, then each method's mask at threshold 0.5 with its IoU on that image.
 """
 
 import sys
@@ -15,6 +15,7 @@ from implicit_jax.engine import checkpoints, cli
 from implicit_jax.tasks.segmentation import horses
 from implicit_jax.tasks.segmentation.evaluator import iou_scores
 import experiments
+from experiments import reproduce_horses
 
 METHODS = (('fcn', 'FCN (CE)'), ('dvn', 'DVN (GBI)'), ('implicit-cd', 'implicit CD'))
 
@@ -22,11 +23,14 @@ METHODS = (('fcn', 'FCN (CE)'), ('dvn', 'DVN (GBI)'), ('implicit-cd', 'implicit 
 def main():
   args = experiments.parse(__doc__, {
       '--data_dir': None, '--seeds': None, '--table_only': None, '--workdir': {'default': '/tmp/reproduce_horses'},
+      '--scale': {'default': 'half', 'choices': sorted(reproduce_horses.SCALES),
+                  'help': 'the --scale of reproduce_horses the runs were made at'},
       '--seed': {'type': int, 'default': 0}, '--count': {'type': int, 'default': 8},
       '--out': {'default': str(experiments.ROOT / 'docs' / 'horses' / 'examples.png')}}, runner_flags=False)
   from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
 
-  runs = {name: checkpoints.load_trained(f'{args.workdir}/{name}-{args.seed}') for name, _ in METHODS}
+  runs = {name: checkpoints.load_trained(reproduce_horses.workdir_of(args.workdir, args.scale, name, args.seed))
+          for name, _ in METHODS}
   task = runs['fcn'].task
   test = {k: v[:args.count] for k, v in task.splits['test'].items()}
   ids = task.info['ids']['test'][:args.count]

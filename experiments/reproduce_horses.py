@@ -60,7 +60,12 @@ def run_of(system, seed, args) -> runner.Run:
   scale = getattr(args, 'scale', 'half')
   values = {'seed': seed, 'data.data_dir': args.data_dir, **({'num_epochs': args.epochs} if args.epochs else {})}
   return runner.Run(f'{system} seed {seed}', functools.partial(scaled_config, system, scale, values),
-                    SCALES[scale][1] / f'{system}-seed{seed}.json', f'{args.workdir}/{scale}-{system}-{seed}')
+                    SCALES[scale][1] / f'{system}-seed{seed}.json', workdir_of(args.workdir, scale, system, seed))
+
+
+def workdir_of(workdir: str, scale: str, system: str, seed: int) -> str:
+  """Where a run trains under ``--workdir`` (and horses_figure.py reads it back)."""
+  return f'{workdir}/{scale}-{system}-{seed}'
 
 
 def section_fields(scale: str, groups) -> dict:

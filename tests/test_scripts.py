@@ -813,3 +813,23 @@ def test_reproduce_mlc_checks_every_list_flag_before_any_work(flags, message):
                         cwd=root, capture_output=True, text=True, timeout=120, check=False)
   assert done.returncode == 2, done.stderr
   assert message in done.stderr.strip().splitlines()[-1], done.stderr
+
+
+def test_the_horses_figure_reads_the_runs_where_reproduce_horses_trains_them(tmp_path, monkeypatch):
+  """horses_figure.py draws from the workdirs reproduce_horses.py trains in, at each --scale (it once read
+  <system>-<seed>, where the runs train in <scale>-<system>-<seed>)."""
+  import argparse  # pylint: disable=import-outside-toplevel
+  from experiments import horses_figure, reproduce_horses  # pylint: disable=import-outside-toplevel
+  from implicit_jax.engine import checkpoints  # pylint: disable=import-outside-toplevel
+  args = argparse.Namespace(scale='seal', workdir=str(tmp_path), data_dir='', epochs=0)
+  trained = [reproduce_horses.run_of(system, 1, args).workdir for system, _ in horses_figure.METHODS]
+  read = []
+
+  def load_trained(workdir):
+    read.append(workdir)
+    raise KeyboardInterrupt  # stops the figure at its first run
+  monkeypatch.setattr(checkpoints, 'load_trained', load_trained)
+  monkeypatch.setattr(sys, 'argv', ['horses_figure', f'--workdir={tmp_path}', '--scale=seal', '--seed=1'])
+  with pytest.raises(KeyboardInterrupt):
+    horses_figure.main()
+  assert read == trained[:1] and trained[0] == f'{tmp_path}/seal-fcn-1'
