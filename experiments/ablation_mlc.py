@@ -90,8 +90,7 @@ def table_row(dataset, width, row, runs) -> str:
           f'{diff(TWINS.get(row, "none")) if row not in ("mbce", "best-none", "proximal-none") else "–"} | '
           f'{diff("mbce")} | {med("stationarity")} | {med("cosine")} | {fmt(ratio, 1, 3)} | '
           f'{med("residual") if row != "mbce" else "–"} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
-          f'{", ".join(sorted({records.device_of(r) for r in rs}))} | '
-          f'{mlc.recipe(dataset, name, "official", rs)} |')
+          f'{", ".join(sorted({records.device_of(r) for r in rs}))} | {mlc.recipe(dataset, name, "official", rs)} |')
 
 
 def fields(groups) -> dict:

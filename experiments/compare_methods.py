@@ -32,10 +32,9 @@ ORDER = ['mbce', 'spen', 'dvn', 'nce-gbi', 'infnet', 'infnet+ separated', 'infne
          'seal-dynamic regression', 'seal-dynamic regression-s', 'seal-dynamic nce', 'implicit-ssvm',
          'implicit-dvn', 'implicit-nce', 'implicit-cd']
 
-# Published example F1 x 100 (experiments/published.toml): SEAL (Lee et al. 2022) Table 1, threshold 0.5 on the
-# task net / GBI output ('infnet': SEAL's row "SEAL-dynamic margin (InfNet)"), with the +- beside each number that
-# the claims ledger (experiments/claims.py) allows a row; Shankar & Piratla Table 1 (mlc.PAPER), whose MBCE sits
-# with SEAL's CE at 0.5: F1 @0.5 (docs/baselines.md says why).
+# Published example F1 x 100 (experiments/published.toml): SEAL (Lee et al. 2022) Table 1, threshold 0.5 on the task
+# net / GBI output ('infnet': its "SEAL-dynamic margin (InfNet)"), with the +- the claims ledger allows a row;
+# Shankar & Piratla Table 1 (mlc.PAPER), whose MBCE sits with SEAL's CE at 0.5 (docs/baselines.md says why).
 DATASETS = mlc.DATASETS
 SEAL, SEAL_SPREAD = ({system: dict(zip(DATASETS, values)) for system, values in experiments.TEXT['mlc'][name].items()}
                      for name in ('seal', 'seal_spread'))
@@ -62,11 +61,10 @@ def run_file(dataset, system, seed, protocol='official') -> Path:
 
 
 def run_of(dataset, system, seed, args) -> runner.Run:
-  """The run of a row on a seed: reproduce_mlc's, a baseline's record in docs/baselines/runs (its row has MBCE's
-  budget: both update the networks once per batch)."""
-  if system in mlc.SYSTEMS:
-    return reproduce_mlc.run_of(dataset, system, seed, args)
-  return reproduce_mlc.run_of(dataset, system, seed, args, mlc.runs_folder(system), '/tmp/compare_methods')
+  """The run of a row on a seed, reproduce_mlc's, a baseline's in a workdir of its own (its row has MBCE's budget:
+  both update the networks once per batch)."""
+  return reproduce_mlc.run_of(dataset, system, seed, args, mlc.runs_folder(system),
+                              '' if system in mlc.SYSTEMS else '/tmp/compare_methods')
 
 
 def base_of(system) -> str:
