@@ -32,7 +32,6 @@ from implicit_jax.engine import cli
 import experiments
 from experiments import mlc, records, reproduce_mlc, tables
 
-ROOT = records.ROOT
 ROWS = ('mbce', 'none', 'identity', 'normal_cg', 'minres', 'unrolled', 'best', 'best-none', 'proximal',
         'proximal-none')
 # (row, reference) pairs whose paired differences are listed under the table
@@ -62,18 +61,13 @@ def row_of(path, record):
   return key if key and mlc.system_of(record) == system(key[2], key[1]) else None
 
 
-def paired(a_runs, b_runs, field='test_f1'):
-  seeds, diffs = mlc.paired(a_runs, b_runs, field)
-  return seeds, 100 * np.asarray(diffs)
-
-
 def verdict(diffs) -> str:
   """Words for paired differences: a sign shared by every seed, or none."""
   if len(diffs) < 2:
     return 'one seed'
-  if np.all(diffs > 0):
+  if all(d > 0 for d in diffs):
     return 'higher on every seed'
-  if np.all(diffs < 0):
+  if all(d < 0 for d in diffs):
     return 'lower on every seed'
   return 'mixed signs across seeds'
 
@@ -90,15 +84,13 @@ def table_row(dataset, width, row, runs) -> str:
            if value(r, 'implicit_norm') is not None and value(r, 'explicit_norm')]
 
   def diff(ref):
-    seeds, d = paired(rs, runs[ref])
+    seeds, d = mlc.paired(rs, runs[ref])
     return '–' if row == ref or not seeds else mlc.per_seed(d)
-  return (f'| {dataset} | {width} | {row} | {len(rs)} | {fmt([r["dev_f1"] for r in rs])} | '
-          f'{fmt([r["test_f1"] for r in rs])} | {fmt([r["test_f1_tuned"] for r in rs])} | '
+  return (f'| {dataset} | {width} | {row} | {len(rs)} | {mlc.cells(rs, "dev_f1", "test_f1", "test_f1_tuned")} | '
           f'{diff(TWINS.get(row, "none")) if row not in ("mbce", "best-none", "proximal-none") else "–"} | '
           f'{diff("mbce")} | {med("stationarity")} | {med("cosine")} | {fmt(ratio, 1, 3)} | '
           f'{med("residual") if row != "mbce" else "–"} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
-          f'{", ".join(sorted({mlc.device_of(r) for r in rs}))} | '
-          f'{mlc.recipe(dataset, name, "official", rs, reproduce_mlc.RUNS, ROOT)} |')
+          f'{", ".join(sorted({records.device_of(r) for r in rs}))} | {mlc.recipe(dataset, name, "official", rs)} |')
 
 
 def fields(groups) -> dict:
@@ -109,12 +101,11 @@ def fields(groups) -> dict:
       runs = {row: groups.get((dataset, width, row), []) for row in ROWS}
       lines += [table_row(dataset, width, row, runs) for row in ROWS]
       for row, ref in PAIRS:
-        seeds, d = paired(runs[row], runs[ref])
+        (seeds, d), (_, dev) = (mlc.paired(runs[row], runs[ref], key) for key in ('test_f1', 'dev_f1'))
         if seeds:
-          dev = paired(runs[row], runs[ref], 'dev_f1')[1]
-          claims.append(f'- {dataset}, width {width}: {row} minus {ref}, seeds {seeds}: test @0.5 {d.mean():+.2f} '
-                        f'(per seed {", ".join(f"{x:+.2f}" for x in d)}; {verdict(d)}); dev @0.5 '
-                        f'{dev.mean():+.2f} ({verdict(dev)})')
+          claims.append(f'- {dataset}, width {width}: {row} minus {ref}, seeds {seeds}: test @0.5 '
+                        f'{mlc.per_seed(d, "per seed ", f"; {verdict(d)}")}; dev @0.5 {np.mean(dev):+.2f} '
+                        f'({verdict(dev)})')
   return {'table': '\n'.join(lines), 'paired': '\n'.join(claims)}
 
 
@@ -130,13 +121,13 @@ TABLES = [tables.Table('ablation', 'docs/mlc_ablation.md', ('docs/mlc/runs/*.jso
 
 
 def main():
-  args = mlc.parse(__doc__, {'--datasets': mlc.FLAGS['--datasets'],
-                             '--widths': {'default': '150,400', 'type': experiments.names(('150', '400'))},
-                             '--rows': {'default': ','.join(ROWS), 'type': experiments.names(ROWS)}})
+  args = experiments.parse(__doc__, {'--datasets': mlc.FLAGS['--datasets'],
+                                     '--widths': {'default': '150,400', 'type': experiments.names(('150', '400'))},
+                                     '--rows': {'default': ','.join(ROWS), 'type': experiments.names(ROWS)}})
   if not args.table_only:  # reproduce_mlc's runs: the same rows, records and files
     args.protocol, args.epochs = 'official', 0
-    reproduce_mlc.run([reproduce_mlc.run_of(dataset, system(row, int(width)), seed, args) for dataset in args.datasets
-                       for width in args.widths for row in args.rows for seed in args.seeds], args)
+    experiments.run([reproduce_mlc.run_of(dataset, system(row, int(width)), seed, args) for dataset in args.datasets
+                     for width in args.widths for row in args.rows for seed in args.seeds], args, seconds=True)
   print(tables.build(TABLES[0]))
 
 

@@ -25,19 +25,16 @@ from implicit_jax.engine import cli
 import experiments
 from experiments import mlc, records, reproduce_mlc, tables
 
-ROOT = records.ROOT
-# system -> its row configs/<dataset>.py:<system> (mlc.BASELINES, with the settings chosen on dev by
-# experiments/sweep.py in DEV_CHOSEN); the systems of reproduce_mlc keep its files.
+# system -> its row configs/<dataset>.py:<system>; reproduce_mlc's systems keep its records (mlc.runs_folder).
 SYSTEMS = {**mlc.SYSTEMS, **mlc.BASELINES}
 ORDER = ['mbce', 'spen', 'dvn', 'nce-gbi', 'infnet', 'infnet+ separated', 'infnet+ shared', 'infnet+ stacked',
          'seal-static margin', 'seal-static regression', 'seal-static nce', 'seal-dynamic margin',
          'seal-dynamic regression', 'seal-dynamic regression-s', 'seal-dynamic nce', 'implicit-ssvm',
          'implicit-dvn', 'implicit-nce', 'implicit-cd']
 
-# Published example F1 x 100 (experiments/published.toml): SEAL (Lee et al. 2022) Table 1, threshold 0.5 on the
-# task net / GBI output ('infnet': SEAL's row "SEAL-dynamic margin (InfNet)"), with the +- beside each number that
-# the claims ledger (experiments/claims.py) allows a row; Shankar & Piratla Table 1 (mlc.PAPER), whose MBCE sits
-# with SEAL's CE at 0.5: F1 @0.5 (docs/baselines.md says why).
+# Published example F1 x 100 (experiments/published.toml): SEAL (Lee et al. 2022) Table 1, threshold 0.5 on the task
+# net / GBI output ('infnet': its "SEAL-dynamic margin (InfNet)"), with the +- the claims ledger allows a row;
+# Shankar & Piratla Table 1 (mlc.PAPER), whose MBCE sits with SEAL's CE at 0.5 (docs/baselines.md says why).
 DATASETS = mlc.DATASETS
 SEAL, SEAL_SPREAD = ({system: dict(zip(DATASETS, values)) for system, values in experiments.TEXT['mlc'][name].items()}
                      for name in ('seal', 'seal_spread'))
@@ -60,16 +57,14 @@ for _s in ORDER:
 
 
 def run_file(dataset, system, seed, protocol='official') -> Path:
-  folder = 'mlc' if system in mlc.SYSTEMS else 'baselines'
-  return ROOT / 'docs' / folder / 'runs' / f'{mlc.run_name(dataset, system, protocol)}-seed{seed}.json'
+  return mlc.runs_folder(system) / f'{mlc.run_name(dataset, system, protocol)}-seed{seed}.json'
 
 
 def run_of(dataset, system, seed, args) -> runner.Run:
-  """The run of a row on a seed: an implicit row (or MBCE) is reproduce_mlc's run, a baseline's record goes to
-  docs/baselines/runs (its row has MBCE's budget: both update the networks once per batch)."""
-  if system in mlc.SYSTEMS:
-    return reproduce_mlc.run_of(dataset, system, seed, args)
-  return mlc.run_of(dataset, system, seed, args, ROOT / 'docs' / 'baselines' / 'runs', '/tmp/compare_methods')
+  """The run of a row on a seed, reproduce_mlc's, a baseline's in a workdir of its own (its row has MBCE's budget:
+  both update the networks once per batch)."""
+  return reproduce_mlc.run_of(dataset, system, seed, args, mlc.runs_folder(system),
+                              '' if system in mlc.SYSTEMS else '/tmp/compare_methods')
 
 
 def base_of(system) -> str:
@@ -87,15 +82,15 @@ def published(system, dataset):
 def over_mbce(groups, dataset, system) -> str:
   """``ours / SEAL``: @0.5 F1 over MBCE (ours: paired on the seeds both have), against SEAL's over its CE."""
   base, size = base_of(system), H400 if system.endswith(H400) else ''
-  seeds, gains = mlc.paired(groups.get((dataset, system), []), groups.get((dataset, 'mbce' + size), []), 'test_f1')
+  seeds, gains = mlc.paired(groups.get((dataset, system), []), groups.get((dataset, 'mbce' + size), []))
   if base == 'mbce' or not seeds:
     return ''
   seal = f' / {SEAL[base][dataset] - SEAL["mbce"][dataset]:+.2f}' if dataset in SEAL.get(base, {}) else ''
-  return f'{100 * np.mean(gains):+.2f}{seal}'
+  return f'{np.mean(gains):+.2f}{seal}'
 
 
 # a record's folder and file name without its seed -> its row, (dataset, system)
-STEMS = {(run_file(d, s, 0).parent, mlc.run_name(d, s, 'official')): (d, s) for d in DATASETS for s in SYSTEMS}
+STEMS = {(mlc.runs_folder(s), mlc.run_name(d, s, 'official')): (d, s) for d in DATASETS for s in SYSTEMS}
 
 
 def row_of(path, record):
@@ -117,15 +112,12 @@ def table_rows(groups, order, datasets):
       flag = dataset == 'bibtex' and not system.startswith('implicit') and pubs and min(map(abs, gaps)) > TOLERANCE
       if flag:
         flagged.append((system, gaps))
-      lines.append(
-          f'| {dataset} | {system} | {len(rs)} | {records.mean_std([r["test_f1"] for r in rs])} | '
-          f'{records.mean_std([r["test_f1_tuned"] for r in rs])} | '
-          f'{"; ".join(f"{v:.2f} ({src})" for v, src in pubs) or "none on MLC"} | '
-          f'{"; ".join(f"{g:+.2f}" for g in gaps) or "–"} | {"gap > 1.5" if flag else ""} | '
-          f'{over_mbce(groups, dataset, system)} | '
-          f'{np.mean([records.last_tenth_gain(r, "dev_f1") for r in rs]):+.2f} | '
-          f'{np.mean([r["train_seconds"] for r in rs]):.0f} | '
-          f'{mlc.recipe(dataset, system, "official", rs, run_file(dataset, system, 0).parent, ROOT)} |')
+      lines.append(f'| {dataset} | {system} | {len(rs)} | {mlc.cells(rs, "test_f1", "test_f1_tuned")} | '
+                   f'{"; ".join(f"{v:.2f} ({src})" for v, src in pubs) or "none on MLC"} | '
+                   f'{"; ".join(f"{g:+.2f}" for g in gaps) or "–"} | {"gap > 1.5" if flag else ""} | '
+                   f'{over_mbce(groups, dataset, system)} | '
+                   f'{np.mean([records.last_tenth_gain(r, "dev_f1") for r in rs]):+.2f} | '
+                   f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {mlc.recipe(dataset, system, "official", rs)} |')
   return lines, flagged
 
 
@@ -156,11 +148,11 @@ TABLES = [tables.Table('baselines', 'docs/baselines.md', ('docs/mlc/runs/*.json'
 
 
 def main():
-  args = mlc.parse(__doc__, {**mlc.FLAGS,
-                             '--systems': {'default': ','.join(ORDER), 'type': experiments.names(list(SYSTEMS))}})
+  args = experiments.parse(__doc__, {
+      **mlc.FLAGS, '--systems': {'default': ','.join(ORDER), 'type': experiments.names(list(SYSTEMS))}})
   if not args.table_only:  # seed-major: every system gets seed 0 first; trained, never verified nor rerun
-    mlc.run([run_of(dataset, system, seed, args) for dataset in args.datasets for seed in args.seeds
-             for system in args.systems], args)
+    experiments.run([run_of(dataset, system, seed, args) for dataset in args.datasets for seed in args.seeds
+                     for system in args.systems], args, seconds=True)
   print(tables.build(TABLES[0]))
 
 

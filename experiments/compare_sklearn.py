@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from implicit_jax import tasks
-from implicit_jax.engine import cli, config as config_lib, rows, train
+from implicit_jax.engine import cli, rows, train
 import experiments
 from experiments import mlc, records, tables
 
@@ -49,18 +49,12 @@ def custom_file(spec: str, tmpdir: str) -> str:
 
 
 def make_config(name: str, data_dir: str, seed: int, **data):
-  if Path(name).suffix == '.arff':
-    config = config_lib.from_file(str(ROOT / 'configs' / 'custom.py'))
-    config.data.train_file = str(Path(name).resolve())
-  else:
-    config = config_lib.from_file(str(ROOT / 'configs' / f'{name}.py'))
-    config.data.name = name
-    config.data.data_dir = data_dir
-  config.method = 'feedforward'
-  config.seed = config.data.split_seed = seed
-  config.log_every = 10 ** 9
-  config.data.update(data)
-  return config
+  """MBCE on ``name`` (a dataset, or a MULAN file read with configs/custom.py) at ``seed``'s split."""
+  custom = Path(name).suffix == '.arff'
+  where = {'data.train_file': str(Path(name).resolve())} if custom else {'data.name': name, 'data.data_dir': data_dir}
+  return experiments.row_config('configs/custom.py' if custom else f'configs/{name}.py', {
+      **where, 'method': 'feedforward', 'seed': seed, 'data.split_seed': seed, 'log_every': 10 ** 9,
+      **{f'data.{key}': value for key, value in data.items()}})
 
 
 def br_logistic(task) -> tuple[dict, float]:
@@ -74,15 +68,12 @@ def br_logistic(task) -> tuple[dict, float]:
   y = split['train']['y'] > 0.5
   probs = {s: np.zeros((len(x[s]), y.shape[1])) for s in ('dev', 'test')}
   for j in range(y.shape[1]):
-    if y[:, j].all() or not y[:, j].any():  # constant on train: predicts that constant
-      for s in probs:
-        probs[s][:, j] = float(y[0, j])
-      continue
+    constant = y[:, j].all() or not y[:, j].any()  # on train: predicts that constant
     with warnings.catch_warnings():
       warnings.simplefilter('ignore')  # lbfgs convergence warnings on separable labels
-      model = LogisticRegression(C=1.0, max_iter=2000).fit(x['train'], y[:, j])
+      model = None if constant else LogisticRegression(C=1.0, max_iter=2000).fit(x['train'], y[:, j])
     for s in probs:
-      probs[s][:, j] = model.predict_proba(x[s])[:, 1]
+      probs[s][:, j] = float(y[0, j]) if constant else model.predict_proba(x[s])[:, 1]
   result = task.evaluator.final(probs['dev'], split['dev'], probs['test'], split['test'])
   result['dev_f1'] = task.evaluator.metrics(probs['dev'], split['dev'])['f1']
   return result, time.perf_counter() - start
@@ -112,25 +103,23 @@ def run_one(name: str, data_dir: str, seed: int) -> dict:
       print(f'{name}: standardise=never not possible: {e}', file=sys.stderr)
       never = {'error': str(e)}
   br, seconds = br_logistic(task)
-  import jax  # pylint: disable=import-outside-toplevel
   return {'dataset': label_of(name), 'seed': seed,
           'info': {k: info[k] for k in ('sizes', 'preprocessing', 'standardised')},
           'mbce': {k: result[k] for k in ('test_f1', 'test_f1_tuned', 'dev_f1', 'train_seconds')},
           'never': never, 'br': {**{k: br[k] for k in ('test_f1', 'test_f1_tuned', 'dev_f1')}, 'seconds': seconds},
           'command': 'python ' + ' '.join(sys.argv), 'date': datetime.datetime.now().isoformat(timespec='seconds'),
-          'device': f'{jax.default_backend()}: {jax.devices()[0].device_kind}', 'machine': records.machine()}
+          **records.made_here()}
 
 
 def row(label: str, rs: list) -> str:
   """One table row from a dataset's records."""
-  info, stat = rs[0]['info'], records.mean_std
-  col = lambda system, field: stat([r[system][field] for r in rs])
+  info, (mbce_runs, br_runs) = rs[0]['info'], ([r[system] for r in rs] for system in ('mbce', 'br'))
   never = [r['never']['test_f1'] for r in rs if r['never'] and 'test_f1' in r['never']]
   diff = 100 * np.array([r['mbce']['test_f1'] - r['br']['test_f1'] for r in rs])
   return (f'| {label} | {info["sizes"]["train"]}/{info["sizes"]["dev"]}/{info["sizes"]["test"]} | '
-          f'{info["preprocessing"]} | {col("mbce", "test_f1")} | {col("mbce", "test_f1_tuned")} | '
-          f'{stat(never) if never else "–"} | {col("br", "test_f1")} | {col("br", "test_f1_tuned")} | '
-          f'{mlc.per_seed(diff)} | {col("mbce", "dev_f1")} | {col("br", "dev_f1")} |')
+          f'{info["preprocessing"]} | {mlc.cells(mbce_runs, "test_f1", "test_f1_tuned")} | '
+          f'{records.mean_std(never) if never else "–"} | {mlc.cells(br_runs, "test_f1", "test_f1_tuned")} | '
+          f'{mlc.per_seed(diff)} | {mlc.cells(mbce_runs, "dev_f1")} | {mlc.cells(br_runs, "dev_f1")} |')
 
 
 def fields(groups) -> dict:
@@ -151,7 +140,7 @@ TABLES = [tables.Table('sklearn_baseline', 'docs/sklearn_baseline.md', ('docs/sk
 
 
 def main():
-  args = mlc.parse(__doc__, {
+  args = experiments.parse(__doc__, {
       '--datasets': {'default': 'cal500,spo_fun', 'type': experiments.names(mlc.DATASETS, empty=True)},
       '--custom': {'default': '', 'help': 'comma-separated MULAN files (MEKA -C header or XML beside)'},
       '--out': {'default': str(ROOT / 'docs' / 'sklearn_baseline.md'), 'help': "'-' prints only"}}, runner_flags=False)

@@ -14,14 +14,13 @@ variant's regret across datasets and the choice (per method, the least mean regr
 fewest epochs within TOLERANCE of it). Test figures are never read.
 """
 
-import itertools
 import os
 import sys
 
 import numpy as np
 
 from implicit_jax import runner
-from implicit_jax.engine import cli, config as config_lib
+from implicit_jax.engine import cli
 import experiments
 from experiments import mlc, records, tables
 
@@ -40,12 +39,10 @@ TOLERANCE = 0.25  # F1 points of mean regret a shorter budget may add to be chos
 # variant -> overrides: dropout and the learning rate for MBCE; dropout and the implicit term's solver (bibtex's one
 # fused GCR pass, or normal_cg's 11 HVPs) for implicit CD, whose inner rate stays bibtex's 3e-4.
 _GCR1 = {'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
-CUSTOM_GRID = {
-    **{f'mbce-d{d}-lr{lr:g}': {'method': 'feedforward', 'model.dropout': d, 'optimizer.learning_rate': lr}
-       for d in (0.0, 0.2, 0.5) for lr in (1e-3, 3e-3)},
-    **{f'cd-d{d}-{name}': {'method': 'implicit', 'model.dropout': d, **solver}
-       for d in (0.0, 0.2, 0.5) for name, solver in (('gcr1', _GCR1), ('ncg5', mlc.NORMAL_CG))},
-}
+CUSTOM_GRID = {**{f'mbce-d{d}-lr{lr:g}': {'method': 'feedforward', 'model.dropout': d, 'optimizer.learning_rate': lr}
+                  for d in (0.0, 0.2, 0.5) for lr in (1e-3, 3e-3)},
+               **{f'cd-d{d}-{name}': {'method': 'implicit', 'model.dropout': d, **solver}
+                  for d in (0.0, 0.2, 0.5) for name, solver in (('gcr1', _GCR1), ('ncg5', mlc.NORMAL_CG))}}
 VARIANTS = CUSTOM_GRID
 # method -> (variant, epochs): configs/custom.py's defaults, the grid's choice (tests/test_custom_defaults.py)
 CUSTOM = {'implicit': ('cd-d0.2-gcr1', 80), 'feedforward': ('mbce-d0.0-lr0.003', 40)}
@@ -54,22 +51,15 @@ CUSTOM = {'implicit': ('cd-d0.2-gcr1', 80), 'feedforward': ('mbce-d0.0-lr0.003',
 DELICIOUS_CD = ('cd-d0.2-gcr1', 'cd-d0.5-gcr1')
 
 
-def method_of(variant: str) -> str:
-  return variant.split('-')[0]
-
-
-def variants_of(method: str) -> list[str]:
-  return [v for v in VARIANTS if method_of(v) == method]
-
-
-def methods() -> list[str]:
-  return sorted({method_of(v) for v in VARIANTS})
+def methods() -> dict[str, list[str]]:
+  """{method: its variants} (a variant's name starts with its method's), the methods in order."""
+  return {m: [v for v in VARIANTS if v.split('-')[0] == m] for m in sorted({v.split('-')[0] for v in VARIANTS})}
 
 
 def runs_of(dataset: str):
   """(variant, seed, epochs) of every run the grid holds for ``dataset``."""
   for variant in VARIANTS:
-    cd_on_delicious = dataset == 'delicious' and method_of(variant) == 'cd'
+    cd_on_delicious = dataset == 'delicious' and variant.startswith('cd-')
     if not cd_on_delicious or variant in DELICIOUS_CD:
       for seed in DATASETS[dataset][1]:
         yield variant, seed, 40 if cd_on_delicious else EPOCHS
@@ -82,9 +72,8 @@ def run_of(dataset, variant, seed, epochs, data_dir) -> runner.Run:
     flags['data.data_dir'] = data_dir
 
   def config():
-    config = config_lib.from_file(ROOT / 'configs' / 'custom.py')
-    config.update_from_flattened_dict({k: os.path.normpath(ROOT / v) if k in ('data.train_file', 'data.data_dir')
-                                       else v for k, v in flags.items()})
+    config = experiments.row_config('configs/custom.py', {
+        k: os.path.normpath(ROOT / v) if k in ('data.train_file', 'data.data_dir') else v for k, v in flags.items()})
     config.config_file, config.overrides = 'configs/custom.py', cli.overrides(flags)
     return config
   out = OUT / f'{dataset}-{variant}-seed{seed}.json'
@@ -133,16 +122,16 @@ def scores(groups):
 def common_datasets(table, method: str) -> list[str]:
   """The datasets on which every variant of ``method`` has a full-budget score: regrets compare variants there,
   so that a variant is not ranked on datasets another never ran on."""
-  return [d for d in DATASETS if all((d, v, EPOCHS) in table for v in variants_of(method))]
+  return [d for d in DATASETS if all((d, v, EPOCHS) in table for v in methods()[method])]
 
 
 def regrets(table):
   """{(variant, budget): (mean regret, datasets)}: over the datasets every variant of its method ran on
   (``common_datasets``), each dataset's best dev @0.5 over the method's variants and budgets minus this one's."""
   out = {}
-  for method in methods():
+  for method, variants in methods().items():
     for d in common_datasets(table, method):
-      runs = [(v, b) for v, b in itertools.product(variants_of(method), BUDGETS) if (d, v, b) in table]
+      runs = [(v, b) for v in variants for b in BUDGETS if (d, v, b) in table]
       best = max(table[d, v, b][0] for v, b in runs)
       for v, b in runs:
         out.setdefault((v, b), []).append(best - table[d, v, b][0])
@@ -153,8 +142,8 @@ def choose(table):
   """{method: (variant, budget)}: least mean regret at the full budget, then the fewest epochs whose regret is
   within TOLERANCE of it."""
   reg, chosen = regrets(table), {}
-  for method in methods():
-    full = {v: reg[v, EPOCHS][0] for v in variants_of(method) if (v, EPOCHS) in reg}
+  for method, variants in methods().items():
+    full = {v: reg[v, EPOCHS][0] for v in variants if (v, EPOCHS) in reg}
     if full:
       variant = min(full, key=full.get)
       chosen[method] = variant, min(b for b in BUDGETS if (variant, b) in reg
@@ -162,17 +151,13 @@ def choose(table):
   return chosen
 
 
-def score_table(head: str, rows: dict) -> list[str]:
-  """A markdown table: ``head``'s columns after "variant", a line for each of ``rows`` ({variant: its cells})."""
-  return [f'| variant | {head} |', '|---|' + '---|' * (head.count('|') + 1),
-          *(f'| {variant} | {cells} |' for variant, cells in rows.items())]
-
-
 def fields(groups) -> dict:
   """docs/custom_defaults.md's fields: each dataset's dev scores by budget, the regrets and the choice."""
   table = scores(groups)
-  reg, chosen = regrets(table), choose(table)
-  sections = []
+  reg, chosen, sections = regrets(table), choose(table), []
+  # a markdown table: head's columns after "variant", a line for each of rows ({variant: its cells})
+  score_table = lambda head, rows: [f'| variant | {head} |', '|---|' + '---|' * (head.count('|') + 1),
+                                    *(f'| {variant} | {cells} |' for variant, cells in rows.items())]
   for dataset, (where, seeds) in DATASETS.items():
     cells = {v: [table.get((dataset, v, b)) for b in BUDGETS] for v in VARIANTS}
     rows = {v: ' | '.join(f'{x[0]:.2f} | {x[1]:.2f}' if x else '- | -' for x in c) for v, c in cells.items() if any(c)}
@@ -182,7 +167,7 @@ def fields(groups) -> dict:
   cells = {v: [reg.get((v, b)) for b in BUDGETS] for v in VARIANTS}
   rows = {v: ' | '.join(f'{x[0]:.2f}' if x else '-' for x in c) + f' | {max(x[1] for x in c if x)}'
           for v, c in cells.items() if any(c)}
-  delicious_cd = any(d == 'delicious' and method_of(v) == 'cd' for d, v, _ in table)
+  delicious_cd = any(d == 'delicious' and v.startswith('cd-') for d, v, _ in table)
   return {'datasets': '\n\n'.join(sections), 'epochs': EPOCHS, 'tolerance': TOLERANCE,
           'common': '; '.join(f'{m}: {", ".join(common_datasets(table, m))}' for m in methods()),
           'delicious': ('at 40 epochs for two variants, are a check shown above, not in the mean.' if delicious_cd
@@ -196,7 +181,7 @@ TABLES = [tables.Table('custom_defaults', 'docs/custom_defaults.md', ('docs/swee
 
 
 def main():
-  args = mlc.parse(__doc__, {
+  args = experiments.parse(__doc__, {
       '--data_dir': {'default': os.environ.get('IMPLICIT_JAX_DATA_DIR', '../shared/data')}, '--seeds': None,
       '--datasets': {'default': ','.join(DATASETS), 'type': experiments.names(list(DATASETS))},
       '--workers': {'type': experiments.runs_at_once, 'default': 1, 'help': 'runs at once on this machine: 1, one '
@@ -206,7 +191,7 @@ def main():
     data_dir = os.path.relpath(os.path.abspath(args.data_dir), ROOT)
     runs = [run_of(d, *run, data_dir) for d in args.datasets for run in runs_of(d)]
     print(f'{len(runs)} runs, {sum(not r.record.exists() for r in runs)} to make', flush=True)
-    mlc.run(runs, args, writer=save)
+    experiments.run(runs, args, writer=save, seconds=True)
   print(tables.build(TABLES[0]))
 
 

@@ -10,17 +10,15 @@ its test predictions under both, and lists every committed delicious record that
 (``test_at_0.5.example_f1_empty{0,1}``). The page's text: experiments/pages/empty_f1.md.
 """
 
-import argparse
 import datetime
 import sys
-import tempfile
 
 import numpy as np
 
 from implicit_jax import tasks
-from implicit_jax.engine import cli, config as config_lib, train
+from implicit_jax.engine import cli
 import experiments
-from experiments import ROOT, records, tables
+from experiments import ROOT, compare_sklearn, records, tables
 
 
 def row(run: str, setting: float, result: dict) -> str:
@@ -33,25 +31,16 @@ def row(run: str, setting: float, result: dict) -> str:
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--data_dir', default=str(ROOT.parent / 'shared' / 'data'))
-  parser.add_argument('--seeds', default='0', type=experiments.seeds)
-  parser.add_argument('--out', default=str(ROOT / 'docs' / 'empty_f1.md'))
-  args = parser.parse_args()
+  args = experiments.parse(__doc__, {'--seeds': {'default': '0', 'type': experiments.seeds}, '--table_only': None,
+                                     '--out': {'default': str(ROOT / 'docs' / 'empty_f1.md')}}, runner_flags=False)
   rows = []
   for seed in args.seeds:
     for empty in (1.0, 0.0):
-      config = config_lib.from_file(str(ROOT / 'configs' / 'delicious.py'))
-      config.method = 'feedforward'
+      config = compare_sklearn.make_config('delicious', args.data_dir, seed, empty_f1=empty)
       config.num_epochs *= 2  # as experiments/reproduce_mlc.py trains its mbce rows
-      config.seed = config.data.split_seed = seed
-      config.data.data_dir = args.data_dir
-      config.data.empty_f1 = empty
-      config.log_every = 10 ** 9
       if not rows:
         gold = tasks.get_task(config).splits['test']['y'] > 0.5
-      with tempfile.TemporaryDirectory() as workdir:
-        rows.append(row(f'MBCE, seed {seed}', empty, train.train_and_evaluate(config, workdir)))
+      rows.append(row(f'MBCE, seed {seed}', empty, compare_sklearn.mbce(config)))
       print(rows[-1], flush=True)
   for path in sorted((ROOT / 'docs' / 'mlc' / 'runs').glob('delicious-*.json')):
     record = records.load(path)

@@ -10,18 +10,15 @@ README's main-job line (``main_job_line``, by ``python -m experiments.reproduce_
 kind's figures beside the committed runs'.
 """
 
-import argparse
 import re
 import sys
-from pathlib import Path
 
 from implicit_jax import runner
 from implicit_jax.engine import cli
 import experiments
 from experiments import mlc, records
 
-ROOT = Path(__file__).resolve().parents[1]
-RUNS = ROOT / 'docs' / 'main_job' / 'runs'
+RUNS = mlc.ROOT / 'docs' / 'main_job' / 'runs'
 DATASET = 'bibtex'
 NAME = mlc.run_name(DATASET, mlc.MAIN_ROW, 'official')
 
@@ -33,11 +30,11 @@ def folder(kind: str) -> str:
 
 def run_of(seed: int, kind: str) -> runner.Run:
   return runner.Run(f'{DATASET} {mlc.MAIN_ROW} seed {seed} ({kind})',
-                    lambda: mlc.row_config(ROOT / 'configs', DATASET, seed, 'official', '', mlc.MAIN_ROW),
+                    lambda: mlc.row_config(DATASET, mlc.MAIN_ROW, seed),
                     RUNS / folder(kind) / f'{NAME}-seed{seed}.json', f'/tmp/main_job/{folder(kind)}/{NAME}-{seed}')
 
 
-def kinds(runs: Path = RUNS) -> dict[str, list[dict]]:
+def kinds(runs=RUNS) -> dict[str, list[dict]]:
   """``{kind: records}`` of the folders under ``runs``, by seed; a record whose kind is not its folder's (moved by
   hand) is refused, so that no figure of one kind is shown as another's."""
   out = {}
@@ -50,25 +47,19 @@ def kinds(runs: Path = RUNS) -> dict[str, list[dict]]:
   return {k: sorted(rs, key=lambda r: r['seed']) for k, rs in out.items()}
 
 
-def _seed0(rs) -> float | None:
-  return next((100 * r['test_f1'] for r in rs if r['seed'] == 0), None)
-
-
-def main_job_line(committed: list[dict], runs: Path = RUNS) -> str:
+def main_job_line(committed: list[dict], runs=RUNS) -> str:
   """README's main-job line: the committed runs' test F1 (docs/mlc/runs) and the kind of CPU they name, then each
   kind's figures from ``runs`` (the spread over its seeds, and seed 0 beside the committed seed 0)."""
   made_on = ' and '.join(sorted({records.cpu_kind(r) or f'an {r.get("machine", "unnamed machine").split(",")[0]} '
                                  'whose records name no vector set' for r in committed}))
   line = (f'Its committed runs ({len(committed)} seeds; `configs/bibtex.py` is the row '
-          f'`{mlc.config_name(DATASET, mlc.MAIN_ROW)}`): test example F1 '
-          f'{records.mean_std([r["test_f1"] for r in committed])} at threshold 0.5, '
-          f'{records.mean_std([r["test_f1_tuned"] for r in committed])} at the dev-tuned one '
+          f'`{mlc.config_name(DATASET, mlc.MAIN_ROW)}`): test example F1 {mlc.cells(committed, "test_f1")} at '
+          f'threshold 0.5, {mlc.cells(committed, "test_f1_tuned")} at the dev-tuned one '
           f'([docs/mlc_results.md](docs/mlc_results.md)), made on {made_on}.')
-  others = []
+  others, seed0 = [], lambda rs: next((100 * r['test_f1'] for r in rs if r['seed'] == 0), None)
   for kind, rs in kinds(runs).items():
-    at0, committed0 = _seed0(rs), _seed0(committed)
-    others.append(f'on an {rs[0]["cpu"]["model"]} with {kind}, {records.mean_std([r["test_f1"] for r in rs])} over '
-                  f'{len(rs)} seeds'
+    at0, committed0 = seed0(rs), seed0(committed)
+    others.append(f'on an {rs[0]["cpu"]["model"]} with {kind}, {mlc.cells(rs, "test_f1")} over {len(rs)} seeds'
                   + (f', seed 0 {at0:.2f} (committed: {committed0:.2f})' if None not in (at0, committed0) else '')
                   + f' ([docs/main_job/runs/{folder(kind)}](docs/main_job/runs/{folder(kind)}))')
   if others:
@@ -79,13 +70,12 @@ def main_job_line(committed: list[dict], runs: Path = RUNS) -> str:
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--seeds', default='0,1,2,3,4', type=experiments.seeds)
-  args = parser.parse_args()
+  args = experiments.parse(__doc__, {'--data_dir': None, '--seeds': {'default': '0,1,2,3,4', 'type': experiments.seeds},
+                                     '--table_only': None}, runner_flags=False)
   kind = records.cpu_kind({'cpu': records.cpu()})
   runner.run_all([run_of(seed, kind) for seed in args.seeds], writer=records.save, seconds=True)
   for name, rs in kinds().items():
-    print(f'{name}: seeds {[r["seed"] for r in rs]}, test F1 @0.5 {records.mean_std([r["test_f1"] for r in rs])}')
+    print(f'{name}: seeds {[r["seed"] for r in rs]}, test F1 @0.5 {mlc.cells(rs, "test_f1")}')
 
 
 if __name__ == '__main__':

@@ -19,26 +19,42 @@ import sys
 
 import numpy as np
 
+from implicit_jax import runner
 from implicit_jax.engine import cli
 import experiments
 from experiments import main_job, mlc, records, summary, tables
-from experiments.mlc import ABLATION_ONLY, PAPER, SYSTEMS, device_of, system_of
+from experiments.mlc import ABLATION_ONLY, PAPER, SYSTEMS, system_of
 
 ROOT = mlc.ROOT
 RUNS = ROOT / 'docs' / 'mlc' / 'runs'
 # Records replaced by a rerun from themselves (--supersede), kept to show how far a rerun moves a committed figure.
 SUPERSEDED = ROOT / 'docs' / 'mlc' / 'runs_superseded'
 TEXT = experiments.TEXT['mlc']
+VERIFIED = ('test_f1', 'test_f1_tuned', 'dev_f1', 'best_epoch', 'threshold')  # what --verify compares
 
 
-def run_of(dataset, system, seed, args):
-  """The run of ``dataset``'s row ``system`` on ``seed`` (--verify reruns in a workdir of its own)."""
-  scratch = '/tmp/reproduce_mlc_verify' if getattr(args, 'verify', False) else '/tmp/reproduce_mlc'
-  return mlc.run_of(dataset, system, seed, args, RUNS, scratch)
+def run_of(dataset, system, seed, args, folder=None, scratch: str = '') -> runner.Run:
+  """The run of ``dataset``'s row ``system`` on ``seed`` (``args``: --protocol, --data_dir, --epochs): its record
+  in ``folder`` (RUNS), its workdir under ``scratch`` (--verify reruns in a workdir of its own)."""
+  name = mlc.run_name(dataset, system, args.protocol)
+  scratch = scratch or ('/tmp/reproduce_mlc_verify' if getattr(args, 'verify', False) else '/tmp/reproduce_mlc')
+
+  def config():
+    config = mlc.row_config(dataset, system, seed, args.protocol, args.data_dir)
+    config.num_epochs = args.epochs or config.num_epochs
+    return config
+  return runner.Run(f'{dataset} {system} seed {seed}', config, (folder or RUNS) / f'{name}-seed{seed}.json',
+                    f'{scratch}/{name}-{seed}')
 
 
 def run(runs, args):
-  return mlc.run(runs, args, superseded=SUPERSEDED)
+  """``runs``, each run's seconds after it; --supersede reruns only those with a record (the old one moved to
+  SUPERSEDED), --verify compares each on ``VERIFIED``."""
+  supersede = SUPERSEDED if args.supersede else None
+  if supersede:
+    runs = [r for r in runs if r.record.exists() or (supersede / r.record.name).exists()]
+  return experiments.run(runs, args, recipe=records.recipe_here(args.data_dir), seconds=True, supersede=supersede,
+                         verify=VERIFIED if args.verify else ())
 
 
 def superseded_lines() -> list[str]:
@@ -54,28 +70,20 @@ def superseded_lines() -> list[str]:
           + records.rerun_moves(pairs, 'test_f1', 'test F1 @0.5', why=TEXT['text']['rerun_why'])]
 
 
-def row_of(path, record):
-  """A record's row of the table (None for the rows only docs/mlc_ablation.md shows)."""
-  system = system_of(record)
-  return None if system in ABLATION_ONLY else (record['task'], record['task_info']['protocol'], system)
-
-
 def fields(groups) -> dict:
   """docs/mlc_results.md's fields: the table (each dataset and split leads with its 400-unit rows, SEAL's width),
   the notes under it and the implicit-vs-MBCE paired differences."""
-  fmt, order = records.mean_std, list(SYSTEMS)
   rows = []
   for (task, protocol, system), rs in sorted(groups.items(), key=lambda kv: (
-      kv[0][0], kv[0][1], not kv[0][2].endswith('-h400'), order.index(kv[0][2]))):
+      kv[0][0], kv[0][1], not kv[0][2].endswith('-h400'), list(SYSTEMS).index(kv[0][2]))):
     paper = PAPER.get(task, {}).get(system.removesuffix('-h400'))
     gap = f'{np.mean([r["test_f1"] for r in rs]) * 100 - paper:+.2f}' if paper else '–'
     solvers = sorted({r['config']['implicit']['solver']['name'] for r in rs if r['config']['method'] == 'implicit'})
-    rows.append(
-        f'| {task} | {protocol} | {system} | {", ".join(solvers) or "–"} | {len(rs)} | '
-        f'{fmt([r["test_f1"] for r in rs])} | {fmt([r["test_f1_tuned"] for r in rs])} | '
-        f'{fmt([r["test_at_0.5"]["micro_f1"] for r in rs])} | {fmt([r["test_at_0.5"]["macro_f1"] for r in rs])} | '
-        f'{paper or "–"} | {gap} | {", ".join(sorted({device_of(r) for r in rs}))} | '
-        f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {mlc.recipe(task, system, protocol, rs, RUNS, ROOT)} |')
+    rows.append(f'| {task} | {protocol} | {system} | {", ".join(solvers) or "–"} | {len(rs)} | '
+                f'{mlc.cells(rs, "test_f1", "test_f1_tuned")} | '
+                f'{mlc.cells([r["test_at_0.5"] for r in rs], "micro_f1", "macro_f1")} | {paper or "–"} | {gap} | '
+                f'{", ".join(sorted({records.device_of(r) for r in rs}))} | '
+                f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {mlc.recipe(task, system, protocol, rs)} |')
   notes = [f'- `{system}`: {note}.' for system, note in TEXT['notes'].items() if system in {k[2] for k in groups}]
   paired = []
   for task, protocol in sorted({k[:2] for k in groups}):
@@ -84,8 +92,7 @@ def fields(groups) -> dict:
       (seeds, d05), (_, dtu) = (mlc.paired(cd, mbce, key) for key in ('test_f1', 'test_f1_tuned'))
       if seeds:
         paired.append(f'- {task} ({protocol}{", 400-unit nets" if size else ""}, seeds {seeds}): @0.5 '
-                      f'{mlc.per_seed(100 * np.array(d05), "per seed ")}; tuned '
-                      f'{mlc.per_seed(100 * np.array(dtu), "per seed ")}')
+                      f'{mlc.per_seed(d05, "per seed ")}; tuned {mlc.per_seed(dtu, "per seed ")}')
   return {'table': '\n'.join(rows), 'notes': ''.join(f'{line}\n' for line in notes + superseded_lines()),
           'paired': '\n'.join(paired)}
 
@@ -108,31 +115,33 @@ def blocks(groups, fields) -> dict:
 def summary_rows(groups) -> list[str]:
   """README summary rows, per dataset (official split): the best implicit row on dev against the best of MBCE and
   the baselines of docs/baselines/runs."""
-  baselines = ROOT / 'docs' / 'baselines' / 'runs'
   rows = []
   for dataset in mlc.DATASETS:
     official = {s: rs for (d, p, s), rs in groups.items() if (d, p) == (dataset, 'official')}
     implicit = {s: rs for s, rs in official.items() if s.startswith('implicit')}
     rivals = {s: rs for s, rs in official.items() if not s.startswith('implicit')}
     for system in mlc.BASELINES:
-      paths = sorted(baselines.glob(f'{mlc.run_name(dataset, system, "official")}-seed*.json'))
+      paths = sorted(mlc.runs_folder(system).glob(f'{mlc.run_name(dataset, system, "official")}-seed*.json'))
       if paths:
         rivals[system] = [records.load(p) for p in paths]
     a, b = summary.best(implicit, 'dev_f1'), summary.best(rivals, 'dev_f1')
     if a and b:
       paper = PAPER.get(dataset, {}).get(a.removesuffix('-h400'))  # the paper's number for the chosen row
-      cell = lambda s, rs: (mlc.recipe(dataset, s, 'official', rs, baselines if s in mlc.BASELINES else RUNS, ROOT), rs)
+      cell = lambda s, rs: (mlc.recipe(dataset, s, 'official', rs), rs)
       rows.append(summary.row('mlc', f'{dataset}, example F1 @0.5', cell(a, implicit[a]), cell(b, rivals[b]),
                               'test_f1', f'{paper:.2f}' if paper else '–'))
   return rows
 
 
+# A record's row: (dataset, protocol, system), none for the rows only docs/mlc_ablation.md shows.
+row_of = lambda path, record: (None if (system := system_of(record)) in ABLATION_ONLY
+                               else (record['task'], record['task_info']['protocol'], system))
 TABLES = [tables.Table('mlc', 'docs/mlc_results.md', ('docs/mlc/runs/*.json',), fields, key=row_of, blocks=blocks,
                         command='python -m experiments.reproduce_mlc --table_only', summary=('mlc', summary_rows))]
 
 
 def main():
-  args = mlc.parse(__doc__, {
+  args = experiments.parse(__doc__, {
       **mlc.FLAGS,
       '--verify': {'action': 'store_true', 'help': 'rerun runs with a committed record and compare (writes nothing; '
                    'each comparison is printed)'},

@@ -10,9 +10,7 @@ and rerun by python -m implicit_jax.main --config=THAT_RECORD --workdir=DIR. doc
 them: a choice may use its dev numbers only; test is listed so that the record is complete.
 """
 
-import argparse
 import functools
-import os
 import sys
 
 import numpy as np
@@ -35,8 +33,8 @@ def run_of(sweep, variant, seed, args) -> runner.Run:
   dataset, variants = SWEEPS[sweep]
 
   def config():
-    config = mlc.row_config(ROOT / 'configs', dataset, seed, variants[variant].get('data.protocol', 'official'),
-                            args.data_dir, BASE_ROW.get(dataset))
+    config = mlc.row_config(dataset, BASE_ROW.get(dataset), seed, variants[variant].get('data.protocol', 'official'),
+                            args.data_dir)
     config.update_from_flattened_dict(variants[variant])
     return config
   return runner.Run(f'{sweep} {variant} seed {seed}', config, ROOT / 'docs' / 'sweeps' / sweep /
@@ -55,11 +53,10 @@ def fields(sweep, groups) -> dict:
       tuned_max = max((h.get('dev_f1_tuned', np.nan) for h in r['history']), default=np.nan)
       lines.append(f'| {variant} | {shown} | {r["seed"]} | {r["best_epoch"]} | {100 * r["dev_f1"]:.2f} | '
                    f'{100 * r["dev_f1_tuned"]:.2f} | {100 * tuned_max:.2f} | {100 * r["test_f1"]:.2f} | '
-                   f'{100 * r["test_f1_tuned"]:.2f} | {mlc.device_of(r)} | {r["train_seconds"]:.0f} |')
+                   f'{100 * r["test_f1_tuned"]:.2f} | {records.device_of(r)} | {r["train_seconds"]:.0f} |')
     if len(rs) > 1:
-      mean = (f'{100 * np.mean([r[k] for r in rs]):.2f}' for k in ('dev_f1', 'dev_f1_tuned', 'test_f1',
-                                                                    'test_f1_tuned'))
-      means.append(f'| {variant} | {len(rs)} | {" | ".join(mean)} |')
+      means.append(f'| {variant} | {len(rs)} | ' + ' | '.join(f'{100 * np.mean([r[k] for r in rs]):.2f}' for k in (
+          'dev_f1', 'dev_f1_tuned', 'test_f1', 'test_f1_tuned')) + ' |')
   if means:
     lines += ['', 'Variants run with several seeds, mean over seeds:', '',
               '| variant | seeds | dev @0.5 | dev tuned (sel.) | test @0.5 | test tuned |', '|---|---|---|---|---|---|',
@@ -75,18 +72,12 @@ TABLES = [tables.Table(name, f'docs/sweeps/{name}.md', (f'docs/sweeps/{name}/*.j
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--sweep', required=True, choices=sorted(SWEEPS))
-  parser.add_argument('--data_dir', default=os.environ.get('IMPLICIT_JAX_DATA_DIR', str(ROOT.parent / 'shared/data')))
-  parser.add_argument('--only', default='', help='comma-separated variants (default: all)')
-  parser.add_argument('--seeds', default='0', type=experiments.seeds)
-  parser.add_argument('--table_only', action='store_true')
-  experiments.add_runner_flags(parser)
-  args = parser.parse_args()
-  chosen = experiments.chosen_variants(parser, args.only, SWEEPS[args.sweep][1])
+  args = experiments.parse(__doc__, {'--sweep': {'required': True, 'choices': sorted(SWEEPS)},
+                                     '--only': {'default': '', 'help': 'comma-separated variants (default: all)'},
+                                     '--seeds': {'default': '0', 'type': experiments.seeds}})
+  chosen = experiments.chosen_variants(args, args.only, SWEEPS[args.sweep][1])  # args.error: the parser's
   if not args.table_only:
-    runner.run_all([run_of(args.sweep, variant, seed, args) for seed in args.seeds for variant in chosen],
-                   writer=records.save, ray=experiments.ray_options(args), provenance=records.made_here)
+    experiments.run([run_of(args.sweep, variant, seed, args) for seed in args.seeds for variant in chosen], args)
   print(tables.build(next(t for t in TABLES if t.name == args.sweep)))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from implicit_jax.engine import cli, plots
 import experiments
-from experiments import records, tables
+from experiments import compare_methods, records, tables
 
 DOCS = experiments.ROOT / 'docs'
 # family -> (title, dev key, [(folder, file name prefix of its records)])
@@ -32,11 +32,9 @@ FAMILIES = {
 }
 # The row of the committed config's implicit design, drawn red.
 DEFAULT_ROW = {'mlc': 'implicit-cd-gcr'}
-# MLC: the main rows and the ablation's own-name rows would crowd the plot; these are the methods.
-MLC_SYSTEMS = ('mbce', 'implicit-cd', 'implicit-cd-gcr', 'implicit-ssvm', 'implicit-dvn', 'implicit-nce',
-               'implicit-cd-none', 'spen', 'dvn', 'nce-gbi', 'infnet', 'infnet+_separated', 'infnet+_shared',
-               'infnet+_stacked', 'seal-static_margin', 'seal-static_regression', 'seal-static_nce',
-               'seal-dynamic_margin', 'seal-dynamic_regression', 'seal-dynamic_regression-s', 'seal-dynamic_nce')
+# MLC: the methods of docs/baselines.md (as their files name them), the committed design and the implicit term
+# dropped; the main rows and the ablation's own-name rows would crowd the plot.
+MLC_SYSTEMS = {s.replace(' ', '_') for s in compare_methods.ORDER} | {DEFAULT_ROW['mlc'], 'implicit-cd-none'}
 
 
 def system_of(name: str, family: str) -> str | None:

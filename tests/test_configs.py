@@ -451,12 +451,12 @@ def test_a_row_names_its_config_only_where_its_records_are_that_config():
   """The tables' "config" cell (records.recipe): the row's config where every record is it at its seed (the data
   folder aside), the records where one differs, naming the fields; a design no row holds names its records alone."""
   from experiments import records  # pylint: disable=import-outside-toplevel
-  row = mlc.row_config(ROOT / 'configs', 'bibtex', 1, 'official', '', 'mbce')
+  row = mlc.row_config('bibtex', 'mbce', 1)
   record = {'config': config_lib.recorded(row) | {'config_file': 'elsewhere'}}
   record['config']['data']['data_dir'] = '/somewhere'
   pattern = 'docs/mlc/runs/bibtex-mbce-seed*.json'
   assert records.row_differences(record, row) == []
-  assert mlc.recipe('bibtex', 'mbce', 'official', [record | {'seed': 1}], ROOT / 'docs' / 'mlc' / 'runs', ROOT) == (
+  assert mlc.recipe('bibtex', 'mbce', 'official', [record | {'seed': 1}]) == (
       '`configs/bibtex.py:mbce`')
   record['config']['num_epochs'] = 40
   record['config']['model']['dropout'] = 0.0

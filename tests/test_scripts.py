@@ -42,7 +42,7 @@ def test_merge_seeds_joins_seeds_only():
 def test_paired_uses_only_shared_seeds():
   a = [{'seed': 0, 'f': 0.5}, {'seed': 1, 'f': 0.25}, {'seed': 2, 'f': 0.75}]
   b = [{'seed': 2, 'f': 0.5}, {'seed': 0, 'f': 0.25}]
-  assert mlc.paired(a, b, 'f') == ([0, 2], [0.25, 0.25])
+  assert mlc.paired(a, b, 'f') == ([0, 2], [25.0, 25.0])  # x 100
   assert mlc.paired(a, [], 'f') == ([], [])
 
 
