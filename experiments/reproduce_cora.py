@@ -204,8 +204,7 @@ def summary_rows(groups) -> list[str]:
   rows = []
   for k, size in enumerate(SIZES):
     cell = {s: groups[(s, size)] for s in cora.TRAINED if groups.get((s, size))}
-    a = summary.best({s: rs for s, rs in cell.items() if s.startswith('implicit')}, 'dev_accuracy')
-    b = summary.best({s: rs for s, rs in cell.items() if not s.startswith('implicit')}, 'dev_accuracy')
+    a, b = summary.sides(cell, 'dev_accuracy')
     if a and b:
       rows.append(summary.row('cora', f'Cora, {size} labeled, token accuracy', (cora.config_name(a), cell[a]),
                               (cora.config_name(b), cell[b]), 'test_accuracy', f'{PUBLISHED["implicit CD"][k]:.1f}'))

@@ -207,8 +207,7 @@ def summary_scale() -> str:
 def summary_rows(runs, scale: str = 'seal') -> list[str]:
   """The README summary row, from a SEAL-protocol section (the setting of the published rival numbers): the best
   implicit row against the best other one, on dev mean IoU."""
-  a = summary.best({s: rs for s, rs in runs.items() if s.startswith('implicit')}, 'dev_mean_iou')
-  b = summary.best({s: rs for s, rs in runs.items() if not s.startswith('implicit')}, 'dev_mean_iou')
+  a, b = summary.sides(runs, 'dev_mean_iou')
   if not (a and b):
     return []
   devices = sorted({records.device_of(r).upper() for r in runs[a] + runs[b]})

@@ -118,18 +118,16 @@ def summary_rows(groups) -> list[str]:
   rows = []
   for dataset in mlc.DATASETS:
     official = {s: rs for (d, p, s), rs in groups.items() if (d, p) == (dataset, 'official')}
-    implicit = {s: rs for s, rs in official.items() if s.startswith('implicit')}
-    rivals = {s: rs for s, rs in official.items() if not s.startswith('implicit')}
     for system in mlc.BASELINES:
       paths = sorted(mlc.runs_folder(system).glob(f'{mlc.run_name(dataset, system, "official")}-seed*.json'))
       if paths:
-        rivals[system] = [records.load(p) for p in paths]
-    a, b = summary.best(implicit, 'dev_f1'), summary.best(rivals, 'dev_f1')
+        official[system] = [records.load(p) for p in paths]
+    a, b = summary.sides(official, 'dev_f1')
     if a and b:
       paper = PAPER.get(dataset, {}).get(a.removesuffix('-h400'))  # the paper's number for the chosen row
-      cell = lambda s, rs: (mlc.recipe(dataset, s, 'official', rs), rs)
-      rows.append(summary.row('mlc', f'{dataset}, example F1 @0.5', cell(a, implicit[a]), cell(b, rivals[b]),
-                              'test_f1', f'{paper:.2f}' if paper else '–'))
+      cell = lambda s: (mlc.recipe(dataset, s, 'official', official[s]), official[s])
+      rows.append(summary.row('mlc', f'{dataset}, example F1 @0.5', cell(a), cell(b), 'test_f1',
+                              f'{paper:.2f}' if paper else '–'))
   return rows
 
 

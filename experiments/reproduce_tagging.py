@@ -343,12 +343,11 @@ def summary_rows(runs) -> list[str]:
   rows = []
   for dataset, title in DATASETS.items():
     key, groups = SELECT[dataset], {s: rs for s in systems(dataset) if (rs := runs.get(f'{dataset}-{s}'))}
-    implicit = {s: rs for s, rs in groups.items() if s.startswith('implicit')}
-    rivals = {s: rs for s, rs in groups.items() if s not in implicit}
-    if (a := summary.best(implicit, f'dev_{key}')) and (b := summary.best(rivals, f'dev_{key}')):
+    a, b = summary.sides(groups, f'dev_{key}')
+    if a and b:
       published = ', '.join(f'{v:.1f}' for v in PUBLISHED[dataset].get('implicit-cd', {}).values()) or '–'
-      rows.append(summary.row('tagging', title, (config_name(dataset, a), implicit[a]),
-                              (config_name(dataset, b), rivals[b]), f'test_{key}', published,
+      rows.append(summary.row('tagging', title, (config_name(dataset, a), groups[a]),
+                              (config_name(dataset, b), groups[b]), f'test_{key}', published,
                               extra='' if dataset == 'pos' else f'test_{CONLLEVAL}'))
   return rows
 

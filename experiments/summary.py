@@ -31,6 +31,13 @@ def best(groups: dict, dev_key: str, min_runs: int = MIN_RUNS):
   return max(eligible, key=eligible.get) if eligible else None
 
 
+def sides(groups: dict, dev_key: str) -> tuple:
+  """``(implicit, rival)``: the ``best`` row among the implicit ones of ``groups`` and among the others, each None
+  where none has ``MIN_RUNS`` records."""
+  implicit = {k: rs for k, rs in groups.items() if k.startswith('implicit')}
+  return best(implicit, dev_key), best({k: rs for k, rs in groups.items() if k not in implicit}, dev_key)
+
+
 def score(runs, test_key: str, extra: str = '') -> str:
   """``mean ± std (N)`` x 100 of ``test_key``; ``extra`` (NER's conlleval F1) leads instead where every run's record
   holds it, else ``test_key`` leads, marked "strict", with ``extra`` over the runs that hold it."""
