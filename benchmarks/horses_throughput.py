@@ -20,7 +20,7 @@ import numpy as np  # pylint: disable=wrong-import-position
 from implicit_jax import inference, methods, tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 
-SYSTEMS = {  # as in experiments/horses.py (experiments/reproduce_horses.py)
+SYSTEMS = {  # as in configs/horses.py (experiments/reproduce_horses.py)
     'FCN (CE)': {'method': 'feedforward'},
     'implicit CD': {'method': 'implicit', 'implicit.primary_loss': 'cd'},
     'implicit DVN-style': {'method': 'implicit', 'implicit.primary_loss': 'dvn'},

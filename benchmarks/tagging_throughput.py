@@ -15,7 +15,7 @@ by ``block_until_ready``; tokens are the batch's real (unpadded) ones. Ratios ar
 cross-entropy (method ``feedforward``), which is always timed.
 
 ``--methods`` takes method names of ``implicit_jax.methods.REGISTRY`` (a name it lacks is skipped with a note) or
-system names of experiments/tagging.py (experiments/reproduce_tagging.py's rows); each method is timed
+system names of configs/pos.py (experiments/reproduce_tagging.py's rows); each method is timed
 with the POS overrides of its systems there (``ROWS``): implicit with its CD and SSVM primary losses, infnet_plus in
 its three parameterisations and stacked with the global energies GE(a/b/c) (tag language models; NER systems in the
 table, timed here on the POS batch), seal_dynamic with its margin and NCE energy losses.
@@ -46,9 +46,11 @@ from implicit_jax import methods, tasks  # pylint: disable=wrong-import-position
 from implicit_jax.engine import data, train  # pylint: disable=wrong-import-position
 from implicit_jax.engine import xla_options  # pylint: disable=wrong-import-position
 from implicit_jax.methods import implicit  # pylint: disable=wrong-import-position
-from experiments.tagging import SYSTEMS  # pylint: disable=wrong-import-position
+import experiments  # pylint: disable=wrong-import-position
 
-# method name -> the rows of experiments/tagging.py timed for it, in table order.
+SYSTEMS = experiments.config_rows('pos').SYSTEMS  # the sequence-labeling rows, as configs/pos.py writes them
+
+# method name -> the rows of configs/pos.py timed for it, in table order.
 ROWS = {
     'feedforward': ('bilstm',),
     'crf': ('crf',),

@@ -24,11 +24,13 @@ os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_cora_xla_cach
 from implicit_jax import runner
 from implicit_jax.engine import cli
 import experiments
-from experiments import cora, records, summary, tables
-from experiments.cora import SYSTEMS
+from experiments import records, summary, tables
 # pylint: enable=wrong-import-position
 
 ROOT = experiments.ROOT
+# configs/cora.py's rows: system -> (label, overrides; None: no training, computed here), in table order; TRAINED: the
+# others.
+SYSTEMS, TRAINED = experiments.config_rows('cora').SYSTEMS, experiments.config_rows('cora').TRAINED
 SIZES = (5, 10, 50)
 DRAWS = (0, 1, 2, 3, 4)
 PUBLISHED = experiments.TEXT['cora']['published']  # paper Table 4: token accuracy at 5 / 10 / 50 labeled
@@ -48,12 +50,16 @@ CHOICES += [('dvn', 'dvn-e15'), ('rspen', 'rspen-e15')]
 SWEEPS = {name: (s['size'], s['draw'], s['variants']) for name, s in experiments.sweeps('cora').items()}
 
 
+def config_name(system: str) -> str:
+  return f'configs/cora.py:{system}'
+
+
 def base_config(size, draw, data_dir, row):
   """The run's config: ``row`` a system, configs/cora.py:<row>, or a sweep variant's overrides (a dict) on
   configs/cora.py; with the labeled set's size and draw (the draw also seeds the run)."""
   values = {'seed': draw, 'data.labeled': size, 'data.draw': draw, 'data.data_dir': data_dir}
   if isinstance(row, str):
-    return experiments.row_config(cora.config_name(row), values)
+    return experiments.row_config(config_name(row), values)
   return experiments.row_config('configs/cora.py', {**row, **values})
 
 
@@ -138,7 +144,7 @@ def table_rows(groups, rules_acc: float | None) -> list[str]:
     secs = [r['train_seconds'] for rs in cells for r in rs]
     rows.append(f'| {label} | {" | ".join(tests)} | '
                 f'{" / ".join(records.mean_std([r["dev_accuracy"] for r in rs]) for rs in cells)} | '
-                f'{np.nanmedian(secs) if secs else float("nan"):.0f} | `{cora.config_name(system)}` |')
+                f'{np.nanmedian(secs) if secs else float("nan"):.0f} | `{config_name(system)}` |')
   return rows
 
 
@@ -203,11 +209,11 @@ def summary_rows(groups) -> list[str]:
   """README's rows, one per labeled-set size: the best implicit row against the best other one on dev accuracy."""
   rows = []
   for k, size in enumerate(SIZES):
-    cell = {s: groups[(s, size)] for s in cora.TRAINED if groups.get((s, size))}
+    cell = {s: groups[(s, size)] for s in TRAINED if groups.get((s, size))}
     a, b = summary.sides(cell, 'dev_accuracy')
     if a and b:
-      rows.append(summary.row('cora', f'Cora, {size} labeled, token accuracy', (cora.config_name(a), cell[a]),
-                              (cora.config_name(b), cell[b]), 'test_accuracy', f'{PUBLISHED["implicit CD"][k]:.1f}'))
+      rows.append(summary.row('cora', f'Cora, {size} labeled, token accuracy', (config_name(a), cell[a]),
+                              (config_name(b), cell[b]), 'test_accuracy', f'{PUBLISHED["implicit CD"][k]:.1f}'))
   return rows
 
 

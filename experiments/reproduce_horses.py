@@ -25,11 +25,16 @@ os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', '/tmp/reproduce_horses_xla_ca
 from implicit_jax import runner
 from implicit_jax.engine import cli
 import experiments
-from experiments import horses, records, summary, tables
-from experiments.horses import CROPPED, CROPS_SYSTEMS, FULL_ONLY, SEAL_ONLY, SYSTEMS
+from experiments import records, summary, tables
 # pylint: enable=wrong-import-position
 
 ROOT = experiments.ROOT
+# configs/horses.py's rows, ``<system>[,<variant>]``: without a variant the config as committed (half the published
+# channels, 12 epochs: every method on a 2-core CPU); ``full`` the published channels and 100 epochs; ``seal`` and
+# ``seal-data`` SEAL's protocol. SYSTEMS in table order; the crop rows, those of one scale only.
+HORSES = experiments.config_rows('horses')
+SYSTEMS, CROPPED, CROPS_SYSTEMS = HORSES.SYSTEMS, HORSES.CROPPED, HORSES.CROPS_SYSTEMS
+FULL_ONLY, SEAL_ONLY, SEAL_VARIANTS = HORSES.FULL_ONLY, HORSES.SEAL_ONLY, HORSES.SEAL_VARIANTS
 # Runs of configs/horses.py's implicit design until 2026-11-26 (two inner steps at 1.5e-3, MINRES with 3 HVPs): no
 # config holds it any more, so each record is its own recipe. name -> label; shown after the row named in EARLIER_AFTER.
 EARLIER = {'implicit-cd-before': 'implicit CD, before (T_inner 2, minres)',
@@ -50,9 +55,13 @@ SCALES = {scale: (scale if scale != 'half' else '', ROOT / 'docs' / 'horses' / f
 TOLERANCE = 2.0  # IoU points from a published number
 
 
+def config_name(system: str, scale: str = 'half') -> str:
+  return f'configs/horses.py:{system}' + (f',{scale}' if scale != 'half' else '')
+
+
 def scaled_config(system: str, scale: str = 'half', values: dict | None = None):
   """configs/horses.py:<system>[,<scale>] with ``values`` (flattened keys: seed, data.data_dir) set."""
-  return experiments.row_config(horses.config_name(system, scale), values)
+  return experiments.row_config(config_name(system, scale), values)
 
 
 def run_of(system, seed, args) -> runner.Run:
@@ -103,7 +112,7 @@ def table_rows(scale: str, groups) -> tuple[list[str], list[str], list[str]]:
   rows, flagged, unrun = [], [], []
   elsewhere = set(SECTIONS['seal'].load()) | set(SEAL_UNFINISHED) if scale == 'seal-data' else set()
   for system in ORDER:
-    label, config = LABELS[system], f'`{horses.config_name(system, scale)}`'
+    label, config = LABELS[system], f'`{config_name(system, scale)}`'
     rs = sorted(groups.get(system, []), key=lambda r: r['seed'])
     if not rs:
       why = '' if system in EARLIER else missing(system, scale, system in elsewhere)
@@ -145,7 +154,7 @@ def paired_lines(scale: str, groups) -> list[str]:
                                                         'implicit-dvn', 'seal-regression', 'seal-nce', 'dvn')]
   if scale == 'full':  # the implicit paper's claim is over SEAL too: the same pairing against its rows here
     pairs += [minus('implicit-cd', s) for s in ('seal-regression', 'seal-regression-crops')]
-  if scale in horses.SEAL_VARIANTS:
+  if scale in SEAL_VARIANTS:
     pairs = [minus(i, s) for i in ('implicit-cd', 'implicit-regression')
              for s in ('fcn', 'seal-regression', 'seal-regression-w', 'seal-nce', 'dvn')]
     pairs += [(f'{LABELS[s]} minus FCN', s, 'fcn') for s in ('seal-regression', 'seal-regression-w', 'seal-nce')]
@@ -164,7 +173,7 @@ def recipe_cell(system: str, scale: str, rs) -> str:
   if system in EARLIER:
     return records.recipe(None, pattern)
   config = lambda r: scaled_config(system, scale, {'seed': r['seed']})
-  return records.recipe(horses.config_name(system, scale), pattern,
+  return records.recipe(config_name(system, scale), pattern,
                         [key for r in rs if 'config' in r for key in records.row_differences(r, config(r))])
 
 
@@ -213,8 +222,8 @@ def summary_rows(runs, scale: str = 'seal') -> list[str]:
   devices = sorted({records.device_of(r).upper() for r in runs[a] + runs[b]})
   data = ', SEAL\'s data' if scale == 'seal-data' else ''
   task = (f'Weizmann horses 32x32, mean IoU (docs/horses.md, section "At SEAL\'s protocol{data}": 24x24 crops, '
-          f'36-crop test, {horses.VARIANTS[scale]["num_epochs"]} epochs, {" and ".join(devices)})')
-  return [summary.row('horses', task, (horses.config_name(a, scale), runs[a]), (horses.config_name(b, scale), runs[b]),
+          f'36-crop test, {HORSES.VARIANTS[scale]["num_epochs"]} epochs, {" and ".join(devices)})')
+  return [summary.row('horses', task, (config_name(a, scale), runs[a]), (config_name(b, scale), runs[b]),
                       'test_mean_iou', f'{PUBLISHED["implicit-cd"]["implicit T10"]:.1f}')]
 
 
@@ -378,8 +387,8 @@ def main():
   if not args.table_only:
     systems = args.systems or [
         s for s in SYSTEMS if s not in CROPS_SYSTEMS and (args.scale == 'full' or s not in FULL_ONLY)
-        and (args.scale in horses.SEAL_VARIANTS or s not in SEAL_ONLY)]
-    for only, scales in ((FULL_ONLY, ('full',)), (SEAL_ONLY, horses.SEAL_VARIANTS)):
+        and (args.scale in SEAL_VARIANTS or s not in SEAL_ONLY)]
+    for only, scales in ((FULL_ONLY, ('full',)), (SEAL_ONLY, SEAL_VARIANTS)):
       if args.scale not in scales and set(systems) & set(only):
         args.error(f'--systems: {sorted(set(systems) & set(only))} run at --scale={" or ".join(scales)} only')
     experiments.run([run_of(system, seed, args) for seed in args.seeds for system in systems], args)

@@ -6,13 +6,14 @@
   python -m experiments.reproduce_tagging --pending | xargs -P 12 -I{} sh -c '{}'  # the NER / NER+ runs left, 12 at
   python -m experiments.reproduce_tagging --table_only                            # a time (they write no tables)
 
-A run is configs/<dataset>.py:<system> (experiments/tagging.py) on a seed; ner_fixed is ner with the word vectors
-frozen, as InfNet+ ran NER. Its record, docs/tagging/runs/<dataset>-<system>-seed<k>.json, is not run again but with
---supersede where it keeps no predictions (rerun from itself, the old one to docs/tagging/runs_superseded/). A sweep
-(sweeps.toml [tagging.*]) writes docs/tagging/sweeps/<sweep>/ and <sweep>.md, whose dev column is what choices use.
-The tables (docs/tagging.md; docs/results.md's tagging, margins and tagging-ssvm blocks; README's summary) give test
-scores (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample std over seeds, the paired differences
-with the BiLSTM, and flag each baseline more than TOLERANCE points from every published number.
+A run is configs/<dataset>.py:<system> (the rows as configs/pos.py writes them) on a seed; ner_fixed is ner with the
+word vectors frozen, as InfNet+ ran NER. Its record, docs/tagging/runs/<dataset>-<system>-seed<k>.json, is not run
+again but with --supersede where it keeps no predictions (rerun from itself, the old one to
+docs/tagging/runs_superseded/). A sweep (sweeps.toml [tagging.*]) writes docs/tagging/sweeps/<sweep>/ and <sweep>.md,
+whose dev column is what choices use. The tables (docs/tagging.md; docs/results.md's tagging, margins and tagging-ssvm
+blocks; README's summary) give test scores (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample
+std over seeds, the paired differences with the BiLSTM, and flag each baseline more than TOLERANCE points from every
+published number.
 """
 
 import functools
@@ -26,9 +27,11 @@ from implicit_jax import runner  # pylint: disable=wrong-import-position
 from implicit_jax.engine import cli  # pylint: disable=wrong-import-position
 import experiments  # pylint: disable=wrong-import-position
 from experiments import records, summary, tables  # pylint: disable=wrong-import-position
-from experiments.tagging import SYSTEMS, config_name, systems  # pylint: disable=wrong-import-position
 
 ROOT = records.ROOT
+# configs/pos.py's rows, for every dataset: system -> (label, config overrides), in table order; TRIED_ON: the rows
+# tried on some datasets only.
+SYSTEMS, TRIED_ON = experiments.config_rows('pos').SYSTEMS, experiments.config_rows('pos').TRIED_ON
 # Runs of the implicit rows' design until 2026-11-26 (five inner steps at 1e-3, normal_cg with 5 iterations: 11
 # HVPs, the term on every step), no paper's system: no config holds that design any more, so each record is its own
 # recipe. The tables set them apart and pair each with its row of today's design. name -> (label, today's row).
@@ -62,6 +65,15 @@ RUNS = ROOT / 'docs' / 'tagging' / 'runs'
 SUPERSEDED = ROOT / 'docs' / 'tagging' / 'runs_superseded'
 SWEEP_DIR = ROOT / 'docs' / 'tagging' / 'sweeps'
 SWEEPS = {name: (sweep['dataset'], sweep['variants']) for name, sweep in experiments.sweeps('tagging').items()}
+
+
+def systems(dataset: str) -> list[str]:
+  """``dataset``'s rows, in table order: SYSTEMS but those tried on other datasets only (TRIED_ON)."""
+  return [s for s in SYSTEMS if dataset in TRIED_ON.get(s, (dataset,))]
+
+
+def config_name(dataset: str, system: str) -> str:
+  return f'configs/{dataset}.py:{system}'
 
 
 def base_config(dataset, seed, data_dir, row, epochs: int = 0):

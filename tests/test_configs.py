@@ -513,7 +513,7 @@ def test_the_main_jobs_config_is_its_committed_record():
 def test_every_cora_record_is_its_row_at_its_size_and_draw():
   """docs/cora.md's "config" cell names the row alone (configs/cora.py:<system>): so each committed Cora record
   must be that row at the record's labeled-set size and draw, field for field (the rows of an earlier design pin
-  it: experiments/cora.py)."""
+  it: configs/cora.py)."""
   from experiments import reproduce_cora  # pylint: disable=import-outside-toplevel
   paths = sorted(reproduce_cora.RUNS.glob('cora-*.json'))
   assert len(paths) >= 100
@@ -583,9 +583,11 @@ def test_a_dataset_config_is_the_row_its_docstring_names(name, row):
 
 def test_every_row_of_every_family_loads_and_unknown_rows_are_named():
   from implicit_jax import methods  # pylint: disable=import-outside-toplevel
-  from experiments import cora, horses, mlc, tagging  # pylint: disable=import-outside-toplevel
+  import experiments  # pylint: disable=import-outside-toplevel
+  from experiments import mlc, reproduce_tagging  # pylint: disable=import-outside-toplevel
+  cora, horses, tagging = (experiments.config_rows(name) for name in ('cora', 'horses', 'pos'))
   rows = [(f'{d}.py', s) for d in ('bibtex', 'delicious') for s in mlc.ROWS] + [
-      (f'{d}.py', s) for d in tagging.DATASETS for s in tagging.SYSTEMS] + [
+      (f'{d}.py', s) for d in reproduce_tagging.DATASETS for s in tagging.SYSTEMS] + [
       ('cora.py', s) for s in cora.TRAINED] + [
       ('horses.py', f'{s},full') for s in horses.SYSTEMS if s not in horses.SEAL_ONLY] + [
       ('horses.py', f'{s},{v}') for s in horses.SYSTEMS if s not in horses.FULL_ONLY for v in horses.SEAL_VARIANTS]

@@ -338,7 +338,8 @@ def test_implicit_cost_times_the_horses_rows_at_seal_data_as_their_configs_build
   config configs/horses.py:<system>,seal-data resolves to (the variant, the system, SEAL's chosen settings)."""
   from benchmarks import implicit_cost  # pylint: disable=import-outside-toplevel
   from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
-  from experiments import horses  # pylint: disable=import-outside-toplevel
+  import experiments  # pylint: disable=import-outside-toplevel
+  horses = experiments.config_rows('horses')
   base = config_lib.from_file(Path(__file__).resolve().parents[1] / 'configs' / 'horses.py')
   rows = {**implicit_cost.TASKS['horses-seal-data'][3], **implicit_cost.implicit_rows('horses-seal-data')}
   for system, label in [(s, horses.SYSTEMS[s][0]) for s in ('fcn', 'dvn', 'seal-regression', 'seal-nce')] + [
