@@ -6,12 +6,10 @@ Usage (the run that produced docs/sklearn_baseline.md is recorded at its top):
       --custom=tests/fixtures/mlc/scaled.arff
   python -m experiments.compare_sklearn --table_only     # docs/sklearn_baseline.md from the records, no training
 
-A ``--custom`` MULAN file is read with ``configs/custom.py``, a user's starting point; ``make_scaled:ROWS:SEED``
-stands for the file ``tests/fixtures/mlc/make_scaled.py`` draws with those arguments, written to a temporary
-directory, so that a larger draw needs no committed file. MBCE with ``data.standardise='never'`` is not run on files
-with missing values, which need imputing. BR-logistic is deterministic: one run. Each (dataset, seed) writes its
-figures to docs/sklearn_baseline/runs/<dataset>-seed<k>.json (with the command, date and machine); a record that
-exists is not run again.
+A ``--custom`` MULAN file is read with ``configs/custom.py``; ``make_scaled:ROWS:SEED`` stands for the file
+``tests/fixtures/mlc/make_scaled.py`` draws with those arguments (no committed file for a larger draw). MBCE with
+``data.standardise='never'`` is not run on files with missing values, which need imputing. Each (dataset, seed)
+writes docs/sklearn_baseline/runs/<dataset>-seed<k>.json; a record that exists is not run again.
 """
 
 import dataclasses
@@ -36,15 +34,14 @@ RUNS = ROOT / 'docs' / 'sklearn_baseline' / 'runs'
 
 
 def custom_file(spec: str, tmpdir: str) -> str:
-  """A ``--custom`` entry as a path: ``make_scaled:ROWS:SEED`` is drawn into ``tmpdir`` as scaled_ROWS.arff."""
+  """A ``--custom`` entry as a path: ``make_scaled:ROWS:SEED`` drawn into ``tmpdir``."""
   if not spec.startswith('make_scaled:'):
     return spec
   try:
-    _, size, seed = spec.split(':')
-    size, seed = int(size), int(seed)
+    size, seed = map(int, spec.split(':')[1:])
   except ValueError:
     raise SystemExit(f'--custom entry {spec!r}: expected make_scaled:ROWS:SEED, for example make_scaled:15000:2')
-  make_scaled = rows.load_module(ROOT / 'tests' / 'fixtures' / 'mlc' / 'make_scaled.py')  # the fixtures' generator
+  make_scaled = rows.load_module(ROOT / 'tests' / 'fixtures' / 'mlc' / 'make_scaled.py')
   return str(make_scaled.write(size, seed, Path(tmpdir) / f'scaled_{size}.arff'))
 
 
@@ -58,7 +55,7 @@ def make_config(name: str, data_dir: str, seed: int, **data):
 
 
 def br_logistic(task) -> tuple[dict, float]:
-  """Test scores of binary-relevance logistic regression on the task's splits, and its seconds."""
+  """Binary-relevance logistic regression's scores (``Evaluator.final``) and its seconds."""
   from sklearn.linear_model import LogisticRegression  # pylint: disable=import-outside-toplevel
   from sklearn.preprocessing import StandardScaler  # pylint: disable=import-outside-toplevel
   start = time.perf_counter()
@@ -85,17 +82,14 @@ def mbce(config) -> dict:
 
 
 def label_of(name: str) -> str:
-  """A row's name: the dataset's, or a custom file's base name."""
   return Path(name).name if Path(name).suffix == '.arff' else name
 
 
 def run_one(name: str, data_dir: str, seed: int) -> dict:
   """MBCE, MBCE with ``standardise='never'`` and BR-logistic on ``name``'s split of ``seed``: the record's figures."""
   config = make_config(name, data_dir, seed)
-  task = tasks.get_task(config)
+  task, result, never = tasks.get_task(config), mbce(config), None
   info = task.info
-  result = mbce(config)
-  never = None
   if info['standardised']:
     try:
       never = {'test_f1': mbce(make_config(name, data_dir, seed, standardise='never'))['test_f1']}
@@ -112,7 +106,6 @@ def run_one(name: str, data_dir: str, seed: int) -> dict:
 
 
 def row(label: str, rs: list) -> str:
-  """One table row from a dataset's records."""
   info, (mbce_runs, br_runs) = rs[0]['info'], ([r[system] for r in rs] for system in ('mbce', 'br'))
   never = [r['never']['test_f1'] for r in rs if r['never'] and 'test_f1' in r['never']]
   diff = 100 * np.array([r['mbce']['test_f1'] - r['br']['test_f1'] for r in rs])

@@ -7,11 +7,9 @@ Usage:
 
 Each run is configs/custom.py pointed at a dataset, with one variant's overrides, for 80 epochs (delicious's implicit
 runs, two variants as a check, 40); its record, docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json, holds
-its own command (implicit_jax.main's, which reruns it), and an existing record is not run again. The learning rate is
-constant, so the budgets 20 and 40 are read from the 80-epoch run's dev history (the epoch that dev F1 @0.5 selects
-among the first E), not trained again. docs/custom_defaults.md is rebuilt from the records: the dev scores, each
-variant's regret across datasets and the choice (per method, the least mean regret at the full budget, then the
-fewest epochs within TOLERANCE of it). Test figures are never read.
+implicit_jax.main's command that reruns it; an existing record is not run again. The learning rate is constant, so
+the budgets 20 and 40 are read from the 80-epoch run's dev history. The choice, per method: the least mean regret
+across datasets at the full budget, then the fewest epochs within TOLERANCE of it. Test figures are never read.
 """
 
 import os
@@ -27,8 +25,7 @@ from experiments import mlc, records, tables
 ROOT = records.ROOT
 OUT = ROOT / 'docs' / 'sweeps' / 'custom-defaults'
 # dataset -> (overrides that point configs/custom.py at it, seeds), small files first: the grid runs in this order.
-# The fixtures as a user's file (60/20/20 by data.split_seed), the shipped datasets by name (their own split files;
-# the seed draws the dev split from train).
+# The fixtures as a user's file (split by data.split_seed), the shipped datasets by name (the seed draws dev).
 DATASETS = {**{name: ({'data.train_file': f'tests/fixtures/mlc/{name}.arff'}, (0, 1, 2))
                for name in ('scaled', 'scaled_1500')},
             **{name: ({'data.name': name}, (0, 1, 2)) for name in ('genbase', 'cal500', 'spo_fun')},
@@ -39,20 +36,18 @@ TOLERANCE = 0.25  # F1 points of mean regret a shorter budget may add to be chos
 # variant -> overrides: dropout and the learning rate for MBCE; dropout and the implicit term's solver (bibtex's one
 # fused GCR pass, or normal_cg's 11 HVPs) for implicit CD, whose inner rate stays bibtex's 3e-4.
 _GCR1 = {'implicit.solver.name': 'gcr', 'implicit.solver.iterations': 1}
-CUSTOM_GRID = {**{f'mbce-d{d}-lr{lr:g}': {'method': 'feedforward', 'model.dropout': d, 'optimizer.learning_rate': lr}
-                  for d in (0.0, 0.2, 0.5) for lr in (1e-3, 3e-3)},
-               **{f'cd-d{d}-{name}': {'method': 'implicit', 'model.dropout': d, **solver}
-                  for d in (0.0, 0.2, 0.5) for name, solver in (('gcr1', _GCR1), ('ncg5', mlc.NORMAL_CG))}}
-VARIANTS = CUSTOM_GRID
+VARIANTS = {**{f'mbce-d{d}-lr{lr:g}': {'method': 'feedforward', 'model.dropout': d, 'optimizer.learning_rate': lr}
+               for d in (0.0, 0.2, 0.5) for lr in (1e-3, 3e-3)},
+            **{f'cd-d{d}-{name}': {'method': 'implicit', 'model.dropout': d, **solver}
+               for d in (0.0, 0.2, 0.5) for name, solver in (('gcr1', _GCR1), ('ncg5', mlc.NORMAL_CG))}}
 # method -> (variant, epochs): configs/custom.py's defaults, the grid's choice (tests/test_custom_defaults.py)
 CUSTOM = {'implicit': ('cd-d0.2-gcr1', 80), 'feedforward': ('mbce-d0.0-lr0.003', 40)}
-# delicious's implicit runs are the grid's longest (tens of CPU minutes each): two, at 40 epochs, a check on the choice
-# made where every variant ran (regrets: common_datasets), not part of it.
+# delicious's implicit runs are the grid's longest (tens of CPU minutes each): two, at 40 epochs, a check on the choice.
 DELICIOUS_CD = ('cd-d0.2-gcr1', 'cd-d0.5-gcr1')
 
 
 def methods() -> dict[str, list[str]]:
-  """{method: its variants} (a variant's name starts with its method's), the methods in order."""
+  """{method: its variants} (a variant's name starts with its method's)."""
   return {m: [v for v in VARIANTS if v.split('-')[0] == m] for m in sorted({v.split('-')[0] for v in VARIANTS})}
 
 
@@ -66,7 +61,7 @@ def runs_of(dataset: str):
 
 
 def run_of(dataset, variant, seed, epochs, data_dir) -> runner.Run:
-  """configs/custom.py with the run's flags, as implicit_jax.main builds it, its paths read from the checkout."""
+  """configs/custom.py with the run's flags, as implicit_jax.main builds it."""
   flags = {**DATASETS[dataset][0], **VARIANTS[variant], 'num_epochs': epochs, 'seed': seed, 'data.split_seed': seed}
   if flags.get('data.name', 'bibtex') != 'bibtex':
     flags['data.data_dir'] = data_dir
@@ -87,14 +82,13 @@ def command_of(config: dict) -> str:
 
 
 def save(path, result) -> None:
-  """A run's record (records.save), its command the run's own command line (``command_of``), not this script's."""
+  """records.save, the command the run's own (``command_of``), not this script's."""
   records.stamp(result)['command'] = command_of(result['config'])
   records.write(path, result)
 
 
 def at_budget(record, budget) -> tuple[float, float]:
-  """(dev F1 @0.5, dev F1 tuned) of the epoch a run of ``budget`` epochs would select: the first best dev F1 @0.5
-  among its first ``budget`` epochs."""
+  """(dev F1 @0.5, dev F1 tuned) of the epoch a run of ``budget`` epochs would select."""
   rows = [h for h in record['history'] if h['epoch'] <= budget]
   if not rows or rows[-1]['epoch'] < budget:
     return np.nan, np.nan
@@ -103,7 +97,7 @@ def at_budget(record, budget) -> tuple[float, float]:
 
 
 def row_of(path, record):
-  """A record's (dataset, variant), as its file names them (None for a file of no dataset and variant of the grid)."""
+  """A record's (dataset, variant), as its file names them; None outside the grid."""
   dataset, _, variant = tables.stem(path, record).partition('-')
   return (dataset, variant) if dataset in DATASETS and variant in VARIANTS else None
 
@@ -120,14 +114,14 @@ def scores(groups):
 
 
 def common_datasets(table, method: str) -> list[str]:
-  """The datasets on which every variant of ``method`` has a full-budget score: regrets compare variants there,
-  so that a variant is not ranked on datasets another never ran on."""
+  """The datasets on which every variant of ``method`` has a full-budget score, so that no variant is ranked on
+  datasets another never ran on."""
   return [d for d in DATASETS if all((d, v, EPOCHS) in table for v in methods()[method])]
 
 
 def regrets(table):
-  """{(variant, budget): (mean regret, datasets)}: over the datasets every variant of its method ran on
-  (``common_datasets``), each dataset's best dev @0.5 over the method's variants and budgets minus this one's."""
+  """{(variant, budget): (mean regret, datasets)} over ``common_datasets``: the best dev @0.5 of the method's
+  variants and budgets minus this one's."""
   out = {}
   for method, variants in methods().items():
     for d in common_datasets(table, method):
@@ -139,8 +133,7 @@ def regrets(table):
 
 
 def choose(table):
-  """{method: (variant, budget)}: least mean regret at the full budget, then the fewest epochs whose regret is
-  within TOLERANCE of it."""
+  """{method: (variant, budget)}, as the module doc says."""
   reg, chosen = regrets(table), {}
   for method, variants in methods().items():
     full = {v: reg[v, EPOCHS][0] for v in variants if (v, EPOCHS) in reg}

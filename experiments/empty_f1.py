@@ -3,11 +3,9 @@ r"""How much the empty-set F1 convention moves delicious's example F1.
 Usage: python -m experiments.empty_f1 --data_dir=../shared/data [--seeds=0] [--out docs/empty_f1.md | -]
 
 An example whose gold label set and prediction are both empty scores 1 under SPEN's and InfNet's convention
-(``data.empty_f1=1.0``, this project's default) and 0 under scikit-learn's ``f1_score(average='samples')``, which
-DVN's and SEAL's code use; delicious has test rows with no label. Trains MBCE (``configs/delicious.py``,
-``method=feedforward``) per seed under each convention (which also steers selection and threshold tuning), scores
-its test predictions under both, and lists every committed delicious record that carries both
-(``test_at_0.5.example_f1_empty{0,1}``). The page's text: experiments/pages/empty_f1.md.
+(``data.empty_f1=1.0``, the default) and 0 under scikit-learn's ``f1_score(average='samples')``, which DVN's and
+SEAL's code use; delicious has test rows with no label. Trains MBCE per seed under each convention (which also steers
+selection and threshold tuning), scores it under both, beside every committed delicious record that carries both.
 """
 
 import datetime
@@ -18,11 +16,10 @@ import numpy as np
 from implicit_jax import tasks
 from implicit_jax.engine import cli
 import experiments
-from experiments import ROOT, compare_sklearn, records, tables
+from experiments import ROOT, compare_sklearn, energy_analysis, records
 
 
 def row(run: str, setting: float, result: dict) -> str:
-  """The table's row of a run's result (or record): its test F1 @0.5 and tuned under both conventions."""
   a, t = result['test_at_0.5'], result['test_at_tuned']
   return (f'| {run} | {setting:g} | {result["best_epoch"]} | {a["empty_rows"]} | '
           f'{100 * a["example_f1_empty1"]:.2f} | {100 * a["example_f1_empty0"]:.2f} | '
@@ -46,12 +43,10 @@ def main():
     record = records.load(path)
     if 'example_f1_empty0' in record['test_at_0.5']:
       rows.append(row(f'record {path.stem}', record['config']['data'].get('empty_f1', 1.0), record))
-  text = tables.render((tables.PAGES / 'empty_f1.md').read_text(encoding='utf-8'), {
+  print(energy_analysis.page('empty_f1.md', {
       'command': records.portable('python ' + ' '.join(sys.argv)), 'date': datetime.date.today(),
-      'empty': int(np.sum(~gold.any(axis=1))), 'rows': len(gold), 'table': '\n'.join(rows)})
-  print(text)
-  if args.out != '-':
-    records.write_page(args.out, text)
+      'empty': int(np.sum(~gold.any(axis=1))), 'rows': len(gold), 'table': '\n'.join(rows)},
+      None if args.out == '-' else args.out))
 
 
 if __name__ == '__main__':

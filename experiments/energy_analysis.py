@@ -6,13 +6,10 @@ Usage:
       [--data_dir=DIR] [--batch_size=128] [--save_matrices]
 
 At the run's best-on-dev parameters, the split's mean score Hessian -d^2E/dy^2 (lower energy = better, so labels
-that co-occur should interact positively; implicit_jax/tasks/mlc/analysis.py), taken at the gold labels and at the
-relaxed predictions A_theta(x), against the labels' co-occurrence, diagonals removed. Writes beside --out (the
-figure, of the Hessian at --at; default docs/energy_analysis/<task>_...): <stem>.json and <stem>.md (its text
-experiments/pages/energy_analysis.md) with the correlations of both Hessians with three co-occurrence
-normalisations; <stem>_training_curves.png when the run finished; <stem>.npz, the matrices, under --save_matrices.
-
-Here too: the helpers of the other analyses of a trained run (refine_eval.py, stationarity_mlc.py).
+that co-occur should interact positively), at the gold labels and at the relaxed predictions A_theta(x), against the
+labels' co-occurrence, diagonals removed. Writes beside --out (the figure, of the Hessian at --at) <stem>.json and
+<stem>.md with the correlations under three co-occurrence normalisations; <stem>_training_curves.png when the run
+finished; <stem>.npz, the matrices, under --save_matrices. Here too: the helpers of the other analyses of a run.
 """
 
 import argparse
@@ -36,25 +33,42 @@ def run_parser(doc: str, workdir_help: str) -> argparse.ArgumentParser:
   return parser
 
 
-def parse_run(parser: argparse.ArgumentParser, implicit: bool = True):
-  """The flags and --workdir's run at its best-on-dev parameters, on --data_dir's data; ``implicit``: a run of
-  another method is refused as the flag's error."""
-  args = parser.parse_args()
+def parse_run(parser: argparse.ArgumentParser, needs: str = 'implicit', argv=None):
+  """The flags and --workdir's run at its best-on-dev parameters, on --data_dir's data; a run without what the
+  analysis ``needs`` (method implicit, or an energy network) is refused as the flag's error."""
+  args = parser.parse_args(argv)
   run = checkpoints.load_trained(args.workdir, {'data.data_dir': args.data_dir} if args.data_dir else None)
-  if implicit and run.config.method != 'implicit':
-    parser.error(f'--workdir: {args.workdir} holds a {run.config.method!r} run; this analysis needs method=implicit')
+  ok, wanted = ((run.config.method == 'implicit', 'method=implicit') if needs == 'implicit' else
+                ('energy' in (run.modules or {}) and 'phi' in run.params, 'an energy (method implicit, crf, spen ...)'))
+  if not ok:
+    parser.error(f'--workdir: {args.workdir} holds a {run.config.method!r} run of task {run.config.task!r}; this '
+                 f'analysis needs {wanted}')
   return args, run
 
 
-def made_by() -> str:
+def made_by(argv=None) -> str:
   """This command as a page shows it: its --workdir (the run it reads) as WORKDIR, no path of this machine."""
-  return records.portable('python ' + shlex.join(sys.argv), workdir='WORKDIR')
+  command = shlex.join(['python', sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
+  return records.portable(command, workdir='WORKDIR')
+
+
+def system(config) -> str:
+  """The run's method, with its primary loss for an implicit run: 'implicit-cd'."""
+  return config.method + (f'-{config.implicit.primary_loss}' if config.method == 'implicit' else '')
 
 
 def config_row(config, before: str = '', after: str = '') -> str:
   """'row `configs/...`' between ``before`` and ``after`` when the run names the config (and row) it was made from,
   else ''."""
   return f'{before}row `{config.config_file}`{after}' if config.get('config_file') else ''
+
+
+def page(template: str, fields: dict, path=None) -> str:
+  """experiments/pages/``template`` filled with ``fields``, written to ``path`` (a page of docs/) unless None."""
+  text = tables.render((tables.PAGES / template).read_text(encoding='utf-8'), fields)
+  if path is not None:
+    records.write_page(path, text)
+  return text
 
 
 def correlations_table(results: dict) -> str:
@@ -75,11 +89,8 @@ def main():
                       help='Hessian drawn in the figure: at the gold labels or at the relaxed predictions')
   parser.add_argument('--batch_size', type=int, default=128, help='examples per Hessian batch (memory ~ B L^2)')
   parser.add_argument('--save_matrices', action='store_true', help='also write <stem>.npz with the matrices')
-  args, run = parse_run(parser, implicit=False)
-  method, metrics = run.config.method, run.metrics
-  if 'energy' not in (run.modules or {}) or 'phi' not in run.params:
-    parser.error(f'--workdir: the run in {args.workdir} (method {method!r}) has no energy network to analyse; '
-                 f'use a run trained with method \'implicit\'')
+  args, run = parse_run(parser, needs='energy')
+  metrics, name = run.metrics, system(run.config)
   x, y = (np.asarray(run.task.splits[args.split][k]) for k in ('x', 'y'))
   out = Path(args.out or ROOT / 'docs' / 'energy_analysis' / f'{run.task.name}_hessian_vs_cooccurrence.png')
   stem = out.with_suffix('')
@@ -91,12 +102,9 @@ def main():
   coocs = {norm: analysis.label_cooccurrence(y, norm) for norm in ('correlation', 'npmi', 'frequency')}
   results = {at: {norm: analysis.offdiagonal_correlation(scores[at], c) for norm, c in coocs.items()}
              for at in scores}
-
-  loss = run.config.implicit.primary_loss if method == 'implicit' else ''
-  system = f'{method}-{loss}' if loss else method
   record = {
       'command': 'python ' + shlex.join(sys.argv), 'date': datetime.datetime.now().isoformat(timespec='seconds'),
-      'workdir': os.path.abspath(args.workdir), 'task': run.task.name, 'system': system,
+      'workdir': os.path.abspath(args.workdir), 'task': run.task.name, 'system': name,
       'split': args.split, 'num_examples': int(x.shape[0]), 'num_labels': int(y.shape[1]),
       'figure': str(out), 'figure_hessian_at': args.at,
       'sign': 'score Hessian -d2E/dy_i dy_j (lower energy = better); positive = labels reinforce each other',
@@ -112,11 +120,10 @@ def main():
   about_run = (f'test example-F1 {metrics["test_f1"]:.4f} at 0.5, {metrics["test_f1_tuned"]:.4f} at the dev-tuned '
                f'threshold, best dev epoch {metrics["best_epoch"]}; its config is `run_config` in the JSON beside this '
                'file.' if metrics else 'unfinished (no metrics.json).')
-  records.write_page(stem.with_suffix('.md'), tables.render(
-      (tables.PAGES / 'energy_analysis.md').read_text(encoding='utf-8'),
-      {'task': run.task.name, 'system': system, 'command': made_by(), 'date': record['date'], 'split': args.split,
-       'examples': x.shape[0], 'labels': y.shape[1], 'run': about_run, 'table': correlations_table(results),
-       'at': args.at, 'figure': out.name}))
+  page('energy_analysis.md', {
+      'task': run.task.name, 'system': name, 'command': made_by(), 'date': record['date'], 'split': args.split,
+      'examples': x.shape[0], 'labels': y.shape[1], 'run': about_run, 'table': correlations_table(results),
+      'at': args.at, 'figure': out.name}, stem.with_suffix('.md'))
   if args.save_matrices:
     np.savez_compressed(stem.with_suffix('.npz'), **{f'score_hessian_{at}': s for at, s in scores.items()},
                         **{f'cooccurrence_{n}': c for n, c in coocs.items()}, label_frequency=y.mean(0))
@@ -125,11 +132,11 @@ def main():
   try:
     analysis.plot_hessian_vs_cooccurrence(
         scores[args.at], coocs['correlation'], str(out), order=np.argsort(-y.mean(0), kind='stable'),
-        title=f'{run.task.name}, {system}: learned energy vs label co-occurrence ({args.split} split)',
+        title=f'{run.task.name}, {name}: learned energy vs label co-occurrence ({args.split} split)',
         hessian_label=f'mean score Hessian -d2E/dy_i dy_j at {args.at} y', cooc_label='label correlation (phi)')
     print(f'wrote {out}, {stem.with_suffix(".json")}, {stem.with_suffix(".md")}')
     if metrics and (metrics.get('history') or metrics.get('train_log')):
-      plots.plot_training_curves(metrics, f'{stem}_training_curves.png', title=f'{run.task.name}, {system}',
+      plots.plot_training_curves(metrics, f'{stem}_training_curves.png', title=f'{run.task.name}, {name}',
                                  skip=('dev_threshold',))
       print(f'wrote {stem}_training_curves.png')
     else:

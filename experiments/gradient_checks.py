@@ -2,9 +2,7 @@ r"""Print and record how closely the implicit gradient matches independent route
 
 Usage: python -m experiments.gradient_checks        -> docs/gradient_checks.md (its text pages/gradient_checks.md)
 
-Uses the problems the tests check (implicit_jax/testing.py, shared with tests/test_bilevel.py and
-tests/test_proximal.py: ridge regression with a closed form; a SPEN-like MLC problem solved to stationarity by
-Newton's method; the proximal inner problem) and reports relative errors instead of pass/fail.
+Uses the problems the tests check (implicit_jax/testing.py) and reports relative errors instead of pass/fail.
 """
 
 import datetime

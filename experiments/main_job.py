@@ -1,13 +1,9 @@
 r"""The main job on this machine's kind of CPU: seeds of the row the README reports (``mlc.MAIN_ROW``), each record in
 docs/main_job/runs/<kind>/ (the widest vector set the processor offers, ``records.cpu_kind``, e.g. ``avx-512``),
-apart from docs/mlc/runs so that no table row mixes machines. A record that exists is not run again.
+apart from docs/mlc/runs so that no table row mixes machines: XLA:CPU's float rounding differs between kinds of
+processor, which a processor's name ('AMD EPYC') does not tell apart (docs/usage.md, "Rerunning a record").
 
   python -m experiments.main_job --seeds=0,1,2,3,4
-
-XLA:CPU's float rounding differs between kinds of processor, so the same seed moves by most of a point from one to
-another (docs/usage.md, "Rerunning a record"), and a processor's name ('AMD EPYC') does not tell the kinds apart. The
-README's main-job line (``main_job_line``, by ``python -m experiments.reproduce_mlc --table_only``) gives each
-kind's figures beside the committed runs'.
 """
 
 import re
@@ -24,7 +20,7 @@ NAME = mlc.run_name(DATASET, mlc.MAIN_ROW, 'official')
 
 
 def folder(kind: str) -> str:
-  """A kind's folder name: 'AVX-512' -> 'avx-512', 'AVX-512, XLA capped at AVX2' -> 'avx-512-xla-capped-at-avx2'."""
+  """'AVX-512, XLA capped at AVX2' -> 'avx-512-xla-capped-at-avx2'."""
   return re.sub(r'[^a-z0-9]+', '-', kind.lower()).strip('-')
 
 
@@ -35,8 +31,8 @@ def run_of(seed: int, kind: str) -> runner.Run:
 
 
 def kinds(runs=RUNS) -> dict[str, list[dict]]:
-  """``{kind: records}`` of the folders under ``runs``, by seed; a record whose kind is not its folder's (moved by
-  hand) is refused, so that no figure of one kind is shown as another's."""
+  """``{kind: records}`` of the folders under ``runs``, by seed; a record moved by hand to another kind's folder is
+  refused."""
   out = {}
   for path in sorted(runs.glob(f'*/{NAME}-seed*.json')):
     record = records.load(path)
@@ -48,8 +44,7 @@ def kinds(runs=RUNS) -> dict[str, list[dict]]:
 
 
 def main_job_line(committed: list[dict], runs=RUNS) -> str:
-  """README's main-job line: the committed runs' test F1 (docs/mlc/runs) and the kind of CPU they name, then each
-  kind's figures from ``runs`` (the spread over its seeds, and seed 0 beside the committed seed 0)."""
+  """README's main-job line: the committed runs' test F1 and their kind of CPU, then each kind's under ``runs``."""
   made_on = ' and '.join(sorted({records.cpu_kind(r) or f'an {r.get("machine", "unnamed machine").split(",")[0]} '
                                  'whose records name no vector set' for r in committed}))
   line = (f'Its committed runs ({len(committed)} seeds; `configs/bibtex.py` is the row '

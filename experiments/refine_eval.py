@@ -2,12 +2,10 @@ r"""Remark 3 of the paper: refine ``A_theta(x)`` by gradient descent on the lear
 
 Usage: python -m experiments.refine_eval --workdir=DIR [--data_dir=PATH] [--out=docs/refine/NAME.md]
 
-Loads the run's best-on-dev parameters (``checkpoints.load_trained``) and scores prediction with
-``implicit.refine.steps`` in {5, 20} and every ``implicit.refine.rule`` and ``.step_size`` of the grid, beside
-``refine.steps = 0`` (the paper's prediction): dev F1 @0.5, dev F1 at the threshold tuned on dev, and the same on
-test; on a task without a calibration (tagging) the dev and test selection metric, for mirror descent on the
-per-token simplex (``GRID_UNCALIBRATED``). A choice may use the dev columns only; test is listed so the record is
-complete. Nothing is trained.
+At the run's best-on-dev parameters, scores prediction with every ``implicit.refine`` setting of ``GRID`` beside
+``refine.steps = 0`` (the paper's prediction): dev and test F1 @0.5 and at the threshold tuned on dev; on a task
+without a calibration (tagging) the selection metric, for mirror descent on the per-token simplex. A choice may use
+the dev columns only; test is listed so the record is complete. Nothing is trained.
 """
 
 import datetime
@@ -27,9 +25,8 @@ GRID_UNCALIBRATED = {'rule': ('mirror',), 'steps': (5, 20), 'step_size': (0.1, 0
 
 
 def scores(run, config, calibrated: bool) -> tuple:
-  """The dev and test scores of the method ``config`` builds, with the run's parameters, predicting as the training
-  loop does (padded batches on the data mesh): ``(dev @0.5, dev tuned, threshold, test @0.5, test tuned)``, or
-  uncalibrated ``(dev, test)`` of the task's selection metric (tagging: token accuracy or chunk F1)."""
+  """``(dev @0.5, dev tuned, threshold, test @0.5, test tuned)`` of the method ``config`` builds, with the run's
+  parameters, predicting as the training loop does, or uncalibrated ``(dev, test)`` of the selection metric."""
   _, replicated, sharded = train.data_parallel(config)
   predict = train.make_predict(methods.build(run.task, config), replicated, sharded)
   dev, test, evaluator = run.task.splits['dev'], run.task.splits['test'], run.task.evaluator
@@ -57,8 +54,7 @@ def grid_rows(run, grid: dict, calibrated: bool) -> list[tuple]:
 
 
 def table(rows: list[tuple], columns: list[str], bold=(3,), threshold=None) -> list[str]:
-  """``rows`` as a table, scores x 100 (the ``threshold`` column as it is), the best row of each ``bold`` column
-  (the first of equals) in bold."""
+  """``rows`` as a table, scores x 100 (``threshold`` as it is), the first best row of each ``bold`` column in bold."""
   best = {j: max(range(len(rows)), key=lambda i: rows[i][j]) for j in bold}
   lines = ['| rule | steps | step size | ' + ' | '.join(columns) + ' |', '|---' * (3 + len(columns)) + '|']
   for i, (rule, steps, eta, *values) in enumerate(rows):

@@ -1,11 +1,9 @@
 """Derive SEAL's Weizmann horses split as ids of the shared PNG pairs, and check how the pairs are resized.
 
-SEAL (iesl/seal-neurips-2022, data/weizmann_horse_seg/weizmann_horse_{train,val,test}.npy) trains and tests on Li,
-Tarlow & Zemel's 328 horses, already resized to 32x32, in an order of its own; the project resizes the 327 PNG pairs
-of the shared data itself. This script measures how many of SEAL's mask pixels each data.resize reproduces, matches
-each SEAL image to one PNG pair (image RMS distance plus 100 x mask disagreement, one-to-one by scipy's
-linear_sum_assignment) and prints the split; unless --no_check, it exits 1 where the split differs from
-implicit_jax/tasks/segmentation/seal_split.py.
+SEAL (iesl/seal-neurips-2022, data/weizmann_horse_seg/weizmann_horse_{train,val,test}.npy) has Li, Tarlow & Zemel's
+328 horses already at 32x32, in an order of its own; the project resizes the 327 PNG pairs itself. Prints how many of
+SEAL's mask pixels each data.resize reproduces and the split, each SEAL image matched one-to-one to a PNG pair;
+unless --no_check, exits 1 where the split differs from implicit_jax/tasks/segmentation/seal_split.py.
 
   git clone https://github.com/iesl/seal-neurips-2022 /tmp/seal    # or any copy of its data folder
   python -m experiments.seal_horse_split --seal_data=/tmp/seal/data/weizmann_horse_seg --data_dir=../shared/data
@@ -24,7 +22,6 @@ SPLITS = {'train': 'train', 'val': 'dev', 'test': 'test'}  # SEAL's file name ->
 
 
 def read_seal(folder: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
-  """SEAL's images, masks and the split of each, in its order."""
   images, masks, names = [], [], []
   for seal_name, ours in SPLITS.items():
     path = folder / f'weizmann_horse_{seal_name}.npy'

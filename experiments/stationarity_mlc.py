@@ -4,13 +4,11 @@ Usage:
   python -m implicit_jax.main --config=configs/bibtex.py --workdir=W      # a trained implicit run
   python -m experiments.stationarity_mlc --workdir=W [--steps=1,5,20,100] [--batches=4] [--out=docs/stationarity]
 
-At the run's best-on-dev parameters (theta_0, phi), on a few training batches drawn as a training step draws them
-(negatives, dropout), for each number T of inner steps: the inner stationarity and the outer gradient dL_prim/dphi
-by each route (the explicit term only, the run's solver, MINRES with 5 iterations, MINRES converged) against
-``unrolled``, reverse mode through the T steps, their true derivative. The inner optimiser's state is warmed first,
-as in training, by ``--warmup`` steps on other batches (phi fixed): from a fresh state Adam's first step is
-lr * sign(g), whose derivative is zero. Medians over batches go to ``<out>.md`` (its text, which says what each
-column measures: experiments/pages/stationarity.md), the picture to ``<out>.png``.
+At the run's best-on-dev parameters, on a few training batches drawn as a training step draws them, for each number
+T of inner steps: the inner stationarity and the outer gradient dL_prim/dphi by each route (the explicit term only,
+the run's solver, MINRES with 5 iterations, MINRES converged) against ``unrolled``, reverse mode through the T steps.
+The inner optimiser's state is warmed first, as in training, by ``--warmup`` steps on other batches: from a fresh
+state Adam's first step is lr * sign(g), whose derivative is zero. Medians over batches: ``<out>.md`` and ``.png``.
 """
 
 import collections
@@ -28,19 +26,17 @@ from implicit_jax import bilevel
 from implicit_jax.engine import cli, data, plots
 from implicit_jax.methods import implicit
 import experiments
-from experiments import records, tables
-from experiments.energy_analysis import config_row, made_by, parse_run, run_parser
+from experiments.energy_analysis import config_row, made_by, page, parse_run, run_parser
 
 
-def compare(g, ref):
-  """(||g - ref|| / ||ref||, cosine of g and ref) over every parameter."""
-  g, ref = ravel_pytree(g)[0], ravel_pytree(ref)[0]
-  return (float(jnp.linalg.norm(g - ref) / jnp.linalg.norm(ref)),
-          float(g @ ref / (jnp.linalg.norm(g) * jnp.linalg.norm(ref))))
-
-
-def measures(diagnostics, distance, cosine) -> tuple:
-  """A table row's numbers: (stationarity, distance, cosine, implicit / explicit norm)."""
+def measures(diagnostics, g=None, ref=None) -> tuple:
+  """A table row's numbers: (stationarity, ||g - ref|| / ||ref||, cosine of g and ref over every parameter,
+  implicit / explicit norm); ``g`` None: the reference itself."""
+  distance, cosine = 0.0, 1.0
+  if g is not None:
+    g, ref = ravel_pytree(g)[0], ravel_pytree(ref)[0]
+    norm = jnp.linalg.norm(ref)
+    distance, cosine = float(jnp.linalg.norm(g - ref) / norm), float(g @ ref / (jnp.linalg.norm(g) * norm))
   return (float(diagnostics['stationarity']), distance, cosine,
           float(diagnostics['implicit_norm'] / diagnostics['explicit_norm']))
 
@@ -82,10 +78,10 @@ def main():
     grad = lambda solve: jax.jit(lambda p: solve.value_and_grad(l_prim, p, theta0, state_b, batch))(phi)[1:]
     for t in args.steps:
       g_ref, d_ref = grad(bilevel.UnrolledSolve(l_aux, opt, t))
-      rows[(t, 'unrolled')].append(measures(d_ref, 0.0, 1.0))
+      rows[(t, 'unrolled')].append(measures(d_ref))
       for name, solver in routes.items():
         g, d = grad(bilevel.ImplicitSolve(l_aux, opt, t, solver))
-        rows[(t, name)].append(measures(d, *compare(g, g_ref)))
+        rows[(t, name)].append(measures(d, g, g_ref))
       print(f'batch {b} T={t}: stationarity {float(d_ref["stationarity"]):.3f}; distance to unrolled: ' +
             ', '.join(f'{n} {rows[(t, n)][-1][1]:.3f}' for n in routes), flush=True)
   medians = {key: np.median(np.array(values), axis=0) for key, values in rows.items()}
@@ -102,12 +98,12 @@ def main():
     method = (f'{cfg.inner_optimizer.name} at {cfg.inner_optimizer.learning_rate:g}, its state warmed by '
               f'{args.warmup} steps on other batches')
   out = Path(args.out)
-  text = tables.render((tables.PAGES / 'stationarity.md').read_text(encoding='utf-8'), {
+  text = page('stationarity.md', {
       'command': made_by(), 'date': datetime.date.today(), 'backend': jax.default_backend(), 'task': task.name,
       'row': config_row(config, before=', '), 'method': config.method, 'loss': cfg.primary_loss,
       'hidden': tuple(config.model.inference_hidden), 'inner': f'{problem}, its optimiser {method}',
-      'batches': args.batches, 'batch_size': config.batch_size, 'table': '\n'.join(table), 'name': out.name})
-  records.write_page(out.with_suffix('.md'), text)
+      'batches': args.batches, 'batch_size': config.batch_size, 'table': '\n'.join(table), 'name': out.name},
+      out.with_suffix('.md'))
   print(text)
   try:
     fig = plots.import_figure()(figsize=(10, 3.8))

@@ -5,14 +5,12 @@ Usage:
       [--at=pred|gold] [--max_sentences=0] [--out_dir=docs/tagging] [--data_dir=DIR]
 
 Averages, over the adjacent real token pairs (t, t+1) of the split, the mixed second derivative d^2 E / dy_t dy_{t+1}
-(tags x tags) of the run's best-on-dev energy at the relaxed prediction A_theta(x) (a CRF's Viterbi one-hot) or the
-gold tags, by autodiff, so for any energy (Eq. 7's must give its transition matrix W: checked), and correlates its
-negation (lower energy = more compatible) with the training split's add-one smoothed log P(tag_{t+1} | tag_t).
-Writes <out_dir>/cross_hessian_<dataset>.png (both heatmaps) and .md (pages/cross_hessian.md).
+of the run's best-on-dev energy at A_theta(x) or the gold tags, by autodiff, so for any energy (Eq. 7's must give its
+transition matrix W: checked), and correlates its negation with the training split's add-one smoothed
+log P(tag_{t+1} | tag_t). Writes <out_dir>/cross_hessian_<dataset>.png and .md.
 """
 
 import datetime
-import shlex
 import sys
 from pathlib import Path
 
@@ -21,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from implicit_jax.engine import checkpoints, cli, data, plots
-from experiments import ROOT, energy_analysis, records, tables
+from implicit_jax.engine import cli, data, plots
+from experiments import ROOT, energy_analysis, records
 
 
 def cross_hessian(energy_fn, y, mask):
@@ -103,26 +101,23 @@ def main(argv=None):
   parser.add_argument('--at', default='pred', choices=('pred', 'gold'))
   parser.add_argument('--max_sentences', type=int, default=0, help='0 = every sentence of the split')
   parser.add_argument('--out_dir', default=str(ROOT / 'docs' / 'tagging'))
-  args = parser.parse_args(argv)
-  run = checkpoints.load_trained(args.workdir, {'data.data_dir': args.data_dir} if args.data_dir else None)
-  if run.config.task != 'tagging' or 'energy' not in run.modules or 'phi' not in run.params:
-    parser.error(f'--workdir: the run in {args.workdir} (task {run.config.task!r}, method {run.config.method!r}) is '
-                 'not a tagging run with an energy: train one with --config.method=implicit (or crf, spen, ...)')
+  args, run = energy_analysis.parse_run(parser, 'energy', argv)
+  if run.config.task != 'tagging':
+    parser.error(f'--workdir: the run in {args.workdir} is of task {run.config.task!r}, not a tagging run')
   if args.split not in run.task.splits:
     parser.error(f'--split={args.split!r}: the task has splits {sorted(run.task.splits)}')
   result = analyse(run, args.split, args.at, args.max_sentences)
-  method = run.config.method + (f'-{run.config.implicit.primary_loss}' if run.config.method == 'implicit' else '')
+  method = energy_analysis.system(run.config)
   dataset, out_dir = run.task.name, Path(args.out_dir)
   figure(result, run.task.names.get('y') or [str(k) for k in range(run.task.space.units)],
          f'{dataset}, {method}: Pearson r = {result["pearson"]:+.3f}, Spearman rho = {result["spearman"]:+.3f} '
          f'({args.split}, at {args.at}, {result["pairs"]} token pairs)', out_dir / f'cross_hessian_{dataset}.png')
-  command = shlex.join(['python', sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
   score = (run.metrics or {}).get(f'test_{run.task.evaluator.select}')
   check = ('' if 'max_abs_diff_to_W' not in result else 'Check: the energy is Eq. 7, whose cross-Hessian is its '
            'transition matrix W everywhere; the autodiff average differs from W by at most '
            f'{result["max_abs_diff_to_W"]:.1e}.')
-  text = tables.render((tables.PAGES / 'cross_hessian.md').read_text(encoding='utf-8'), {
-      **result, 'dataset': dataset, 'method': method, 'command': records.portable(command, workdir='WORKDIR'),
+  text = energy_analysis.page('cross_hessian.md', {
+      **result, 'dataset': dataset, 'method': method, 'command': energy_analysis.made_by(argv),
       'date': f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}', 'seed': run.config.seed,
       'score': '' if score is None else f', test {run.task.evaluator.select} {score:.4f}', 'split': args.split,
       'at': 'A_theta(x)' if args.at == 'pred' else 'the gold tags', 'entries': result['hessian'].size, 'check': check})

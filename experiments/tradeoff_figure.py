@@ -17,7 +17,7 @@ import numpy as np
 
 from implicit_jax.engine import cli, plots
 import experiments
-from experiments import compare_methods, records, tables
+from experiments import compare_methods, energy_analysis, records
 
 DOCS = experiments.ROOT / 'docs'
 # family -> (title, dev key, [(folder, file name prefix of its records)])
@@ -47,7 +47,7 @@ def system_of(name: str, family: str) -> str | None:
 
 
 def points(family: str) -> dict:
-  """System -> [(dev score x 100, training seconds)] of its records."""
+  """System -> [(dev score x 100, training seconds)]."""
   _, key, sources = FAMILIES[family]
   runs = {}
   for folder, prefix in sources:
@@ -86,10 +86,8 @@ def draw(family: str, runs: dict, out) -> str:
   ax.grid(True, alpha=0.3)
   fig.tight_layout()
   fig.savefig(out.with_suffix('.png'), dpi=110)
-  text = tables.render((tables.PAGES / 'tradeoff.md').read_text(encoding='utf-8'),
-                       {'title': title, 'family': family, 'date': datetime.date.today(), 'rows': '\n'.join(rows)})
-  records.write_page(out.with_suffix('.md'), text)
-  return text
+  return energy_analysis.page('tradeoff.md', {'title': title, 'family': family, 'date': datetime.date.today(),
+                                              'rows': '\n'.join(rows)}, out.with_suffix('.md'))
 
 
 def main():

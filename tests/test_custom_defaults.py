@@ -54,7 +54,7 @@ def test_configs_custom_holds_the_choice_of_the_committed_records():
     flat = config_lib.flatten(config.to_dict())
     variant, epochs = custom_defaults.CUSTOM[method]
     assert config.num_epochs == epochs and config.method == method
-    assert all(flat[k] == v for k, v in custom_defaults.CUSTOM_GRID[variant].items()), variant
+    assert all(flat[k] == v for k, v in custom_defaults.VARIANTS[variant].items()), variant
   with pytest.raises(ValueError, match='configs/custom.py:cd: the argument is mbce'):
     config_lib.from_file(ROOT / 'configs' / 'custom.py', arg='cd')
 
@@ -63,7 +63,7 @@ def test_the_tuners_space_holds_every_setting_of_the_grid():
   """The tuner's search (implicit_jax/tune.py, SPACE) covers the dropout and learning rates the grid tried for each
   method, so that a tune can reach every variant the defaults were chosen among."""
   methods = {'mbce': 'feedforward', 'cd': 'implicit'}
-  for variant, settings in custom_defaults.CUSTOM_GRID.items():
+  for variant, settings in custom_defaults.VARIANTS.items():
     space = {key: (kind, bounds) for key, kind, bounds in tune.SPACE[methods[variant.split('-')[0]]]}
     for key, value in settings.items():
       if key in space and space[key][0] in ('log', 'float'):
