@@ -28,7 +28,7 @@ PAGES = Path(__file__).resolve().parent / 'pages'
 # In build order: a page that reads another's records comes after it (README's summary takes the baselines' rows from
 # docs/baselines/runs; the claims ledger reads every family's).
 MODULES = ('reproduce_mlc', 'ablation_mlc', 'compare_methods', 'compare_sklearn', 'custom_defaults', 'sweep',
-           'reproduce_tagging', 'reproduce_cora', 'reproduce_horses', 'rivals', 'claims')
+           'reproduce_tagging', 'reproduce_cora', 'reproduce_horses', 'tradeoff_figure', 'rivals', 'claims')
 
 Groups = dict  # {row key: [records, in file order]}
 

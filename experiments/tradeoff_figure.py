@@ -4,12 +4,13 @@ Usage: python -m experiments.tradeoff_figure [--families mlc,pos,ner,horses,cora
 
 From the committed run records only (each holds its dev score at the selected epoch and its training seconds):
 docs/tradeoff/<family>.png and .md (the points as a table; its text experiments/pages/tradeoff.md, which says what
-the seconds measure). A point is a system's mean over seeds (Cora: draws), its bars the sample standard deviations
+the seconds measure), pages of the table builder (``python -m experiments.tables`` rebuilds them with every other
+page, and tests/test_tables.py holds them to their records). A point is a system's mean over seeds (Cora: draws), its bars the sample standard deviations
 (ddof 1); runs recorded on a GPU, whose seconds measure another machine, are drawn hollow and named "(GPU)".
 """
 
 import argparse
-import datetime
+import functools
 import re
 import sys
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from implicit_jax.engine import cli, plots
 import experiments
-from experiments import compare_methods, energy_analysis, records
+from experiments import compare_methods, records, tables
 
 DOCS = experiments.ROOT / 'docs'
 # family -> (title, dev key, [(folder, file name prefix of its records)])
@@ -46,58 +47,72 @@ def system_of(name: str, family: str) -> str | None:
   return None if family == 'mlc' and name not in MLC_SYSTEMS else name
 
 
-def points(family: str) -> dict:
-  """System -> [(dev score x 100, training seconds)]."""
-  _, key, sources = FAMILIES[family]
-  runs = {}
-  for folder, prefix in sources:
-    for path in sorted(folder.glob(f'{prefix}*.json')):
-      system = system_of(path.stem[len(prefix):], family)
-      record = records.load(path) if system else {}
-      if key not in record:
-        continue
-      if records.device_of(record) == 'gpu':
-        system += ' (GPU)'  # seconds of another machine: drawn hollow, never compared with the CPU points
-      runs.setdefault(system, []).append((100 * record[key], record['train_seconds']))
-  return runs
+def key_of(family: str):
+  """A family page's ``Table.key``: a record's system (``(GPU)`` added for a run recorded on a GPU, whose seconds
+  measure another machine: drawn hollow, never compared with the CPU points), None for one left out."""
+  _, dev_key, sources = FAMILIES[family]
+  prefixes = {folder: prefix for folder, prefix in sources}
+
+  def key(path, record):
+    prefix = prefixes.get(path.parent)
+    system = system_of(path.stem[len(prefix):], family) if prefix is not None else None
+    if not system or dev_key not in record:
+      return None
+    return system + (' (GPU)' if records.device_of(record) == 'gpu' else '')
+  return key
 
 
 def spread(values) -> float:
   return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
-def draw(family: str, runs: dict, out) -> str:
+def points(family: str, groups) -> dict:
+  """System -> (dev scores x 100, training seconds), in the systems' order."""
+  key = FAMILIES[family][1]
+  return {system: (np.array([100 * r[key] for r in rs]), np.array([r['train_seconds'] for r in rs]))
+          for system, rs in sorted(groups.items())}
+
+
+def fields(family: str, groups) -> dict:
+  rows = [f'| {system} | {len(dev)} | {dev.mean():.2f} ± {spread(dev):.2f} | {secs.mean():.0f} ± {spread(secs):.0f} |'
+          for system, (dev, secs) in points(family, groups).items()]
+  return {'title': FAMILIES[family][0], 'family': family, 'rows': '\n'.join(rows)}
+
+
+def draw(family: str, groups) -> None:
+  """docs/tradeoff/<family>.png: each system's dev score against its seconds."""
   title = FAMILIES[family][0]
   fig = plots.import_figure()(figsize=(8, 5.5))
   ax = fig.subplots()
-  rows = []
-  for system, values in sorted(runs.items()):
-    dev, secs = np.array(values).T
+  for system, (dev, secs) in points(family, groups).items():
     default = system.split(' ')[0] == DEFAULT_ROW.get(family, 'implicit-cd')
     color = 'tab:red' if default else ('tab:orange' if system.startswith('implicit') else 'tab:blue')
     ax.errorbar(secs.mean(), dev.mean(), xerr=spread(secs), yerr=spread(dev), fmt='o', color=color, capsize=2,
                 mfc='none' if system.endswith('(GPU)') else color)
     ax.annotate(system, (secs.mean(), dev.mean()), textcoords='offset points', xytext=(4, 3), fontsize=7)
-    rows.append(f'| {system} | {len(values)} | {dev.mean():.2f} ± {spread(dev):.2f} | '
-                f'{secs.mean():.0f} ± {spread(secs):.0f} |')
   ax.set(xscale='log', xlabel='training seconds per run (log scale; wall time, CPU unless hollow: GPU)',
          ylabel='dev score x 100',
          title=title + '\nred: implicit CD as configured; orange: other implicit rows; blue: rivals')
   ax.grid(True, alpha=0.3)
   fig.tight_layout()
-  fig.savefig(out.with_suffix('.png'), dpi=110)
-  return energy_analysis.page('tradeoff.md', {'title': title, 'family': family, 'date': datetime.date.today(),
-                                              'rows': '\n'.join(rows)}, out.with_suffix('.md'))
+  fig.savefig(DOCS / 'tradeoff' / f'{family}.png', dpi=110)
+
+
+# One page a family, rebuilt with every other page by the table builder (python -m experiments.tables).
+TABLES = [tables.Table(f'tradeoff-{family}', f'docs/tradeoff/{family}.md',
+                       tuple(f'{folder.relative_to(experiments.ROOT)}/{prefix}*.json' for folder, prefix in sources),
+                       functools.partial(fields, family), key=key_of(family), template='tradeoff.md',
+                       command=f'python -m experiments.tradeoff_figure --families={family}',
+                       after=functools.partial(draw, family))
+          for family, (_, _, sources) in FAMILIES.items()]
 
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--families', default=','.join(FAMILIES), type=experiments.names(list(FAMILIES)))
   args = parser.parse_args()
-  (DOCS / 'tradeoff').mkdir(parents=True, exist_ok=True)
   for family in args.families:
-    runs = points(family)
-    print(draw(family, runs, DOCS / 'tradeoff' / family) if runs else f'{family}: no records')
+    print(tables.build(TABLES[list(FAMILIES).index(family)]))
 
 
 if __name__ == '__main__':
