@@ -85,8 +85,7 @@ def predicted(record: dict, data_dir: str | None = None):
 
 
 def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object, object]]:
-  """``[(name, recorded, rescored)]`` of every figure the record's decisions determine; NotRescorable as
-  ``predicted``."""
+  """``[(name, recorded, rescored)]`` of every figure the record's decisions determine."""
   task, relaxed = predicted(record, data_dir)
   evaluator, dev, test = task.evaluator, task.splits['dev'], task.splits['test']
   out = []
@@ -110,10 +109,6 @@ def matches(recorded, rescored, tolerance: float) -> bool:
       return math.isnan(recorded) and math.isnan(rescored)
     return abs(recorded - rescored) <= tolerance
   return recorded == rescored
-
-
-def shown(value) -> str:
-  return f'{value:.10g}' if isinstance(value, float) else str(value)
 
 
 MATCH, MISMATCH, NO_PREDICTIONS, FAILED = 'match', 'mismatch', 'no predictions', 'failed'
@@ -156,9 +151,8 @@ def _read(path: Path) -> dict:
 
 
 def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
-  """Prints the record's figures, recorded against rescored; ``MATCH`` if all match, ``MISMATCH`` if one does
-  not, ``NO_PREDICTIONS`` when the record keeps none, ``FAILED`` (one line printed) when it cannot be read or
-  rescored."""
+  """Prints the record's figures, recorded against rescored; returns ``MATCH``, ``MISMATCH``, ``NO_PREDICTIONS`` or
+  ``FAILED`` (one line printed: it cannot be read or rescored)."""
   head, record = str(path), {}
   try:
     record = _read(path)
@@ -178,7 +172,8 @@ def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
   width = max(len(name) for name, _, _ in rows)
   print(f'  {"figure":{width}}  {"recorded":>16}  {"rescored":>16}')
   for (name, a, b), good in zip(rows, ok):
-    print(f'  {name:{width}}  {shown(a):>16}  {shown(b):>16}  {"ok" if good else "MISMATCH"}')
+    a, b = (f'{v:.10g}' if isinstance(v, float) else str(v) for v in (a, b))
+    print(f'  {name:{width}}  {a:>16}  {b:>16}  {"ok" if good else "MISMATCH"}')
   print(f'  => {sum(ok)} of {len(ok)} figures match (tolerance {tolerance:g})')
   return MATCH if all(ok) else MISMATCH
 

@@ -30,8 +30,7 @@ AT_LEVEL = claims.AT_LEVEL  # points: the ledger's at-level bar, the issue's "wi
 
 
 def published(dataset, system) -> list[tuple[float, str]]:
-  """A row's published numbers [(value, source)]: a multi-label row's in SEAL's Table 1 and the implicit paper's
-  Table 1, a tagging row's as reproduce_tagging.PUBLISHED holds them."""
+  """A row's published numbers [(value, source)]: SEAL's and the implicit paper's Table 1, or tagging's PUBLISHED."""
   if dataset not in compare_methods.DATASETS:
     return [(v, source) for source, v in reproduce_tagging.PUBLISHED[dataset][system].items()]
   implicit = compare_methods.IMPLICIT_PAPER.get(system, {})
