@@ -41,8 +41,7 @@ from pathlib import Path
 import numpy as np
 
 import experiments
-from experiments import compare_methods, records, reproduce_cora, reproduce_horses, reproduce_tagging, rescore
-from experiments import tables
+from experiments import compare_methods, records, reproduce_cora, reproduce_horses, reproduce_tagging, rescore, tables
 from implicit_jax.engine import cli
 
 ROOT = Path(__file__).resolve().parents[1]

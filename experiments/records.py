@@ -24,7 +24,6 @@ from implicit_jax.engine import cli, config as config_lib
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Training diagnostics a record keeps in summary.
 SUMMARISED = ('stationarity', 'cosine', 'explicit_norm', 'implicit_norm', 'residual', 'grad_norm', 'loss_prim',
               'loss_aux')
 
@@ -125,8 +124,7 @@ MADE = ('device', 'machine', 'cpu', 'packages')
 
 
 def stamp(result: dict) -> dict:
-  """``result`` with command, date, and where it was made (the runner's ``provenance``, else this process's); a
-  result without predictions is refused, as its record could not be rescored."""
+  """``result`` with command, date and where it was made; refused without predictions, as it could not be rescored."""
   if not rescorable(result):
     raise ValueError(f'the {result.get("task")} run\'s result holds no predictions (its evaluator keeps no '
                      'decisions): its record could not be rescored')
@@ -190,9 +188,8 @@ _TOP_LEVEL = ('benchmarks', 'configs', 'docs', 'examples', 'experiments', 'impli
 
 
 def portable(text: str, workdir: str | None = None) -> str:
-  """``text`` (a run's command, an override) as docs show it: the shared data as ``DATA_DIR``, a file of the
-  repository (in this checkout or another) relative to it, a scratch ``--workdir`` under /tmp dropped. ``workdir``:
-  for a command whose --workdir is its input (a run it analyses), the placeholder every --workdir becomes."""
+  """``text`` (a command, an override) as docs show it: the shared data as ``DATA_DIR``, a repository file relative,
+  a scratch /tmp ``--workdir`` dropped, or each --workdir as ``workdir`` (for a command that reads a run's)."""
   text = _DATA_FLAG.sub(lambda m: m.group(1) + (DATA_DIR if _SHARED_DATA.match(m.group(2)) else m.group(2)), text)
   if workdir is None:
     text = _SCRATCH_WORKDIR.sub('', text)
@@ -256,8 +253,7 @@ def commands_path(page: Path, section: str = '') -> Path:
 
 
 def write_commands(page: Path, commands, section: str = '', write: bool = True) -> str:
-  """Writes ``command_list(commands)`` to ``commands_path(page, section)`` (unless not ``write``); returns the page's
-  link to it, ``the N commands in [NAME](NAME)`` (``the command in ...`` for one)."""
+  """Writes ``command_list(commands)`` to ``commands_path(page, section)`` if ``write``; returns the page's link."""
   lines = command_list(commands)
   path = commands_path(page, section)
   if write:

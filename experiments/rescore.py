@@ -4,11 +4,10 @@
   python -m experiments.rescore docs/tagging/runs/*.json --data_dir=../shared/data   # a table's records
   python -m experiments.rescore /tmp/implicit_jax/run/metrics.json                   # a workdir's result, the same form
 
-A record holds the dev and test decisions of its best (dev-selected) epoch (``predictions``:
-implicit_jax/engine/predictions.py). Its config rebuilds the task (the data from ``--data_dir`` where the config names
-a data_dir), whose dev and test gold must match the digests the record holds; the decisions, turned back into
+A record holds the dev and test decisions of its best epoch (``predictions``). Its config rebuilds the task (the data
+from ``--data_dir``), whose dev and test gold must match the record's digests; the decisions, turned back into
 predictions (``Evaluator.relaxed``), are scored by the task's own evaluator: the best epoch's dev metrics and every
-final figure (``Evaluator.final``). Prints recorded against rescored, one line per figure. Word vectors are not read
+final figure (``Evaluator.final``), printed beside the recorded ones. Word vectors are not read
 (``model.embeddings='random'``): they set the initial weights and the inputs' vocabulary, never the gold labels or
 the evaluator, so a record whose vectors file this machine lacks is rescored all the same.
 

@@ -24,7 +24,6 @@ BEFORE_SEEDS = (0, 1, 2)
 KNIFE = [('SEAL T1', 'bibtex', 'seal-dynamic regression-h400', 'seal-static regression-h400'),
          ('implicit T3', 'ner', 'implicit-cd', 'bilstm')]
 KNIFE_SEEDS = 20
-# What each row after tried, and why a row was not rerun (experiments/published.toml)
 TEXT = experiments.TEXT['rivals']
 AT_LEVEL = claims.AT_LEVEL  # points: the ledger's at-level bar, the issue's "within 2 points of its published number"
 
@@ -63,7 +62,6 @@ LEDGER_TASKS = {task for table in experiments.TEXT['claims']['tested'] for task 
 
 
 def afters(dataset, system) -> list[str]:
-  """The stems of the rows tried in a row's place."""
   return [stem(dataset, alt) for alt in claims.DEV_ALTERNATIVES.get(system, ())]
 
 

@@ -1,9 +1,7 @@
 """The README's summary table: for each task, the best implicit row against the best rival, from the records.
 
-Each reproduce script, when it rebuilds its tables, writes its family's rows (``row``) into README.md's
-``<!-- results:summary -->`` block with ``update``, which keeps the other families' rows. The best row of each side
-is the one with the highest mean dev score (the families' selection metric) among the rows run on at least
-``MIN_RUNS`` seeds: choosing on test would flatter both sides.
+Each family's tables write its rows (``update``). The best row of each side is the one with the highest mean dev
+score among the rows run on at least ``MIN_RUNS`` seeds: choosing on test would flatter both sides.
 """
 
 from __future__ import annotations
@@ -53,7 +51,7 @@ def score(runs, test_key: str, extra: str = '') -> str:
 
 def row(family: str, task: str, implicit: tuple, rival: tuple, test_key: str, published: str,
         extra: str = '') -> str:
-  """One table row; ``implicit`` and ``rival`` are ``(config name or records.recipe's cell, [records])``."""
+  """One table row; ``implicit`` and ``rival``: ``(config name or records.recipe's cell, [records])``."""
   cells = [FAMILIES[family], task]
   for config, runs in (implicit, rival):
     cells += [config if '`' in config else f'`{config}`', score(runs, test_key, extra)] if runs else ['–', '–']
