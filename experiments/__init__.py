@@ -44,9 +44,8 @@ def sweeps(family: str) -> dict:
 
 
 def row_config(name: str, values: dict | None = None):
-  """The config a run of row ``name`` (``configs/<file>.py[:<arg>]``, as the tables name it) trains: the file's
-  ``get_config(arg)``, named in ``config_file`` where an argument picks a row, with ``values`` (flattened keys:
-  ``seed``, ``data.data_dir``) set after."""
+  """Row ``name``'s config (``configs/<file>.py[:<arg>]``): ``get_config(arg)``, named in ``config_file`` where an
+  argument picks a row, then ``values`` (flattened keys: ``seed``, ``data.data_dir``) set."""
   from implicit_jax.engine import config as config_lib  # pylint: disable=import-outside-toplevel
   path, _, arg = name.partition(':')
   config = config_lib.from_file(ROOT / path, arg=arg or None)
@@ -112,7 +111,7 @@ seeds = integers  # --seeds' type
 
 
 def chosen_variants(parser: argparse.ArgumentParser, only: str, variants) -> list[str]:
-  """A sweep's ``--only``: the comma-separated variants it names (default: all), an unknown one refused."""
+  """A sweep's ``--only``: the variants it names (default: all), an unknown one refused."""
   chosen = [v for v in only.split(',') if v] or list(variants)
   unknown = [v for v in chosen if v not in variants]
   if unknown:
@@ -145,8 +144,7 @@ def _share(check):
 
 
 def add_runner_flags(parser: argparse.ArgumentParser) -> None:
-  """The flags that make a script's runs at once, as Ray tasks (implicit_jax.runner, implicit_jax.ray_runs); without
-  them the runs are made one after the other in the script's process."""
+  """The flags that make a script's runs at once as Ray tasks; without them, one after the other in its process."""
   from implicit_jax import ray_runs  # pylint: disable=import-outside-toplevel
   group = parser.add_argument_group('runs at once, on Ray (the extra: ' + ray_runs.EXTRA + ')')
   group.add_argument('--ray', action=_OnRay, nargs=0, default=False,

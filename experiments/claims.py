@@ -41,8 +41,7 @@ from pathlib import Path
 import numpy as np
 
 import experiments
-from experiments import compare_methods, records, reproduce_cora, reproduce_horses, reproduce_tagging, rescore
-from experiments import tables
+from experiments import compare_methods, records, reproduce_cora, reproduce_horses, reproduce_tagging, rescore, tables
 from implicit_jax.engine import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,8 +127,8 @@ def _family(table: dict, task: str):
   folder = ROOT / 'docs' / 'tagging' / 'runs'
   tagging_row = lambda s: Row(s, f'configs/{task}.py:{s}',
                               {i: folder / f'{task}-{s}-seed{i}.json' for i in range(10)}, metric, fallback)
-  row = lambda s: dev_chosen([tagging_row(c) for c in (s, *DEV_ALTERNATIVES.get(s, ()))])
   number = lambda s: next(v for source in table['sources'] for k, v in pub[s].items() if k.split(',')[0] == source)
+  row = lambda s: dev_chosen([tagging_row(c) for c in (s, *DEV_ALTERNATIVES.get(s, ()))])
   return row, number, None
 
 
@@ -153,8 +152,7 @@ def dev_chosen(candidates: list[Row]) -> Row:
 
 
 def claims() -> list[Claim]:
-  """Every comparative claim of the three papers on a task run here (experiments/published.toml, which says why each
-  is one), in the order of the papers' tables; the rows and tasks they do not run are in NOT_RUN."""
+  """Every comparative claim of the three papers on a task run here (experiments/published.toml), in table order."""
   out = []
   for table in experiments.TEXT['claims']['tested']:
     names, why = ROW_NAMES[table['paper']], table.get('no_records', {})
@@ -252,8 +250,7 @@ def _interval(published: float, replicates: np.ndarray) -> dict:
 
 
 def test_claim(claim: Claim, data_dir, rng) -> dict:
-  """Fills ``claim.result``: the paired mean, interval, p-value, seeds agreeing, basis, both verdicts and each row
-  against its own published number."""
+  """``claim.result``: the paired mean, interval, p-value, seeds agreeing, basis, verdicts, rows against their own."""
   rows = (claim.a, claim.b)
   seeds = sorted(set(claim.a.runs) & set(claim.b.runs))
   if not seeds:
@@ -308,12 +305,12 @@ def test_claim(claim: Claim, data_dir, rng) -> dict:
 
 
 def judged(items: list[Claim]) -> list[Claim]:
-  """The claims with an interval: those Holm's correction is taken over."""
+  """The claims with an interval, those Holm's correction is taken over."""
   return [c for c in items if 'p' in c.result]
 
 
 def adjust(items: list[Claim]) -> None:
-  """Sets each judged claim's Holm-adjusted p-value and whether its direction verdict stands after it."""
+  """Sets each judged claim's Holm-adjusted p-value and whether its direction verdict stands."""
   tested = judged(items)
   for c, p in zip(tested, holm([c.result['p'] for c in tested])):
     c.result['holm'] = p
@@ -371,14 +368,12 @@ def at_level(c: Claim) -> bool:
 
 
 def tally(values: list, order=DIRECTIONS, zeros: bool = True) -> str:
-  """How many of ``values`` are each of ``order`` ('3 reproduced, 0 not shown, ...'; without the zeros if not
-  ``zeros``)."""
+  """How many of ``values`` are each of ``order``: '3 reproduced, 0 not shown, ...' (the zeros if ``zeros``)."""
   return ', '.join(f'{values.count(v)} {v}' for v in order if zeros or v in values)
 
 
 def counts(items: list[Claim]) -> dict:
-  """The ledger's verdict counts: both axes among the claims whose two rows run at their published level and among
-  the rest, Holm's effect, and the claims without an interval."""
+  """The ledger's verdict counts: both axes at level and among the rest, Holm's effect, the claims not judged."""
   tested = judged(items)
   level = [c for c in tested if at_level(c)]
   rest = [c for c in tested if not at_level(c)]
@@ -397,8 +392,7 @@ def counts(items: list[Claim]) -> dict:
 
 
 def readings(items: list[Claim], data_dir) -> tuple[list[str], float]:
-  """Each NER / NER+ row of the ledger under both readings, its records' test F1 (x 100) per seed: the table, and the
-  largest change of a seed's F1 between them."""
+  """The table of each NER / NER+ row's test F1 under both readings, and the largest change of a seed's F1."""
   rows = {}
   for c in items:
     for row in (c.a, c.b):
@@ -424,7 +418,7 @@ class LedgerError(Exception):
 
 @functools.cache
 def ledger(data_dir: str = DATA_DIR, seed: int = 0) -> list[Claim]:
-  """Every claim, tested on the committed records (a record that cannot be read or rescored raises, naming it)."""
+  """Every claim, tested on the committed records."""
   items = claims()
   for c in items:
     try:
@@ -458,8 +452,7 @@ def fields(groups) -> dict:  # pylint: disable=unused-argument  # the claims rea
 
 
 def blocks(groups, fields_) -> dict:  # pylint: disable=unused-argument
-  """docs/results.md's claims block (the headline and the table, as the page has them) and README's claims line
-  (experiments/published.toml)."""
+  """docs/results.md's claims block (the page's ledger section) and README's claims line (published.toml)."""
   ledger_section = fields_['page'].split('\n## The ledger\n', 1)[1].split('\n## ', 1)[0]
   body = (f'Rebuilt by `{COMMAND}` on {fields_["date"]} from the committed run records; the method, Holm\'s '
           f'correction and the command list: [claims.md](claims.md).\n{ledger_section}')
@@ -478,9 +471,8 @@ TICKS = (-50, -20, -10, -5, -2, -1, 0, 1, 2, 5, 10, 20, 50, 100)
 
 
 def draw(items: list[Claim], path: Path = FIGURE) -> list[str]:
-  """The ledger as a forest plot, one line per claim with a difference of ours (numbered as in the table): our
-  interval and mean, the published difference, and whether both rows run at their published level. Returns the
-  lines' labels, top to bottom."""
+  """The ledger as a forest plot, one line per claim with a difference of ours (numbered as in the table), against
+  the published difference; returns the lines' labels, top to bottom."""
   import matplotlib  # pylint: disable=import-outside-toplevel
   import matplotlib.ticker  # pylint: disable=import-outside-toplevel
   matplotlib.use('Agg')
@@ -516,13 +508,13 @@ def draw(items: list[Claim], path: Path = FIGURE) -> list[str]:
     ax.grid(axis='x', lw=0.3, alpha=0.5)
     ax.set_title(title, fontsize=8, loc='left')
     ax.tick_params(axis='x', labelsize=7)
-  marks = [plt.Line2D([], [], color='black', marker='o', ms=3.5, label='ours A - B, 95% interval: both rows at '
-                      'their published level'),
-           plt.Line2D([], [], color='tab:orange', marker='o', ms=3.5, label='one row at its published level'),
-           plt.Line2D([], [], color='tab:gray', marker='o', ms=3.5, label='neither (or not comparable)'),
-           plt.Line2D([], [], color='tab:gray', marker='o', mfc='white', ls='', ms=3.5,
-                      label='one seed without kept predictions: no interval'),
-           plt.Line2D([], [], color='tab:red', marker='D', ls='', ms=3.5, label='published A - B')]
+  marks = [plt.Line2D([], [], ms=3.5, **mark) for mark in (
+      {'color': 'black', 'marker': 'o', 'label': 'ours A - B, 95% interval: both rows at their published level'},
+      {'color': 'tab:orange', 'marker': 'o', 'label': 'one row at its published level'},
+      {'color': 'tab:gray', 'marker': 'o', 'label': 'neither (or not comparable)'},
+      {'color': 'tab:gray', 'marker': 'o', 'mfc': 'white', 'ls': '',
+       'label': 'one seed without kept predictions: no interval'},
+      {'color': 'tab:red', 'marker': 'D', 'ls': '', 'label': 'published A - B'})]
   fig.legend(handles=marks, loc='upper center', ncol=2, fontsize=7, frameon=False)
   fig.supxlabel('A - B, points x 100 (symmetric log scale: linear within +-2)', fontsize=8)
   fig.tight_layout(rect=(0, 0, 1, 1 - 0.9 / fig.get_figheight()))
@@ -549,8 +541,7 @@ TABLES = [tables.Table('claims', 'docs/claims.md', ('docs/mlc/runs/*.json', 'doc
 
 
 def knife_edges(ledgers: list[list[Claim]]) -> int:
-  """Prints each claim whose direction verdict (or, for NER, its other reading's) is not the same under every
-  bootstrap seed of ``ledgers``, with how many seeds give each verdict."""
+  """Prints each claim whose direction verdict (or, for NER, its other reading's) changes with the bootstrap seed."""
   edges = 0
   for i, versions in enumerate(zip(*ledgers), 1):
     c = versions[0]

@@ -24,7 +24,6 @@ from implicit_jax.engine import cli, config as config_lib
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Training diagnostics a record keeps in summary.
 SUMMARISED = ('stationarity', 'cosine', 'explicit_norm', 'implicit_norm', 'residual', 'grad_norm', 'loss_prim',
               'loss_aux')
 
@@ -41,8 +40,8 @@ def mean_std(values, scale: float = 100.0, digits: int = 2) -> str:
 
 
 def paired(what: str, other: dict, base: dict, metric: str) -> str | None:
-  """``'- WHAT, paired by seed (METRIC): seed 0 +d0, ...; mean +m, k/n seeds positive.'`` from ``paired_diffs``;
-  None when the ``{seed: value}`` maps share no seed."""
+  """``'- WHAT, paired by seed (METRIC): seed 0 +d0, ...; mean +m, k/n seeds positive.'``; None without common
+  seeds."""
   seeds, diffs = paired_diffs(other, base)
   if not seeds:
     return None
@@ -104,8 +103,7 @@ _KINDS = (('avx512f', 'AVX-512'), ('avx2', 'AVX2'), ('avx', 'AVX'), ('sse4_2', '
 
 
 def cpu_kind(record: dict) -> str | None:
-  """The widest vector set of a record's ``cpu`` ('AVX-512', ...), with its XLA cap ('AVX-512, XLA capped at
-  AVX2'); None for a record made before records named it."""
+  """The widest vector set of a record's ``cpu`` ('AVX-512, XLA capped at AVX2'); None for a record without one."""
   info = record.get('cpu')
   if not info:
     return None
@@ -126,8 +124,7 @@ MADE = ('device', 'machine', 'cpu', 'packages')
 
 
 def stamp(result: dict) -> dict:
-  """``result`` with command, date, and where it was made (the runner's ``provenance``, else this process's); a
-  result without predictions is refused, as its record could not be rescored."""
+  """``result`` with command, date and where it was made; refused without predictions, as it could not be rescored."""
   if not rescorable(result):
     raise ValueError(f'the {result.get("task")} run\'s result holds no predictions (its evaluator keeps no '
                      'decisions): its record could not be rescored')
@@ -163,7 +160,7 @@ def train_summary(train_log) -> dict:
 
 
 def compact(result: dict) -> dict:
-  """The committed form of a run's result (``train_and_evaluate``'s dict plus command, date and device)."""
+  """The committed form of a run's (``stamp``ed) result."""
   record = {k: v for k, v in result.items() if k != 'train_log'}
   if result.get('train_log'):
     record['train_summary'] = train_summary(result['train_log'])
@@ -191,9 +188,8 @@ _TOP_LEVEL = ('benchmarks', 'configs', 'docs', 'examples', 'experiments', 'impli
 
 
 def portable(text: str, workdir: str | None = None) -> str:
-  """``text`` (a run's command, an override) as docs show it: the shared data as ``DATA_DIR``, a file of the
-  repository (in this checkout or another) relative to it, a scratch ``--workdir`` under /tmp dropped. ``workdir``:
-  for a command whose --workdir is its input (a run it analyses), the placeholder every --workdir becomes."""
+  """``text`` (a command, an override) as docs show it: the shared data as ``DATA_DIR``, a repository file relative,
+  a scratch /tmp ``--workdir`` dropped, or each --workdir as ``workdir`` (for a command that reads a run's)."""
   text = _DATA_FLAG.sub(lambda m: m.group(1) + (DATA_DIR if _SHARED_DATA.match(m.group(2)) else m.group(2)), text)
   if workdir is None:
     text = _SCRATCH_WORKDIR.sub('', text)
@@ -251,15 +247,13 @@ def command_list(commands) -> list[str]:
 
 
 def commands_path(page: Path, section: str = '') -> Path:
-  """``<page>.commands.txt`` beside the page, or ``<page>.<section>.commands.txt`` for a section made by other runs
-  (docs/horses.full.commands.txt)."""
+  """``<page>[.<section>].commands.txt`` beside the page (a section by other runs: docs/horses.full.commands.txt)."""
   page = Path(page)
   return page.with_name(f'{page.stem}{"." + section if section else ""}.commands.txt')
 
 
 def write_commands(page: Path, commands, section: str = '', write: bool = True) -> str:
-  """Writes ``command_list(commands)`` to ``commands_path(page, section)`` (unless not ``write``); returns the page's
-  link to it, ``the N commands in [NAME](NAME)`` (``the command in ...`` for one)."""
+  """Writes ``command_list(commands)`` to ``commands_path(page, section)`` if ``write``; returns the page's link."""
   lines = command_list(commands)
   path = commands_path(page, section)
   if write:
@@ -347,8 +341,7 @@ def write_page(path: Path, text: str) -> None:
 
 
 def write_block(path: Path, name: str, body: str) -> None:
-  """Writes ``body`` (``wrap``ped) between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in ``path``,
-  leaving the rest as it is; ValueError where the file lacks the markers."""
+  """Writes ``body`` (``wrap``ped) between ``path``'s ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``."""
   start, end = f'<!-- results:{name} -->', f'<!-- /results:{name} -->'
   text = Path(path).read_text(encoding='utf-8')
   if start not in text or end not in text:
@@ -392,8 +385,7 @@ def _replace(path: Path, text: str) -> None:
 
 
 def load(path: Path) -> dict:
-  """The run record at ``path`` with its per-epoch history read back; ValueError naming the file when it holds
-  JSON that is not an object."""
+  """The run record at ``path``, its history as dicts; ValueError naming the file for JSON that is not an object."""
   record = json.loads(Path(path).read_text())
   if not isinstance(record, dict):
     raise ValueError(f'{path}: not a run record (a JSON {type(record).__name__}, not an object)')

@@ -4,11 +4,10 @@
   python -m experiments.rescore docs/tagging/runs/*.json --data_dir=../shared/data   # a table's records
   python -m experiments.rescore /tmp/implicit_jax/run/metrics.json                   # a workdir's result, the same form
 
-A record holds the dev and test decisions of its best (dev-selected) epoch (``predictions``:
-implicit_jax/engine/predictions.py). Its config rebuilds the task (the data from ``--data_dir`` where the config names
-a data_dir), whose dev and test gold must match the digests the record holds; the decisions, turned back into
+A record holds the dev and test decisions of its best epoch (``predictions``). Its config rebuilds the task (the data
+from ``--data_dir``), whose dev and test gold must match the record's digests; the decisions, turned back into
 predictions (``Evaluator.relaxed``), are scored by the task's own evaluator: the best epoch's dev metrics and every
-final figure (``Evaluator.final``). Prints recorded against rescored, one line per figure. Word vectors are not read
+final figure (``Evaluator.final``), printed beside the recorded ones. Word vectors are not read
 (``model.embeddings='random'``): they set the initial weights and the inputs' vocabulary, never the gold labels or
 the evaluator, so a record whose vectors file this machine lacks is rescored all the same.
 
@@ -85,8 +84,7 @@ def predicted(record: dict, data_dir: str | None = None):
 
 
 def figures(record: dict, data_dir: str | None = None) -> list[tuple[str, object, object]]:
-  """``[(name, recorded, rescored)]`` of every figure the record's decisions determine; NotRescorable as
-  ``predicted``."""
+  """``[(name, recorded, rescored)]`` of every figure the record's decisions determine."""
   task, relaxed = predicted(record, data_dir)
   evaluator, dev, test = task.evaluator, task.splits['dev'], task.splits['test']
   out = []
@@ -110,10 +108,6 @@ def matches(recorded, rescored, tolerance: float) -> bool:
       return math.isnan(recorded) and math.isnan(rescored)
     return abs(recorded - rescored) <= tolerance
   return recorded == rescored
-
-
-def shown(value) -> str:
-  return f'{value:.10g}' if isinstance(value, float) else str(value)
 
 
 MATCH, MISMATCH, NO_PREDICTIONS, FAILED = 'match', 'mismatch', 'no predictions', 'failed'
@@ -156,9 +150,8 @@ def _read(path: Path) -> dict:
 
 
 def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
-  """Prints the record's figures, recorded against rescored; ``MATCH`` if all match, ``MISMATCH`` if one does
-  not, ``NO_PREDICTIONS`` when the record keeps none, ``FAILED`` (one line printed) when it cannot be read or
-  rescored."""
+  """Prints the record's figures, recorded against rescored; returns ``MATCH``, ``MISMATCH``, ``NO_PREDICTIONS`` or
+  ``FAILED`` (one line printed: it cannot be read or rescored)."""
   head, record = str(path), {}
   try:
     record = _read(path)
@@ -178,7 +171,8 @@ def rescore(path: Path, data_dir: str | None, tolerance: float) -> str:
   width = max(len(name) for name, _, _ in rows)
   print(f'  {"figure":{width}}  {"recorded":>16}  {"rescored":>16}')
   for (name, a, b), good in zip(rows, ok):
-    print(f'  {name:{width}}  {shown(a):>16}  {shown(b):>16}  {"ok" if good else "MISMATCH"}')
+    a, b = (f'{v:.10g}' if isinstance(v, float) else str(v) for v in (a, b))
+    print(f'  {name:{width}}  {a:>16}  {b:>16}  {"ok" if good else "MISMATCH"}')
   print(f'  => {sum(ok)} of {len(ok)} figures match (tolerance {tolerance:g})')
   return MATCH if all(ok) else MISMATCH
 

@@ -24,14 +24,12 @@ BEFORE_SEEDS = (0, 1, 2)
 KNIFE = [('SEAL T1', 'bibtex', 'seal-dynamic regression-h400', 'seal-static regression-h400'),
          ('implicit T3', 'ner', 'implicit-cd', 'bilstm')]
 KNIFE_SEEDS = 20
-# What each row after tried, and why a row was not rerun (experiments/published.toml)
 TEXT = experiments.TEXT['rivals']
 AT_LEVEL = claims.AT_LEVEL  # points: the ledger's at-level bar, the issue's "within 2 points of its published number"
 
 
 def published(dataset, system) -> list[tuple[float, str]]:
-  """A row's published numbers [(value, source)]: a multi-label row's in SEAL's Table 1 and the implicit paper's
-  Table 1, a tagging row's as reproduce_tagging.PUBLISHED holds them."""
+  """A row's published numbers [(value, source)]: SEAL's and the implicit paper's Table 1, or tagging's PUBLISHED."""
   if dataset not in compare_methods.DATASETS:
     return [(v, source) for source, v in reproduce_tagging.PUBLISHED[dataset][system].items()]
   implicit = compare_methods.IMPLICIT_PAPER.get(system, {})
@@ -64,7 +62,6 @@ LEDGER_TASKS = {task for table in experiments.TEXT['claims']['tested'] for task 
 
 
 def afters(dataset, system) -> list[str]:
-  """The stems of the rows tried in a row's place."""
   return [stem(dataset, alt) for alt in claims.DEV_ALTERNATIVES.get(system, ())]
 
 

@@ -1,9 +1,7 @@
 """The README's summary table: for each task, the best implicit row against the best rival, from the records.
 
-Each reproduce script, when it rebuilds its tables, writes its family's rows (``row``) into README.md's
-``<!-- results:summary -->`` block with ``update``, which keeps the other families' rows. The best row of each side
-is the one with the highest mean dev score (the families' selection metric) among the rows run on at least
-``MIN_RUNS`` seeds: choosing on test would flatter both sides.
+Each family's tables write its rows (``update``). The best row of each side is the one with the highest mean dev
+score among the rows run on at least ``MIN_RUNS`` seeds: choosing on test would flatter both sides.
 """
 
 from __future__ import annotations
@@ -25,15 +23,13 @@ HEADER = ['| family | task | implicit (best on dev) | test | rival (best on dev)
 
 
 def best(groups: dict, dev_key: str, min_runs: int = MIN_RUNS):
-  """The key of ``groups`` ({row: [records]}) with the highest mean ``dev_key`` among those with at least
-  ``min_runs`` records (None when none has)."""
+  """The row of ``groups`` with the highest mean ``dev_key`` among those with ``min_runs`` records, or None."""
   eligible = {k: np.mean([r[dev_key] for r in rs]) for k, rs in groups.items() if len(rs) >= min_runs}
   return max(eligible, key=eligible.get) if eligible else None
 
 
 def sides(groups: dict, dev_key: str) -> tuple:
-  """``(implicit, rival)``: the ``best`` row among the implicit ones of ``groups`` and among the others, each None
-  where none has ``MIN_RUNS`` records."""
+  """``(implicit, rival)``: the ``best`` of the implicit rows of ``groups`` and of the others."""
   implicit = {k: rs for k, rs in groups.items() if k.startswith('implicit')}
   return best(implicit, dev_key), best({k: rs for k, rs in groups.items() if k not in implicit}, dev_key)
 
@@ -55,7 +51,7 @@ def score(runs, test_key: str, extra: str = '') -> str:
 
 def row(family: str, task: str, implicit: tuple, rival: tuple, test_key: str, published: str,
         extra: str = '') -> str:
-  """One table row; ``implicit`` and ``rival`` are ``(config name or records.recipe's cell, [records])``."""
+  """One table row; ``implicit`` and ``rival``: ``(config name or records.recipe's cell, [records])``."""
   cells = [FAMILIES[family], task]
   for config, runs in (implicit, rival):
     cells += [config if '`' in config else f'`{config}`', score(runs, test_key, extra)] if runs else ['–', '–']
@@ -63,8 +59,7 @@ def row(family: str, task: str, implicit: tuple, rival: tuple, test_key: str, pu
 
 
 def update(readme: Path, family: str, rows: list[str]) -> None:
-  """Replaces ``family``'s rows in README.md's summary block (nothing without its markers), keeping the other
-  families' rows, in ``FAMILIES`` order."""
+  """Replaces ``family``'s rows in README.md's summary block (if any), the others kept, in ``FAMILIES`` order."""
   text = readme.read_text(encoding='utf-8')
   if START not in text:
     return

@@ -1,10 +1,7 @@
 r"""The table builder: every results page of docs/, its command list and the blocks it copies into docs/results.md
-and README.md, from the committed run records and a family's short description, a ``Table``: where its records are
-and which row each is (``runs``, ``key``), its template (``pages/<name>.md``: markdown as the page shows it, its
-paragraphs wrapped anywhere, ``{name}`` a field its ``fields`` fills, ``{{`` a brace; a line that is one field alone
-stays a block of its own) and what it copies elsewhere (``blocks``, ``summary``). ``build`` does the rest alike for
-every page; a page of several sections, each from records of its own (docs/horses.md), lists the later ones as
-``parts``.
+and README.md, from the committed run records and a family's ``Table``. A template (``pages/<name>.md``) is markdown
+as the page shows it, its paragraphs wrapped anywhere, ``{name}`` a field, ``{{`` a brace; a line that is one field
+alone stays a block of its own.
 
   python -m experiments.tables                 # every page, from the committed records
   python -m experiments.tables mlc baselines   # some of them (the names: --list)
@@ -64,7 +61,7 @@ class Table:
   parts: tuple[Table, ...] = ()
 
   def load(self) -> Groups:
-    """The records of ``runs``, grouped by ``key`` (records whose key is None dropped)."""
+    """The records of ``runs``, grouped by ``key``."""
     groups = {}
     for path in sorted({Path(p) for pattern in self.runs for p in glob.glob(str(ROOT / pattern))}):
       record = records.load(path)
@@ -74,8 +71,7 @@ class Table:
     return groups
 
   def text(self, groups: Groups, write: bool = True) -> tuple[str, dict]:
-    """The page's text, its parts' after its own, and the fields it was filled with; ``write``: the command lists
-    beside it too."""
+    """The page's text (its parts' after its own) and its fields; ``write``: the command lists beside it too."""
     commands = (r.get('command') for rs in groups.values() for r in rs)
     fields = {'date': datetime.date.today(), 'command': self.command, 'spread': records.spread(),
               'recipe_note': records.RECIPE_NOTE,
