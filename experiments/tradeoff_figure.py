@@ -3,10 +3,11 @@ r"""Dev score against training seconds, every method of a task family one point:
 Usage: python -m experiments.tradeoff_figure [--families mlc,pos,ner,horses,cora]
 
 From the committed run records only (each holds its dev score at the selected epoch and its training seconds):
-docs/tradeoff/<family>.png and .md (the points as a table; its text experiments/pages/tradeoff.md, which says what
-the seconds measure), pages of the table builder (``python -m experiments.tables`` rebuilds them with every other
-page, and tests/test_tables.py holds them to their records). A point is a system's mean over seeds (Cora: draws), its bars the sample standard deviations
-(ddof 1); runs recorded on a GPU, whose seconds measure another machine, are drawn hollow and named "(GPU)".
+docs/tradeoff/<family>.png and .md (the points as a table; its text experiments/pages/tradeoff.md, which says what the
+seconds measure), pages of the table builder (``python -m experiments.tables`` rebuilds them with every other page,
+and tests/test_tables.py holds them to their records). A point is a system's mean over seeds (Cora: draws), its bars
+the sample standard deviations (ddof 1); runs recorded on a GPU, whose seconds measure another machine, are drawn
+hollow and named "(GPU)".
 """
 
 import argparse
