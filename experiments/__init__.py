@@ -110,12 +110,12 @@ def integers(text: str) -> list[int]:
 seeds = integers  # --seeds' type
 
 
-def chosen_variants(parser: argparse.ArgumentParser, only: str, variants) -> list[str]:
-  """A sweep's ``--only``: the variants it names (default: all), an unknown one refused."""
+def chosen_variants(args: argparse.Namespace, only: str, variants) -> list[str]:
+  """A sweep's ``--only``: the variants it names (default: all), an unknown one refused (``args``: ``parse``'s)."""
   chosen = [v for v in only.split(',') if v] or list(variants)
   unknown = [v for v in chosen if v not in variants]
   if unknown:
-    parser.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
+    args.error(f'--only: unknown variants {unknown}; choose from {list(variants)}')
   return chosen
 
 

@@ -145,9 +145,7 @@ def main():
         if out.exists():
           continue
         r = run_one(name, args.data_dir, seed)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.with_suffix('.json.tmp').write_text(json.dumps(r, indent=2) + '\n')
-        out.with_suffix('.json.tmp').replace(out)
+        records.write_file(out, json.dumps(r, indent=2) + '\n')
         print(f'{name} seed {seed}: MBCE {r["mbce"]["test_f1"]:.4f} @0.5 ({r["mbce"]["test_f1_tuned"]:.4f} tuned); '
               f'never {(r["never"] or {}).get("test_f1", float("nan")):.4f}; BR-logistic {r["br"]["test_f1"]:.4f} '
               f'@0.5 ({r["br"]["test_f1_tuned"]:.4f} tuned, {r["br"]["seconds"]:.0f}s)', flush=True)

@@ -16,7 +16,7 @@ import numpy as np
 from implicit_jax import tasks
 from implicit_jax.engine import cli
 import experiments
-from experiments import ROOT, compare_sklearn, energy_analysis, records
+from experiments import ROOT, compare_sklearn, records, tables
 
 
 def row(run: str, setting: float, result: dict) -> str:
@@ -43,7 +43,7 @@ def main():
     record = records.load(path)
     if 'example_f1_empty0' in record['test_at_0.5']:
       rows.append(row(f'record {path.stem}', record['config']['data'].get('empty_f1', 1.0), record))
-  print(energy_analysis.page('empty_f1.md', {
+  print(tables.page('empty_f1.md', {
       'command': records.portable('python ' + ' '.join(sys.argv)), 'date': datetime.date.today(),
       'empty': int(np.sum(~gold.any(axis=1))), 'rows': len(gold), 'table': '\n'.join(rows)},
       None if args.out == '-' else args.out))

@@ -63,14 +63,6 @@ def config_row(config, before: str = '', after: str = '') -> str:
   return f'{before}row `{config.config_file}`{after}' if config.get('config_file') else ''
 
 
-def page(template: str, fields: dict, path=None) -> str:
-  """experiments/pages/``template`` filled with ``fields``, written to ``path`` (a page of docs/) unless None."""
-  text = tables.render((tables.PAGES / template).read_text(encoding='utf-8'), fields)
-  if path is not None:
-    records.write_page(path, text)
-  return text
-
-
 def correlations_table(results: dict) -> str:
   lines = ['| Hessian of -E taken at | co-occurrence | Pearson r | Spearman rho | pairs |', '|---|---|---|---|---|']
   for at, by_norm in results.items():
@@ -120,7 +112,7 @@ def main():
   about_run = (f'test example-F1 {metrics["test_f1"]:.4f} at 0.5, {metrics["test_f1_tuned"]:.4f} at the dev-tuned '
                f'threshold, best dev epoch {metrics["best_epoch"]}; its config is `run_config` in the JSON beside this '
                'file.' if metrics else 'unfinished (no metrics.json).')
-  page('energy_analysis.md', {
+  tables.page('energy_analysis.md', {
       'task': run.task.name, 'system': name, 'command': made_by(), 'date': record['date'], 'split': args.split,
       'examples': x.shape[0], 'labels': y.shape[1], 'run': about_run, 'table': correlations_table(results),
       'at': args.at, 'figure': out.name}, stem.with_suffix('.md'))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from implicit_jax.engine import cli, config as config_lib
+from implicit_jax.engine import cli, config as config_lib, workdir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -373,15 +373,14 @@ def write(path: Path, result: dict) -> None:
     body = ',\n'.join('      ' + json.dumps(row) for row in rows['rows'])
     text = (text[:-2] + ',\n  "history": {\n    "columns": ' + json.dumps(rows['columns']) + ',\n    "rows": [\n'
             + body + ('\n' if body else '') + '    ]\n  }\n}')
-  _replace(path, portable_record(text) + '\n')
+  write_file(path, portable_record(text) + '\n')
   assert json.loads(path.read_text())['config'].keys() == record['config'].keys()
 
 
-def _replace(path: Path, text: str) -> None:
+def write_file(path: Path, text: str) -> None:
+  """Writes ``text`` to ``path`` atomically (``workdir.write_text``), its folder made if need be."""
   path.parent.mkdir(parents=True, exist_ok=True)
-  tmp = path.with_suffix(path.suffix + '.tmp')
-  tmp.write_text(text)
-  tmp.replace(path)
+  workdir.write_text(str(path), text)
 
 
 def load(path: Path) -> dict:
@@ -502,7 +501,7 @@ def main() -> int:
     if portable_record(text) != text:
       changed.append(path.relative_to(ROOT))
       if not args.check:
-        _replace(path, portable_record(text))
+        write_file(path, portable_record(text))
   print(f'{len(changed)} records {"name a machine path" if args.check else "rewritten"}'
         + ''.join(f'\n  {p}' for p in changed[:20]) + ('\n  ...' if len(changed) > 20 else ''))
   return 1 if args.check and changed else 0

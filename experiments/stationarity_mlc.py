@@ -26,7 +26,8 @@ from implicit_jax import bilevel
 from implicit_jax.engine import cli, data, plots
 from implicit_jax.methods import implicit
 import experiments
-from experiments.energy_analysis import config_row, made_by, page, parse_run, run_parser
+from experiments import tables
+from experiments.energy_analysis import config_row, made_by, parse_run, run_parser
 
 
 def measures(diagnostics, g=None, ref=None) -> tuple:
@@ -98,7 +99,7 @@ def main():
     method = (f'{cfg.inner_optimizer.name} at {cfg.inner_optimizer.learning_rate:g}, its state warmed by '
               f'{args.warmup} steps on other batches')
   out = Path(args.out)
-  text = page('stationarity.md', {
+  text = tables.page('stationarity.md', {
       'command': made_by(), 'date': datetime.date.today(), 'backend': jax.default_backend(), 'task': task.name,
       'row': config_row(config, before=', '), 'method': config.method, 'loss': cfg.primary_loss,
       'hidden': tuple(config.model.inference_hidden), 'inner': f'{problem}, its optimiser {method}',

@@ -75,7 +75,7 @@ def main():
   args = experiments.parse(__doc__, {'--sweep': {'required': True, 'choices': sorted(SWEEPS)},
                                      '--only': {'default': '', 'help': 'comma-separated variants (default: all)'},
                                      '--seeds': {'default': '0', 'type': experiments.seeds}})
-  chosen = experiments.chosen_variants(args, args.only, SWEEPS[args.sweep][1])  # args.error: the parser's
+  chosen = experiments.chosen_variants(args, args.only, SWEEPS[args.sweep][1])
   if not args.table_only:
     experiments.run([run_of(args.sweep, variant, seed, args) for seed in args.seeds for variant in chosen], args)
   print(tables.build(next(t for t in TABLES if t.name == args.sweep)))

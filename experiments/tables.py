@@ -111,6 +111,15 @@ def build(table: Table, write: bool = True) -> str:
   return text
 
 
+def page(template: str, fields: dict, path=None) -> str:
+  """pages/``template`` filled with ``fields`` (``render``), written to ``path`` (a page of docs/) unless None: a page
+  that is not a ``Table``'s (an analysis of a trained run)."""
+  text = render((PAGES / template).read_text(encoding='utf-8'), fields)
+  if path is not None:
+    records.write_page(path, text)
+  return text
+
+
 def render(template: str, fields: dict) -> str:
   """``template`` with its paragraphs joined into one line each (``records.unwrap``) and its ``{fields}`` filled."""
   return records.unwrap(template).format_map(fields)

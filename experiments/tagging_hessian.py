@@ -20,7 +20,7 @@ import numpy as np
 import scipy.stats
 
 from implicit_jax.engine import cli, data, plots
-from experiments import ROOT, energy_analysis, records
+from experiments import ROOT, energy_analysis, records, tables
 
 
 def cross_hessian(energy_fn, y, mask):
@@ -116,7 +116,7 @@ def main(argv=None):
   check = ('' if 'max_abs_diff_to_W' not in result else 'Check: the energy is Eq. 7, whose cross-Hessian is its '
            'transition matrix W everywhere; the autodiff average differs from W by at most '
            f'{result["max_abs_diff_to_W"]:.1e}.')
-  text = energy_analysis.page('cross_hessian.md', {
+  text = tables.page('cross_hessian.md', {
       **result, 'dataset': dataset, 'method': method, 'command': energy_analysis.made_by(argv),
       'date': f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}', 'seed': run.config.seed,
       'score': '' if score is None else f', test {run.task.evaluator.select} {score:.4f}', 'split': args.split,
