@@ -31,7 +31,8 @@ from experiments import records, summary, tables  # pylint: disable=wrong-import
 ROOT = records.ROOT
 # configs/pos.py's rows, for every dataset: system -> (label, config overrides), in table order; TRIED_ON: the rows
 # tried on some datasets only.
-SYSTEMS, TRIED_ON = experiments.config_rows('pos').SYSTEMS, experiments.config_rows('pos').TRIED_ON
+_ROWS = experiments.config_rows('pos')  # the file run once
+SYSTEMS, TRIED_ON = _ROWS.SYSTEMS, _ROWS.TRIED_ON
 # Runs of the implicit rows' design until 2026-11-26 (five inner steps at 1e-3, normal_cg with 5 iterations: 11
 # HVPs, the term on every step), no paper's system: no config holds that design any more, so each record is its own
 # recipe. The tables set them apart and pair each with its row of today's design. name -> (label, today's row).
