@@ -2,10 +2,8 @@ r"""How much the empty-set F1 convention moves delicious's example F1.
 
 Usage: python -m experiments.empty_f1 --data_dir=../shared/data [--seeds=0] [--out docs/empty_f1.md | -]
 
-An example whose gold label set and prediction are both empty scores 1 under SPEN's and InfNet's convention
-(``data.empty_f1=1.0``, the default) and 0 under scikit-learn's ``f1_score(average='samples')``, which DVN's and
-SEAL's code use; delicious has test rows with no label. Trains MBCE per seed under each convention (which also steers
-selection and threshold tuning), scores it under both, beside every committed delicious record that carries both.
+Trains MBCE per seed under each ``data.empty_f1`` convention (it also steers selection and threshold tuning), scores
+it under both, beside every committed delicious record that carries both (the conventions: pages/empty_f1.md).
 """
 
 import datetime

@@ -5,10 +5,8 @@ Usage:
       [--out=docs/energy_analysis/bibtex_hessian_vs_cooccurrence.png] [--split=train] [--at=gold|predicted]
       [--data_dir=DIR] [--batch_size=128] [--save_matrices]
 
-At the run's best-on-dev parameters, the split's mean score Hessian -d^2E/dy^2 (lower energy = better, so labels
-that co-occur should interact positively), at the gold labels and at the relaxed predictions A_theta(x), against the
-labels' co-occurrence, diagonals removed. Writes beside --out (the figure, of the Hessian at --at) <stem>.json and
-<stem>.md with the correlations under three co-occurrence normalisations; <stem>_training_curves.png when the run
+The method: experiments/pages/energy_analysis.md. Writes beside --out (the figure, of the Hessian at --at) <stem>.json
+and <stem>.md with the correlations under three co-occurrence normalisations; <stem>_training_curves.png when the run
 finished; <stem>.npz, the matrices, under --save_matrices. Here too: the helpers of the other analyses of a run.
 """
 
@@ -25,24 +23,23 @@ from implicit_jax.engine import checkpoints, cli, config as config_lib, data, pl
 from implicit_jax.tasks.mlc import analysis
 from experiments import ROOT, records, tables
 
-def run_parser(doc: str, workdir_help: str) -> argparse.ArgumentParser:
-  """The flags of every analysis of a trained run: --workdir (the run) and --data_dir."""
+
+def parse_run(doc: str, workdir_help: str, flags: dict, needs: str = 'implicit', argv=None):
+  """The flags (--workdir, --data_dir, ``flags``: {flag: add_argument's keywords}) and --workdir's run at its
+  best-on-dev parameters, on --data_dir's data, refused where it lacks what the analysis ``needs``."""
   parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument('--workdir', required=True, help=workdir_help)
   parser.add_argument('--data_dir', default=None, help='override the run config\'s data.data_dir')
-  return parser
-
-
-def parse_run(parser: argparse.ArgumentParser, needs: str = 'implicit', argv=None):
-  """The flags and --workdir's run at its best-on-dev parameters, on --data_dir's data; a run without what the
-  analysis ``needs`` (method implicit, or an energy network) is refused as the flag's error."""
+  for flag, keywords in flags.items():
+    parser.add_argument(flag, **keywords)
   args = parser.parse_args(argv)
+  args.error = parser.error
   run = checkpoints.load_trained(args.workdir, {'data.data_dir': args.data_dir} if args.data_dir else None)
   ok, wanted = ((run.config.method == 'implicit', 'method=implicit') if needs == 'implicit' else
                 ('energy' in (run.modules or {}) and 'phi' in run.params, 'an energy (method implicit, crf, spen ...)'))
   if not ok:
-    parser.error(f'--workdir: {args.workdir} holds a {run.config.method!r} run of task {run.config.task!r}; this '
-                 f'analysis needs {wanted}')
+    args.error(f'--workdir: {args.workdir} holds a {run.config.method!r} run of task {run.config.task!r}; this '
+               f'analysis needs {wanted}')
   return args, run
 
 
@@ -57,53 +54,37 @@ def system(config) -> str:
   return config.method + (f'-{config.implicit.primary_loss}' if config.method == 'implicit' else '')
 
 
-def config_row(config, before: str = '', after: str = '') -> str:
-  """'row `configs/...`' between ``before`` and ``after`` when the run names the config (and row) it was made from,
-  else ''."""
-  return f'{before}row `{config.config_file}`{after}' if config.get('config_file') else ''
-
-
-def correlations_table(results: dict) -> str:
-  lines = ['| Hessian of -E taken at | co-occurrence | Pearson r | Spearman rho | pairs |', '|---|---|---|---|---|']
-  for at, by_norm in results.items():
-    for norm, c in by_norm.items():
-      lines.append(f'| {at} | {norm} | {c["pearson"]:+.3f} (p={c["pearson_p"]:.1e}) | '
-                   f'{c["spearman"]:+.3f} (p={c["spearman_p"]:.1e}) | {c["n"]} |')
-  return '\n'.join(lines)
-
-
 def main():
-  parser = run_parser(__doc__, 'training workdir of a run with an energy (method implicit)')
-  parser.add_argument('--out', default=None, help='figure path (png); default '
-                      'docs/energy_analysis/<task>_hessian_vs_cooccurrence.png')
-  parser.add_argument('--split', default='train', choices=data.SPLITS, help='split whose examples and labels are used')
-  parser.add_argument('--at', default='gold', choices=('gold', 'predicted'),
-                      help='Hessian drawn in the figure: at the gold labels or at the relaxed predictions')
-  parser.add_argument('--batch_size', type=int, default=128, help='examples per Hessian batch (memory ~ B L^2)')
-  parser.add_argument('--save_matrices', action='store_true', help='also write <stem>.npz with the matrices')
-  args, run = parse_run(parser, needs='energy')
+  args, run = parse_run(__doc__, 'training workdir of a run with an energy (method implicit)', {
+      '--out': {'help': 'figure path (png); default docs/energy_analysis/<task>_hessian_vs_cooccurrence.png'},
+      '--split': {'default': 'train', 'choices': data.SPLITS, 'help': 'split whose examples and labels are used'},
+      '--at': {'default': 'gold', 'choices': ('gold', 'predicted'),
+               'help': 'Hessian drawn in the figure: at the gold labels or at the relaxed predictions'},
+      '--batch_size': {'type': int, 'default': 128, 'help': 'examples per Hessian batch (memory ~ B L^2)'},
+      '--save_matrices': {'action': 'store_true', 'help': 'also write <stem>.npz with the matrices'}}, needs='energy')
   metrics, name = run.metrics, system(run.config)
   x, y = (np.asarray(run.task.splits[args.split][k]) for k in ('x', 'y'))
   out = Path(args.out or ROOT / 'docs' / 'energy_analysis' / f'{run.task.name}_hessian_vs_cooccurrence.png')
   stem = out.with_suffix('')
 
-  points = {'gold': y, 'predicted': np.asarray(run.predict(x), np.float32)}
   scores = {at: -analysis.energy_hessian_y(run.modules['energy'].apply, run.params['phi'], x, y_at, args.batch_size)
-            for at, y_at in points.items()}  # score = -E
+            for at, y_at in (('gold', y), ('predicted', np.asarray(run.predict(x), np.float32)))}  # score = -E
   # The first normalisation is the figure's and the headline number's.
   coocs = {norm: analysis.label_cooccurrence(y, norm) for norm in ('correlation', 'npmi', 'frequency')}
   results = {at: {norm: analysis.offdiagonal_correlation(scores[at], c) for norm, c in coocs.items()}
              for at in scores}
+  table = '\n'.join(['| Hessian of -E taken at | co-occurrence | Pearson r | Spearman rho | pairs |',
+                     '|---|---|---|---|---|', *(f'| {at} | {norm} | {c["pearson"]:+.3f} (p={c["pearson_p"]:.1e}) | '
+                                                f'{c["spearman"]:+.3f} (p={c["spearman_p"]:.1e}) | {c["n"]} |'
+                                                for at in results for norm, c in results[at].items())])
   record = {
       'command': 'python ' + shlex.join(sys.argv), 'date': datetime.datetime.now().isoformat(timespec='seconds'),
-      'workdir': os.path.abspath(args.workdir), 'task': run.task.name, 'system': name,
-      'split': args.split, 'num_examples': int(x.shape[0]), 'num_labels': int(y.shape[1]),
-      'figure': str(out), 'figure_hessian_at': args.at,
+      'workdir': os.path.abspath(args.workdir), 'task': run.task.name, 'system': name, 'split': args.split,
+      'num_examples': int(x.shape[0]), 'num_labels': int(y.shape[1]), 'figure': str(out), 'figure_hessian_at': args.at,
       'sign': 'score Hessian -d2E/dy_i dy_j (lower energy = better); positive = labels reinforce each other',
       'cooccurrence': 'correlation = phi coefficient of the 0/1 label columns (figure); npmi; frequency = P(i, j)',
       'diagonal': 'excluded from the correlations (each symmetric pair counted once) and blanked in the figure',
-      'correlations': results,
-      'run_config': config_lib.recorded(run.config),
+      'correlations': results, 'run_config': config_lib.recorded(run.config),
       'run_test': {k: metrics[k] for k in ('test_f1', 'test_f1_tuned', 'best_epoch')} if metrics else None,
       'run_test_f1': (metrics or {}).get('test_f1'), 'run_test_f1_tuned': (metrics or {}).get('test_f1_tuned'),
   }
@@ -114,12 +95,12 @@ def main():
                'file.' if metrics else 'unfinished (no metrics.json).')
   tables.page('energy_analysis.md', {
       'task': run.task.name, 'system': name, 'command': made_by(), 'date': record['date'], 'split': args.split,
-      'examples': x.shape[0], 'labels': y.shape[1], 'run': about_run, 'table': correlations_table(results),
+      'examples': x.shape[0], 'labels': y.shape[1], 'run': about_run, 'table': table,
       'at': args.at, 'figure': out.name}, stem.with_suffix('.md'))
   if args.save_matrices:
     np.savez_compressed(stem.with_suffix('.npz'), **{f'score_hessian_{at}': s for at, s in scores.items()},
                         **{f'cooccurrence_{n}': c for n, c in coocs.items()}, label_frequency=y.mean(0))
-  print(correlations_table(results))
+  print(table)
 
   try:
     analysis.plot_hessian_vs_cooccurrence(

@@ -13,6 +13,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import optax
+from jax.flatten_util import ravel_pytree
 
 jax.config.update('jax_enable_x64', True)
 
@@ -27,7 +28,7 @@ Solver = functools.partial(bilevel.Solver, damping=0.0)  # every check solves th
 
 def central_fd(outer, phi, eps=1e-5):
   """d outer / d phi by central differences along every coordinate (a flat array)."""
-  flat_phi, unravel = jax.flatten_util.ravel_pytree(phi)
+  flat_phi, unravel = ravel_pytree(phi)
   return jnp.array([(outer(unravel(flat_phi + eps * e)) - outer(unravel(flat_phi - eps * e))) / (2 * eps)
                     for e in jnp.eye(flat_phi.size)])
 
@@ -51,10 +52,8 @@ def main():
   with warnings.catch_warnings():
     warnings.simplefilter('ignore', DeprecationWarning)
     import jaxopt  # pylint: disable=import-outside-toplevel
-  optimality = lambda theta, phi: jax.grad(l_aux)(theta, phi, batch)
-  solver = jaxopt.implicit_diff.custom_root(
-      optimality, solve=functools.partial(jaxopt.linear_solve.solve_cg, tol=1e-14, maxiter=1000))(
-          lambda init, p: newton(init, p))
+  solver = jaxopt.implicit_diff.custom_root(lambda theta, p: jax.grad(l_aux)(theta, p, batch), solve=functools.partial(
+      jaxopt.linear_solve.solve_cg, tol=1e-14, maxiter=1000))(newton)
   add('SPEN-like, jaxopt custom_root', 'dense', ours,
       jax.grad(lambda p: l_prim(solver(theta_star, p), p, batch))(phi), info)
   add('SPEN-like, central FD of the outer loss (every coordinate)', 'dense', ours,
@@ -73,25 +72,22 @@ def main():
 
   # GCR (one reverse-over-forward pass per direction): MINRES's iterate at equal Krylov dimension, and the warm
   # start, one pass per step on the fixed system at theta*, converging to the dense solve.
-  g_mr, i_mr = hypergradient(Solver('minres', iterations=4, tol=0.0))
-  add('SPEN-like, 4 passes vs MINRES with 4 iterations', 'gcr', hypergradient(Solver('gcr', iterations=4))[0], g_mr,
-      i_mr)
+  add('SPEN-like, 4 passes vs MINRES with 4 iterations', 'gcr', hypergradient(Solver('gcr', iterations=4))[0],
+      *hypergradient(Solver('minres', iterations=4, tol=0.0)))
   g_theta = jax.grad(l_prim)(theta_star, phi, batch)
   warm = Solver('gcr', iterations=1, warm_start=True)
   step = jax.jit(lambda mem: bilevel.implicit_gcr(l_aux, theta_star, phi, batch, g_theta, warm, mem))
   memory = jax.tree.map(jnp.zeros_like, theta_star)
   for _ in range(300):
     implicit, memory, info = step(memory)
-  explicit = jax.grad(l_prim, argnums=1)(theta_star, phi, batch)
   add('SPEN-like, vs dense solve: 300 steps of one warm-started pass on the fixed system', 'gcr (warm)',
-      jax.tree.map(jnp.add, explicit, implicit), ours, info)
+      jax.tree.map(jnp.add, jax.grad(l_prim, argnums=1)(theta_star, phi, batch), implicit), ours, info)
 
   v = jax.random.normal(jax.random.PRNGKey(3), (hess.shape[0],))
-  unr = jax.flatten_util.ravel_pytree(theta_star)[1]
+  unr = ravel_pytree(theta_star)[1]
   add('HVP (jvp of grad) vs dense Hessian', '-', flat64(bilevel.hvp(l_aux, theta_star, phi, batch, unr(v))), hess @ v)
-  flat_phi, unr_phi = jax.flatten_util.ravel_pytree(phi)
-  cross = jax.jacfwd(lambda p: jax.flatten_util.ravel_pytree(jax.grad(l_aux)(theta_star, unr_phi(p), batch))[0])(
-      flat_phi)
+  flat_phi, unr_phi = ravel_pytree(phi)
+  cross = jax.jacfwd(lambda p: ravel_pytree(jax.grad(l_aux)(theta_star, unr_phi(p), batch))[0])(flat_phi)
   fused_h, fused_c = bilevel.fused_products(l_aux, theta_star, phi, batch, unr(v))
   add('fused products (reverse-over-forward): H v vs dense Hessian', 'gcr', fused_h, hess @ v)
   add('fused products: cross term vs dense d_phi d_theta L_aux', 'gcr', fused_c, cross.T @ v)
@@ -106,11 +102,10 @@ def main():
           f'(stationarity {float(info["stationarity"]):.0e})')
   add(f'{what}, central FD through the Newton-resolved minimum', 'cg', ours,
       central_fd(lambda p: l_prim(newton(theta, p), p, batch), phi), info)
-  unrolled = bilevel.UnrolledSolve(l_prox, opt, 2 * testing.PROX_T_INNER)
-  add(f'{what}, unrolled through {2 * testing.PROX_T_INNER} steps', 'cg', ours,
-      unrolled.value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)[1])
+  add(f'{what}, unrolled through {2 * testing.PROX_T_INNER} steps', 'cg', ours, bilevel.UnrolledSolve(
+      l_prox, opt, 2 * testing.PROX_T_INNER).value_and_grad(l_prim, phi, anchor, opt.init(anchor), batch)[1])
 
-  text = tables.render((tables.PAGES / 'gradient_checks.md').read_text(encoding='utf-8'), {
+  text = tables.page('gradient_checks.md', {
       'date': datetime.date.today(), 'rows': '\n'.join(f'| {a} | {b} | {c:.2e} | {d:.1e} |' for a, b, c, d in rows)})
   (ROOT / 'docs' / 'gradient_checks.md').write_text(text)  # not wrapped: the page keeps its long line
   print(text, end='')

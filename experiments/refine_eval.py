@@ -3,9 +3,8 @@ r"""Remark 3 of the paper: refine ``A_theta(x)`` by gradient descent on the lear
 Usage: python -m experiments.refine_eval --workdir=DIR [--data_dir=PATH] [--out=docs/refine/NAME.md]
 
 At the run's best-on-dev parameters, scores prediction with every ``implicit.refine`` setting of ``GRID`` beside
-``refine.steps = 0`` (the paper's prediction): dev and test F1 @0.5 and at the threshold tuned on dev; on a task
-without a calibration (tagging) the selection metric, for mirror descent on the per-token simplex. A choice may use
-the dev columns only; test is listed so the record is complete. Nothing is trained.
+``refine.steps = 0`` (the paper's prediction), on dev and test; on a task without a calibration (tagging), by mirror
+descent on the per-token simplex. A choice may use the dev columns only. Nothing is trained.
 """
 
 import datetime
@@ -17,40 +16,33 @@ from implicit_jax import methods
 from implicit_jax.engine import cli, config as config_lib, data, train
 from implicit_jax.tasks import Evaluator
 from experiments import ROOT, records
-from experiments.energy_analysis import config_row, made_by, parse_run, run_parser
+from experiments.energy_analysis import made_by, parse_run
 
 GRID = {'rule': ('projected', 'mirror'), 'steps': (5, 20), 'step_size': (0.01, 0.03, 0.1, 0.3, 1.0)}
-# Tasks without a calibration (tagging: argmax per token) score one metric; mirror descent is GBI on the simplex.
 GRID_UNCALIBRATED = {'rule': ('mirror',), 'steps': (5, 20), 'step_size': (0.1, 0.3, 1.0, 3.0)}
 
 
-def scores(run, config, calibrated: bool) -> tuple:
-  """``(dev @0.5, dev tuned, threshold, test @0.5, test tuned)`` of the method ``config`` builds, with the run's
-  parameters, predicting as the training loop does, or uncalibrated ``(dev, test)`` of the selection metric."""
+def row(run, rule, steps: int, eta, calibrated: bool) -> tuple:
+  """``(rule, steps, step size, *scores)``, A_theta(x) refined by ``steps`` of ``rule`` at ``eta``, predicting as
+  training does: dev @0.5, dev tuned, threshold, test @0.5, test tuned; uncalibrated, dev and test of the metric."""
+  config = config_lib.load(config_lib.recorded(run.config))
+  config.implicit.refine.steps = steps
+  if steps:
+    config.implicit.refine.rule, config.implicit.refine.step_size = rule, eta
   _, replicated, sharded = train.data_parallel(config)
   predict = train.make_predict(methods.build(run.task, config), replicated, sharded)
   dev, test, evaluator = run.task.splits['dev'], run.task.splits['test'], run.task.evaluator
   p_dev, p_test = (data.predict(run.task, lambda b: predict(run.params, b), split, config.eval_batch_size, sharded)
                    for split in (dev, test))
-  if not calibrated:
-    return evaluator.metrics(p_dev, dev)[evaluator.select], evaluator.metrics(p_test, test)[evaluator.select]
-  final = evaluator.final(p_dev, dev, p_test, test)
-  return (evaluator.metrics(p_dev, dev)['f1'], final['dev_f1_tuned'], final['threshold'], final['test_f1'],
-          final['test_f1_tuned'])
-
-
-def grid_rows(run, grid: dict, calibrated: bool) -> list[tuple]:
-  """``(rule, steps, step size, *scores)`` for A_theta(x) itself and every refinement of ``grid``."""
-  rows = []
-  for rule, steps, eta in [(None, 0, None)] + list(itertools.product(*grid.values())):
-    config = config_lib.load(config_lib.recorded(run.config))
-    config.implicit.refine.steps = steps
-    if steps:
-      config.implicit.refine.rule, config.implicit.refine.step_size = rule, eta
-    shown = (rule or '– (A_theta(x))', steps, eta if eta is not None else '–')
-    rows.append((*shown, *scores(run, config, calibrated)))
-    print(*rows[-1], flush=True)
-  return rows
+  if calibrated:
+    final = evaluator.final(p_dev, dev, p_test, test)
+    values = (evaluator.metrics(p_dev, dev)['f1'], final['dev_f1_tuned'], final['threshold'], final['test_f1'],
+              final['test_f1_tuned'])
+  else:
+    values = evaluator.metrics(p_dev, dev)[evaluator.select], evaluator.metrics(p_test, test)[evaluator.select]
+  out = (rule or '– (A_theta(x))', steps, eta if eta is not None else '–', *values)
+  print(*out, flush=True)
+  return out
 
 
 def table(rows: list[tuple], columns: list[str], bold=(3,), threshold=None) -> list[str]:
@@ -65,14 +57,14 @@ def table(rows: list[tuple], columns: list[str], bold=(3,), threshold=None) -> l
 
 
 def main():
-  parser = run_parser(__doc__, 'a finished run of method=implicit')
-  parser.add_argument('--out', default=None, help='markdown file (default docs/refine/<dataset>.md; - prints only)')
-  args, run = parse_run(parser)
+  args, run = parse_run(__doc__, 'a finished run of method=implicit', {
+      '--out': {'help': 'markdown file (default docs/refine/<dataset>.md; - prints only)'}})
   config = run.config
   calibrated = type(run.task.evaluator).calibrate is not Evaluator.calibrate  # else one metric per split
-  rows = grid_rows(run, GRID if calibrated else GRID_UNCALIBRATED, calibrated)
-  about = (f'{config_row(config, after=", ")}method implicit, loss {config.implicit.primary_loss}, solver '
-           f'{config.implicit.solver.name}, seed {config.seed}')
+  grid = GRID if calibrated else GRID_UNCALIBRATED
+  rows = [row(run, *setting, calibrated) for setting in [(None, 0, None), *itertools.product(*grid.values())]]
+  about = (f'row `{config.config_file}`, ' if config.get('config_file') else '') + (
+      f'method implicit, loss {config.implicit.primary_loss}, solver {config.implicit.solver.name}, seed {config.seed}')
   if calibrated:
     about += ('). Example F1 x 100; "tuned": the threshold chosen on dev for that row. **Bold**: the best dev @0.5 '
               'and the best dev tuned row.')

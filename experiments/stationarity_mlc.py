@@ -4,11 +4,9 @@ Usage:
   python -m implicit_jax.main --config=configs/bibtex.py --workdir=W      # a trained implicit run
   python -m experiments.stationarity_mlc --workdir=W [--steps=1,5,20,100] [--batches=4] [--out=docs/stationarity]
 
-At the run's best-on-dev parameters, on a few training batches drawn as a training step draws them, for each number
-T of inner steps: the inner stationarity and the outer gradient dL_prim/dphi by each route (the explicit term only,
-the run's solver, MINRES with 5 iterations, MINRES converged) against ``unrolled``, reverse mode through the T steps.
-The inner optimiser's state is warmed first, as in training, by ``--warmup`` steps on other batches: from a fresh
-state Adam's first step is lr * sign(g), whose derivative is zero. Medians over batches: ``<out>.md`` and ``.png``.
+On training batches drawn as a training step draws them, the outer gradient by each route against reverse mode through
+T inner steps (experiments/pages/stationarity.md), the inner optimiser's state first warmed by ``--warmup`` steps on
+other batches: from a fresh state Adam's first step is lr * sign(g), whose derivative is zero. Writes <out>.md, .png.
 """
 
 import collections
@@ -27,7 +25,7 @@ from implicit_jax.engine import cli, data, plots
 from implicit_jax.methods import implicit
 import experiments
 from experiments import tables
-from experiments.energy_analysis import config_row, made_by, parse_run, run_parser
+from experiments.energy_analysis import made_by, parse_run
 
 
 def measures(diagnostics, g=None, ref=None) -> tuple:
@@ -43,12 +41,10 @@ def measures(diagnostics, g=None, ref=None) -> tuple:
 
 
 def main():
-  parser = run_parser(__doc__, 'a trained run of method=implicit')
-  parser.add_argument('--steps', default='1,5,20,100', type=experiments.integers)
-  parser.add_argument('--batches', type=int, default=4)
-  parser.add_argument('--warmup', type=int, default=100, help='inner steps on other batches before measuring')
-  parser.add_argument('--out', default=str(experiments.ROOT / 'docs' / 'stationarity'))
-  args, run = parse_run(parser)
+  args, run = parse_run(__doc__, 'a trained run of method=implicit', {
+      '--steps': {'default': '1,5,20,100', 'type': experiments.integers}, '--batches': {'type': int, 'default': 4},
+      '--warmup': {'type': int, 'default': 100, 'help': 'inner steps on other batches before measuring'},
+      '--out': {'default': str(experiments.ROOT / 'docs' / 'stationarity')}})
   config, task, cfg = run.config, run.task, run.config.implicit
   l_aux, l_prim, _, _ = implicit.make_losses(task, config)
   # The run's inner problem: Eq. 6, or its proximal form with the curvature-set step (implicit.proximal,
@@ -57,8 +53,7 @@ def main():
   fresh = bool(cfg.inner_curvature_step)
   theta0, phi = run.params['theta'], run.params['phi']
   run_solver = bilevel.Solver.from_config(cfg.solver)
-  routes = {'none': bilevel.Solver('none'),
-            f'{run_solver.name} (run)': run_solver,
+  routes = {'none': bilevel.Solver('none'), f'{run_solver.name} (run)': run_solver,
             'minres-5': dataclasses.replace(run_solver, name='minres', iterations=5),
             'converged': bilevel.Solver('minres', iterations=200, tol=1e-6, damping=0.0)}
   batches = data.train_batches(task, config.batch_size, np.random.default_rng(config.seed))
@@ -92,17 +87,15 @@ def main():
             for t in args.steps for name in ['unrolled', *routes]]
   problem = (f'inner problem L_aux + {cfg.proximal:g}/2 ||theta - theta_0||^2 (implicit.proximal)'
              if cfg.proximal else 'inner problem L_aux (Eq. 6)')
-  if fresh:
-    method = (f'{"Nesterov " if cfg.proximal else ""}gradient descent at 1 / lambda_max '
-              f'({cfg.inner_curvature_step} power iterations at theta_0)')
-  else:
-    method = (f'{cfg.inner_optimizer.name} at {cfg.inner_optimizer.learning_rate:g}, its state warmed by '
-              f'{args.warmup} steps on other batches')
+  method = (f'{"Nesterov " if cfg.proximal else ""}gradient descent at 1 / lambda_max ({cfg.inner_curvature_step} '
+            'power iterations at theta_0)' if fresh else f'{cfg.inner_optimizer.name} at '
+            f'{cfg.inner_optimizer.learning_rate:g}, its state warmed by {args.warmup} steps on other batches')
   out = Path(args.out)
   text = tables.page('stationarity.md', {
       'command': made_by(), 'date': datetime.date.today(), 'backend': jax.default_backend(), 'task': task.name,
-      'row': config_row(config, before=', '), 'method': config.method, 'loss': cfg.primary_loss,
-      'hidden': tuple(config.model.inference_hidden), 'inner': f'{problem}, its optimiser {method}',
+      'row': f', row `{config.config_file}`' if config.get('config_file') else '', 'method': config.method,
+      'loss': cfg.primary_loss, 'hidden': tuple(config.model.inference_hidden),
+      'inner': f'{problem}, its optimiser {method}',
       'batches': args.batches, 'batch_size': config.batch_size, 'table': '\n'.join(table), 'name': out.name},
       out.with_suffix('.md'))
   print(text)
@@ -112,11 +105,11 @@ def main():
     print('matplotlib not installed: no figure', file=sys.stderr)
     return
   a0, a1 = fig.subplots(1, 2)
-  a0.plot(args.steps, [medians[(t, 'unrolled')][0] for t in args.steps], 'o-')
+  for ax, k, names in ((a0, 0, ['unrolled']), (a1, 1, routes)):  # k: the measure drawn
+    for name in names:
+      ax.plot(args.steps, [medians[(t, name)][k] for t in args.steps], 'o-', label=name)
   a0.set(xscale='log', xlabel='inner steps T', ylabel='||grad L_aux(theta_T)|| / ||grad L_aux(theta_0)||',
          title='inner stationarity', ylim=(0, None))
-  for name in routes:
-    a1.plot(args.steps, [medians[(t, name)][1] for t in args.steps], 'o-', label=name)
   a1.set(xscale='log', xlabel='inner steps T', ylabel='||g - g_unrolled|| / ||g_unrolled||',
          title='outer gradient vs the true derivative of T steps')
   a1.legend()

@@ -4,10 +4,8 @@ Usage:
   python -m experiments.tagging_hessian --workdir=/tmp/reproduce_tagging/pos-implicit-cd-0 [--split=dev]
       [--at=pred|gold] [--max_sentences=0] [--out_dir=docs/tagging] [--data_dir=DIR]
 
-Averages, over the adjacent real token pairs (t, t+1) of the split, the mixed second derivative d^2 E / dy_t dy_{t+1}
-of the run's best-on-dev energy at A_theta(x) or the gold tags, by autodiff, so for any energy (Eq. 7's must give its
-transition matrix W: checked), and correlates its negation with the training split's add-one smoothed
-log P(tag_{t+1} | tag_t). Writes <out_dir>/cross_hessian_<dataset>.png and .md.
+The method: experiments/pages/cross_hessian.md; the mixed second derivatives by autodiff, so for any energy (Eq. 7's
+must give its transition matrix W: checked). Writes <out_dir>/cross_hessian_<dataset>.png and .md.
 """
 
 import datetime
@@ -96,16 +94,12 @@ def figure(result: dict, names, title: str, path: Path) -> None:
 
 
 def main(argv=None):
-  parser = energy_analysis.run_parser(__doc__, 'training workdir of a tagging run with an energy')
-  parser.add_argument('--split', default='dev', choices=('train', 'dev', 'test'))
-  parser.add_argument('--at', default='pred', choices=('pred', 'gold'))
-  parser.add_argument('--max_sentences', type=int, default=0, help='0 = every sentence of the split')
-  parser.add_argument('--out_dir', default=str(ROOT / 'docs' / 'tagging'))
-  args, run = energy_analysis.parse_run(parser, 'energy', argv)
+  args, run = energy_analysis.parse_run(__doc__, 'training workdir of a tagging run with an energy', {
+      '--split': {'default': 'dev', 'choices': data.SPLITS}, '--at': {'default': 'pred', 'choices': ('pred', 'gold')},
+      '--max_sentences': {'type': int, 'default': 0, 'help': '0 = every sentence of the split'},
+      '--out_dir': {'default': str(ROOT / 'docs' / 'tagging')}}, 'energy', argv)
   if run.config.task != 'tagging':
-    parser.error(f'--workdir: the run in {args.workdir} is of task {run.config.task!r}, not a tagging run')
-  if args.split not in run.task.splits:
-    parser.error(f'--split={args.split!r}: the task has splits {sorted(run.task.splits)}')
+    args.error(f'--workdir: the run in {args.workdir} is of task {run.config.task!r}, not a tagging run')
   result = analyse(run, args.split, args.at, args.max_sentences)
   method = energy_analysis.system(run.config)
   dataset, out_dir = run.task.name, Path(args.out_dir)
