@@ -6,26 +6,15 @@ committed run records.
   python -m experiments.tables claims                        # the same, with the default --data_dir and --seed
 
 A claim is "A over B" on one task: two rows of one published table (the implicit paper's, InfNet+'s or SEAL's; the
-claims are listed in experiments/published.toml), A the one the paper puts higher, with the paper's difference
-A - B. Ours is the same difference on test, each row at our protocol for its family (the rows of docs/baselines.md,
-docs/tagging.md, docs/horses.md "At SEAL's protocol", docs/cora.md), paired by seed (Cora: by labeled draw), in the
-paper's metric x 100: example F1 at 0.5, token accuracy (POS, Cora), conlleval chunk F1 (NER; strict chunk F1 where
-a row's records predate conlleval's), mean IoU (horses).
-
-The interval is a paired bootstrap (95%, ``REPLICATES`` replicates, seeded per claim by ``--seed`` and the claim's
-rows, so that it stays put when another row's records change): each replicate draws the seeds and the test examples
-with replacement, the same for both rows, and recomputes each row's figure from its per-example scores
+claims are listed in experiments/published.toml), A the one the paper puts higher. Ours is the same difference on
+test, each row at our protocol for its family, paired by seed (Cora: by labeled draw), in the paper's metric x 100:
+example F1 at 0.5, token accuracy (POS, Cora), conlleval chunk F1 (NER; strict chunk F1 where a row's records
+predate conlleval's), mean IoU (horses). Each bootstrap replicate (``REPLICATES``, seeded per claim by ``--seed`` and
+the claim's rows, so that it stays put when another row's records change) draws the seeds and the test examples with
+replacement, the same for both rows, and recomputes each row's figure from its per-example scores
 (``Evaluator.example_scores`` on the record's kept decisions, through experiments/rescore.py; they must give back
-the recorded figure, or the claim fails naming the record). Records without kept predictions draw the seeds alone
-("seeds only": narrower than the test set's sampling error would give); a single such seed has no interval.
-
-Direction: **reproduced** when the interval lies on the published side of 0, **reversed** on the other side, **not
-shown** when it holds 0. Size: the published difference **inside**, **above** (ours is smaller) or **below** the
-interval. Each row is at its published level within ``AT_LEVEL`` points of its own number (or the paper's wider
-+-). Across the ledger, Holm's step-down correction on each claim's two-sided p-value, read off a normal curve with
-the replicates' standard deviation (``p_value``: 2000 replicates cannot resolve a percentile p-value under 1/1000,
-and Holm's first threshold is 0.05 over the number of claims); a direction verdict stands when its adjusted p-value
-is under 0.05.
+the recorded figure, or the claim fails naming the record). The verdicts, the rows' published level, the records
+without kept predictions and Holm's correction: docs/claims.md.
 """
 
 from __future__ import annotations
@@ -317,10 +306,6 @@ def adjust(items: list[Claim]) -> None:
     c.result['stands'] = c.result['verdict'] != 'not shown' and p < FAMILY_ALPHA
 
 
-def _p(p: float) -> str:
-  return '<0.0001' if p < 1e-4 else f'{p:.2g}' if p < 0.1 else f'{p:.2f}'
-
-
 def verdict_cell(c: Claim) -> str:
   """The direction verdict, naming the row ahead (as its config names it) and by how much where one is."""
   r = c.result
@@ -352,14 +337,11 @@ def table(items: list[Claim]) -> list[str]:
       continue
     metric = f' ({r["metric"]})' if r['metric'] else ''
     level = ', '.join(f'{d:+.2f} {"✓" if ok else "✗"}' for d, ok in zip(r['own'], r['level'])) or '–'
-    if 'low' not in r:
-      lines.append(f'{head} {r["mean"]:+.2f}{metric} | {r["agree"]} of {r["seeds"]} | {verdict_cell(c)} | – | '
-                   f'{level} | – | {r["basis"]} |')
-      continue
-    holm_cell = _p(r['holm']) + (' (not after Holm)' if r['verdict'] != 'not shown' and not r['stands'] else '')
-    lines.append(f'{head} {r["mean"]:+.2f} [{r["low"]:+.2f}, {r["high"]:+.2f}]{metric} | {r["agree"]} of '
-                 f'{r["seeds"]} | {verdict_cell(c)}{reading_note(r)} | {r["size"]} | {level} | {holm_cell} | '
-                 f'{r["basis"]} |')
+    interval, p = (f' [{r["low"]:+.2f}, {r["high"]:+.2f}]', r['holm']) if 'low' in r else ('', None)  # none: one seed
+    holm_cell = '–' if p is None else ('<0.0001' if p < 1e-4 else f'{p:.2g}' if p < 0.1 else f'{p:.2f}') + (
+        ' (not after Holm)' if r['verdict'] != 'not shown' and not r['stands'] else '')
+    lines.append(f'{head} {r["mean"]:+.2f}{interval}{metric} | {r["agree"]} of {r["seeds"]} | {verdict_cell(c)}'
+                 f'{reading_note(r)} | {r.get("size", "–")} | {level} | {holm_cell} | {r["basis"]} |')
   return lines
 
 
@@ -429,15 +411,11 @@ def ledger(data_dir: str = DATA_DIR, seed: int = 0) -> list[Claim]:
   return items
 
 
-SETTINGS = {'data_dir': DATA_DIR, 'seed': 0}  # what `python -m experiments.claims` was given; the defaults otherwise
-
-
-def _ledger() -> list[Claim]:
-  return ledger(SETTINGS['data_dir'], SETTINGS['seed'])
+SETTINGS = {'data_dir': DATA_DIR, 'seed': 0}  # what the command was given; ledger(**SETTINGS): one cache entry
 
 
 def fields(groups) -> dict:  # pylint: disable=unused-argument  # the claims read their rows' records themselves
-  items = _ledger()
+  items = ledger(**SETTINGS)
   reading_lines, move = readings(items, SETTINGS['data_dir'])
   dependent = [f'#{i}' for i, c in enumerate(items, 1) if c.result.get('depends')]
   ner = [c.result for c in items if 'reading' in c.result]
@@ -456,7 +434,7 @@ def blocks(groups, fields_) -> dict:  # pylint: disable=unused-argument
   ledger_section = fields_['page'].split('\n## The ledger\n', 1)[1].split('\n## ', 1)[0]
   body = (f'Rebuilt by `{COMMAND}` on {fields_["date"]} from the committed run records; the method, Holm\'s '
           f'correction and the command list: [claims.md](claims.md).\n{ledger_section}')
-  summary = experiments.TEXT['claims']['readme'].format(**counts(_ledger()), at_level=f'{AT_LEVEL:g}')
+  summary = experiments.TEXT['claims']['readme'].format(**counts(ledger(**SETTINGS)), at_level=f'{AT_LEVEL:g}')
   return {('docs/results.md', 'claims'): body, ('README.md', 'claims'): summary}
 
 
@@ -537,7 +515,7 @@ TABLES = [tables.Table('claims', 'docs/claims.md', ('docs/mlc/runs/*.json', 'doc
                                                     'docs/tagging/runs/*.json', 'docs/horses/runs_seal*/*.json',
                                                     'docs/cora/runs/*.json'),
                        fields, command=COMMAND, key=key, blocks=blocks,
-                       after=lambda groups: draw(_ledger()))]
+                       after=lambda groups: draw(ledger(**SETTINGS)))]
 
 
 def knife_edges(ledgers: list[list[Claim]]) -> int:
@@ -570,9 +548,10 @@ def main(argv=None) -> int:
     return 1
   SETTINGS.update(data_dir=args.data_dir, seed=args.seed)
   try:
-    items = ledger(args.data_dir, args.seed)
+    items = ledger(**SETTINGS)
     if args.knife_edges:
-      return knife_edges([ledger(args.data_dir, seed) for seed in range(args.seed, args.seed + args.knife_edges)])
+      seeds = range(args.seed, args.seed + args.knife_edges)
+      return knife_edges([ledger(data_dir=args.data_dir, seed=seed) for seed in seeds])
   except LedgerError as e:  # a record that cannot be read: nothing is written
     print(f'{e}; the ledger is not rewritten', file=sys.stderr)
     return 1

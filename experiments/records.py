@@ -16,6 +16,7 @@ import os
 import platform
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -116,11 +117,17 @@ def made_here() -> dict:
   """The device, machine, CPU and packages of this process: implicit_jax.runner's ``provenance``, called where the
   run trained (a Ray worker, not the driver, whose JAX must not take the GPU its runs share)."""
   import jax  # pylint: disable=import-outside-toplevel
+  from importlib import metadata  # pylint: disable=import-outside-toplevel
+  # the versions of the packages that set a run's float arithmetic, so that a drift between a record and its rerun on
+  # the same machine is traced to them or to the code
+  versions = {}
+  for name in ('jax', 'jaxlib', 'flax', 'optax', 'numpy'):
+    try:
+      versions[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+      versions[name] = None
   return {'device': f'{jax.default_backend()}: {jax.devices()[0].device_kind}', 'machine': machine(), 'cpu': cpu(),
-          'packages': packages()}
-
-
-MADE = ('device', 'machine', 'cpu', 'packages')
+          'packages': versions}
 
 
 def stamp(result: dict) -> dict:
@@ -128,24 +135,11 @@ def stamp(result: dict) -> dict:
   if not rescorable(result):
     raise ValueError(f'the {result.get("task")} run\'s result holds no predictions (its evaluator keeps no '
                      'decisions): its record could not be rescored')
-  made = {k: result.pop(k) for k in MADE if k in result} or made_here()  # after command and date, as always
+  made = {k: result.pop(k) for k in ('device', 'machine', 'cpu', 'packages') if k in result} or made_here()
   result['command'] = 'python ' + ' '.join(sys.argv)
   result['date'] = datetime.datetime.now().isoformat(timespec='seconds')
-  result.update(made)
+  result.update(made)  # after command and date, as always
   return result
-
-
-def packages() -> dict:
-  """The versions of the packages that set a run's float arithmetic, so that a drift between a record and its rerun
-  on the same machine is traced to them or to the code."""
-  from importlib import metadata  # pylint: disable=import-outside-toplevel
-  out = {}
-  for name in ('jax', 'jaxlib', 'flax', 'optax', 'numpy'):
-    try:
-      out[name] = metadata.version(name)
-    except metadata.PackageNotFoundError:
-      out[name] = None
-  return out
 
 
 def train_summary(train_log) -> dict:
@@ -157,19 +151,6 @@ def train_summary(train_log) -> dict:
     if values:
       out[name] = {'median': float(np.median(values)), 'first': float(values[0]), 'last': float(values[-1])}
   return out
-
-
-def compact(result: dict) -> dict:
-  """The committed form of a run's (``stamp``ed) result."""
-  record = {k: v for k, v in result.items() if k != 'train_log'}
-  if result.get('train_log'):
-    record['train_summary'] = train_summary(result['train_log'])
-  record['config'] = config_lib.upgrade(result['config'])
-  history = result.get('history')
-  if isinstance(history, list):
-    columns = list(history[0]) if history else []
-    record['history'] = {'columns': columns, 'rows': [[h.get(c) for c in columns] for h in history]}
-  return record
 
 
 # Every record's data came from the project's shared data (``../shared/data`` beside the checkout), whatever its path
@@ -231,19 +212,15 @@ def portable_record(text: str) -> str:
   return _STRING.sub(one, text)
 
 
-def merge_seeds(commands) -> list[str]:
-  """The distinct commands, sorted, those that differ only in --seeds shown once with their seeds joined."""
+def command_list(commands) -> list[str]:
+  """``commands`` (run records' ``command`` fields) as a page lists them: ``portable``, distinct, sorted, those that
+  differ only in --seeds shown once with their seeds joined."""
   seeds = {}
-  for c in commands:
+  for c in (portable(command) for command in commands if command):
     m = re.search(r'--seeds=(\S+)', c)
     key = re.sub(r'--seeds=\S+', '--seeds={}', c) if m else c
     seeds.setdefault(key, set()).update(m.group(1).split(',') if m else [])
   return sorted(k.replace('{}', ','.join(sorted(v, key=int))) if v else k for k, v in seeds.items())
-
-
-def command_list(commands) -> list[str]:
-  """``commands`` (run records' ``command`` fields) as a page lists them: ``portable``, then ``merge_seeds``."""
-  return merge_seeds(portable(c) for c in commands if c)
 
 
 def commands_path(page: Path, section: str = '') -> Path:
@@ -288,36 +265,16 @@ def wrap(text: str, width: int = WIDTH) -> str:
       continue
     marker = _LIST_MARKER.match(line)
     lead = marker.group(0) if marker else re.match(r'\s*', line).group(0)
-    out += _fill(line[len(lead):], lead, ' ' * len(lead), width)
+    # a word that opens a block is glued to the one before it, and 'mean ± s' is one word (\0: a space that does not
+    # break); a line runs on where it cannot break
+    words = line[len(lead):].split(' ')
+    glued = words[0] + ''.join(
+        ('\0' if w == '±' or (i > 1 and words[i - 1] == '±') or OPENS_BLOCK.match(w) else ' ') + w
+        for i, w in enumerate(words[1:], 1))
+    out += [part.replace('\0', ' ') for part in textwrap.wrap(
+        glued, width, initial_indent=lead, subsequent_indent=' ' * len(lead), break_long_words=False,
+        break_on_hyphens=False)]
   return '\n'.join(out)
-
-
-def _fill(text: str, lead: str, indent: str, width: int) -> list[str]:
-  """The lines of ``wrap``: ``text``'s words, the first line after ``lead``, the others after ``indent``."""
-  words = []
-  for word in text.split(' '):  # 'mean ± s' stays on one line
-    if words and (word == '±' or words[-1].endswith(' ±')):
-      words[-1] += ' ' + word
-    else:
-      words.append(word)
-  lines, current = [], [words[0]]
-  for word in words[1:]:
-    prefix = indent if lines else lead
-    if not word or len(prefix) + len(' '.join(current + [word])) <= width:
-      current.append(word)
-      continue
-    # a new line starts at ``word``, or before it at the nearest word that a line may start with
-    candidate = current + [word]
-    k = len(current)
-    while k > 0 and OPENS_BLOCK.match(candidate[k]):
-      k -= 1
-    if k == 0:  # nowhere to break: the line runs on
-      current.append(word)
-      continue
-    lines.append(prefix + ' '.join(candidate[:k]))
-    current = candidate[k:]
-  lines.append((indent if lines else lead) + ' '.join(current))
-  return lines
 
 
 def unwrap(text: str) -> str:
@@ -365,9 +322,16 @@ def last_tenth_gain(record: dict, key: str) -> float:
 
 
 def write(path: Path, result: dict) -> None:
-  """Writes ``compact(result)`` atomically, ``portable_record``: one line per history row, the rest indented."""
-  record = compact(result)
-  rows = record.pop('history', None)
+  """Writes a run's (``stamp``ed) result as committed, atomically, ``portable_record``: its train log summarised,
+  its config in the current format, one line per history row (columns named once), the rest indented."""
+  record = {k: v for k, v in result.items() if k not in ('train_log', 'history')}
+  if result.get('train_log'):
+    record['train_summary'] = train_summary(result['train_log'])
+  record['config'] = config_lib.upgrade(result['config'])
+  rows = result.get('history')
+  if isinstance(rows, list):
+    columns = list(rows[0]) if rows else []
+    rows = {'columns': columns, 'rows': [[h.get(c) for c in columns] for h in rows]}
   text = json.dumps(record, indent=2)
   if rows is not None:
     body = ',\n'.join('      ' + json.dumps(row) for row in rows['rows'])

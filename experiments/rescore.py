@@ -37,14 +37,6 @@ class BadRecord(ValueError):
   """The record cannot be read or rescored: the message says why."""
 
 
-def task_of(config):
-  key = json.dumps({k: config_lib.config_json(config.get(k)) for k in ('task', 'data', 'model', 'seed')},
-                   sort_keys=True)
-  if key not in _TASKS:
-    _TASKS[key] = tasks.get_task(config)
-  return _TASKS[key]
-
-
 def predicted(record: dict, data_dir: str | None = None):
   """``(task, {'dev': relaxed, 'test': relaxed})``: the record's task rebuilt, its gold checked against the record's
   digests, and the recorded decisions as predictions its evaluator scores as the run did; NotRescorable when it
@@ -64,7 +56,11 @@ def predicted(record: dict, data_dir: str | None = None):
       model.embeddings_path = ''
   if data_dir and config.get('data') is not None and config.data.get('data_dir'):
     config.data.data_dir = data_dir  # the record's folder may have moved; the gold digests say if it is the same
-  task = task_of(config)
+  key = json.dumps({k: config_lib.config_json(config.get(k)) for k in ('task', 'data', 'model', 'seed')},
+                   sort_keys=True)
+  if key not in _TASKS:
+    _TASKS[key] = tasks.get_task(config)
+  task = _TASKS[key]
   differ = predictions.gold_differences(block, task.splits)
   if differ:
     source = ', '.join(task.info.get('files', [])) or "the config's data settings"

@@ -3,10 +3,8 @@ published numbers, from the committed records (docs/rivals.md).
 
   python -m experiments.rivals      # rebuild docs/rivals.md (also: python -m experiments.tables rivals)
 
-A row's "before" is its committed row as the issue found it (its seeds 0-2); "after" the row that was tried in its
-place (its own records), or, for a knife edge, the same row with seeds 3 and 4 added; a row not rerun says why.
-Every figure is read from records: nothing here is typed by hand but the published numbers, which the families'
-scripts hold (compare_methods.SEAL / IMPLICIT_PAPER, reproduce_tagging.PUBLISHED).
+What "before" and "after" are: docs/rivals.md. Every figure is read from records but the published numbers, which
+the families' scripts hold (compare_methods.SEAL / IMPLICIT_PAPER, reproduce_tagging.PUBLISHED).
 """
 
 import dataclasses
@@ -30,11 +28,9 @@ AT_LEVEL = claims.AT_LEVEL  # points: the ledger's at-level bar, the issue's "wi
 
 def published(dataset, system) -> list[tuple[float, str]]:
   """A row's published numbers [(value, source)]: SEAL's and the implicit paper's Table 1, or tagging's PUBLISHED."""
-  if dataset not in compare_methods.DATASETS:
-    return [(v, source) for source, v in reproduce_tagging.PUBLISHED[dataset][system].items()]
-  implicit = compare_methods.IMPLICIT_PAPER.get(system, {})
-  return [(compare_methods.SEAL[system][dataset], 'SEAL T1')] + (
-      [(implicit[dataset], 'implicit T1')] if dataset in implicit else [])
+  if dataset in compare_methods.DATASETS:
+    return compare_methods.published(system, dataset)
+  return [(v, source) for source, v in reproduce_tagging.PUBLISHED[dataset][system].items()]
 
 
 def stem(dataset, system) -> str:

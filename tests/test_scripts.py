@@ -30,8 +30,8 @@ def test_system_of_names_width_and_solver():
     assert name in mlc.SYSTEMS
 
 
-def test_merge_seeds_joins_seeds_only():
-  merged = records.merge_seeds([
+def test_command_list_joins_seeds_only():
+  merged = records.command_list([
       'python s.py --datasets=bibtex --seeds=2', 'python s.py --datasets=bibtex --seeds=0',
       'python s.py --datasets=bibtex --seeds=1,10', 'python s.py --datasets=delicious --seeds=0',
       'python s.py --table_only'])
