@@ -14,14 +14,12 @@ configs'; 400: SEAL's two 400-unit layers), same seeds, same splits:
   unrolled   backprop through the 5 inner steps: the truncated procedure's true derivative
   best       the best design found on dev (docs/sweeps/bibtex-stationarity.md): T_inner = 20, normal_cg
   best-none  the same with the implicit term dropped: what the term adds to the best design
-  proximal   the proximal inner problem L_aux + mu/2 ||theta - theta_t||^2 (implicit.proximal; mu chosen on dev,
-             docs/sweeps/bibtex-proximal.md) solved by 10 Nesterov steps at 1 / lambda_max, CG on H + mu I: the
-             design in which theta_T is (nearly) the stationary point the implicit term differentiates
+  proximal   the inner problem L_aux + mu/2 ||theta - theta_t||^2 (implicit.proximal; mu: the bibtex-proximal sweep),
+             10 Nesterov steps at 1 / lambda_max, CG on H + mu I: theta_T is (nearly) the stationary point
   proximal-none  the same with the implicit term dropped
   mbce       the cross-entropy baseline on the same inference network (reference, not an ablation)
 
-Runs are experiments/reproduce_mlc.py's (records in docs/mlc/runs/, reused when present: some are the main table's).
-A record's ``train_summary`` holds the diagnostics the table shows (docs/mlc_ablation.md says what each is).
+Runs are reproduce_mlc's (records in docs/mlc/runs/, reused when present); their diagnostics: docs/mlc_ablation.md.
 """
 
 import sys
@@ -65,11 +63,8 @@ def verdict(diffs) -> str:
   """Words for paired differences: a sign shared by every seed, or none."""
   if len(diffs) < 2:
     return 'one seed'
-  if all(d > 0 for d in diffs):
-    return 'higher on every seed'
-  if all(d < 0 for d in diffs):
-    return 'lower on every seed'
-  return 'mixed signs across seeds'
+  shared = {(1,): 'higher', (-1,): 'lower'}.get(tuple(set(np.sign(diffs))))
+  return f'{shared} on every seed' if shared else 'mixed signs across seeds'
 
 
 def table_row(dataset, width, row, runs) -> str:
@@ -77,9 +72,8 @@ def table_row(dataset, width, row, runs) -> str:
   rs, name = runs[row], system(row, width)
   if not rs:
     return f'| {dataset} | {width} | {row} | 0 | not run | | | | | | | | | | | `{mlc.config_name(dataset, name)}` |'
-  fmt = records.mean_std
   value = lambda r, metric: r.get('train_summary', {}).get(metric, {}).get('median')
-  med = lambda metric: fmt([v for v in (value(r, metric) for r in rs) if v is not None], 1, 3)
+  med = lambda metric: records.mean_std([v for v in (value(r, metric) for r in rs) if v is not None], 1, 3)
   ratio = [value(r, 'implicit_norm') / value(r, 'explicit_norm') for r in rs
            if value(r, 'implicit_norm') is not None and value(r, 'explicit_norm')]
 
@@ -88,7 +82,7 @@ def table_row(dataset, width, row, runs) -> str:
     return '–' if row == ref or not seeds else mlc.per_seed(d)
   return (f'| {dataset} | {width} | {row} | {len(rs)} | {mlc.cells(rs, "dev_f1", "test_f1", "test_f1_tuned")} | '
           f'{diff(TWINS.get(row, "none")) if row not in ("mbce", "best-none", "proximal-none") else "–"} | '
-          f'{diff("mbce")} | {med("stationarity")} | {med("cosine")} | {fmt(ratio, 1, 3)} | '
+          f'{diff("mbce")} | {med("stationarity")} | {med("cosine")} | {records.mean_std(ratio, 1, 3)} | '
           f'{med("residual") if row != "mbce" else "–"} | {np.mean([r["train_seconds"] for r in rs]):.0f} | '
           f'{", ".join(sorted({records.device_of(r) for r in rs}))} | {mlc.recipe(dataset, name, "official", rs)} |')
 

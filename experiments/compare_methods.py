@@ -6,11 +6,9 @@ Usage (the runs behind docs/baselines.md are recorded in that file):
   python -m experiments.compare_methods --systems=spen,dvn --datasets=bibtex --seeds=0   # a subset
   python -m experiments.compare_methods --table_only                                       # rebuild the table
 
-A system is the row ``configs/<dataset>.py:<system>`` (experiments/mlc.py): every method shares the dataset's
-networks, energy, split, seeds, epochs and evaluation. The MBCE and implicit rows are reproduce_mlc's runs (records
-in docs/mlc/runs); the others write docs/baselines/runs/<dataset>-<system>-seed<k>.json. A run whose record exists is
-not repeated. A committed run's recipe is its record: ``python -m implicit_jax.main
---config=docs/baselines/runs/<run>.json --workdir=DIR`` reruns it.
+A system is the row ``configs/<dataset>.py:<system>`` (docs/baselines.md says what they share). The MBCE and implicit
+rows are reproduce_mlc's runs (docs/mlc/runs); the others write docs/baselines/runs/<dataset>-<system>-seed<k>.json,
+not run again once there, and rerun by ``python -m implicit_jax.main --config=THAT_RECORD --workdir=DIR``.
 """
 
 import os
@@ -20,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from implicit_jax import runner
 from implicit_jax.engine import cli
 import experiments
 from experiments import mlc, records, reproduce_mlc, tables
 
 # system -> its row configs/<dataset>.py:<system>; reproduce_mlc's systems keep its records (mlc.runs_folder).
 SYSTEMS = {**mlc.SYSTEMS, **mlc.BASELINES}
+run_of = reproduce_mlc.run_of  # a row's run: reproduce_mlc's, a baseline's record in docs/baselines/runs
 ORDER = ['mbce', 'spen', 'dvn', 'nce-gbi', 'infnet', 'infnet+ separated', 'infnet+ shared', 'infnet+ stacked',
          'seal-static margin', 'seal-static regression', 'seal-static nce', 'seal-dynamic margin',
          'seal-dynamic regression', 'seal-dynamic regression-s', 'seal-dynamic nce', 'implicit-ssvm',
@@ -46,10 +44,8 @@ PUBLISHED_AS = {'spen-pretrain': 'spen', 'dvn-mirror': 'dvn', 'seal-static margi
                 'seal-static nce-w0.1': 'seal-static nce', 'seal-dynamic nce-e80': 'seal-dynamic nce',
                 'seal-dynamic nce-e160': 'seal-dynamic nce'}
 H400 = '-h400'
-# The table the page leads with: every system at SEAL's network sizes (mlc.SEAL_SIZES; MBCE and the implicit rows at
-# their dev-chosen 400-unit design); then every one at 150 units. A row of PUBLISHED_AS follows its system (SPEN with
-# its pretraining stage; the delicious rows of issue 64: DVN with mirror-descent GBI, SEAL-static margin and NCE with
-# the energy weighed 0.1, SEAL-dynamic NCE with twice and four times the epochs).
+# The page's two tables: every system at SEAL's network sizes (mlc.SEAL_SIZES), then at 150 units; a row of
+# PUBLISHED_AS follows its system (SPEN with its pretraining stage; the delicious rows of issue 64).
 ORDER_H400, ORDER_150 = [], []
 for _s in ORDER:
   for order, size in ((ORDER_H400, H400), (ORDER_150, '')):
@@ -58,13 +54,6 @@ for _s in ORDER:
 
 def run_file(dataset, system, seed, protocol='official') -> Path:
   return mlc.runs_folder(system) / f'{mlc.run_name(dataset, system, protocol)}-seed{seed}.json'
-
-
-def run_of(dataset, system, seed, args) -> runner.Run:
-  """The run of a row on a seed, reproduce_mlc's, a baseline's in a workdir of its own (its row has MBCE's budget:
-  both update the networks once per batch)."""
-  return reproduce_mlc.run_of(dataset, system, seed, args, mlc.runs_folder(system),
-                              '' if system in mlc.SYSTEMS else '/tmp/compare_methods')
 
 
 def base_of(system) -> str:
@@ -79,17 +68,6 @@ def published(system, dataset):
           if dataset in table.get(base, {})]
 
 
-def over_mbce(groups, dataset, system) -> str:
-  """``ours / SEAL``: @0.5 F1 over MBCE (ours: paired on the seeds both have), against SEAL's over its CE."""
-  base, size = base_of(system), H400 if system.endswith(H400) else ''
-  seeds, gains = mlc.paired(groups.get((dataset, system), []), groups.get((dataset, 'mbce' + size), []))
-  if base == 'mbce' or not seeds:
-    return ''
-  seal = f' / {SEAL[base][dataset] - SEAL["mbce"][dataset]:+.2f}' if dataset in SEAL.get(base, {}) else ''
-  return f'{np.mean(gains):+.2f}{seal}'
-
-
-# a record's folder and file name without its seed -> its row, (dataset, system)
 STEMS = {(mlc.runs_folder(s), mlc.run_name(d, s, 'official')): (d, s) for d in DATASETS for s in SYSTEMS}
 
 
@@ -112,10 +90,14 @@ def table_rows(groups, order, datasets):
       flag = dataset == 'bibtex' and not system.startswith('implicit') and pubs and min(map(abs, gaps)) > TOLERANCE
       if flag:
         flagged.append((system, gaps))
+      # over MBCE, ours / SEAL: @0.5 F1 over MBCE (ours: paired on the seeds both have), against SEAL's over its CE
+      base, size = base_of(system), H400 if system.endswith(H400) else ''
+      seeds, gains = mlc.paired(rs, groups.get((dataset, 'mbce' + size), []))
+      seal = f' / {SEAL[base][dataset] - SEAL["mbce"][dataset]:+.2f}' if dataset in SEAL.get(base, {}) else ''
+      over = f'{np.mean(gains):+.2f}{seal}' if base != 'mbce' and seeds else ''
       lines.append(f'| {dataset} | {system} | {len(rs)} | {mlc.cells(rs, "test_f1", "test_f1_tuned")} | '
                    f'{"; ".join(f"{v:.2f} ({src})" for v, src in pubs) or "none on MLC"} | '
-                   f'{"; ".join(f"{g:+.2f}" for g in gaps) or "–"} | {"gap > 1.5" if flag else ""} | '
-                   f'{over_mbce(groups, dataset, system)} | '
+                   f'{"; ".join(f"{g:+.2f}" for g in gaps) or "–"} | {"gap > 1.5" if flag else ""} | {over} | '
                    f'{np.mean([records.last_tenth_gain(r, "dev_f1") for r in rs]):+.2f} | '
                    f'{np.mean([r["train_seconds"] for r in rs]):.0f} | {mlc.recipe(dataset, system, "official", rs)} |')
   return lines, flagged

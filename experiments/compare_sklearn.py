@@ -7,9 +7,8 @@ Usage (the run that produced docs/sklearn_baseline.md is recorded at its top):
   python -m experiments.compare_sklearn --table_only     # docs/sklearn_baseline.md from the records, no training
 
 A ``--custom`` MULAN file is read with ``configs/custom.py``; ``make_scaled:ROWS:SEED`` stands for the file
-``tests/fixtures/mlc/make_scaled.py`` draws with those arguments (no committed file for a larger draw). MBCE with
-``data.standardise='never'`` is not run on files with missing values, which need imputing. Each (dataset, seed)
-writes docs/sklearn_baseline/runs/<dataset>-seed<k>.json; a record that exists is not run again.
+``tests/fixtures/mlc/make_scaled.py`` draws with those arguments (no committed file for a larger draw). Each (dataset,
+seed) writes docs/sklearn_baseline/runs/<dataset>-seed<k>.json; a record that exists is not run again.
 """
 
 import dataclasses
@@ -116,8 +115,7 @@ def row(label: str, rs: list) -> str:
 
 
 def fields(groups) -> dict:
-  """docs/sklearn_baseline.md's fields: the table (datasets first, then custom files by training-set size, each
-  row's seeds in order) and what the records say of when, where and on which seeds they were made."""
+  """The page's fields: the table (datasets, then custom files by training-set size) and the records' dates, seeds."""
   every = [r for rs in groups.values() for r in rs]
   dates = sorted(r['date'][:10] for r in every)
   order = lambda d: (d.endswith('.arff'), groups[d][0]['info']['sizes']['train'] if d.endswith('.arff') else 0, d)
@@ -126,7 +124,6 @@ def fields(groups) -> dict:
           'table': '\n'.join(row(d, sorted(groups[d], key=lambda r: r['seed'])) for d in sorted(groups, key=order))}
 
 
-# A record's row is its dataset (a custom file's base name).
 TABLES = [tables.Table('sklearn_baseline', 'docs/sklearn_baseline.md', ('docs/sklearn_baseline/runs/*.json',), fields,
                        key=lambda path, record: record['dataset'], template='sklearn_baseline.md',
                        command='python -m experiments.compare_sklearn --table_only')]

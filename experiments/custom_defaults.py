@@ -5,13 +5,13 @@ Usage:
   python -m experiments.custom_defaults --data_dir=../shared/data [--datasets=cal500,genbase] [--workers=N]
   python -m experiments.custom_defaults --table_only
 
-Each run is configs/custom.py pointed at a dataset, with one variant's overrides, for 80 epochs (delicious's implicit
+Each run is configs/custom.py pointed at a dataset with one variant's overrides, for 80 epochs (delicious's implicit
 runs, two variants as a check, 40); its record, docs/sweeps/custom-defaults/<dataset>-<variant>-seed<k>.json, holds
 implicit_jax.main's command that reruns it; an existing record is not run again. The learning rate is constant, so
-the budgets 20 and 40 are read from the 80-epoch run's dev history. The choice, per method: the least mean regret
-across datasets at the full budget, then the fewest epochs within TOLERANCE of it. Test figures are never read.
+the budgets 20 and 40 are read from the 80-epoch run's dev history; the rule of the choice: docs/custom_defaults.md.
 """
 
+import functools
 import os
 import sys
 
@@ -65,12 +65,9 @@ def run_of(dataset, variant, seed, epochs, data_dir) -> runner.Run:
   flags = {**DATASETS[dataset][0], **VARIANTS[variant], 'num_epochs': epochs, 'seed': seed, 'data.split_seed': seed}
   if flags.get('data.name', 'bibtex') != 'bibtex':
     flags['data.data_dir'] = data_dir
-
-  def config():
-    config = experiments.row_config('configs/custom.py', {
-        k: os.path.normpath(ROOT / v) if k in ('data.train_file', 'data.data_dir') else v for k, v in flags.items()})
-    config.config_file, config.overrides = 'configs/custom.py', cli.overrides(flags)
-    return config
+  values = {k: os.path.normpath(ROOT / v) if k in ('data.train_file', 'data.data_dir') else v for k, v in flags.items()}
+  config = functools.partial(experiments.row_config, 'configs/custom.py',
+                             {**values, 'config_file': 'configs/custom.py', 'overrides': cli.overrides(flags)})
   out = OUT / f'{dataset}-{variant}-seed{seed}.json'
   return runner.Run(f'{dataset} {variant} seed {seed}', config, out, f'/tmp/custom-defaults/{out.stem}')
 
@@ -114,14 +111,12 @@ def scores(groups):
 
 
 def common_datasets(table, method: str) -> list[str]:
-  """The datasets on which every variant of ``method`` has a full-budget score, so that no variant is ranked on
-  datasets another never ran on."""
+  """The datasets on which every variant of ``method`` has a full-budget score (no variant ranked on another's)."""
   return [d for d in DATASETS if all((d, v, EPOCHS) in table for v in methods()[method])]
 
 
 def regrets(table):
-  """{(variant, budget): (mean regret, datasets)} over ``common_datasets``: the best dev @0.5 of the method's
-  variants and budgets minus this one's."""
+  """{(variant, budget): (mean regret, datasets)} over ``common_datasets``: the method's best dev @0.5 minus this."""
   out = {}
   for method, variants in methods().items():
     for d in common_datasets(table, method):

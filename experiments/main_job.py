@@ -1,11 +1,11 @@
-r"""The main job on this machine's kind of CPU: seeds of the row the README reports (``mlc.MAIN_ROW``), each record in
-docs/main_job/runs/<kind>/ (the widest vector set the processor offers, ``records.cpu_kind``, e.g. ``avx-512``),
-apart from docs/mlc/runs so that no table row mixes machines: XLA:CPU's float rounding differs between kinds of
-processor, which a processor's name ('AMD EPYC') does not tell apart (docs/usage.md, "Rerunning a record").
+r"""The main job (``mlc.MAIN_ROW``) on this machine's kind of CPU (its widest vector set, ``records.cpu_kind``), each
+record in docs/main_job/runs/<kind>/, apart from docs/mlc/runs so that no table row mixes machines: XLA:CPU's float
+rounding differs between kinds of processor (docs/usage.md, "Rerunning a record").
 
   python -m experiments.main_job --seeds=0,1,2,3,4
 """
 
+import functools
 import re
 import sys
 
@@ -24,15 +24,8 @@ def folder(kind: str) -> str:
   return re.sub(r'[^a-z0-9]+', '-', kind.lower()).strip('-')
 
 
-def run_of(seed: int, kind: str) -> runner.Run:
-  return runner.Run(f'{DATASET} {mlc.MAIN_ROW} seed {seed} ({kind})',
-                    lambda: mlc.row_config(DATASET, mlc.MAIN_ROW, seed),
-                    RUNS / folder(kind) / f'{NAME}-seed{seed}.json', f'/tmp/main_job/{folder(kind)}/{NAME}-{seed}')
-
-
 def kinds(runs=RUNS) -> dict[str, list[dict]]:
-  """``{kind: records}`` of the folders under ``runs``, by seed; a record moved by hand to another kind's folder is
-  refused."""
+  """``{kind: records}`` of the folders under ``runs``, by seed; a record in another kind's folder is refused."""
   out = {}
   for path in sorted(runs.glob(f'*/{NAME}-seed*.json')):
     record = records.load(path)
@@ -68,7 +61,11 @@ def main():
   args = experiments.parse(__doc__, {'--data_dir': None, '--seeds': {'default': '0,1,2,3,4', 'type': experiments.seeds},
                                      '--table_only': None}, runner_flags=False)
   kind = records.cpu_kind({'cpu': records.cpu()})
-  runner.run_all([run_of(seed, kind) for seed in args.seeds], writer=records.save, seconds=True)
+  out = RUNS / folder(kind)
+  experiments.run([runner.Run(f'{DATASET} {mlc.MAIN_ROW} seed {seed} ({kind})',
+                              functools.partial(mlc.row_config, DATASET, mlc.MAIN_ROW, seed),
+                              out / f'{NAME}-seed{seed}.json', f'/tmp/main_job/{out.name}/{NAME}-{seed}')
+                   for seed in args.seeds], args, seconds=True)
   for name, rs in kinds().items():
     print(f'{name}: seeds {[r["seed"] for r in rs]}, test F1 @0.5 {mlc.cells(rs, "test_f1")}')
 

@@ -1,10 +1,7 @@
 """The multi-label tables' bookkeeping: rows ``configs/<dataset>.py:<system>`` for bibtex, delicious, genbase, cal500
-and spo_fun, their records, names and published numbers, and the flags their scripts share.
-
-``SYSTEMS`` are the rows of docs/mlc_results.md and docs/mlc_ablation.md, ``BASELINES`` the other methods of
-docs/baselines.md, as configs/bibtex.py writes them: today's design, the dataset config with the row's overrides,
-the settings chosen on that dataset's dev (its ``DEV_CHOSEN``) and its epoch budget. A committed run is reproduced
-from its own record, not from its row: ``python -m implicit_jax.main --config=docs/mlc/runs/<run>.json``.
+and spo_fun (``SYSTEMS``: docs/mlc_results.md and docs/mlc_ablation.md; ``BASELINES``: docs/baselines.md), their
+records, names and published numbers, and the flags their scripts share. A committed run is reproduced from its own
+record, not from its row: ``python -m implicit_jax.main --config=docs/mlc/runs/<run>.json``.
 """
 
 from __future__ import annotations
@@ -44,13 +41,15 @@ def config_name(dataset: str, system: str, protocol: str = 'official') -> str:
   return f'configs/{dataset}.py:{experiments.arg_name(system)}' + (f',{protocol}' if protocol != 'official' else '')
 
 
-def row_config(dataset: str, system: str | None, seed: int, protocol: str = 'official', data_dir: str = ''):
+def row_config(dataset: str, system: str | None, seed: int, protocol: str = 'official', data_dir: str = '',
+               overrides: dict | None = None):
   """configs/<dataset>.py's row ``system`` (None: the file as it is) at the run's seed (which also seeds the dev
-  split), split protocol and data directory."""
+  split), split protocol and data directory, then ``overrides`` (flattened keys) set."""
   values = {'seed': seed, 'data.split_seed': seed, 'data.protocol': protocol}
   if dataset != 'bibtex' or protocol != 'official':  # bibtex's official split ships inside the package
     values['data.data_dir'] = data_dir
-  return experiments.row_config(config_name(dataset, system, protocol) if system else f'configs/{dataset}.py', values)
+  return experiments.row_config(config_name(dataset, system, protocol) if system else f'configs/{dataset}.py',
+                                {**values, **(overrides or {})})
 
 
 def run_name(dataset, system, protocol) -> str:
@@ -65,8 +64,7 @@ def runs_folder(system: str) -> Path:
 
 
 def recipe(dataset: str, system: str, protocol: str, rs) -> str:
-  """A table row's "config" cell (records.recipe): the row where each of its records ``rs`` is that row at its
-  seed, else the records, each its own recipe."""
+  """A table row's "config" cell (records.recipe) for its records ``rs``."""
   differs = [key for r in rs for key in records.row_differences(r, row_config(dataset, system, r['seed'], protocol))]
   pattern = f'{runs_folder(system).relative_to(ROOT)}/{run_name(dataset, system, protocol)}-seed*.json'
   return records.recipe(config_name(dataset, system, protocol), pattern, differs)

@@ -6,15 +6,13 @@ Usage (the commands that made the runs of docs/mlc_results.md are listed in docs
 
   python -m experiments.reproduce_mlc --datasets=bibtex --systems=implicit-cd,mbce --seeds=0,1,2 --verify
 
-Each run writes its record to docs/mlc/runs/<dataset>-<system>-seed<k>.json; an existing one is not run again, so
-the script can be stopped and restarted. The table is rebuilt from all records at the end (--table_only: without
-training). --verify reruns each run that has a committed record from that record's own config, in a scratch workdir,
-and compares the two instead of writing anything: the regression test of the science after a change to the code.
---supersede reruns, from its own record, each committed run that keeps no predictions, so that it can be rescored;
-the old record moves to docs/mlc/runs_superseded/ and the page says how far the reruns moved. A new run takes its
-row's config, configs/<dataset>.py:<system> (today's design); a committed run's recipe is its record.
+Each run writes docs/mlc/runs/<dataset>-<system>-seed<k>.json, not run again once there (the script can be stopped
+and restarted); the table is rebuilt from all records at the end (--table_only: without training). --verify (the
+regression test of the science after a change to the code) and --supersede (so that old records can be rescored)
+rerun committed runs from their own records. A new run takes its row's config, configs/<dataset>.py:<system>.
 """
 
+import functools
 import sys
 
 import numpy as np
@@ -33,28 +31,25 @@ TEXT = experiments.TEXT['mlc']
 VERIFIED = ('test_f1', 'test_f1_tuned', 'dev_f1', 'best_epoch', 'threshold')  # what --verify compares
 
 
-def run_of(dataset, system, seed, args, folder=None, scratch: str = '') -> runner.Run:
-  """The run of ``dataset``'s row ``system`` on ``seed`` (``args``: --protocol, --data_dir, --epochs): its record
-  in ``folder`` (RUNS), its workdir under ``scratch`` (--verify reruns in a workdir of its own)."""
+def run_of(dataset, system, seed, args) -> runner.Run:
+  """The run of ``dataset``'s row ``system`` on ``seed`` (``args``: --protocol, --data_dir, --epochs): its record in
+  RUNS, a baseline's (compare_methods') in docs/baselines/runs; --verify and baselines use workdirs of their own."""
   name = mlc.run_name(dataset, system, args.protocol)
-  scratch = scratch or ('/tmp/reproduce_mlc_verify' if getattr(args, 'verify', False) else '/tmp/reproduce_mlc')
-
-  def config():
-    config = mlc.row_config(dataset, system, seed, args.protocol, args.data_dir)
-    config.num_epochs = args.epochs or config.num_epochs
-    return config
-  return runner.Run(f'{dataset} {system} seed {seed}', config, (folder or RUNS) / f'{name}-seed{seed}.json',
-                    f'{scratch}/{name}-{seed}')
+  folder = RUNS if system in SYSTEMS else mlc.runs_folder(system)
+  scratch = ('reproduce_mlc' if system in SYSTEMS else 'compare_methods') + (
+      '_verify' if getattr(args, 'verify', False) else '')
+  config = functools.partial(mlc.row_config, dataset, system, seed, args.protocol, args.data_dir,
+                             {'num_epochs': args.epochs} if args.epochs else None)
+  return runner.Run(f'{dataset} {system} seed {seed}', config, folder / f'{name}-seed{seed}.json',
+                    f'/tmp/{scratch}/{name}-{seed}')
 
 
 def run(runs, args):
-  """``runs``, each run's seconds after it; --supersede reruns only those with a record (the old one moved to
-  SUPERSEDED), --verify compares each on ``VERIFIED``."""
-  supersede = SUPERSEDED if args.supersede else None
-  if supersede:
-    runs = [r for r in runs if r.record.exists() or (supersede / r.record.name).exists()]
-  return experiments.run(runs, args, recipe=records.recipe_here(args.data_dir), seconds=True, supersede=supersede,
-                         verify=VERIFIED if args.verify else ())
+  """``runs``, timed; --supersede reruns only those with a record (to SUPERSEDED), --verify compares ``VERIFIED``."""
+  if args.supersede:
+    runs = [r for r in runs if r.record.exists() or (SUPERSEDED / r.record.name).exists()]
+  return experiments.run(runs, args, recipe=records.recipe_here(args.data_dir), seconds=True,
+                         supersede=SUPERSEDED if args.supersede else None, verify=VERIFIED if args.verify else ())
 
 
 def superseded_lines() -> list[str]:
@@ -71,8 +66,7 @@ def superseded_lines() -> list[str]:
 
 
 def fields(groups) -> dict:
-  """docs/mlc_results.md's fields: the table (each dataset and split leads with its 400-unit rows, SEAL's width),
-  the notes under it and the implicit-vs-MBCE paired differences."""
+  """docs/mlc_results.md's fields: the table (400-unit rows, SEAL's width, first), notes, paired differences."""
   rows = []
   for (task, protocol, system), rs in sorted(groups.items(), key=lambda kv: (
       kv[0][0], kv[0][1], not kv[0][2].endswith('-h400'), list(SYSTEMS).index(kv[0][2]))):
@@ -113,8 +107,7 @@ def blocks(groups, fields) -> dict:
 
 
 def summary_rows(groups) -> list[str]:
-  """README summary rows, per dataset (official split): the best implicit row on dev against the best of MBCE and
-  the baselines of docs/baselines/runs."""
+  """README rows, per dataset (official split): the best implicit row on dev against the best of MBCE and baselines."""
   rows = []
   for dataset in mlc.DATASETS:
     official = {s: rs for (d, p, s), rs in groups.items() if (d, p) == (dataset, 'official')}

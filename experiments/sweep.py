@@ -5,9 +5,8 @@ Usage:
   python -m experiments.sweep --sweep=delicious-cd --table_only
 
 The sweeps and their variants (overrides of today's dataset config) are experiments/sweeps.toml [mlc.*]. Each run
-writes its record (experiments/records.py) to docs/sweeps/<sweep>/<variant>-seed<k>.json, not run again once there,
-and rerun by python -m implicit_jax.main --config=THAT_RECORD --workdir=DIR. docs/sweeps/<sweep>.md is rebuilt from
-them: a choice may use its dev numbers only; test is listed so that the record is complete.
+writes docs/sweeps/<sweep>/<variant>-seed<k>.json (not run again once there; rerun by python -m implicit_jax.main
+--config=THAT_RECORD --workdir=DIR), and docs/sweeps/<sweep>.md is rebuilt from them (a choice reads dev only).
 """
 
 import functools
@@ -30,20 +29,15 @@ BASE_ROW = {'bibtex': 'implicit-cd-gcr'}
 
 def run_of(sweep, variant, seed, args) -> runner.Run:
   """The run of ``sweep``'s ``variant`` on ``seed``: its base row with the variant's overrides."""
-  dataset, variants = SWEEPS[sweep]
-
-  def config():
-    config = mlc.row_config(dataset, BASE_ROW.get(dataset), seed, variants[variant].get('data.protocol', 'official'),
-                            args.data_dir)
-    config.update_from_flattened_dict(variants[variant])
-    return config
+  dataset, overrides = SWEEPS[sweep][0], SWEEPS[sweep][1][variant]
+  config = functools.partial(mlc.row_config, dataset, BASE_ROW.get(dataset), seed,
+                             overrides.get('data.protocol', 'official'), args.data_dir, overrides)
   return runner.Run(f'{sweep} {variant} seed {seed}', config, ROOT / 'docs' / 'sweeps' / sweep /
                     f'{variant}-seed{seed}.json', f'/tmp/sweep/{sweep}-{variant}-{seed}')
 
 
 def fields(sweep, groups) -> dict:
-  """A sweep page's fields: its base row and its runs, variant by variant, then the means of those run on several
-  seeds."""
+  """A sweep page's fields: its base row, its runs variant by variant, the means of those run on several seeds."""
   dataset, variants = SWEEPS[sweep]
   lines, means = [], []
   for variant, overrides in variants.items():
@@ -65,7 +59,6 @@ def fields(sweep, groups) -> dict:
   return {'sweep': sweep, 'base': base, 'table': '\n'.join(lines)}
 
 
-# One page a sweep, docs/sweeps/<sweep>.md (template pages/sweep.md); a sweep not run yet has none.
 TABLES = [tables.Table(name, f'docs/sweeps/{name}.md', (f'docs/sweeps/{name}/*.json',), functools.partial(fields, name),
                        key=tables.variant_key(SWEEPS[name][1]), template='sweep.md', required=False,
                        command=f'python -m experiments.sweep --sweep={name} --table_only') for name in SWEEPS]
