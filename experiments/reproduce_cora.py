@@ -28,8 +28,7 @@ from experiments import records, summary, tables
 # pylint: enable=wrong-import-position
 
 ROOT = experiments.ROOT
-# configs/cora.py's rows: system -> (label, overrides; None: no training, computed here), in table order; TRAINED: the
-# others.
+# configs/cora.py's rows: system -> (label, overrides; None: no training, computed here), in table order; the others
 _ROWS = experiments.config_rows('cora')  # the file run once
 SYSTEMS, TRAINED = _ROWS.SYSTEMS, _ROWS.TRAINED
 SIZES = (5, 10, 50)
@@ -58,10 +57,9 @@ def config_name(system: str) -> str:
 def base_config(size, draw, data_dir, row):
   """The run's config: ``row`` a system, configs/cora.py:<row>, or a sweep variant's overrides (a dict) on
   configs/cora.py; with the labeled set's size and draw (the draw also seeds the run)."""
-  values = {'seed': draw, 'data.labeled': size, 'data.draw': draw, 'data.data_dir': data_dir}
-  if isinstance(row, str):
-    return experiments.row_config(config_name(row), values)
-  return experiments.row_config('configs/cora.py', {**row, **values})
+  name, values = (config_name(row), {}) if isinstance(row, str) else ('configs/cora.py', row)
+  return experiments.row_config(name, {**values, 'seed': draw, 'data.labeled': size, 'data.draw': draw,
+                                       'data.data_dir': data_dir})
 
 
 def run_of(system, size, draw, args) -> runner.Run:
@@ -71,8 +69,7 @@ def run_of(system, size, draw, args) -> runner.Run:
 
 
 def sweep_table(name) -> tables.Table:
-  """docs/cora/sweeps/<name>.md: its setting and a row for each record of its variants
-  (docs/cora/sweeps/<name>/<variant>.json), in their order."""
+  """docs/cora/sweeps/<name>.md: a row for each record of its variants (sweeps/<name>/<variant>.json), in order."""
   size, draw, variants = SWEEPS[name]
   sweep_fields = lambda groups: {'name': name, 'size': size, 'draw': draw, 'rows': '\n'.join(
       f'| {variant} | {o} | {100 * r["dev_accuracy"]:.2f} | {r["best_epoch"]} | {100 * r["test_accuracy"]:.2f} |'
@@ -167,8 +164,7 @@ def choice_lines(groups) -> list[str]:
 
 
 def plot(groups, data_dir: str = DATA_DIR) -> None:
-  """docs/cora/accuracy.png: test accuracy against the number of labeled citations, mean and std over draws, one line
-  per method, the paper's implicit CD and the rules alone beside them."""
+  """docs/cora/accuracy.png: each method's test accuracy against the labeled citations, the paper's and the rules'."""
   try:
     from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
   except ImportError:
@@ -219,8 +215,7 @@ def summary_rows(groups) -> list[str]:
 
 
 def table(data_dir: str = DATA_DIR) -> tables.Table:
-  """docs/cora.md, its figure, docs/results.md's cora block and README's cora rows; the rules row from the Cora data
-  in ``data_dir`` (left out where it has none)."""
+  """docs/cora.md, its figure, results.md's block and README's rows; the rules row from ``data_dir``'s Cora data."""
   return tables.Table('cora', 'docs/cora.md', ('docs/cora/runs/*.json',), functools.partial(fields, data_dir=data_dir),
                       key=lambda path, record: (system_of(path), record['config']['data']['labeled']),
                       command='python -m experiments.reproduce_cora --table_only', blocks=blocks,

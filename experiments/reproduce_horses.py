@@ -4,12 +4,9 @@
   python -m experiments.reproduce_horses --data_dir=../shared/data --scale=seal --systems=fcn,implicit-cd --no_table
   python -m experiments.reproduce_horses --table_only                              # the page from the records
 
-A run is configs/horses.py:<system>[,<scale>] at a seed (the split stays split_seed 0: one split, several
-initialisations and data orders). Its compact record goes to the scale's folder (SCALES: docs/horses/runs*/
-<system>-seed<k>.json) and a run with a record is not made again, so the script resumes where it was stopped. Each
---scale is a section of the page: test mean IoU (threshold 0.5) as mean ± sample std (ddof 1) over seeds beside the
-published numbers (flagged more than 2 IoU from each), global and dev IoU, and the paired differences. The
-'<system>-crops' rows (SEAL's 24x24 training crops and 36-crop test averaging, data.crop=24) run only when named.
+A run is configs/horses.py:<system>[,<scale>] at a seed (the split stays split_seed 0). Its record goes to the
+scale's folder (SCALES: docs/horses/runs*/<system>-seed<k>.json) and a run with a record is not made again, so the
+script resumes. Each --scale is a section of the page; the '<system>-crops' rows (data.crop=24) run only when named.
 """
 
 import dataclasses
@@ -36,11 +33,10 @@ HORSES = experiments.config_rows('horses')
 SYSTEMS, CROPPED, CROPS_SYSTEMS = HORSES.SYSTEMS, HORSES.CROPPED, HORSES.CROPS_SYSTEMS
 FULL_ONLY, SEAL_ONLY, SEAL_VARIANTS = HORSES.FULL_ONLY, HORSES.SEAL_ONLY, HORSES.SEAL_VARIANTS
 # Runs of configs/horses.py's implicit design until 2026-11-26 (two inner steps at 1.5e-3, MINRES with 3 HVPs): no
-# config holds it any more, so each record is its own recipe. name -> label; shown after the row named in EARLIER_AFTER.
+# config holds it any more, so each record is its own recipe. name -> label; shown after implicit-cd-t1-gcr.
 EARLIER = {'implicit-cd-before': 'implicit CD, before (T_inner 2, minres)',
            'implicit-dvn': 'implicit DVN-style regression (T_inner 2, minres)'}
-EARLIER_AFTER = 'implicit-cd-t1-gcr'
-ORDER = [s for system in SYSTEMS for s in (system, *(EARLIER if system == EARLIER_AFTER else ()))]  # table order
+ORDER = [s for system in SYSTEMS for s in (system, *(EARLIER if system == 'implicit-cd-t1-gcr' else ()))]  # table order
 LABELS = {system: label for system, (label, _) in SYSTEMS.items()} | EARLIER
 # The published numbers and the sections' prose: experiments/published.toml, [horses.*]. PUBLISHED: test mean IoU
 # x 100 of Shankar & Piratla Table 10 and SEAL Table 4; SEAL_T4_SPREAD: the latter's +- (the claims ledger's
@@ -59,17 +55,13 @@ def config_name(system: str, scale: str = 'half') -> str:
   return f'configs/horses.py:{system}' + (f',{scale}' if scale != 'half' else '')
 
 
-def scaled_config(system: str, scale: str = 'half', values: dict | None = None):
-  """configs/horses.py:<system>[,<scale>] with ``values`` (flattened keys: seed, data.data_dir) set."""
-  return experiments.row_config(config_name(system, scale), values)
-
-
 def run_of(system, seed, args) -> runner.Run:
   """The run of row ``system`` on ``seed`` at ``--scale``: its record in the scale's folder."""
   scale = getattr(args, 'scale', 'half')
   values = {'seed': seed, 'data.data_dir': args.data_dir, **({'num_epochs': args.epochs} if args.epochs else {})}
-  return runner.Run(f'{system} seed {seed}', functools.partial(scaled_config, system, scale, values),
-                    SCALES[scale][1] / f'{system}-seed{seed}.json', workdir_of(args.workdir, scale, system, seed))
+  config = functools.partial(experiments.row_config, config_name(system, scale), values)
+  return runner.Run(f'{system} seed {seed}', config, SCALES[scale][1] / f'{system}-seed{seed}.json',
+                    workdir_of(args.workdir, scale, system, seed))
 
 
 def workdir_of(workdir: str, scale: str, system: str, seed: int) -> str:
@@ -98,8 +90,8 @@ def section_fields(scale: str, groups) -> dict:
       'flagged': (f'Flagged (more than {TOLERANCE:g} IoU from every published number): {", ".join(flagged)}. '
                   + _TEXT['flagged_why'][scale]) if flagged else '',
       'flattened': '' if scale == 'half' else '; '.join(
-          f'{LABELS[s]} {_tenth(rs):+.2f} (best epoch {np.median([r["best_epoch"] for r in rs]):.0f})'
-          for s, rs in groups.items()),
+          f'{LABELS[s]} {np.mean([records.last_tenth_gain(r, "dev_mean_iou") for r in rs]):+.2f} '
+          f'(best epoch {np.median([r["best_epoch"] for r in rs]):.0f})' for s, rs in groups.items()),
       'seconds': ', '.join(f'{LABELS[s]} {seconds[s]:.0f}' + (f' ({kinds[s]})' if mixed else '')
                            for s in ORDER if s in seconds),
       'shared': ' The runs shared their device with other runs: a cost indication, not a speed measurement.'
@@ -112,38 +104,36 @@ def table_rows(scale: str, groups) -> tuple[list[str], list[str], list[str]]:
   rows, flagged, unrun = [], [], []
   elsewhere = set(SECTIONS['seal'].load()) | set(SEAL_UNFINISHED) if scale == 'seal-data' else set()
   for system in ORDER:
-    label, config = LABELS[system], f'`{config_name(system, scale)}`'
+    label, name = LABELS[system], None if system in EARLIER else config_name(system, scale)
     rs = sorted(groups.get(system, []), key=lambda r: r['seed'])
     if not rs:
-      why = '' if system in EARLIER else missing(system, scale, system in elsewhere)
-      if why:
-        rows.append(f'| {label} | 0 | {why} | | | | | {config} |')
-      if system in elsewhere:
+      if system in elsewhere:  # on SEAL's data, a row of SEAL's protocol
         unrun.append(label)
+        why = 'not run yet (the line below the table)'
+      elif scale == 'half' and name and system not in CROPS_SYSTEMS + FULL_ONLY + SEAL_ONLY:  # others: once run
+        why = 'not run'
+      elif scale == 'seal' and system in SEAL_UNFINISHED:
+        there = SECTIONS['seal-data'].load().get(system)
+        seal_data = (f'test mean IoU {records.mean_std([r["test_mean_iou"] for r in there])} over {len(there)} seeds '
+                     'in the section above' if there else 'no record there yet')
+        why = f'no record: {SEAL_UNFINISHED[system].format(seal_data=seal_data)}'
+      else:
+        continue
+      rows.append(f'| {label} | 0 | {why} | | | | | `{name}` |')
       continue
     pub = PUBLISHED[system]
-    gap = min((abs(_iou(rs) - v) for v in pub.values()), default=0)
+    gap = min((abs(100 * np.mean([r['test_mean_iou'] for r in rs]) - v) for v in pub.values()), default=0)
     mark = '—' if not pub else 'yes' if gap <= TOLERANCE else f'**no** ({gap:.1f} away)'
     if gap > TOLERANCE:
       flagged.append(label)
     scores = [records.mean_std([r[k] for r in rs]) for k in ('test_mean_iou', 'test_global_iou', 'dev_mean_iou')]
     shown = ', '.join(f'{v:.2f} ({k})' for k, v in pub.items()) or '—'
-    rows.append(f'| {label} | {len(rs)} | {" | ".join(scores)} | {shown} | {mark} | {recipe_cell(system, scale, rs)} |')
+    # the row's config where its records are that config at their seeds, else the records
+    differs = [k for r in rs if name
+               for k in records.row_differences(r, experiments.row_config(name, {'seed': r['seed']}))]
+    recipe = records.recipe(name, f'{SCALES[scale][1].relative_to(ROOT)}/{system}-seed*.json', differs)
+    rows.append(f'| {label} | {len(rs)} | {" | ".join(scores)} | {shown} | {mark} | {recipe} |')
   return rows, flagged, unrun
-
-
-def missing(system: str, scale: str, elsewhere: bool) -> str:
-  """What the row of a system without records says, '' to leave it out."""
-  if elsewhere:  # on SEAL's data, a row of SEAL's protocol
-    return 'not run yet (the line below the table)'
-  if scale == 'half' and system not in CROPS_SYSTEMS + FULL_ONLY + SEAL_ONLY:  # the optional rows: shown once run
-    return 'not run'
-  if scale != 'seal' or system not in SEAL_UNFINISHED:
-    return ''
-  there = SECTIONS['seal-data'].load().get(system)
-  seal_data = (f'test mean IoU {_spread(there)} over {len(there)} seeds in the section above' if there
-               else 'no record there yet')
-  return f'no record: {SEAL_UNFINISHED[system].format(seal_data=seal_data)}'
 
 
 def paired_lines(scale: str, groups) -> list[str]:
@@ -165,16 +155,6 @@ def paired_lines(scale: str, groups) -> list[str]:
   lines += [records.paired(design, of('implicit-cd', f'{key}_mean_iou'), of('implicit-cd-r1', f'{key}_mean_iou'),
                            f'{key} mean IoU') for key in ('dev', 'test')]
   return [line for line in lines if line]
-
-
-def recipe_cell(system: str, scale: str, rs) -> str:
-  """The row's config where its records are that config at their seeds, else the records (records.recipe)."""
-  pattern = f'{SCALES[scale][1].relative_to(ROOT)}/{system}-seed*.json'
-  if system in EARLIER:
-    return records.recipe(None, pattern)
-  config = lambda r: scaled_config(system, scale, {'seed': r['seed']})
-  return records.recipe(config_name(system, scale), pattern,
-                        [key for r in rs if 'config' in r for key in records.row_differences(r, config(r))])
 
 
 def draw_curves(groups) -> None:  # pylint: disable=unused-argument
@@ -213,9 +193,12 @@ def summary_scale() -> str:
   return 'seal-data' if all(len(runs.get(s, [])) >= 3 for s in SUMMARY_ROWS) else 'seal'
 
 
-def summary_rows(runs, scale: str = 'seal') -> list[str]:
-  """The README summary row, from a SEAL-protocol section (the setting of the published rival numbers): the best
-  implicit row against the best other one, on dev mean IoU."""
+def summary_rows(runs, scale: str = '') -> list[str]:
+  """The README summary row, from the SEAL-protocol section that summary_scale chooses (or ``runs``, ``scale``'s;
+  the setting of the published rival numbers): the best implicit row against the best other one, on dev mean IoU."""
+  if not scale:
+    scale = summary_scale()
+    runs = SECTIONS[scale].load()
   a, b = summary.sides(runs, 'dev_mean_iou')
   if not (a and b):
     return []
@@ -227,59 +210,32 @@ def summary_rows(runs, scale: str = 'seal') -> list[str]:
                       'test_mean_iou', f'{PUBLISHED["implicit-cd"]["implicit T10"]:.1f}')]
 
 
-def readme_rows(groups) -> list[str]:  # pylint: disable=unused-argument
-  """README's horses row, from the SEAL-protocol section that summary_scale chooses."""
-  scale = summary_scale()
-  return summary_rows(SECTIONS[scale].load(), scale)
-
-
-def _iou(rs) -> float:
-  return 100 * float(np.mean([r['test_mean_iou'] for r in rs]))
-
-
-def _spread(rs) -> str:
-  return records.mean_std([r['test_mean_iou'] for r in rs])
-
-
-def _paired(a, b) -> tuple[float, str, bool]:
-  """``a - b`` in test mean IoU x 100, paired by seed: its mean, the mean as text with the seeds it is positive on
-  where it is not all of them, and whether it is all of them."""
-  _, d = records.paired_diffs(*({r['seed']: r['test_mean_iou'] for r in rs} for rs in (a, b)))
-  up, n = sum(x > 0 for x in d), len(d)
-  return float(np.mean(d)), f'{np.mean(d):+.2f}' + ('' if up == n else f' ({up} of {n} seeds positive)'), up == n
-
-
-def _over(a, runs, systems) -> str:
-  """``a`` over each of ``systems``: "+1.91 over the FCN, +0.97 over SEAL regression and +4.83 over DVN"."""
-  parts = [f'{_paired(a, runs[s])[1]} over {_TEXT["short"][s]}' for s in systems]
-  return ', '.join(parts[:-1]) + f' and {parts[-1]}' if len(parts) > 1 else parts[0]
-
-
-def _tenth(rs) -> float:
-  """How much a row's dev curve still rose over the last tenth of its epochs (records.last_tenth_gain), mean."""
-  return np.mean([records.last_tenth_gain(r, 'dev_mean_iou') for r in rs])
-
-
-def _span(values) -> str:
-  """``low-high`` of ``values`` (one decimal), or the one value."""
-  low, high = f'{min(values):.1f}', f'{max(values):.1f}'
-  return low if low == high else f'{low}-{high}'
-
-
-def _devices(runs: dict) -> str:
-  """Which rows ran on which device, from their records."""
-  by = {}
-  for system, rs in runs.items():
-    kind, _, name = sorted({r['device'] for r in rs})[0].partition(': ')
-    by.setdefault('a CPU' if kind == 'cpu' else f'one {name}', []).append(_TEXT['short'][system])
-  return '; '.join(f'{", ".join(labels)} on {device}' for device, labels in by.items())
-
-
 def reading_fields() -> dict:
   """The fields of results.md's reading of the SEAL-protocol and full-width sections (pages/horses.reading.md),
   every number from the sections' records and the published ones."""
   data, seal, full = (SECTIONS[scale].load() for scale in ('seal-data', 'seal', 'full'))
   half, short = TABLES[0].load(), _TEXT['short']
+  _iou = lambda rs: 100 * float(np.mean([r['test_mean_iou'] for r in rs]))
+  _spread = lambda rs: records.mean_std([r['test_mean_iou'] for r in rs])
+  _tenth = lambda rs: np.mean([records.last_tenth_gain(r, 'dev_mean_iou') for r in rs])  # the dev curve's late rise
+
+  def _paired(a, b) -> tuple[float, str, bool]:
+    # a - b paired by seed: its mean, the mean as text with the seeds it is positive on unless all, and whether all
+    _, d = records.paired_diffs(*({r['seed']: r['test_mean_iou'] for r in rs} for rs in (a, b)))
+    up, n = sum(x > 0 for x in d), len(d)
+    return float(np.mean(d)), f'{np.mean(d):+.2f}' + ('' if up == n else f' ({up} of {n} seeds positive)'), up == n
+
+  def _over(a, runs, systems) -> str:  # "+1.91 over the FCN, +0.97 over SEAL regression and +4.83 over DVN"
+    parts = [f'{_paired(a, runs[s])[1]} over {short[s]}' for s in systems]
+    return ', '.join(parts[:-1]) + f' and {parts[-1]}' if len(parts) > 1 else parts[0]
+
+  def _devices(runs: dict) -> str:  # which rows ran on which device
+    by = {}
+    for system, rs in runs.items():
+      kind, _, name = sorted({r['device'] for r in rs})[0].partition(': ')
+      by.setdefault('a CPU' if kind == 'cpu' else f'one {name}', []).append(short[system])
+    return '; '.join(f'{", ".join(labels)} on {device}' for device, labels in by.items())
+  _span = lambda values: '-'.join(dict.fromkeys(f'{v:.1f}' for v in (min(values), max(values))))  # low-high, or one
   pub = {s: PUBLISHED[s]['SEAL T4'] for s in ('fcn', 'dvn', 'seal-regression', 'seal-nce')}
   paper_cd = PUBLISHED['implicit-cd']['implicit T10']
   rivals = ('fcn', 'seal-regression', 'dvn', 'seal-nce')
@@ -351,7 +307,7 @@ def blocks(groups, fields) -> dict:  # pylint: disable=unused-argument
     if name == 'horses-full':  # its schedule, as the section says it
       head += next(line for line in lines if line.startswith('**Published')).replace('**', '')
     kept += ['', head, ''] + [line for line in lines if line.startswith(('|', '- '))]
-  reading = tables.render((tables.PAGES / 'horses.reading.md').read_text(encoding='utf-8'), reading_fields()).strip()
+  reading = tables.page('horses.reading.md', reading_fields()).strip()
   return {('docs/results.md', 'horses-reading'): reading, ('docs/results.md', 'horses'): (
       f'\nTest mean IoU x 100 at threshold 0.5, {fields["spread"]}, from the committed runs '
       '([horses.md](horses.md): commands, split, protocol differences, flags).\n\n' + '\n'.join(kept))}
@@ -368,7 +324,7 @@ def section(scale: str, **more) -> tables.Table:
 
 SECTIONS = {scale: section(scale) for scale in ('seal-data', 'seal', 'full')}  # the later sections, in page order
 TABLES = [dataclasses.replace(section('half'), name='horses', parts=tuple(SECTIONS.values()), blocks=blocks,
-                              summary=('horses', readme_rows), after=draw_curves)]
+                              summary=('horses', summary_rows), after=draw_curves)]
 
 
 def main():

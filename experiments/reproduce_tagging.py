@@ -9,11 +9,8 @@
 A run is configs/<dataset>.py:<system> (the rows as configs/pos.py writes them) on a seed; ner_fixed is ner with the
 word vectors frozen, as InfNet+ ran NER. Its record, docs/tagging/runs/<dataset>-<system>-seed<k>.json, is not run
 again but with --supersede where it keeps no predictions (rerun from itself, the old one to
-docs/tagging/runs_superseded/). A sweep (sweeps.toml [tagging.*]) writes docs/tagging/sweeps/<sweep>/ and <sweep>.md,
-whose dev column is what choices use. The tables (docs/tagging.md; docs/results.md's tagging, margins and tagging-ssvm
-blocks; README's summary) give test scores (POS token accuracy; NER conlleval and strict chunk F1) as mean ± sample
-std over seeds, the paired differences with the BiLSTM, and flag each baseline more than TOLERANCE points from every
-published number.
+docs/tagging/runs_superseded/). A sweep (sweeps.toml [tagging.*]) writes docs/tagging/sweeps/<sweep>/ and <sweep>.md.
+The tables: docs/tagging.md (and docs/results.md's tagging, margins and tagging-ssvm blocks; README's summary).
 """
 
 import functools
@@ -29,8 +26,7 @@ import experiments  # pylint: disable=wrong-import-position
 from experiments import records, summary, tables  # pylint: disable=wrong-import-position
 
 ROOT = records.ROOT
-# configs/pos.py's rows, for every dataset: system -> (label, config overrides), in table order; TRIED_ON: the rows
-# tried on some datasets only.
+# configs/pos.py's rows (system -> (label, overrides), in table order) and TRIED_ON, those of some datasets only
 _ROWS = experiments.config_rows('pos')  # the file run once
 SYSTEMS, TRIED_ON = _ROWS.SYSTEMS, _ROWS.TRIED_ON
 # Runs of the implicit rows' design until 2026-11-26 (five inner steps at 1e-3, normal_cg with 5 iterations: 11
@@ -78,8 +74,7 @@ def config_name(dataset: str, system: str) -> str:
 
 
 def base_config(dataset, seed, data_dir, row, epochs: int = 0):
-  """``row`` a system (configs/<dataset>.py:<row>) or a sweep variant's overrides on configs/<dataset>.py;
-  ``epochs``, where given, its num_epochs."""
+  """``row`` a system (configs/<dataset>.py:<row>) or a sweep variant's overrides on configs/<dataset>.py."""
   name, values = (config_name(dataset, row), {}) if isinstance(row, str) else (f'configs/{dataset}.py', row)
   return experiments.row_config(name, {**values, 'seed': seed, 'data.data_dir': data_dir,
                                        **({'num_epochs': epochs} if epochs else {})})
@@ -89,15 +84,13 @@ def pending(datasets, seeds, folder=None) -> list[tuple[str, str, int]]:
   """(dataset, system, seed) of every row beside the published numbers (not one that repeats an earlier row's
   config) whose record is absent or keeps no predictions to rescore."""
   paths = {(d, s, k): (folder or RUNS) / f'{d}-{s}-seed{k}.json' for d in datasets for s in systems(d)
-           if not duplicate_of(d, s) for k in seeds}
+           if s not in duplicates(d) for k in seeds}
   return [run for run, path in paths.items() if not path.exists() or not records.rescorable(records.load(path))]
 
 
 def run_of(dataset, system, seed, args, sweep: str = '') -> runner.Run:
   """The run of ``dataset``'s row ``system`` (of ``sweep``'s variant ``system``) on ``seed``."""
-  if sweep:
-    dataset, variants = SWEEPS[sweep]
-  row = variants[system] if sweep else system
+  dataset, row = (SWEEPS[sweep][0], SWEEPS[sweep][1][system]) if sweep else (dataset, system)
   record = SWEEP_DIR / sweep / f'{system}-seed{seed}.json' if sweep else RUNS / f'{dataset}-{system}-seed{seed}.json'
   return runner.Run(f'{sweep or dataset} {system} seed {seed}',
                     lambda: base_config(dataset, seed, args.data_dir, row, args.epochs), record,
@@ -112,8 +105,7 @@ def run(runs, args) -> list[runner.Outcome]:
 
 
 def scored(dataset, rs) -> tuple[str, float]:
-  """The test metric a row is set beside the papers' on (their conlleval F1 where every record holds it) and the
-  row's mean of it (x 100)."""
+  """The metric a row is set beside the papers' on (conlleval F1 where every record holds it), its test mean x 100."""
   metric = CONLLEVAL if dataset != 'pos' and all(f'test_{CONLLEVAL}' in r for r in rs) else SELECT[dataset]
   return metric, 100 * np.mean([r[f'test_{metric}'] for r in rs])
 
@@ -131,40 +123,42 @@ def versus(runs, dataset, system, other, metric, form: str = '{} ({}/{})') -> tu
 
 def stray_cell(rs) -> str:
   """Test chunks conlleval counts and strict BIOES does not (mean over the records that hold both counts): for the
-  most part a stray I-/E- tag, which conlleval opens as a chunk, a false positive, and strict drops. A tagger that
-  takes each token's argmax makes them; a decoder that scores tag transitions (Viterbi, GBI on Eq. 7's) seldom."""
+  most part a stray I-/E- tag, which conlleval opens as a chunk and strict drops (docs/tagging.md)."""
   have = [r['test_num_pred_conlleval'] - r['test_num_pred'] for r in rs if 'test_num_pred_conlleval' in r]
   return f'{np.mean(have):.0f}' if have else '–'
 
 
 def dataset_section(dataset, runs) -> tuple[list, list]:
-  """``dataset``'s section of docs/tagging.md and the labels of its flagged rows: the table of its rows, that of the
-  earlier design's (where recorded) paired with today's, the differences with the BiLSTM, then the notes: the rows
-  that are another's config, the runs made on a GPU, how far the reruns moved, the implicit term during training."""
+  """``dataset``'s section of docs/tagging.md (its tables, paired differences and notes) and its flagged rows."""
   key = SELECT[dataset]
   of = lambda system: runs.get(f'{dataset}-{system}', [])
-  duplicates = {system: twin for system in systems(dataset) if (twin := duplicate_of(dataset, system))}
+  twins = duplicates(dataset)
   header = TEXT['head_pos' if dataset == 'pos' else 'head_ner'].format(key=key, tolerance=f'{TOLERANCE:g}')
   flagged = []
-
-  def row(system):
-    return row_line(dataset, system, sorted(of(system), key=lambda r: r['seed']), flagged)
 
   def paired(system, base):
     return records.paired(f'{LABELS[system]} minus {"BiLSTM" if base == "bilstm" else LABELS[base]}',
                           by_seed(runs, dataset, system, key), by_seed(runs, dataset, base, key), f'test {key}')
+
+  def cells(system, metric):  # ``system`` against the BiLSTM seed by seed
+    seeds, diffs, total = versus(runs, dataset, system, 'bilstm', metric)
+    each = ', '.join(f'{d:+.2f}' if seeds == list(range(len(seeds))) else f'seed {k} {d:+.2f}'
+                     for k, d in zip(seeds, diffs))
+    return [each, total] if seeds else ['–', '–']
   lines = [f'## {DATASETS[dataset]}', '', header,
-           *(row(system) for system in systems(dataset) if system not in duplicates)]
-  if earlier := [row(system) for system in EARLIER if of(system)]:
+           *(row_line(dataset, system, of(system), flagged) for system in systems(dataset) if system not in twins)]
+  if earlier := [row_line(dataset, system, of(system), flagged) for system in EARLIER if of(system)]:
     lines += ['', TEXT['earlier_note'], '', header, *earlier, '']
     lines += [line for before, (_, now) in EARLIER.items() if (line := paired(now, before))]
   lines.append('')
-  if dataset != 'pos':
-    lines += paired_table(dataset, runs, duplicates) + ['']
+  if dataset != 'pos':  # every row against the BiLSTM, on conlleval's F1 (the papers' metric) and on strict F1
+    shown = [s for s in LABELS if s != 'bilstm' and s not in twins and of(s)]
+    lines += [TEXT['paired_head'], *(f'| {LABELS[s]} | ' + ' | '.join(cells(s, CONLLEVAL) + cells(s, 'f1')) + ' |'
+                                     for s in shown), '']
   else:
     lines += [line for system in (*IMPLICIT, 'crf', 'infnet-plus-stacked') if (line := paired(system, 'bilstm'))]
   lines += [TEXT['duplicate'].format(row=config_name(dataset, system), twin=config_name(dataset, twin),
-                                     label=LABELS[system]) for system, twin in duplicates.items()]
+                                     label=LABELS[system]) for system, twin in twins.items()]
   if gpu := [LABELS[system] for system in LABELS if gpu_mark(of(system))]:
     pairing = TEXT['gpu_both' if gpu_mark(of('bilstm')) else 'gpu_mixed']
     lines.append(TEXT['gpu'].format(rows=', '.join(gpu), pairing=pairing))
@@ -173,8 +167,9 @@ def dataset_section(dataset, runs) -> tuple[list, list]:
 
 
 def row_line(dataset, system, rs, flagged) -> str:
-  """The table row of ``system``'s records ``rs`` (sorted by seed); its label joins ``flagged`` when its mean is more
-  than TOLERANCE from every published number ('**no**' in the within cell; on NER the metric named)."""
+  """The table row of ``system``'s records ``rs``; its label joins ``flagged`` when its mean is more than TOLERANCE
+  from every published number ('**no**' in the within cell; on NER the metric named)."""
+  rs = sorted(rs, key=lambda r: r['seed'])
   key, chunked, label = SELECT[dataset], dataset != 'pos', LABELS[system]
   pub = PUBLISHED[dataset].get(system, {})
   shown = ', '.join(f'{v:.1f} ({k})' for k, v in pub.items()) or '—'
@@ -207,37 +202,20 @@ def row_line(dataset, system, rs, flagged) -> str:
 
 
 @functools.cache
-def _row_config(dataset: str, system: str) -> str:
-  return repr({k: v for k, v in base_config(dataset, 0, '', system).to_dict().items() if k != 'config_file'})
-
-
-def duplicate_of(dataset: str, system: str) -> str | None:
-  """The earlier row whose config on ``dataset`` is ``system``'s, or None: configs/ner_plus.py computes the implicit
+def duplicates(dataset: str) -> dict[str, str]:
+  """Each row whose config on ``dataset`` is an earlier row's, to that row: configs/ner_plus.py computes the implicit
   term on every step, so its implicit-cd-r1 is its implicit-cd."""
-  rows = systems(dataset)
-  return next((other for other in rows[:rows.index(system)]
-               if _row_config(dataset, other) == _row_config(dataset, system)), None)
-
-
-def paired_table(dataset, runs, duplicates) -> list[str]:
-  """Every row against the BiLSTM seed by seed, on conlleval's F1 (the papers' metric) and on strict F1."""
-  def cells(system, metric):
-    seeds, diffs, total = versus(runs, dataset, system, 'bilstm', metric)
-    each = ', '.join(f'{d:+.2f}' if seeds == list(range(len(seeds))) else f'seed {k} {d:+.2f}'
-                     for k, d in zip(seeds, diffs))
-    return [each, total] if seeds else ['–', '–']
-  shown = [s for s in LABELS if s != 'bilstm' and s not in duplicates and runs.get(f'{dataset}-{s}')]
-  return [TEXT['paired_head'], *(f'| {LABELS[s]} | ' + ' | '.join(cells(s, CONLLEVAL) + cells(s, 'f1')) + ' |'
-                                 for s in shown)]
+  configs = {s: repr({k: v for k, v in base_config(dataset, 0, '', s).to_dict().items() if k != 'config_file'})
+             for s in systems(dataset)}
+  return {s: first for s, c in configs.items() if (first := next(o for o in configs if configs[o] == c)) != s}
 
 
 def superseded_lines(dataset, runs) -> list[str]:
   """How far the reruns of replaced records (SUPERSEDED) moved: same config and seed, same device kind."""
   olds = [(tables.stem(path, {}), records.load(path)) for path in sorted(SUPERSEDED.glob(f'{dataset}-*.json'))]
   pairs = [(name, old, new) for name, old in olds for new in runs.get(name, []) if new['seed'] == old['seed']]
-  if not pairs:
-    return []
-  return [TEXT['reruns'].format(n=len(pairs)) + records.rerun_moves(pairs, 'test_f1', 'test F1 strict')]
+  return ([TEXT['reruns'].format(n=len(pairs)) + records.rerun_moves(pairs, 'test_f1', 'test F1 strict')]
+          if pairs else [])
 
 
 def gpu_mark(rs) -> str:
@@ -301,8 +279,7 @@ def ssvm_lines(groups) -> list[str]:
                               cd=f'{100 * min(cd):.0f}-{100 * max(cd):.0f}')]
 
 
-# The lines of docs/tagging.md that docs/results.md's tagging block copies (the paragraph on the embeddings, the
-# tables and the lines under them, the notes on earlier designs and the flags), by how each is spaced there (markdown:
+# The lines of docs/tagging.md that docs/results.md's tagging block copies, by how each is spaced there (markdown:
 # headings, paragraphs and tables need blank lines between them; headings in bold).
 COPIED = {'|': '{}', '- ': '{}', '## ': '\n**{}**\n', '**Emb': '{}\n', 'Flagged': '\n{}', 'Paired': '\n{}\n',
           'Earlier': '\n{}'}

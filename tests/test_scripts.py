@@ -262,10 +262,10 @@ def test_tagging_rows_with_one_config_are_one_row():
   from experiments import reproduce_tagging  # pylint: disable=import-outside-toplevel
   # configs/ner_plus.py computes the implicit term on every step: its r1 row is its implicit-cd row; POS and NER
   # reuse it ('r3h')
-  assert reproduce_tagging.duplicate_of('ner_plus', 'implicit-cd-r1') == 'implicit-cd'
-  assert reproduce_tagging.duplicate_of('ner', 'implicit-cd-r1') is None
-  assert reproduce_tagging.duplicate_of('pos', 'implicit-cd-r1') is None
-  assert reproduce_tagging.duplicate_of('ner', 'implicit-cd') is None
+  assert reproduce_tagging.duplicates('ner_plus') == {'implicit-cd-r1': 'implicit-cd'}
+  assert reproduce_tagging.duplicates('ner').get('implicit-cd-r1') is None
+  assert reproduce_tagging.duplicates('pos').get('implicit-cd-r1') is None
+  assert reproduce_tagging.duplicates('ner').get('implicit-cd') is None
   text = '\n'.join(reproduce_tagging.dataset_section('ner_plus', {})[0])
   assert '| implicit CD (T_inner 1, gcr, the term every step) |' not in text
   assert '`configs/ner_plus.py:implicit-cd-r1` is `configs/ner_plus.py:implicit-cd` on this dataset' in text
@@ -525,13 +525,14 @@ def test_a_page_of_parts_appends_each_part_that_has_records_and_gives_blocks_the
 
 def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_table(monkeypatch):
   from implicit_jax.tasks import segmentation  # pylint: disable=import-outside-toplevel
+  import experiments  # pylint: disable=import-outside-toplevel
   from experiments import reproduce_horses as rh, tables  # pylint: disable=import-outside-toplevel
   assert rh.CROPS_SYSTEMS and set(rh.CROPS_SYSTEMS) <= set(rh.SYSTEMS) and set(rh.ORDER) == set(rh.PUBLISHED)
   for system in rh.SYSTEMS:
     scale = 'full' if system in rh.FULL_ONLY else 'seal' if system in rh.SEAL_ONLY else 'half'
-    config = rh.scaled_config(system, scale)  # a misspelt field raises
+    config = experiments.row_config(rh.config_name(system, scale))  # a misspelt field raises
     if system in rh.CROPS_SYSTEMS:
-      base = rh.scaled_config(system[:-len('-crops')])
+      base = experiments.row_config(rh.config_name(system[:-len('-crops')]))
       assert config.data.crop == 24 and base.data.crop == 0
       base.data.crop = 24
       assert config.config_file == f'configs/horses.py:{system}'
@@ -541,7 +542,7 @@ def test_horses_crop_systems_are_their_systems_with_crops_and_optional_in_the_ta
     else:
       assert config.data.crop == (24 if scale == 'seal' else 0)
   with pytest.raises(ValueError, match="row 'fcn-200' is of the published-width section only: fcn-200,full"):
-    rh.scaled_config('fcn-200')
+    experiments.row_config(rh.config_name('fcn-200'))
   run = lambda seed, iou: {'seed': seed, 'test_mean_iou': iou, 'test_global_iou': iou, 'dev_mean_iou': iou,
                            'train_seconds': 1.0, 'device': 'cpu', 'command': 'python s.py', 'date': '2026-11-26',
                            'config': {'num_epochs': 1, 'batch_size': 8, 'model': {'channels': [32, 64, 64]}},
