@@ -49,6 +49,12 @@ def made_by(argv=None) -> str:
   return records.portable(command, workdir='WORKDIR')
 
 
+def config_row(config, before: str = '', after: str = '') -> str:
+  """'row `configs/...`' between ``before`` and ``after`` where the run names the config (and row) it was made from,
+  else ''."""
+  return f'{before}row `{config.config_file}`{after}' if config.get('config_file') else ''
+
+
 def system(config) -> str:
   """The run's method, with its primary loss for an implicit run: 'implicit-cd'."""
   return config.method + (f'-{config.implicit.primary_loss}' if config.method == 'implicit' else '')

@@ -16,7 +16,7 @@ from implicit_jax import methods
 from implicit_jax.engine import cli, config as config_lib, data, train
 from implicit_jax.tasks import Evaluator
 from experiments import ROOT, records
-from experiments.energy_analysis import made_by, parse_run
+from experiments.energy_analysis import config_row, made_by, parse_run
 
 GRID = {'rule': ('projected', 'mirror'), 'steps': (5, 20), 'step_size': (0.01, 0.03, 0.1, 0.3, 1.0)}
 GRID_UNCALIBRATED = {'rule': ('mirror',), 'steps': (5, 20), 'step_size': (0.1, 0.3, 1.0, 3.0)}
@@ -63,8 +63,8 @@ def main():
   calibrated = type(run.task.evaluator).calibrate is not Evaluator.calibrate  # else one metric per split
   grid = GRID if calibrated else GRID_UNCALIBRATED
   rows = [row(run, *setting, calibrated) for setting in [(None, 0, None), *itertools.product(*grid.values())]]
-  about = (f'row `{config.config_file}`, ' if config.get('config_file') else '') + (
-      f'method implicit, loss {config.implicit.primary_loss}, solver {config.implicit.solver.name}, seed {config.seed}')
+  about = (f'{config_row(config, after=", ")}method implicit, loss {config.implicit.primary_loss}, solver '
+           f'{config.implicit.solver.name}, seed {config.seed}')
   if calibrated:
     about += ('). Example F1 x 100; "tuned": the threshold chosen on dev for that row. **Bold**: the best dev @0.5 '
               'and the best dev tuned row.')

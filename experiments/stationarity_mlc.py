@@ -25,7 +25,7 @@ from implicit_jax.engine import cli, data, plots
 from implicit_jax.methods import implicit
 import experiments
 from experiments import tables
-from experiments.energy_analysis import made_by, parse_run
+from experiments.energy_analysis import config_row, made_by, parse_run
 
 
 def measures(diagnostics, g=None, ref=None) -> tuple:
@@ -93,7 +93,7 @@ def main():
   out = Path(args.out)
   text = tables.page('stationarity.md', {
       'command': made_by(), 'date': datetime.date.today(), 'backend': jax.default_backend(), 'task': task.name,
-      'row': f', row `{config.config_file}`' if config.get('config_file') else '', 'method': config.method,
+      'row': config_row(config, before=', '), 'method': config.method,
       'loss': cfg.primary_loss, 'hidden': tuple(config.model.inference_hidden),
       'inner': f'{problem}, its optimiser {method}',
       'batches': args.batches, 'batch_size': config.batch_size, 'table': '\n'.join(table), 'name': out.name},
